@@ -1,0 +1,496 @@
+//! The one error type of Tenure, mirroring grelmicro 0.44's coordination error classes by variant.
+//!
+//! Bindings map variants (never message text) to Python exception classes and Node error codes;
+//! the predicates below answer the `isinstance` questions of the Python hierarchy:
+//!
+//! ```text
+//! CoordinationError        BackendMissing, Reentrant, Upgrade, NotOwned, Busy, lock-backend family
+//! └─ LockBackendError      Acquire, Extend, Release, LockedCheck, OwnedCheck
+//! AdmissionError
+//! └─ WouldBlockError       WouldBlock
+//!    └─ LockTimeoutError   Timeout            (also a builtin TimeoutError)
+//! OutOfContextError        OutOfContext
+//! SettingsValidationError  Settings           (also a ValueError)
+//! TypeError                WrongConfigType
+//! EventLoopDeadlockError   Deadlock
+//! RuntimeError             NotOpen
+//! ```
+//!
+//! Messages carry the unprefixed lock name and never the ownership token, which is a capability.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Every way a Tenure operation can fail.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A `Coordination` component has no backend for this kind of primitive.
+    #[error(
+        "Coordination has no {slot} backend. Pass a provider that serves it, or set the {slot} backend explicitly."
+    )]
+    BackendMissing {
+        /// Which slot is empty.
+        slot: BackendSlot,
+    },
+    /// The same holder tried to acquire a lock it already holds or is acquiring.
+    #[error("Lock does not support nested usage: name={name}. This holder already holds or is acquiring it.")]
+    Reentrant {
+        /// The lock name.
+        name: String,
+    },
+    /// A read holder asked for the write lock.
+    #[error("Lock cannot be upgraded from read to write: name={name}.")]
+    Upgrade {
+        /// The lock name.
+        name: String,
+    },
+    /// Release, extend or exit on a lease this caller does not hold (never acquired, already
+    /// released, expired, or taken over).
+    #[error("Lock not held: name={name}. This caller never acquired it, already released it, or its lease ran out.")]
+    NotOwned {
+        /// The lock name.
+        name: String,
+    },
+    /// The store failed while acquiring.
+    #[error("Failed to acquire lock: name={name}. {}", hint(.cause))]
+    Acquire {
+        /// The lock name.
+        name: String,
+        /// What the store did.
+        #[source]
+        cause: BackendError,
+    },
+    /// The store failed while extending.
+    #[error("Failed to extend lock: name={name}. {}", hint(.cause))]
+    Extend {
+        /// The lock name.
+        name: String,
+        /// What the store did.
+        #[source]
+        cause: BackendError,
+    },
+    /// The store failed while releasing (or, for a task lock, while shortening the hold on exit).
+    #[error("Failed to release lock: name={name}. {}", hint(.cause))]
+    Release {
+        /// The lock name.
+        name: String,
+        /// What the store did.
+        #[source]
+        cause: BackendError,
+    },
+    /// The store failed in `locked()`.
+    #[error("Failed to check if lock is acquired: name={name}. {}", hint(.cause))]
+    LockedCheck {
+        /// The lock name.
+        name: String,
+        /// What the store did.
+        #[source]
+        cause: BackendError,
+    },
+    /// The store failed in `owned()`.
+    #[error("Failed to check if lock is owned: name={name}. {}", hint(.cause))]
+    OwnedCheck {
+        /// The lock name.
+        name: String,
+        /// What the store did.
+        #[source]
+        cause: BackendError,
+    },
+    /// A non-blocking attempt was turned away.
+    #[error("{reason}: name={name}")]
+    WouldBlock {
+        /// The lock or election name.
+        name: String,
+        /// Which primitive turned the caller away.
+        reason: WouldBlockReason,
+    },
+    /// A bounded acquire did not succeed in time.
+    #[error("Lock '{name}' not acquired within {}s", .timeout.as_secs_f64())]
+    Timeout {
+        /// The lock name.
+        name: String,
+        /// The timeout the caller gave.
+        timeout: Duration,
+    },
+    /// No backend could be resolved for a primitive built without one.
+    #[error("{message}")]
+    OutOfContext {
+        /// What was asked, and how to fix it.
+        message: String,
+    },
+    /// A setting, a name, an environment variable or a stored value is invalid.
+    #[error("{0}")]
+    Settings(SettingsError),
+    /// `reconfigure` was given a configuration of another primitive.
+    #[error("reconfigure requires {expected}, got {got}")]
+    WrongConfigType {
+        /// The configuration type the primitive uses.
+        expected: &'static str,
+        /// The configuration type it was given.
+        got: &'static str,
+    },
+    /// A blocking adapter was called on the thread that must serve it.
+    #[error(
+        "{what} was called on the thread that runs the event loop it waits for, which would deadlock. Call it from another thread or use the async API."
+    )]
+    Deadlock {
+        /// The call that was refused.
+        what: String,
+    },
+    /// A backend was used before it was opened or after it was closed.
+    #[error("{what} is not open. Open the backend (or `async with micro:` in Python) before using it.")]
+    NotOpen {
+        /// The backend or call.
+        what: String,
+    },
+    /// A second operation was started on a holder while one is still in progress.
+    #[error("Lock busy: name={name}. Another {operation} on this holder is still in progress.")]
+    Busy {
+        /// The lock name.
+        name: String,
+        /// The operation in progress.
+        operation: &'static str,
+    },
+}
+
+fn hint(cause: &BackendError) -> &'static str {
+    match cause.kind {
+        BackendErrorKind::Closed => "The backend is not open: open it before using the lock.",
+        BackendErrorKind::Timeout => {
+            "The backend did not answer within backend_timeout; check it is reachable, then retry."
+        }
+        _ => "Check the backend is open and reachable, then retry.",
+    }
+}
+
+impl Error {
+    /// A settings error about `field`.
+    pub fn settings(field: &str, message: impl Into<String>) -> Self {
+        Self::Settings(SettingsError::field(field, message))
+    }
+
+    /// A stable, machine-readable code for this variant (Node's `error.code`, CLI `--json`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::BackendMissing { .. } => "COORDINATION_BACKEND_MISSING",
+            Self::Reentrant { .. } => "LOCK_REENTRANT",
+            Self::Upgrade { .. } => "LOCK_UPGRADE",
+            Self::NotOwned { .. } => "LOCK_NOT_OWNED",
+            Self::Acquire { .. } => "LOCK_ACQUIRE_FAILED",
+            Self::Extend { .. } => "LOCK_EXTEND_FAILED",
+            Self::Release { .. } => "LOCK_RELEASE_FAILED",
+            Self::LockedCheck { .. } => "LOCK_LOCKED_CHECK_FAILED",
+            Self::OwnedCheck { .. } => "LOCK_OWNED_CHECK_FAILED",
+            Self::WouldBlock { .. } => "WOULD_BLOCK",
+            Self::Timeout { .. } => "LOCK_TIMEOUT",
+            Self::OutOfContext { .. } => "OUT_OF_CONTEXT",
+            Self::Settings(_) => "SETTINGS_INVALID",
+            Self::WrongConfigType { .. } => "CONFIG_TYPE",
+            Self::Deadlock { .. } => "EVENT_LOOP_DEADLOCK",
+            Self::NotOpen { .. } => "BACKEND_NOT_OPEN",
+            Self::Busy { .. } => "LOCK_BUSY",
+        }
+    }
+
+    /// The lock or election name the error is about, if any.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Self::Reentrant { name }
+            | Self::Upgrade { name }
+            | Self::NotOwned { name }
+            | Self::Acquire { name, .. }
+            | Self::Extend { name, .. }
+            | Self::Release { name, .. }
+            | Self::LockedCheck { name, .. }
+            | Self::OwnedCheck { name, .. }
+            | Self::WouldBlock { name, .. }
+            | Self::Timeout { name, .. }
+            | Self::Busy { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+
+    /// The store failure behind a lock-backend error.
+    pub fn backend_error(&self) -> Option<&BackendError> {
+        match self {
+            Self::Acquire { cause, .. }
+            | Self::Extend { cause, .. }
+            | Self::Release { cause, .. }
+            | Self::LockedCheck { cause, .. }
+            | Self::OwnedCheck { cause, .. } => Some(cause),
+            _ => None,
+        }
+    }
+
+    /// Python `CoordinationError` and its subclasses.
+    pub fn is_coordination(&self) -> bool {
+        matches!(
+            self,
+            Self::BackendMissing { .. }
+                | Self::Reentrant { .. }
+                | Self::Upgrade { .. }
+                | Self::NotOwned { .. }
+                | Self::Busy { .. }
+        ) || self.is_lock_backend()
+    }
+
+    /// Python `LockBackendError`: the store failed during a lock operation.
+    pub fn is_lock_backend(&self) -> bool {
+        self.backend_error().is_some()
+    }
+
+    /// Python `LockReleaseError`.
+    pub fn is_release(&self) -> bool {
+        matches!(self, Self::Release { .. })
+    }
+
+    /// Python `LockNotOwnedError`.
+    pub fn is_not_owned(&self) -> bool {
+        matches!(self, Self::NotOwned { .. })
+    }
+
+    /// Python `LockReentrantError`.
+    pub fn is_reentrant(&self) -> bool {
+        matches!(self, Self::Reentrant { .. })
+    }
+
+    /// Python `AdmissionError` and `WouldBlockError` (a timeout is also a would-block).
+    pub fn is_would_block(&self) -> bool {
+        matches!(self, Self::WouldBlock { .. } | Self::Timeout { .. })
+    }
+
+    /// Python `LockTimeoutError` (also a builtin `TimeoutError`).
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Timeout { .. })
+    }
+
+    /// Python `SettingsValidationError` (also a `ValueError`).
+    pub fn is_settings(&self) -> bool {
+        matches!(self, Self::Settings(_))
+    }
+
+    /// Python `OutOfContextError`.
+    pub fn is_out_of_context(&self) -> bool {
+        matches!(self, Self::OutOfContext { .. })
+    }
+}
+
+impl From<SettingsError> for Error {
+    fn from(e: SettingsError) -> Self {
+        Self::Settings(e)
+    }
+}
+
+/// The backend slots of a `Coordination` component.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BackendSlot {
+    /// Locks and task locks.
+    Lock,
+    /// Leader elections.
+    LeaderElection,
+    /// Cron schedules.
+    Schedule,
+}
+
+impl fmt::Display for BackendSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Lock => "lock",
+            Self::LeaderElection => "leader election",
+            Self::Schedule => "schedule",
+        })
+    }
+}
+
+/// Which primitive turned a non-blocking caller away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WouldBlockReason {
+    /// `Lock::acquire_nowait` found the lock held.
+    LockHeld,
+    /// `TaskLock` enter found the task lock held.
+    TaskLockHeld,
+    /// A leader guard was entered by a worker that does not lead.
+    NotLeader,
+}
+
+impl fmt::Display for WouldBlockReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::LockHeld => "Lock not acquired",
+            Self::TaskLockHeld => "Task lock not acquired",
+            Self::NotLeader => "Not leader",
+        })
+    }
+}
+
+/// An invalid setting, name, environment variable or stored value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SettingsError {
+    field: Option<String>,
+    message: String,
+}
+
+impl SettingsError {
+    /// An error about one field (or environment variable).
+    pub fn field(field: &str, message: impl Into<String>) -> Self {
+        Self { field: Some(field.to_owned()), message: message.into() }
+    }
+
+    /// An error about the settings as a whole.
+    pub fn general(message: impl Into<String>) -> Self {
+        Self { field: None, message: message.into() }
+    }
+
+    /// The field or variable at fault, when one is.
+    pub fn field_name(&self) -> Option<&str> {
+        self.field.as_deref()
+    }
+
+    /// The message, which names the field and the rule and never echoes the rejected value.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SettingsError {}
+
+/// What kind of failure a store call met.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BackendErrorKind {
+    /// No answer within `backend_timeout`; the outcome is unknown.
+    Timeout,
+    /// The store could not be reached (refused, reset, DNS, closed connection).
+    Unavailable,
+    /// The store answered something that does not fit the request.
+    Protocol,
+    /// A record read back from the store is malformed or over a size limit.
+    MalformedRecord,
+    /// The store refused the command (permissions, read-only replica, script error).
+    Rejected,
+    /// A fencing token came back lower than one already seen for the name.
+    FenceRegression,
+    /// The backend is not open.
+    Closed,
+    /// Anything else.
+    Other,
+}
+
+impl fmt::Display for BackendErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Timeout => "timed out",
+            Self::Unavailable => "store unavailable",
+            Self::Protocol => "unexpected answer",
+            Self::MalformedRecord => "malformed record",
+            Self::Rejected => "rejected by the store",
+            Self::FenceRegression => "fencing token went backwards",
+            Self::Closed => "backend not open",
+            Self::Other => "backend error",
+        })
+    }
+}
+
+/// A failed store call, as a backend reports it to the core.
+#[derive(Clone, Debug)]
+pub struct BackendError {
+    kind: BackendErrorKind,
+    message: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl BackendError {
+    /// A failure of `kind` described by `message`.
+    pub fn new(kind: BackendErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into(), source: None }
+    }
+
+    /// The call got no answer within `after`.
+    pub fn timeout(after: Duration) -> Self {
+        Self::new(BackendErrorKind::Timeout, format!("no answer within {}s", after.as_secs_f64()))
+    }
+
+    /// Attaches the underlying client error.
+    #[must_use]
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
+    /// The kind of failure.
+    pub fn kind(&self) -> BackendErrorKind {
+        self.kind
+    }
+
+    /// The description.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl PartialEq for BackendError {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && self.message == other.message
+    }
+}
+
+impl fmt::Display for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+impl std::error::Error for BackendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cause() -> BackendError {
+        BackendError::new(BackendErrorKind::Unavailable, "connection refused")
+    }
+
+    #[test]
+    fn predicates_follow_the_grelmicro_044_hierarchy() {
+        let name = "cart".to_owned();
+        let timeout = Error::Timeout { name: name.clone(), timeout: Duration::from_millis(10) };
+        assert!(timeout.is_timeout() && timeout.is_would_block() && !timeout.is_coordination());
+        let not_owned = Error::NotOwned { name: name.clone() };
+        // 0.44: LockNotOwnedError is a CoordinationError, not a LockReleaseError.
+        assert!(not_owned.is_coordination() && !not_owned.is_release() && !not_owned.is_lock_backend());
+        let release = Error::Release { name: name.clone(), cause: cause() };
+        assert!(release.is_release() && release.is_lock_backend() && release.is_coordination());
+        let would = Error::WouldBlock { name, reason: WouldBlockReason::NotLeader };
+        assert!(would.is_would_block() && !would.is_timeout());
+        assert_eq!(would.to_string(), "Not leader: name=cart");
+    }
+
+    #[test]
+    fn messages_name_the_lock_and_chain_the_cause() {
+        let err = Error::Acquire { name: "x".into(), cause: cause() };
+        assert_eq!(
+            err.to_string(),
+            "Failed to acquire lock: name=x. Check the backend is open and reachable, then retry."
+        );
+        let source = std::error::Error::source(&err).map(ToString::to_string);
+        assert_eq!(source.as_deref(), Some("store unavailable: connection refused"));
+        let timeout = Error::Timeout { name: "x".into(), timeout: Duration::from_millis(10) };
+        assert_eq!(timeout.to_string(), "Lock 'x' not acquired within 0.01s");
+        assert_eq!(timeout.name(), Some("x"));
+        assert_eq!(timeout.code(), "LOCK_TIMEOUT");
+    }
+}

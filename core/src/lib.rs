@@ -1,0 +1,73 @@
+//! # tenure-core
+//!
+//! The sans-IO core of [Tenure](https://github.com/tenure-rs/tenure): distributed locks with
+//! fencing tokens, task locks for scheduled jobs, and leader election, as pure state machines.
+//!
+//! The core never reads a clock, sleeps, opens a socket, draws OS randomness or depends on an
+//! async runtime. It is fed events — commands, store replies tagged with the operation id they
+//! answer, timer expiries — each carrying `now`, and it returns store operations to run
+//! (`poll_effect`), application events (`poll_event`) and its next deadline (`poll_timeout`).
+//! Drivers run these transitions on an async runtime, bindings on Python's and Node's event
+//! loops, and the simulator in virtual time.
+//!
+//! It also holds the [`StoreModel`]: the reference semantics of a lease store, judged by a clock
+//! passed in. The memory backend is that model behind a mutex; the simulator uses it as its
+//! store; every real backend is tested against it.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tenure_core::{
+//!     Key, KeyKind, LockConfig, LockEvent, LockMachine, Name, SplitMix64, StoreModel, Timestamp,
+//!     Token, WallTime,
+//! };
+//!
+//! let mut rng = SplitMix64::new(7); // drivers seed from OS entropy
+//! let config = LockConfig::builder().lease_duration(Duration::from_secs(30)).build(&mut rng)?;
+//! let key = Key::new(KeyKind::Lock, &Name::new("cart")?);
+//! let token = Token::new("worker-1:task:1.0123456789abcdef")?;
+//! let mut lock = LockMachine::new(key, token, &config, &mut rng);
+//! let mut store = StoreModel::new(WallTime::UNIX_EPOCH);
+//!
+//! let now = Timestamp::from_nanos(1_000);
+//! lock.acquire(now, None)?;
+//! while let Some(request) = lock.poll_effect() {
+//!     let reply = store.apply(&request.op, now);
+//!     lock.handle_reply(now, request.id, Ok(reply));
+//! }
+//! let Some(LockEvent::Acquired { fence, .. }) = lock.poll_event() else { panic!("not acquired") };
+//! assert_eq!(fence.get(), 1);
+//! assert!(lock.is_held(now));
+//! # Ok::<(), tenure_core::Error>(())
+//! ```
+//!
+//! Map of the crate: [`time`] (instants and durations), [`ids`] (names, keys, tokens),
+//! [`config`] (defaults, validation, `GREL_*` environment), [`store`] (operations and the model),
+//! [`machine`] (the state machines and their drain contract), [`error`].
+
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod error;
+pub mod ids;
+pub mod machine;
+pub mod record;
+pub mod rng;
+pub mod store;
+pub mod time;
+
+pub use config::{
+    EnvOptions, EnvVars, EnvWarning, LeaderElectionConfig, LeaderElectionConfigBuilder, LockConfig, LockConfigBuilder,
+    Resolved, TaskLockConfig, TaskLockConfigBuilder,
+};
+pub use error::{BackendError, BackendErrorKind, BackendSlot, Error, SettingsError, WouldBlockReason};
+pub use ids::{
+    FencingToken, ForkSuffix, HolderIdentity, HolderKind, Key, KeyKind, LockHandle, Name, Nonce, OpId, Token, WorkerId,
+};
+pub use machine::{
+    ElectionEvent, ElectionMachine, LeadershipLoss, LockEvent, LockMachine, LockPhase, LossReason, Query, QueryKind,
+    TaskLockEvent, TaskLockMachine, TaskLockPhase,
+};
+pub use record::{LeaderRecord, Metadata};
+pub use rng::SplitMix64;
+pub use store::{StoreModel, StoreOp, StoreReply, StoreRequest};
+pub use time::{Timestamp, WallTime};

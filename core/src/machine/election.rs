@@ -1,0 +1,366 @@
+//! [`ElectionMachine`]: the leader-election loop (spec §3.5, DESIGN §4.1–4.2).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand_core::Rng;
+
+use super::lock::unexpected;
+use super::{Flight, Outbox, earliest};
+use crate::config::{LeaderElectionConfig, ensure_same_worker};
+use crate::error::{BackendError, Error};
+use crate::ids::{Key, OpId, Token};
+use crate::record::{LeaderRecord, Metadata};
+use crate::rng::{SplitMix64, jitter, unit_interval};
+use crate::store::{StoreOp, StoreReply, StoreRequest};
+use crate::time::Timestamp;
+
+/// What an [`ElectionMachine`] tells its driver.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ElectionEvent {
+    /// This worker became the leader.
+    Elected,
+    /// This worker stopped being the leader.
+    Deposed {
+        /// Why.
+        reason: LeadershipLoss,
+    },
+    /// An attempt failed. `log` is false while the error-log throttle holds (no error logged
+    /// within the last `error_interval` before this one).
+    AttemptFailed {
+        /// What the store did.
+        error: BackendError,
+        /// Whether to log it.
+        log: bool,
+    },
+    /// The release on stop answered: `released` is whether this worker still held the lease.
+    Released {
+        /// Whether a lease was released.
+        released: bool,
+    },
+    /// The release on stop failed (the lease will expire on its own).
+    ReleaseFailed {
+        /// What the store did.
+        error: BackendError,
+    },
+    /// The loop has stopped; `start` may run it again.
+    Stopped,
+}
+
+/// Why leadership ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LeadershipLoss {
+    /// The store reports another holder.
+    NotHolder,
+    /// No renewal succeeded within `renew_deadline`.
+    RenewDeadline,
+    /// The election was stopped.
+    Stopped,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Run {
+    Stopped,
+    Attempting(Flight),
+    Sleeping(Timestamp),
+    /// Stopping: the attempt in flight is awaited before the release, so the release cannot
+    /// reach the store before it.
+    Finishing(Flight),
+    Releasing(Flight),
+}
+
+/// One worker's participation in one election.
+///
+/// While running, it asks `acquire_or_renew` every jittered `retry_interval` (the same cadence
+/// for leader and followers), each call bounded by `backend_timeout`. A successful answer naming
+/// this worker confirms leadership **as of the instant the request was sent**; leadership is
+/// believed until `renew_deadline` after the last confirmation, and a timer ends it at that
+/// instant with an event, so [`ElectionMachine::is_leader`] never turns false without
+/// [`ElectionEvent::Deposed`] (no missed wake-ups, unlike spec §9.5). `stop` clears leadership at
+/// once, awaits the attempt in flight, releases, then reports [`ElectionEvent::Stopped`].
+///
+/// See the [module docs](crate::machine) for the drain contract.
+#[derive(Debug)]
+pub struct ElectionMachine {
+    key: Key,
+    token: Token,
+    metadata: Arc<Metadata>,
+    config: LeaderElectionConfig,
+    run: Run,
+    leader: bool,
+    state_updated_at: Timestamp,
+    last_confirmed_at: Option<Timestamp>,
+    error_logged_at: Option<Timestamp>,
+    record: Option<LeaderRecord>,
+    jitter: SplitMix64,
+    out: Outbox<ElectionEvent>,
+}
+
+impl ElectionMachine {
+    /// A worker in the election `key` (`leader:<name>`) under `token` (its resolved worker
+    /// identity), created at `now`.
+    pub fn new<R: Rng + ?Sized>(
+        key: Key,
+        token: Token,
+        config: LeaderElectionConfig,
+        metadata: Metadata,
+        now: Timestamp,
+        rng: &mut R,
+    ) -> Self {
+        let mut out = Outbox::new();
+        let now = out.observe(now);
+        Self {
+            key,
+            token,
+            metadata: Arc::new(metadata),
+            config,
+            run: Run::Stopped,
+            leader: false,
+            state_updated_at: now,
+            last_confirmed_at: None,
+            error_logged_at: None,
+            record: None,
+            jitter: SplitMix64::from_rng(rng),
+            out,
+        }
+    }
+
+    // ---- getters -------------------------------------------------------------------------
+
+    /// The election key.
+    pub fn key(&self) -> &Key {
+        &self.key
+    }
+
+    /// The token this worker writes as holder.
+    pub fn token(&self) -> &Token {
+        &self.token
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &LeaderElectionConfig {
+        &self.config
+    }
+
+    /// The metadata sent with every attempt.
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// Whether the loop runs (until [`ElectionEvent::Stopped`]).
+    pub fn is_running(&self) -> bool {
+        self.run != Run::Stopped
+    }
+
+    /// Whether this worker leads at `now`: the last answer said so and was sent less than
+    /// `renew_deadline` ago. Advisory; fence writes or use [`Self::is_leader_confirmed_within`]
+    /// for work that must not overlap a successor.
+    pub fn is_leader(&self, now: Timestamp) -> bool {
+        self.leader && now.saturating_duration_since(self.state_updated_at) < self.config.renew_deadline()
+    }
+
+    /// Whether this worker leads and the store confirmed it at most `max_age` before `now`.
+    pub fn is_leader_confirmed_within(&self, now: Timestamp, max_age: Duration) -> bool {
+        self.is_leader(now) && self.last_confirmation_age(now).is_some_and(|age| age <= max_age)
+    }
+
+    /// Time since the store last confirmed this worker's leadership; `None` when not leading.
+    pub fn last_confirmation_age(&self, now: Timestamp) -> Option<Duration> {
+        self.last_confirmed_at.map(|at| now.saturating_duration_since(at))
+    }
+
+    /// The last record a successful attempt returned; kept after errors and stops.
+    pub fn record(&self) -> Option<&LeaderRecord> {
+        self.record.as_ref()
+    }
+
+    // ---- inputs --------------------------------------------------------------------------
+
+    /// The store's answer to operation `id`.
+    pub fn handle_reply(&mut self, now: Timestamp, id: OpId, reply: Result<StoreReply, BackendError>) {
+        let now = self.out.observe(now);
+        match self.run {
+            Run::Attempting(flight) if flight.op == id => {
+                self.on_attempt_reply(now, flight, reply, true);
+                self.sleep(now);
+            }
+            Run::Finishing(flight) if flight.op == id => {
+                self.on_attempt_reply(now, flight, reply, false);
+                self.release(now);
+            }
+            Run::Releasing(flight) if flight.op == id => self.on_release_reply(reply),
+            // Unknown, stale or duplicated: the operation is no longer awaited.
+            _ => {}
+        }
+        self.check_deadline(now);
+    }
+
+    /// Timers: the next attempt, operation deadlines, the renew deadline.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        let now = self.out.observe(now);
+        match self.run {
+            Run::Sleeping(at) if now >= at => self.attempt(now),
+            Run::Attempting(flight) | Run::Finishing(flight) | Run::Releasing(flight) if now >= flight.deadline => {
+                let timeout = Err(BackendError::timeout(self.config.backend_timeout()));
+                self.handle_reply(now, flight.op, timeout);
+            }
+            _ => {}
+        }
+        self.check_deadline(now);
+    }
+
+    // ---- commands ------------------------------------------------------------------------
+
+    /// Starts the loop with an attempt at once. Returns false (and does nothing) when it
+    /// already runs: a second start is a no-op, as in grelmicro.
+    pub fn start(&mut self, now: Timestamp) -> bool {
+        let now = self.out.observe(now);
+        if self.is_running() {
+            return false;
+        }
+        self.attempt(now);
+        true
+    }
+
+    /// Stops the loop: leadership ends now; the attempt in flight (if any) is awaited, then the
+    /// lease is released (bounded by `backend_timeout`), then [`ElectionEvent::Stopped`].
+    pub fn stop(&mut self, now: Timestamp) {
+        let now = self.out.observe(now);
+        match self.run {
+            Run::Stopped | Run::Finishing(_) | Run::Releasing(_) => return,
+            Run::Attempting(flight) => self.run = Run::Finishing(flight),
+            Run::Sleeping(_) => self.release(now),
+        }
+        self.update_state(false, now, LeadershipLoss::Stopped);
+    }
+
+    /// A push wake-up (the leader released): a sleeping loop attempts at once.
+    pub fn wake(&mut self, now: Timestamp) {
+        let now = self.out.observe(now);
+        if let Run::Sleeping(_) = self.run {
+            self.attempt(now);
+        }
+    }
+
+    /// Swaps the configuration: the next attempt uses it, and the error-log throttle at once.
+    /// The worker identity cannot change.
+    pub fn reconfigure(&mut self, config: LeaderElectionConfig) -> Result<(), Error> {
+        ensure_same_worker(self.config.worker(), config.worker())?;
+        self.config = config;
+        Ok(())
+    }
+
+    // ---- outputs -------------------------------------------------------------------------
+
+    /// The next store request to run.
+    #[must_use]
+    pub fn poll_effect(&mut self) -> Option<StoreRequest> {
+        self.out.poll_effect()
+    }
+
+    /// The next event.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<ElectionEvent> {
+        self.out.poll_event()
+    }
+
+    /// When `handle_timeout` should next be called.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        let run = match self.run {
+            Run::Stopped => None,
+            Run::Sleeping(at) => Some(at),
+            Run::Attempting(f) | Run::Finishing(f) | Run::Releasing(f) => Some(f.deadline),
+        };
+        earliest([run, self.leader.then(|| self.deadline())])
+    }
+
+    // ---- internals -----------------------------------------------------------------------
+
+    fn attempt(&mut self, now: Timestamp) {
+        let op = StoreOp::LeaderAcquireOrRenew {
+            key: self.key.clone(),
+            token: self.token.clone(),
+            lease: self.config.lease_duration(),
+            metadata: self.metadata.clone(),
+        };
+        self.run = Run::Attempting(self.out.send(now, op, self.config.backend_timeout()));
+    }
+
+    fn sleep(&mut self, now: Timestamp) {
+        let r = unit_interval(self.jitter.next_u64());
+        let pause = jitter(self.config.retry_interval(), self.config.retry_jitter(), r);
+        self.run = Run::Sleeping(now + pause);
+    }
+
+    fn release(&mut self, now: Timestamp) {
+        let op = StoreOp::LeaderRelease { key: self.key.clone(), token: self.token.clone() };
+        self.run = Run::Releasing(self.out.send(now, op, self.config.backend_timeout()));
+    }
+
+    /// Handles an attempt's answer; `count` is false while stopping (the record is kept, the
+    /// verdict not).
+    fn on_attempt_reply(
+        &mut self,
+        now: Timestamp,
+        flight: Flight,
+        reply: Result<StoreReply, BackendError>,
+        count: bool,
+    ) {
+        let error = match reply {
+            Ok(StoreReply::Leader(record)) => {
+                let leads = record.holder == self.token.as_str();
+                self.record = Some(record);
+                if count {
+                    self.update_state(leads, flight.sent_at, LeadershipLoss::NotHolder);
+                }
+                return;
+            }
+            Ok(other) => unexpected("acquire_or_renew", &other),
+            Err(error) => error,
+        };
+        // Quiet-period throttle (spec §3.5.4): log only after a gap longer than error_interval.
+        let log =
+            self.error_logged_at.is_none_or(|at| now.saturating_duration_since(at) > self.config.error_interval());
+        self.error_logged_at = Some(now);
+        self.out.emit(ElectionEvent::AttemptFailed { error, log });
+        if count && now.saturating_duration_since(self.state_updated_at) >= self.config.renew_deadline() {
+            self.update_state(false, now, LeadershipLoss::RenewDeadline);
+        }
+    }
+
+    fn on_release_reply(&mut self, reply: Result<StoreReply, BackendError>) {
+        let event = match reply {
+            Ok(StoreReply::Flag(released)) => ElectionEvent::Released { released },
+            Ok(other) => ElectionEvent::ReleaseFailed { error: unexpected("release", &other) },
+            Err(error) => ElectionEvent::ReleaseFailed { error },
+        };
+        self.out.emit(event);
+        self.run = Run::Stopped;
+        self.out.emit(ElectionEvent::Stopped);
+    }
+
+    /// Records a verdict made at `at` and reports a change.
+    fn update_state(&mut self, leads: bool, at: Timestamp, reason: LeadershipLoss) {
+        self.state_updated_at = at;
+        self.last_confirmed_at = leads.then_some(at);
+        if leads == self.leader {
+            return;
+        }
+        self.leader = leads;
+        self.out.emit(if leads { ElectionEvent::Elected } else { ElectionEvent::Deposed { reason } });
+    }
+
+    /// The instant a leader stops believing without a new confirmation.
+    fn deadline(&self) -> Timestamp {
+        self.state_updated_at + self.config.renew_deadline()
+    }
+
+    fn check_deadline(&mut self, now: Timestamp) {
+        if self.leader && now >= self.deadline() {
+            self.update_state(false, now, LeadershipLoss::RenewDeadline);
+        }
+    }
+}

@@ -1,0 +1,541 @@
+//! [`LockMachine`]: one holder's life with one lock (spec §3.1–3.3, DESIGN §4.1, §4.3, §4.6).
+
+use std::time::Duration;
+
+use rand_core::Rng;
+
+use super::{Flight, Outbox, earliest, local_validity};
+use crate::config::LockConfig;
+use crate::error::{BackendError, BackendErrorKind, Error, WouldBlockReason};
+use crate::ids::{FencingToken, Key, LockHandle, OpId, Token};
+use crate::rng::{SplitMix64, jitter, unit_interval};
+use crate::store::{StoreOp, StoreReply};
+use crate::time::Timestamp;
+
+/// What a [`LockMachine`] tells its driver.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum LockEvent {
+    /// `acquire` / `acquire_nowait` succeeded.
+    Acquired {
+        /// The fencing token of this acquisition.
+        fence: FencingToken,
+        /// The holder may count on the lease until this instant (exclusive).
+        valid_until: Timestamp,
+    },
+    /// `extend` succeeded. `fence > previous` means the lease had lapsed and the store granted a
+    /// new one: others may have held the lock in between.
+    Extended {
+        /// The fencing token now held.
+        fence: FencingToken,
+        /// The fencing token before the extend.
+        previous: FencingToken,
+        /// The new end of validity.
+        valid_until: Timestamp,
+    },
+    /// `release` succeeded.
+    Released,
+    /// The current command failed.
+    Failed(Error),
+    /// A lease the holder believed valid is no longer: it ran out locally, or an extend found
+    /// another holder.
+    Lost {
+        /// The fencing token that was lost.
+        fence: FencingToken,
+        /// Why.
+        reason: LossReason,
+    },
+}
+
+/// Why a held lease was lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LossReason {
+    /// Its validity ran out before an extend confirmed it.
+    Expired,
+    /// The store answered an extend with "not yours".
+    NotOwned,
+}
+
+/// What a [`LockMachine`] is doing, for drivers and tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockPhase {
+    /// Holds nothing and asks nothing.
+    Idle,
+    /// An acquire attempt is in flight.
+    Acquiring,
+    /// Waiting before the next attempt of a blocking acquire.
+    Waiting,
+    /// Holds a lease it believes valid.
+    Held,
+    /// An extend is in flight (the lease stays valid until its old end).
+    Extending,
+    /// Had a lease and no longer counts on it (ran out, or a release failed); may extend or
+    /// release it again.
+    Stale,
+    /// A release is in flight.
+    Releasing,
+    /// A cancelled acquire is in flight; a grant will be released at once.
+    Cancelling,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Attempt {
+    /// When a blocking acquire gives up; `None` waits forever.
+    deadline: Option<Timestamp>,
+    /// The timeout the caller gave, for the error.
+    timeout: Option<Duration>,
+    nowait: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Idle,
+    Acquiring { flight: Flight, lease: Duration, attempt: Attempt },
+    Waiting { retry_at: Timestamp, lease: Duration, attempt: Attempt },
+    Held { fence: FencingToken, valid_until: Timestamp },
+    Extending { flight: Flight, lease: Duration, fence: FencingToken, valid_until: Timestamp },
+    Stale { fence: FencingToken },
+    Releasing { flight: Flight, fence: Option<FencingToken>, quiet: bool },
+    Cancelling { flight: Flight },
+}
+
+/// One holder (one token) of one lock, from acquire to release.
+///
+/// A grant is counted valid from the instant the request was **sent** (less a 1 % drift
+/// allowance, [`local_validity`]), so a holder never believes in a lease longer than the store
+/// keeps it. When that validity runs out the machine emits [`LockEvent::Lost`] at once.
+///
+/// Commands refuse at once (with the error) what needs no store call: a nested acquire
+/// ([`Error::Reentrant`]), extending a lease never held ([`Error::NotOwned`]), or a command while
+/// another is in flight ([`Error::Busy`]). Everything else completes with exactly one
+/// `Acquired`, `Extended`, `Released` or `Failed` event.
+///
+/// See the [module docs](crate::machine) for the drain contract.
+#[derive(Debug)]
+pub struct LockMachine {
+    key: Key,
+    token: Token,
+    lease: Duration,
+    retry_interval: Duration,
+    retry_jitter: f64,
+    backend_timeout: Duration,
+    state: State,
+    /// The highest fencing token this holder has seen; a store answering lower is refused.
+    last_fence: Option<FencingToken>,
+    jitter: SplitMix64,
+    out: Outbox<LockEvent>,
+}
+
+impl LockMachine {
+    /// A holder of the lock `key` under `token`, timed by `config`; `rng` seeds its jitter.
+    pub fn new<R: Rng + ?Sized>(key: Key, token: Token, config: &LockConfig, rng: &mut R) -> Self {
+        Self {
+            key,
+            token,
+            lease: config.lease_duration(),
+            retry_interval: config.retry_interval(),
+            retry_jitter: config.retry_jitter(),
+            backend_timeout: config.backend_timeout(),
+            state: State::Idle,
+            last_fence: None,
+            jitter: SplitMix64::from_rng(rng),
+            out: Outbox::new(),
+        }
+    }
+
+    // ---- getters -------------------------------------------------------------------------
+
+    /// The lock key (`lock:<name>`).
+    pub fn key(&self) -> &Key {
+        &self.key
+    }
+
+    /// The holder's ownership token.
+    pub fn token(&self) -> &Token {
+        &self.token
+    }
+
+    /// What the machine is doing.
+    pub fn phase(&self) -> LockPhase {
+        match self.state {
+            State::Idle => LockPhase::Idle,
+            State::Acquiring { .. } => LockPhase::Acquiring,
+            State::Waiting { .. } => LockPhase::Waiting,
+            State::Held { .. } => LockPhase::Held,
+            State::Extending { .. } => LockPhase::Extending,
+            State::Stale { .. } => LockPhase::Stale,
+            State::Releasing { .. } => LockPhase::Releasing,
+            State::Cancelling { .. } => LockPhase::Cancelling,
+        }
+    }
+
+    /// Whether the holder may act as the lock's owner at `now`.
+    pub fn is_held(&self, now: Timestamp) -> bool {
+        self.valid_until().is_some_and(|until| now < until)
+    }
+
+    /// The end of validity of the lease held, if one is.
+    pub fn valid_until(&self) -> Option<Timestamp> {
+        match self.state {
+            State::Held { valid_until, .. } | State::Extending { valid_until, .. } => Some(valid_until),
+            _ => None,
+        }
+    }
+
+    /// The fencing token of the lease held or last held (until released).
+    pub fn fence(&self) -> Option<FencingToken> {
+        match self.state {
+            State::Held { fence, .. } | State::Extending { fence, .. } | State::Stale { fence } => Some(fence),
+            _ => None,
+        }
+    }
+
+    /// The handle of the lease held or last held.
+    pub fn handle(&self) -> Option<LockHandle> {
+        let fencing_token = self.fence()?;
+        Some(LockHandle { name: self.key.name().clone(), token: self.token.clone(), fencing_token })
+    }
+
+    // ---- inputs --------------------------------------------------------------------------
+
+    /// The store's answer to operation `id`.
+    pub fn handle_reply(&mut self, now: Timestamp, id: OpId, reply: Result<StoreReply, BackendError>) {
+        let now = self.out.observe(now);
+        match self.state {
+            State::Acquiring { flight, lease, attempt } if flight.op == id => {
+                self.on_acquire_reply(now, flight, lease, attempt, reply);
+            }
+            State::Extending { flight, lease, fence, valid_until } if flight.op == id => {
+                self.on_extend_reply(now, flight, lease, fence, valid_until, reply);
+            }
+            State::Releasing { flight, fence, quiet } if flight.op == id => {
+                self.on_release_reply(fence, quiet, reply);
+            }
+            State::Cancelling { flight } if flight.op == id => {
+                if let Ok(StoreReply::Fence(Some(fence))) = reply {
+                    self.start_release(now, Some(fence), true);
+                } else {
+                    self.state = State::Idle;
+                }
+            }
+            // Unknown, stale or duplicated: the operation is no longer awaited.
+            _ => {}
+        }
+        self.check_expiry(now);
+    }
+
+    /// Timers: operation deadlines, the next attempt, the end of validity.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        let now = self.out.observe(now);
+        match self.state {
+            State::Waiting { retry_at, lease, attempt } if now >= retry_at => self.attempt(now, lease, attempt),
+            State::Acquiring { flight, .. }
+            | State::Extending { flight, .. }
+            | State::Releasing { flight, .. }
+            | State::Cancelling { flight }
+                if now >= flight.deadline =>
+            {
+                let timeout = Err(BackendError::timeout(self.backend_timeout));
+                self.handle_reply(now, flight.op, timeout);
+            }
+            _ => {}
+        }
+        self.check_expiry(now);
+    }
+
+    // ---- commands ------------------------------------------------------------------------
+
+    /// Starts a blocking acquire: attempt now, then every jittered `retry_interval`, until
+    /// granted, refused past `timeout` ([`Error::Timeout`]; `None` waits forever) or failed.
+    ///
+    /// The pause before the next attempt is cut short at the timeout, so a bounded acquire makes
+    /// its last attempt at the deadline instead of sleeping past it (grelmicro overshoots by up
+    /// to one retry interval). `Some(Duration::ZERO)` makes exactly one attempt.
+    pub fn acquire(&mut self, now: Timestamp, timeout: Option<Duration>) -> Result<(), Error> {
+        let now = self.out.observe(now);
+        self.check_expiry(now);
+        let deadline = timeout.map(|t| now + t);
+        self.begin(now, Attempt { deadline, timeout, nowait: false })
+    }
+
+    /// Starts a single attempt; refused → [`Error::WouldBlock`].
+    pub fn acquire_nowait(&mut self, now: Timestamp) -> Result<(), Error> {
+        let now = self.out.observe(now);
+        self.check_expiry(now);
+        self.begin(now, Attempt { deadline: None, timeout: None, nowait: true })
+    }
+
+    /// Renews the lease for another `lease_duration` under the same token. A live lease keeps its
+    /// fencing token; a lapsed one that nobody took is granted again with a greater one.
+    pub fn extend(&mut self, now: Timestamp) -> Result<(), Error> {
+        let now = self.out.observe(now);
+        self.check_expiry(now);
+        let (fence, valid_until) = match self.state {
+            State::Held { fence, valid_until } => (fence, valid_until),
+            // No valid lease to keep counting on while the extend is in flight.
+            State::Stale { fence } => (fence, now),
+            State::Idle | State::Acquiring { .. } | State::Waiting { .. } => return Err(self.not_owned()),
+            _ => return Err(self.busy()),
+        };
+        let lease = self.lease;
+        let op = StoreOp::LockAcquire { key: self.key.clone(), token: self.token.clone(), lease };
+        let flight = self.out.send(now, op, self.backend_timeout);
+        self.state = State::Extending { flight, lease, fence, valid_until };
+        Ok(())
+    }
+
+    /// Releases the lease. Asks the store even when nothing is held locally, so a lease left by
+    /// a cancelled acquire under this token can be released too. The holder stops counting on the
+    /// lease at once.
+    pub fn release(&mut self, now: Timestamp) -> Result<(), Error> {
+        let now = self.out.observe(now);
+        self.check_expiry(now);
+        let fence = match self.state {
+            State::Idle => None,
+            State::Held { fence, .. } | State::Stale { fence } => Some(fence),
+            _ => return Err(self.busy()),
+        };
+        self.start_release(now, fence, false);
+        Ok(())
+    }
+
+    /// Abandons the current command without an event. A cancelled acquire whose grant may still
+    /// land is followed by a release of that grant; a cancelled extend keeps the old lease; a
+    /// release in flight goes on.
+    pub fn cancel(&mut self, now: Timestamp) {
+        let now = self.out.observe(now);
+        self.state = match self.state {
+            State::Acquiring { flight, .. } => State::Cancelling { flight },
+            State::Waiting { .. } => State::Idle,
+            State::Extending { fence, valid_until, .. } if now < valid_until => State::Held { fence, valid_until },
+            State::Extending { fence, .. } => State::Stale { fence },
+            other => other,
+        };
+        self.check_expiry(now);
+    }
+
+    /// A push wake-up (the lock was released elsewhere): a waiting acquire attempts at once.
+    pub fn wake(&mut self, now: Timestamp) {
+        let now = self.out.observe(now);
+        if let State::Waiting { lease, attempt, .. } = self.state {
+            self.attempt(now, lease, attempt);
+        }
+    }
+
+    /// Uses `config`'s durations for the commands that start from now on; a command in flight
+    /// keeps the lease it started with.
+    pub fn set_config(&mut self, config: &LockConfig) {
+        self.lease = config.lease_duration();
+        self.retry_interval = config.retry_interval();
+        self.retry_jitter = config.retry_jitter();
+        self.backend_timeout = config.backend_timeout();
+    }
+
+    // ---- outputs -------------------------------------------------------------------------
+
+    /// The next store request to run.
+    #[must_use]
+    pub fn poll_effect(&mut self) -> Option<crate::store::StoreRequest> {
+        self.out.poll_effect()
+    }
+
+    /// The next event.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<LockEvent> {
+        self.out.poll_event()
+    }
+
+    /// When `handle_timeout` should next be called.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        match self.state {
+            State::Waiting { retry_at, .. } => Some(retry_at),
+            State::Held { valid_until, .. } => Some(valid_until),
+            State::Extending { flight, valid_until, .. } => earliest([Some(flight.deadline), Some(valid_until)]),
+            State::Acquiring { flight, .. } | State::Releasing { flight, .. } | State::Cancelling { flight } => {
+                Some(flight.deadline)
+            }
+            State::Idle | State::Stale { .. } => None,
+        }
+    }
+
+    // ---- internals -----------------------------------------------------------------------
+
+    fn begin(&mut self, now: Timestamp, attempt: Attempt) -> Result<(), Error> {
+        match self.state {
+            State::Idle | State::Stale { .. } => {
+                self.attempt(now, self.lease, attempt);
+                Ok(())
+            }
+            State::Held { .. } | State::Extending { .. } | State::Acquiring { .. } | State::Waiting { .. } => {
+                Err(Error::Reentrant { name: self.name() })
+            }
+            State::Releasing { .. } | State::Cancelling { .. } => Err(self.busy()),
+        }
+    }
+
+    fn attempt(&mut self, now: Timestamp, lease: Duration, attempt: Attempt) {
+        let op = StoreOp::LockAcquire { key: self.key.clone(), token: self.token.clone(), lease };
+        let flight = self.out.send(now, op, self.backend_timeout);
+        self.state = State::Acquiring { flight, lease, attempt };
+    }
+
+    fn on_acquire_reply(
+        &mut self,
+        now: Timestamp,
+        flight: Flight,
+        lease: Duration,
+        attempt: Attempt,
+        reply: Result<StoreReply, BackendError>,
+    ) {
+        self.state = State::Idle;
+        let error = match reply {
+            Ok(StoreReply::Fence(Some(fence))) => match self.regression(fence) {
+                Some(cause) => Error::Acquire { name: self.name(), cause },
+                None => {
+                    self.note_fence(fence);
+                    let valid_until = flight.sent_at + local_validity(lease);
+                    self.state = State::Held { fence, valid_until };
+                    self.out.emit(LockEvent::Acquired { fence, valid_until });
+                    return;
+                }
+            },
+            Ok(StoreReply::Fence(None)) => match attempt {
+                Attempt { nowait: true, .. } => {
+                    Error::WouldBlock { name: self.name(), reason: WouldBlockReason::LockHeld }
+                }
+                Attempt { deadline: Some(deadline), timeout, .. } if now >= deadline => {
+                    Error::Timeout { name: self.name(), timeout: timeout.unwrap_or_default() }
+                }
+                Attempt { deadline, .. } => {
+                    let pause = jitter(self.retry_interval, self.retry_jitter, unit_interval(self.jitter.next_u64()));
+                    let retry_at = earliest([Some(now + pause), deadline]).unwrap_or(now);
+                    self.state = State::Waiting { retry_at, lease, attempt };
+                    return;
+                }
+            },
+            Ok(other) => Error::Acquire { name: self.name(), cause: unexpected("acquire", &other) },
+            Err(cause) => Error::Acquire { name: self.name(), cause },
+        };
+        self.out.emit(LockEvent::Failed(error));
+    }
+
+    fn on_extend_reply(
+        &mut self,
+        now: Timestamp,
+        flight: Flight,
+        lease: Duration,
+        fence: FencingToken,
+        valid_until: Timestamp,
+        reply: Result<StoreReply, BackendError>,
+    ) {
+        // Whatever happens, the old lease is still worth what it was worth.
+        let previous = if now < valid_until { State::Held { fence, valid_until } } else { State::Stale { fence } };
+        let error = match reply {
+            Ok(StoreReply::Fence(Some(granted))) => match self.regression(granted) {
+                Some(cause) => Error::Extend { name: self.name(), cause },
+                None => {
+                    self.note_fence(granted);
+                    let until = flight.sent_at + local_validity(lease);
+                    let until = if granted == fence { until.max(valid_until) } else { until };
+                    self.state = State::Held { fence: granted, valid_until: until };
+                    self.out.emit(LockEvent::Extended { fence: granted, previous: fence, valid_until: until });
+                    return;
+                }
+            },
+            Ok(StoreReply::Fence(None)) => {
+                if matches!(previous, State::Held { .. }) {
+                    self.out.emit(LockEvent::Lost { fence, reason: LossReason::NotOwned });
+                }
+                self.state = State::Idle;
+                self.out.emit(LockEvent::Failed(self.not_owned()));
+                return;
+            }
+            Ok(other) => Error::Extend { name: self.name(), cause: unexpected("extend", &other) },
+            Err(cause) => Error::Extend { name: self.name(), cause },
+        };
+        self.state = previous;
+        self.out.emit(LockEvent::Failed(error));
+    }
+
+    fn on_release_reply(&mut self, fence: Option<FencingToken>, quiet: bool, reply: Result<StoreReply, BackendError>) {
+        let (state, event) = match reply {
+            Ok(StoreReply::Flag(true)) => (State::Idle, LockEvent::Released),
+            Ok(StoreReply::Flag(false)) => (State::Idle, LockEvent::Failed(self.not_owned())),
+            Ok(other) => (
+                State::Idle,
+                LockEvent::Failed(Error::Release { name: self.name(), cause: unexpected("release", &other) }),
+            ),
+            // The outcome is unknown: keep the token's fence so the caller may retry the release.
+            Err(cause) => {
+                let state = fence.map_or(State::Idle, |fence| State::Stale { fence });
+                (state, LockEvent::Failed(Error::Release { name: self.name(), cause }))
+            }
+        };
+        self.state = state;
+        if !quiet {
+            self.out.emit(event);
+        }
+    }
+
+    fn start_release(&mut self, now: Timestamp, fence: Option<FencingToken>, quiet: bool) {
+        let op = StoreOp::LockRelease { key: self.key.clone(), token: self.token.clone() };
+        let flight = self.out.send(now, op, self.backend_timeout);
+        self.state = State::Releasing { flight, fence, quiet };
+    }
+
+    /// Reports a lease whose validity has run out.
+    fn check_expiry(&mut self, now: Timestamp) {
+        if let State::Held { fence, valid_until } = self.state
+            && now >= valid_until
+        {
+            self.state = State::Stale { fence };
+            self.out.emit(LockEvent::Lost { fence, reason: LossReason::Expired });
+        }
+        if let State::Extending { fence, valid_until, flight, lease } = self.state
+            && now >= valid_until
+            && valid_until > flight.sent_at
+        {
+            // Stop counting on it now; the extend may still bring it back.
+            self.state = State::Extending { fence, valid_until: flight.sent_at, flight, lease };
+            self.out.emit(LockEvent::Lost { fence, reason: LossReason::Expired });
+        }
+    }
+
+    /// A fencing token lower than one this holder has already seen: the store lost its counter
+    /// (a failover, a restore) and exclusion can no longer be proven.
+    fn regression(&self, fence: FencingToken) -> Option<BackendError> {
+        let last = self.last_fence.filter(|&last| fence < last)?;
+        Some(BackendError::new(
+            BackendErrorKind::FenceRegression,
+            format!("the store answered fencing token {fence} after {last} for the same lock"),
+        ))
+    }
+
+    fn note_fence(&mut self, fence: FencingToken) {
+        self.last_fence = Some(self.last_fence.map_or(fence, |last| last.max(fence)));
+    }
+
+    fn name(&self) -> String {
+        self.key.name().as_str().to_owned()
+    }
+
+    fn not_owned(&self) -> Error {
+        Error::NotOwned { name: self.name() }
+    }
+
+    fn busy(&self) -> Error {
+        let operation = match self.state {
+            State::Acquiring { .. } | State::Waiting { .. } => "acquire",
+            State::Extending { .. } => "extend",
+            _ => "release",
+        };
+        Error::Busy { name: self.name(), operation }
+    }
+}
+
+/// A store answered with a reply of the wrong shape.
+pub(crate) fn unexpected(operation: &str, reply: &StoreReply) -> BackendError {
+    BackendError::new(BackendErrorKind::Protocol, format!("unexpected answer to {operation}: {}", reply.shape()))
+}

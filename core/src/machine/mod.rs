@@ -1,0 +1,97 @@
+//! The state machines: [`LockMachine`], [`TaskLockMachine`], [`ElectionMachine`] and the one-shot
+//! [`Query`].
+//!
+//! # Driving a machine
+//!
+//! Every input carries `now`, a monotonic [`Timestamp`] that never goes backwards for one machine
+//! (asserted in debug builds; an earlier `now` is treated as the latest seen). After **any** input
+//! (a command, `handle_reply`, `handle_timeout`):
+//!
+//! 1. drain `poll_effect` until `None`, run each [`StoreRequest`] against the store and feed the
+//!    answer back with `handle_reply(now, request.id, answer)` — abandon it at `request.deadline`;
+//! 2. drain `poll_event` until `None`;
+//! 3. ask `poll_timeout` and call `handle_timeout(now)` once that instant has passed.
+//!
+//! Replies for unknown, stale or already answered operation ids are ignored, as are early
+//! timeouts: nothing a driver, a store or a network does in any order makes a machine panic.
+
+mod election;
+mod lock;
+mod query;
+mod task_lock;
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+pub use election::{ElectionEvent, ElectionMachine, LeadershipLoss};
+pub use lock::{LockEvent, LockMachine, LockPhase, LossReason};
+pub use query::{Query, QueryKind};
+pub use task_lock::{TaskLockEvent, TaskLockMachine, TaskLockPhase};
+
+use crate::ids::OpId;
+use crate::store::{StoreOp, StoreRequest};
+use crate::time::Timestamp;
+
+/// How much of a lease a holder may count on: the lease less 1 %, an allowance for the holder's
+/// clock running slower than the store's (Redlock's drift factor). Validity is counted from when
+/// the request was sent, which is never later than when the store started the lease.
+pub fn local_validity(lease: Duration) -> Duration {
+    lease - lease / 100
+}
+
+/// An operation in flight: its id, when it was sent, and when the machine stops waiting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Flight {
+    pub(crate) op: OpId,
+    pub(crate) sent_at: Timestamp,
+    pub(crate) deadline: Timestamp,
+}
+
+/// The outputs of a machine: at most one store request waiting to be taken (a machine has at
+/// most one operation in flight), events, and the clock check.
+#[derive(Debug)]
+pub(crate) struct Outbox<E> {
+    next_op: u64,
+    effect: Option<StoreRequest>,
+    events: VecDeque<E>,
+    last_now: Timestamp,
+}
+
+impl<E> Outbox<E> {
+    pub(crate) fn new() -> Self {
+        Self { next_op: 0, effect: None, events: VecDeque::new(), last_now: Timestamp::ZERO }
+    }
+
+    /// The `now` to use for an input: never earlier than one already seen.
+    pub(crate) fn observe(&mut self, now: Timestamp) -> Timestamp {
+        debug_assert!(now >= self.last_now, "time went backwards: {now:?} after {:?}", self.last_now);
+        self.last_now = self.last_now.max(now);
+        self.last_now
+    }
+
+    /// Queues `op`, bounded by `timeout`, and returns its flight.
+    pub(crate) fn send(&mut self, now: Timestamp, op: StoreOp, timeout: Duration) -> Flight {
+        self.next_op += 1;
+        let flight = Flight { op: OpId::new(self.next_op), sent_at: now, deadline: now + timeout };
+        // A request not taken before the next one is abandoned anyway: its flight is over.
+        self.effect = Some(StoreRequest { id: flight.op, op, deadline: flight.deadline });
+        flight
+    }
+
+    pub(crate) fn emit(&mut self, event: E) {
+        self.events.push_back(event);
+    }
+
+    pub(crate) fn poll_effect(&mut self) -> Option<StoreRequest> {
+        self.effect.take()
+    }
+
+    pub(crate) fn poll_event(&mut self) -> Option<E> {
+        self.events.pop_front()
+    }
+}
+
+/// The earliest of some optional instants.
+pub(crate) fn earliest(instants: impl IntoIterator<Item = Option<Timestamp>>) -> Option<Timestamp> {
+    instants.into_iter().flatten().min()
+}

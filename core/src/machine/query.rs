@@ -1,0 +1,88 @@
+//! [`Query`]: a single bounded store question (`locked()`, `owned()`).
+
+use std::time::Duration;
+
+use super::lock::unexpected;
+use crate::error::{BackendError, Error};
+use crate::ids::{Key, OpId, Token};
+use crate::store::{StoreOp, StoreReply, StoreRequest};
+use crate::time::Timestamp;
+
+/// Which question a [`Query`] asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueryKind {
+    /// Is the lock held by anyone?
+    Locked,
+    /// Is the lock held by this token?
+    Owned,
+}
+
+/// One store question with its deadline and error mapping: a failure of `locked()` is
+/// [`Error::LockedCheck`], of `owned()` [`Error::OwnedCheck`].
+#[derive(Clone, Debug)]
+pub struct Query {
+    kind: QueryKind,
+    key: Key,
+    id: OpId,
+    deadline: Timestamp,
+    timeout: Duration,
+    done: bool,
+}
+
+impl Query {
+    /// Asks whether `key` is held; returns the query and the request to run.
+    pub fn locked(key: &Key, now: Timestamp, timeout: Duration) -> (Self, StoreRequest) {
+        Self::new(QueryKind::Locked, StoreOp::LockLocked { key: key.clone() }, now, timeout)
+    }
+
+    /// Asks whether `token` holds `key`.
+    pub fn owned(key: &Key, token: &Token, now: Timestamp, timeout: Duration) -> (Self, StoreRequest) {
+        Self::new(QueryKind::Owned, StoreOp::LockOwned { key: key.clone(), token: token.clone() }, now, timeout)
+    }
+
+    fn new(kind: QueryKind, op: StoreOp, now: Timestamp, timeout: Duration) -> (Self, StoreRequest) {
+        let id = OpId::new(1);
+        let deadline = now + timeout;
+        let query = Self { kind, key: op.key().clone(), id, deadline, timeout, done: false };
+        (query, StoreRequest { id, op, deadline })
+    }
+
+    /// Which question this is.
+    pub fn kind(&self) -> QueryKind {
+        self.kind
+    }
+
+    /// When to give up (call [`Self::handle_timeout`]).
+    pub fn deadline(&self) -> Timestamp {
+        self.deadline
+    }
+
+    /// The answer, the first time a reply for this query arrives; `None` for anything else.
+    pub fn handle_reply(&mut self, id: OpId, reply: Result<StoreReply, BackendError>) -> Option<Result<bool, Error>> {
+        if self.done || id != self.id {
+            return None;
+        }
+        self.done = true;
+        Some(match reply {
+            Ok(StoreReply::Flag(answer)) => Ok(answer),
+            Ok(other) => Err(self.error(unexpected("the check", &other))),
+            Err(cause) => Err(self.error(cause)),
+        })
+    }
+
+    /// The timeout error once `now` has reached the deadline and no answer came.
+    pub fn handle_timeout(&mut self, now: Timestamp) -> Option<Result<bool, Error>> {
+        if now < self.deadline {
+            return None;
+        }
+        self.handle_reply(self.id, Err(BackendError::timeout(self.timeout)))
+    }
+
+    fn error(&self, cause: BackendError) -> Error {
+        let name = self.key.name().as_str().to_owned();
+        match self.kind {
+            QueryKind::Locked => Error::LockedCheck { name, cause },
+            QueryKind::Owned => Error::OwnedCheck { name, cause },
+        }
+    }
+}

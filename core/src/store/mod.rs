@@ -1,0 +1,143 @@
+//! What machines ask of a lease store, what it answers, and the reference model of its semantics.
+//!
+//! A machine emits [`StoreRequest`]s; a driver runs each against its backend and feeds the answer
+//! back as `Result<StoreReply, BackendError>`. The memory backend, the simulator and the backend
+//! conformance suite answer with [`StoreModel::apply`], the reference semantics of spec §5.
+
+mod model;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use model::{LockLease, StoreModel};
+
+use crate::ids::{FencingToken, Key, OpId, Token};
+use crate::record::{LeaderRecord, Metadata};
+use crate::time::Timestamp;
+
+/// One store operation (the methods of spec §5.1–5.3). Keys carry their kind prefix.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum StoreOp {
+    /// `LockBackend.acquire`: take or renew; answers [`StoreReply::Fence`].
+    LockAcquire {
+        /// The lock key.
+        key: Key,
+        /// The holder's token.
+        token: Token,
+        /// How long the lease lasts from when the store applies it.
+        lease: Duration,
+    },
+    /// `LockBackend.release`: answers [`StoreReply::Flag`] (true iff `token` held a live lease).
+    LockRelease {
+        /// The lock key.
+        key: Key,
+        /// The holder's token.
+        token: Token,
+    },
+    /// `LockBackend.locked`: answers [`StoreReply::Flag`].
+    LockLocked {
+        /// The lock key.
+        key: Key,
+    },
+    /// `LockBackend.owned`: answers [`StoreReply::Flag`].
+    LockOwned {
+        /// The lock key.
+        key: Key,
+        /// The token asked about.
+        token: Token,
+    },
+    /// `LeaderElectionBackend.acquire_or_renew`: answers [`StoreReply::Leader`].
+    LeaderAcquireOrRenew {
+        /// The election key.
+        key: Key,
+        /// The worker's token.
+        token: Token,
+        /// How long the lease lasts from when the store applies it.
+        lease: Duration,
+        /// What the worker attaches while it leads.
+        metadata: Arc<Metadata>,
+    },
+    /// `LeaderElectionBackend.release`: answers [`StoreReply::Flag`].
+    LeaderRelease {
+        /// The election key.
+        key: Key,
+        /// The worker's token.
+        token: Token,
+    },
+    /// `LeaderElectionBackend.get`: answers [`StoreReply::MaybeLeader`].
+    LeaderGet {
+        /// The election key.
+        key: Key,
+    },
+    /// `ScheduleBackend.claim`: answers [`StoreReply::Flag`].
+    ScheduleClaim {
+        /// The task name.
+        key: Key,
+        /// The fire time claimed, in epoch seconds.
+        due: f64,
+    },
+    /// `ScheduleBackend.last_fired`: answers [`StoreReply::LastFired`].
+    ScheduleLastFired {
+        /// The task name.
+        key: Key,
+    },
+}
+
+impl StoreOp {
+    /// The key the operation touches.
+    pub fn key(&self) -> &Key {
+        match self {
+            Self::LockAcquire { key, .. }
+            | Self::LockRelease { key, .. }
+            | Self::LockLocked { key }
+            | Self::LockOwned { key, .. }
+            | Self::LeaderAcquireOrRenew { key, .. }
+            | Self::LeaderRelease { key, .. }
+            | Self::LeaderGet { key }
+            | Self::ScheduleClaim { key, .. }
+            | Self::ScheduleLastFired { key } => key,
+        }
+    }
+}
+
+/// A store's answer to a [`StoreOp`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum StoreReply {
+    /// The fencing token of a granted lease, or `None` when another token holds it.
+    Fence(Option<FencingToken>),
+    /// A yes/no answer.
+    Flag(bool),
+    /// The leader record after `acquire_or_renew`.
+    Leader(LeaderRecord),
+    /// The live leader record, if any.
+    MaybeLeader(Option<LeaderRecord>),
+    /// The last claimed fire time, if any.
+    LastFired(Option<f64>),
+}
+
+impl StoreReply {
+    /// The kind of answer, for error messages (never the content, which may hold a token).
+    pub fn shape(&self) -> &'static str {
+        match self {
+            Self::Fence(_) => "a fencing token",
+            Self::Flag(_) => "a yes/no answer",
+            Self::Leader(_) => "a leader record",
+            Self::MaybeLeader(_) => "an optional leader record",
+            Self::LastFired(_) => "a fire time",
+        }
+    }
+}
+
+/// A store operation a machine wants run, with the id its reply must carry and the instant after
+/// which the machine stops waiting for it (`backend_timeout` after it was issued).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoreRequest {
+    /// Names the reply.
+    pub id: OpId,
+    /// What to do.
+    pub op: StoreOp,
+    /// When the machine gives up on it.
+    pub deadline: Timestamp,
+}

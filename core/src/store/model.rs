@@ -1,0 +1,254 @@
+//! The reference lease store (spec §5.1–5.3, §6.1), judged by a clock passed in.
+//!
+//! Boundaries, exactly as the spec has them: a lock lease is live up to and including its expiry
+//! instant; a leader record is expired at exactly `renewed_at + lease`; a schedule claim wins only
+//! with a strictly later `due`. Fencing counters start at 1, only grow, and survive release and
+//! [`StoreModel::vacate_expired`] (unlike grelmicro's memory adapter, which resets them on close).
+
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{StoreOp, StoreReply};
+use crate::ids::{FencingToken, Key, Token};
+use crate::record::{LeaderRecord, Metadata};
+use crate::time::{Timestamp, WallTime};
+
+/// A lock lease as the model holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockLease {
+    /// The holder.
+    pub token: Token,
+    /// The last instant at which the lease is live.
+    pub expires_at: Timestamp,
+}
+
+#[derive(Clone, Debug)]
+struct LockEntry {
+    /// The last fencing token issued for the name.
+    fence: FencingToken,
+    lease: Option<LockLease>,
+}
+
+#[derive(Clone, Debug)]
+struct LeaderEntry {
+    holder: Token,
+    lease: Duration,
+    acquired_at: Timestamp,
+    renewed_at: Timestamp,
+    transitions: u64,
+    metadata: Arc<Metadata>,
+}
+
+impl LeaderEntry {
+    fn is_live(&self, now: Timestamp) -> bool {
+        now < self.renewed_at + self.lease
+    }
+}
+
+/// The reference semantics of a lease store: a lock table with per-name fencing counters,
+/// leader records and schedule claims.
+#[derive(Clone, Debug)]
+pub struct StoreModel {
+    locks: BTreeMap<Arc<str>, LockEntry>,
+    leaders: BTreeMap<Arc<str>, LeaderEntry>,
+    schedules: BTreeMap<Arc<str>, f64>,
+    wall_at_zero: WallTime,
+}
+
+impl StoreModel {
+    /// An empty store whose clock reads `wall_at_zero` at [`Timestamp::ZERO`]; leader records
+    /// report calendar times from it, while every liveness decision uses the monotonic clock.
+    pub fn new(wall_at_zero: WallTime) -> Self {
+        Self { locks: BTreeMap::new(), leaders: BTreeMap::new(), schedules: BTreeMap::new(), wall_at_zero }
+    }
+
+    /// Runs `op` at `now`.
+    pub fn apply(&mut self, op: &StoreOp, now: Timestamp) -> StoreReply {
+        match op {
+            StoreOp::LockAcquire { key, token, lease } => StoreReply::Fence(self.lock_acquire(key, token, *lease, now)),
+            StoreOp::LockRelease { key, token } => StoreReply::Flag(self.lock_release(key, token, now)),
+            StoreOp::LockLocked { key } => StoreReply::Flag(self.lock_locked(key, now)),
+            StoreOp::LockOwned { key, token } => StoreReply::Flag(self.lock_owned(key, token, now)),
+            StoreOp::LeaderAcquireOrRenew { key, token, lease, metadata } => {
+                StoreReply::Leader(self.leader_acquire_or_renew(key, token, *lease, metadata, now))
+            }
+            StoreOp::LeaderRelease { key, token } => StoreReply::Flag(self.leader_release(key, token, now)),
+            StoreOp::LeaderGet { key } => StoreReply::MaybeLeader(self.leader_get(key, now)),
+            StoreOp::ScheduleClaim { key, due } => StoreReply::Flag(self.schedule_claim(key, *due)),
+            StoreOp::ScheduleLastFired { key } => StoreReply::LastFired(self.schedule_last_fired(key)),
+        }
+    }
+
+    /// Takes the lock if it is free (absent, released or expired before `now`) — with a new
+    /// fencing token — or renews it if `token` holds it; `None` if another token holds it.
+    pub fn lock_acquire(&mut self, key: &Key, token: &Token, lease: Duration, now: Timestamp) -> Option<FencingToken> {
+        let expires_at = now + lease;
+        let Some(entry) = self.locks.get_mut(key.as_str()) else {
+            let lease = Some(LockLease { token: token.clone(), expires_at });
+            self.locks.insert(key.shared().clone(), LockEntry { fence: FencingToken::FIRST, lease });
+            return Some(FencingToken::FIRST);
+        };
+        match &mut entry.lease {
+            Some(held) if held.expires_at >= now => {
+                if held.token != *token {
+                    return None;
+                }
+                held.expires_at = expires_at;
+            }
+            vacant => {
+                entry.fence = entry.fence.next();
+                *vacant = Some(LockLease { token: token.clone(), expires_at });
+            }
+        }
+        Some(entry.fence)
+    }
+
+    /// Frees the lock if `token` holds a live lease; an expired lease is vacated too, but the
+    /// answer is then false.
+    pub fn lock_release(&mut self, key: &Key, token: &Token, now: Timestamp) -> bool {
+        let Some(entry) = self.locks.get_mut(key.as_str()) else { return false };
+        match &entry.lease {
+            Some(held) if held.expires_at >= now => {
+                if held.token != *token {
+                    return false;
+                }
+                entry.lease = None;
+                true
+            }
+            _ => {
+                entry.lease = None;
+                false
+            }
+        }
+    }
+
+    /// Whether any token holds a live lease.
+    pub fn lock_locked(&self, key: &Key, now: Timestamp) -> bool {
+        self.lock_lease(key, now).is_some()
+    }
+
+    /// Whether `token` holds a live lease.
+    pub fn lock_owned(&self, key: &Key, token: &Token, now: Timestamp) -> bool {
+        self.lock_lease(key, now).is_some_and(|lease| lease.token == *token)
+    }
+
+    /// The live lease on `key`, if any.
+    pub fn lock_lease(&self, key: &Key, now: Timestamp) -> Option<&LockLease> {
+        let entry = self.locks.get(key.as_str())?;
+        entry.lease.as_ref().filter(|lease| lease.expires_at >= now)
+    }
+
+    /// The last fencing token issued for `key`.
+    pub fn last_fence(&self, key: &Key) -> Option<FencingToken> {
+        self.locks.get(key.as_str()).map(|e| e.fence)
+    }
+
+    /// Acquires or renews leadership (spec §5.2); the caller leads iff the returned record's
+    /// holder is `token`.
+    pub fn leader_acquire_or_renew(
+        &mut self,
+        key: &Key,
+        token: &Token,
+        lease: Duration,
+        metadata: &Arc<Metadata>,
+        now: Timestamp,
+    ) -> LeaderRecord {
+        let entry = match self.leaders.entry(key.shared().clone()) {
+            Entry::Vacant(vacant) => vacant.insert(LeaderEntry {
+                holder: token.clone(),
+                lease,
+                acquired_at: now,
+                renewed_at: now,
+                transitions: 0,
+                metadata: metadata.clone(),
+            }),
+            Entry::Occupied(occupied) => {
+                let entry = occupied.into_mut();
+                if entry.is_live(now) {
+                    if entry.holder != *token {
+                        return record(self.wall_at_zero, entry);
+                    }
+                } else {
+                    if entry.holder != *token {
+                        entry.transitions = entry.transitions.saturating_add(1);
+                        entry.holder = token.clone();
+                    }
+                    entry.acquired_at = now;
+                }
+                entry.renewed_at = now;
+                entry.lease = lease;
+                entry.metadata = metadata.clone();
+                entry
+            }
+        };
+        record(self.wall_at_zero, entry)
+    }
+
+    /// Deletes the record if `token` holds a live lease.
+    pub fn leader_release(&mut self, key: &Key, token: &Token, now: Timestamp) -> bool {
+        let held = self.leaders.get(key.as_str()).is_some_and(|e| e.holder == *token && e.is_live(now));
+        if held {
+            self.leaders.remove(key.as_str());
+        }
+        held
+    }
+
+    /// The live leader record, if any.
+    pub fn leader_get(&self, key: &Key, now: Timestamp) -> Option<LeaderRecord> {
+        let entry = self.leaders.get(key.as_str()).filter(|e| e.is_live(now))?;
+        Some(record(self.wall_at_zero, entry))
+    }
+
+    /// Stores `due` iff nothing is stored or the stored value is strictly earlier; true iff this
+    /// call wrote. A non-finite `due` never wins.
+    pub fn schedule_claim(&mut self, key: &Key, due: f64) -> bool {
+        if !due.is_finite() {
+            return false;
+        }
+        match self.schedules.get_mut(key.as_str()) {
+            Some(stored) if *stored >= due => false,
+            Some(stored) => {
+                *stored = due;
+                true
+            }
+            None => {
+                self.schedules.insert(key.shared().clone(), due);
+                true
+            }
+        }
+    }
+
+    /// The last claimed fire time.
+    pub fn schedule_last_fired(&self, key: &Key) -> Option<f64> {
+        self.schedules.get(key.as_str()).copied()
+    }
+
+    /// Vacates every lock lease that expired before `now`, keeping fencing counters (the
+    /// cleanup the SQL backends run on close).
+    pub fn vacate_expired(&mut self, now: Timestamp) {
+        for entry in self.locks.values_mut() {
+            if entry.lease.as_ref().is_some_and(|lease| lease.expires_at < now) {
+                entry.lease = None;
+            }
+        }
+    }
+
+    /// How many lock names the store remembers (held or not).
+    pub fn lock_names(&self) -> usize {
+        self.locks.len()
+    }
+}
+
+fn record(wall_at_zero: WallTime, entry: &LeaderEntry) -> LeaderRecord {
+    let wall = |t: Timestamp| wall_at_zero.saturating_add(Duration::from_nanos(t.as_nanos()));
+    LeaderRecord {
+        holder: entry.holder.as_str().to_owned(),
+        lease_duration: entry.lease,
+        acquired_at: wall(entry.acquired_at),
+        renewed_at: wall(entry.renewed_at),
+        transitions: entry.transitions,
+        metadata: (*entry.metadata).clone(),
+    }
+}
