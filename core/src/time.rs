@@ -6,7 +6,7 @@
 //! name the field, and round durations the way stores need without ever reaching zero.
 
 use std::fmt;
-use std::ops::Add;
+use std::ops::{Add, Sub};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -60,6 +60,14 @@ impl Add<Duration> for Timestamp {
 
     fn add(self, d: Duration) -> Self {
         self.saturating_add(d)
+    }
+}
+
+impl Sub<Duration> for Timestamp {
+    type Output = Self;
+
+    fn sub(self, d: Duration) -> Self {
+        self.saturating_sub(d)
     }
 }
 

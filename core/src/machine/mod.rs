@@ -28,9 +28,56 @@ pub use lock::{LockEvent, LockMachine, LockPhase, LossReason};
 pub use query::{Query, QueryKind};
 pub use task_lock::{TaskLockEvent, TaskLockMachine, TaskLockPhase};
 
+use crate::error::BackendError;
 use crate::ids::OpId;
-use crate::store::{StoreOp, StoreRequest};
+use crate::store::{StoreOp, StoreReply, StoreRequest};
 use crate::time::Timestamp;
+
+/// What every machine shares, so one driving loop (a driver's, the simulator's) serves them all.
+/// Each method is the machine's inherent method of the same name.
+pub trait Machine {
+    /// The machine's application events.
+    type Event;
+
+    /// The store's answer to operation `id`.
+    fn handle_reply(&mut self, now: Timestamp, id: OpId, reply: Result<StoreReply, BackendError>);
+    /// Timers.
+    fn handle_timeout(&mut self, now: Timestamp);
+    /// The next store request to run.
+    fn poll_effect(&mut self) -> Option<StoreRequest>;
+    /// The next event.
+    fn poll_event(&mut self) -> Option<Self::Event>;
+    /// When `handle_timeout` should next be called.
+    fn poll_timeout(&self) -> Option<Timestamp>;
+}
+
+macro_rules! impl_machine {
+    ($machine:ty, $event:ty) => {
+        impl Machine for $machine {
+            type Event = $event;
+
+            fn handle_reply(&mut self, now: Timestamp, id: OpId, reply: Result<StoreReply, BackendError>) {
+                <$machine>::handle_reply(self, now, id, reply)
+            }
+            fn handle_timeout(&mut self, now: Timestamp) {
+                <$machine>::handle_timeout(self, now)
+            }
+            fn poll_effect(&mut self) -> Option<StoreRequest> {
+                <$machine>::poll_effect(self)
+            }
+            fn poll_event(&mut self) -> Option<$event> {
+                <$machine>::poll_event(self)
+            }
+            fn poll_timeout(&self) -> Option<Timestamp> {
+                <$machine>::poll_timeout(self)
+            }
+        }
+    };
+}
+
+impl_machine!(LockMachine, LockEvent);
+impl_machine!(TaskLockMachine, TaskLockEvent);
+impl_machine!(ElectionMachine, ElectionEvent);
 
 /// How much of a lease a holder may count on: the lease less 1 %, an allowance for the holder's
 /// clock running slower than the store's (Redlock's drift factor). Validity is counted from when

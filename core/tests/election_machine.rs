@@ -1,0 +1,255 @@
+//! The election machine against the store model: spec §3.5, §8.6, §8.7 and DESIGN §4.2.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use support::{World, key, ms, token};
+use tenure_core::{
+    BackendError, BackendErrorKind, ElectionEvent, ElectionMachine, KeyKind, LeaderElectionConfig, LeadershipLoss,
+    Metadata, StoreOp, StoreReply, WorkerId,
+};
+
+/// The reference fixture: lease 100 ms, renew deadline 70 ms, retry 5 ms, backend timeout 5 ms.
+fn config(w: &mut World, worker: &str, error_interval: Duration) -> LeaderElectionConfig {
+    LeaderElectionConfig::builder()
+        .worker(WorkerId::new(worker).unwrap())
+        .lease_duration(ms(100))
+        .renew_deadline(ms(70))
+        .retry_interval(ms(5))
+        .backend_timeout(ms(5))
+        .error_interval(error_interval)
+        .retry_jitter(0.0)
+        .build(&mut w.rng)
+        .unwrap()
+}
+
+fn election(w: &mut World, worker: &str) -> ElectionMachine {
+    let cfg = config(w, worker, ms(10));
+    let meta = Metadata::from_pairs([("pod", worker)]).unwrap();
+    ElectionMachine::new(key(KeyKind::Leader, "svc"), token(worker), cfg, meta, w.now, &mut w.rng)
+}
+
+fn down() -> Result<StoreReply, BackendError> {
+    Err(BackendError::new(BackendErrorKind::Unavailable, "down"))
+}
+
+#[test]
+fn a_single_worker_leads_after_its_first_attempt() {
+    let mut w = World::new();
+    let mut e = election(&mut w, "w1");
+    assert!(e.record().is_none() && !e.is_running() && e.last_confirmation_age(w.now).is_none());
+    assert!(e.start(w.now));
+    assert!(!e.start(w.now), "a second start is a no-op");
+    let request = w.take(&mut e);
+    assert!(matches!(&request.op, StoreOp::LeaderAcquireOrRenew { key, lease, metadata, .. }
+        if key.as_str() == "leader:svc" && *lease == ms(100) && metadata.get("pod") == Some("w1")));
+    let sent = w.now;
+    w.advance(ms(2));
+    assert_eq!(w.answer(&mut e, &request), vec![ElectionEvent::Elected]);
+    let record = e.record().unwrap();
+    assert_eq!((record.holder.as_str(), record.transitions), ("w1", 0));
+    assert!(e.is_leader(w.now));
+    assert_eq!(e.last_confirmation_age(w.now), Some(ms(2)), "confirmed as of the send");
+    assert!(e.is_leader_confirmed_within(w.now, ms(2)), "age == max_age passes");
+    assert!(!e.is_leader_confirmed_within(w.now, ms(1)));
+    assert_eq!(e.poll_timeout(), Some(w.now + ms(5)), "jitter 0: exactly retry_interval after the answer");
+    assert!(e.is_leader(sent + ms(70) - Duration::from_nanos(1)) && !e.is_leader(sent + ms(70)));
+}
+
+#[test]
+fn the_renew_deadline_is_reached_at_exactly_renew_deadline() {
+    let mut w = World::new();
+    let mut e = election(&mut w, "w1");
+    e.start(w.now);
+    let confirmed = w.now;
+    w.pump(&mut e);
+    // Every later attempt fails; the deadline timer deposes exactly at confirmed + 70 ms.
+    let mut deposed_at = None;
+    for _ in 0..100 {
+        let at = e.poll_timeout().unwrap();
+        w.now = w.now.max(at);
+        e.handle_timeout(w.now);
+        while let Some(request) = e.poll_effect() {
+            e.handle_reply(w.now, request.id, down());
+        }
+        while let Some(event) = e.poll_event() {
+            if event == (ElectionEvent::Deposed { reason: LeadershipLoss::RenewDeadline }) {
+                deposed_at = Some(w.now);
+            }
+        }
+        if deposed_at.is_some() {
+            break;
+        }
+        assert!(e.is_leader(w.now), "still leader before the deadline at {:?}", w.now);
+    }
+    assert_eq!(deposed_at, Some(confirmed + ms(70)));
+    assert!(!e.is_leader(confirmed + ms(70)));
+    assert!(e.last_confirmation_age(w.now).is_none(), "a confirmed loss resets the age");
+}
+
+#[test]
+fn is_leader_turns_false_at_the_deadline_even_if_the_loop_stalls() {
+    let mut w = World::new();
+    let mut e = election(&mut w, "w1");
+    e.start(w.now);
+    let confirmed = w.now;
+    w.pump(&mut e);
+    assert!(e.is_leader(confirmed + ms(70) - Duration::from_nanos(1)));
+    assert!(!e.is_leader(confirmed + ms(70)), "computed lazily when no timer ran");
+}
+
+#[test]
+fn four_workers_elect_exactly_one_leader_and_a_stop_hands_over() {
+    let mut w = World::new();
+    let mut workers: Vec<_> = ["w1", "w2", "w3", "w4"].iter().map(|n| election(&mut w, n)).collect();
+    for e in &mut workers {
+        e.start(w.now);
+        w.pump(e);
+    }
+    let leaders = |ws: &[ElectionMachine], now| ws.iter().filter(|e| e.is_leader_confirmed_within(now, ms(70))).count();
+    assert_eq!(leaders(&workers, w.now), 1);
+    assert!(workers[0].is_leader(w.now));
+    workers[0].stop(w.now);
+    assert!(!workers[0].is_leader(w.now), "stop clears leadership at once");
+    let events = w.pump(&mut workers[0]);
+    assert_eq!(
+        events,
+        vec![
+            ElectionEvent::Deposed { reason: LeadershipLoss::Stopped },
+            ElectionEvent::Released { released: true },
+            ElectionEvent::Stopped
+        ]
+    );
+    assert!(!workers[0].is_running());
+    // A follower woken by the release takes over at once, with a fresh record.
+    workers[1].wake(w.now);
+    assert_eq!(w.pump(&mut workers[1]), vec![ElectionEvent::Elected]);
+    assert_eq!(workers[1].record().unwrap().transitions, 0, "a clean release deletes the record");
+    for e in &mut workers[2..] {
+        w.fire(e);
+        assert!(!e.is_leader(w.now));
+        assert_eq!(e.record().unwrap().holder, "w2");
+    }
+    assert_eq!(leaders(&workers, w.now), 1);
+}
+
+#[test]
+fn a_crashed_leader_is_taken_over_after_its_lease_with_a_transition() {
+    let mut w = World::new();
+    let mut a = election(&mut w, "w1");
+    let mut b = election(&mut w, "w2");
+    a.start(w.now);
+    w.pump(&mut a);
+    let crashed_at = w.now;
+    b.start(w.now);
+    w.pump(&mut b);
+    while !b.is_leader(w.now) {
+        w.fire(&mut b);
+        assert!(w.now <= crashed_at + ms(110), "no takeover");
+    }
+    assert!(w.now >= crashed_at + ms(100), "not before the lease expired");
+    assert_eq!(b.record().unwrap().transitions, 1);
+}
+
+#[test]
+fn error_logs_are_throttled_by_a_quiet_period() {
+    for (error_interval, expected) in [(ms(1000), 1), (ms(1), 3)] {
+        let mut w = World::new();
+        let cfg = config(&mut w, "w1", error_interval);
+        let mut e =
+            ElectionMachine::new(key(KeyKind::Leader, "svc"), token("w1"), cfg, Metadata::new(), w.now, &mut w.rng);
+        e.start(w.now);
+        let mut logged = 0;
+        let start = w.now;
+        while w.now < start + ms(11) {
+            while let Some(request) = e.poll_effect() {
+                e.handle_reply(w.now, request.id, down());
+            }
+            while let Some(event) = e.poll_event() {
+                if let ElectionEvent::AttemptFailed { log: true, .. } = event {
+                    logged += 1;
+                }
+            }
+            w.now = e.poll_timeout().unwrap();
+            e.handle_timeout(w.now);
+        }
+        assert_eq!(logged, expected, "error_interval {error_interval:?}");
+    }
+}
+
+#[test]
+fn an_attempt_slower_than_backend_timeout_is_abandoned() {
+    let mut w = World::new();
+    let mut e = election(&mut w, "w1");
+    e.start(w.now);
+    let request = w.take(&mut e);
+    let events = w.fire(&mut e);
+    assert!(
+        matches!(&events[..], [ElectionEvent::AttemptFailed { error, .. }] if error.kind() == BackendErrorKind::Timeout)
+    );
+    assert!(e.record().is_none() && !e.is_leader(w.now));
+    assert!(w.answer(&mut e, &request).is_empty(), "the late answer is ignored");
+    assert!(!e.is_leader(w.now));
+}
+
+#[test]
+fn stop_awaits_the_attempt_in_flight_then_releases() {
+    let mut w = World::new();
+    let mut e = election(&mut w, "w1");
+    e.start(w.now);
+    let attempt = w.take(&mut e);
+    e.stop(w.now);
+    assert_eq!(e.poll_effect(), None, "no release before the attempt answered");
+    let events = w.answer(&mut e, &attempt);
+    assert_eq!(events, vec![ElectionEvent::Released { released: true }, ElectionEvent::Stopped]);
+    assert!(!e.is_leader(w.now), "an answer that arrives while stopping does not elect");
+    assert!(e.record().is_some(), "the record is kept");
+    assert!(w.store.leader_get(e.key(), w.now).is_none(), "another worker can take it at once");
+}
+
+#[test]
+fn a_release_that_fails_or_hangs_still_stops() {
+    let mut w = World::new();
+    let mut e = election(&mut w, "w1");
+    e.start(w.now);
+    w.pump(&mut e);
+    e.stop(w.now);
+    let _release = w.take(&mut e);
+    let events = w.fire(&mut e);
+    assert!(
+        matches!(
+            &events[..],
+            [ElectionEvent::Deposed { .. }, ElectionEvent::ReleaseFailed { .. }, ElectionEvent::Stopped]
+        ),
+        "{events:?}"
+    );
+    assert!(e.start(w.now), "it can run again");
+}
+
+#[test]
+fn reconfigure_keeps_the_worker_and_applies_at_the_next_attempt() {
+    let mut w = World::new();
+    let mut e = election(&mut w, "w1");
+    let other = config(&mut w, "w2", ms(10));
+    let err = e.reconfigure(other).unwrap_err();
+    assert!(err.is_settings() && err.to_string().contains("worker is immutable"), "{err}");
+    let longer = e.config().to_builder().lease_duration(ms(200)).renew_deadline(ms(150)).build(&mut w.rng).unwrap();
+    e.reconfigure(longer).unwrap();
+    e.start(w.now);
+    let request = w.take(&mut e);
+    assert!(matches!(request.op, StoreOp::LeaderAcquireOrRenew { lease, .. } if lease == ms(200)));
+}
+
+#[test]
+fn a_wrong_reply_shape_is_an_attempt_failure() {
+    let mut w = World::new();
+    let mut e = election(&mut w, "w1");
+    e.start(w.now);
+    let request = w.take(&mut e);
+    let events = w.answer_with(&mut e, &request, Ok(StoreReply::Flag(true)));
+    assert!(
+        matches!(&events[..], [ElectionEvent::AttemptFailed { error, log: true }] if error.kind() == BackendErrorKind::Protocol)
+    );
+}

@@ -1,0 +1,456 @@
+//! The Lock machine against the store model: spec §3.1–3.3, §8.2, §8.3 and DESIGN §4.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use rand_core::Rng;
+use support::{World, ms};
+use tenure_core::machine::local_validity;
+use tenure_core::rng::{jitter, unit_interval};
+use tenure_core::{
+    BackendError, BackendErrorKind, Error, FencingToken, LockConfig, LockEvent, LockMachine, LockPhase, LossReason,
+    SplitMix64, StoreOp, StoreReply, Timestamp, WouldBlockReason,
+};
+
+fn acquired(events: &[LockEvent]) -> FencingToken {
+    match events {
+        [LockEvent::Acquired { fence, .. }] => *fence,
+        other => panic!("expected Acquired, got {other:?}"),
+    }
+}
+
+fn failed(events: &[LockEvent]) -> &Error {
+    match events {
+        [LockEvent::Failed(e)] => e,
+        other => panic!("expected Failed, got {other:?}"),
+    }
+}
+
+fn unavailable() -> BackendError {
+    BackendError::new(BackendErrorKind::Unavailable, "connection refused")
+}
+
+#[test]
+fn acquire_grants_fence_one_with_validity_counted_from_the_send() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(1000));
+    let mut lock = w.lock("cart", "a", &config);
+    let sent = w.now;
+    lock.acquire(w.now, None).unwrap();
+    let request = w.take(&mut lock);
+    assert!(
+        matches!(&request.op, StoreOp::LockAcquire { key, lease, .. } if key.as_str() == "lock:cart" && *lease == ms(1000))
+    );
+    assert_eq!(request.deadline, sent + LockConfig::DEFAULT_BACKEND_TIMEOUT);
+    w.advance(ms(50)); // the reply takes 50 ms
+    let fence = acquired(&w.answer(&mut lock, &request));
+    assert_eq!(fence, FencingToken::FIRST);
+    let until = sent + local_validity(ms(1000));
+    assert_eq!(lock.valid_until(), Some(until), "from the send, not the reply (DESIGN §4.1)");
+    assert_eq!(until, sent + ms(990), "less the 1 % drift allowance");
+    let handle = lock.handle().unwrap();
+    assert_eq!((handle.name.as_str(), handle.token.as_str(), handle.fencing_token), ("cart", "a", fence));
+    assert!(lock.is_held(Timestamp::from_nanos(until.as_nanos() - 1)));
+    assert!(!lock.is_held(until), "a holder never believes past its validity");
+}
+
+#[test]
+fn a_held_lease_that_runs_out_is_reported_lost_at_once() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(100));
+    let mut lock = w.lock("cart", "a", &config);
+    lock.acquire(w.now, None).unwrap();
+    let fence = acquired(&w.pump(&mut lock));
+    assert_eq!(lock.poll_timeout(), lock.valid_until());
+    let events = w.fire(&mut lock);
+    assert_eq!(events, vec![LockEvent::Lost { fence, reason: LossReason::Expired }]);
+    assert_eq!(lock.phase(), LockPhase::Stale);
+    assert_eq!(lock.poll_timeout(), None);
+}
+
+#[test]
+fn a_waiter_retries_and_takes_over_after_the_lease_expires_with_a_greater_fence() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(100));
+    let mut a = w.lock("cart", "a", &config);
+    let mut b = w.lock("cart", "b", &config);
+    a.acquire(w.now, None).unwrap();
+    let first = acquired(&w.pump(&mut a));
+    b.acquire(w.now, None).unwrap();
+    assert!(w.pump(&mut b).is_empty());
+    assert_eq!(b.phase(), LockPhase::Waiting);
+    let mut attempts = 0;
+    let second = loop {
+        let events = w.fire(&mut b);
+        attempts += 1;
+        if let [LockEvent::Acquired { fence, .. }] = events.as_slice() {
+            break *fence;
+        }
+        assert!(attempts < 100, "never acquired");
+    };
+    assert!(second > first);
+    // 100 ms lease, 10 ms retries, the store keeps the lease through its last instant.
+    assert!((10..=12).contains(&attempts), "{attempts}");
+}
+
+#[test]
+fn bounded_acquire_makes_its_last_attempt_at_the_deadline_then_times_out() {
+    let mut w = World::new();
+    let config = LockConfig::builder().retry_interval(ms(100)).retry_jitter(0.0).build(&mut w.rng).unwrap();
+    let mut holder = w.lock("cart", "a", &config);
+    holder.acquire(w.now, None).unwrap();
+    w.pump(&mut holder);
+    let mut waiter = w.lock("cart", "b", &config);
+    let start = w.now;
+    waiter.acquire(w.now, Some(ms(250))).unwrap();
+    w.pump(&mut waiter);
+    let mut attempt_times = vec![start];
+    let error = loop {
+        let events = w.fire(&mut waiter);
+        attempt_times.push(w.now);
+        if let [LockEvent::Failed(e)] = events.as_slice() {
+            break e.clone();
+        }
+    };
+    assert_eq!(attempt_times, vec![start, start + ms(100), start + ms(200), start + ms(250)]);
+    assert_eq!(error, Error::Timeout { name: "cart".into(), timeout: ms(250) });
+    assert!(error.is_timeout() && error.is_would_block());
+    assert_eq!(waiter.phase(), LockPhase::Idle);
+}
+
+#[test]
+fn timeout_zero_is_exactly_one_attempt() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(1000));
+    let mut holder = w.lock("cart", "a", &config);
+    holder.acquire(w.now, None).unwrap();
+    w.pump(&mut holder);
+    let mut waiter = w.lock("cart", "b", &config);
+    waiter.acquire(w.now, Some(Duration::ZERO)).unwrap();
+    let error = failed(&w.pump(&mut waiter)).clone();
+    assert!(error.is_timeout(), "{error}");
+    assert_eq!(waiter.poll_effect(), None);
+}
+
+#[test]
+fn acquire_nowait_refused_is_would_block() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(1000));
+    let mut a = w.lock("cart", "a", &config);
+    let mut b = w.lock("cart", "w2:task:7.0123456789abcdef", &config);
+    a.acquire_nowait(w.now).unwrap();
+    acquired(&w.pump(&mut a));
+    b.acquire_nowait(w.now).unwrap();
+    let error = failed(&w.pump(&mut b)).clone();
+    assert_eq!(error, Error::WouldBlock { name: "cart".into(), reason: WouldBlockReason::LockHeld });
+    assert_eq!(error.to_string(), "Lock not acquired: name=cart", "the token is a capability: never in messages");
+}
+
+#[test]
+fn nested_acquire_by_the_same_holder_is_reentrant_in_every_order() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(1000));
+    let mut lock = w.lock("cart", "a", &config);
+    lock.acquire(w.now, None).unwrap();
+    assert!(lock.acquire(w.now, None).unwrap_err().is_reentrant(), "while acquiring");
+    w.pump(&mut lock);
+    assert!(lock.acquire(w.now, None).unwrap_err().is_reentrant());
+    assert!(lock.acquire_nowait(w.now).unwrap_err().is_reentrant());
+    lock.release(w.now).unwrap();
+    assert_eq!(w.pump(&mut lock), vec![LockEvent::Released]);
+    lock.acquire_nowait(w.now).unwrap();
+    assert!(acquired(&w.pump(&mut lock)) > FencingToken::FIRST, "after release the holder may acquire again");
+}
+
+#[test]
+fn extend_keeps_the_fence_and_pushes_validity() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(100));
+    let mut lock = w.lock("cart", "a", &config);
+    lock.acquire(w.now, None).unwrap();
+    let fence = acquired(&w.pump(&mut lock));
+    w.advance(ms(60));
+    let sent = w.now;
+    lock.extend(w.now).unwrap();
+    let events = w.pump(&mut lock);
+    let until = sent + local_validity(ms(100));
+    assert_eq!(events, vec![LockEvent::Extended { fence, previous: fence, valid_until: until }]);
+    w.advance(ms(90));
+    assert!(lock.is_held(w.now));
+}
+
+#[test]
+fn extend_without_holding_is_refused_without_asking_the_store() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(100));
+    let mut lock = w.lock("cart", "a", &config);
+    assert!(lock.extend(w.now).unwrap_err().is_not_owned());
+    assert_eq!(lock.poll_effect(), None);
+}
+
+#[test]
+fn extend_after_a_silent_expiry_is_granted_again_with_a_greater_fence() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(100));
+    let mut lock = w.lock("cart", "a", &config);
+    lock.acquire(w.now, None).unwrap();
+    let fence = acquired(&w.pump(&mut lock));
+    w.advance(ms(150));
+    lock.extend(w.now).unwrap();
+    let events = w.pump(&mut lock);
+    assert!(
+        matches!(events.as_slice(), [LockEvent::Lost { .. }, LockEvent::Extended { fence: f, previous, .. }]
+        if *f == fence.next() && *previous == fence),
+        "{events:?}"
+    );
+    assert!(lock.is_held(w.now));
+}
+
+#[test]
+fn extend_after_a_takeover_is_not_owned() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(100));
+    let mut a = w.lock("cart", "a", &config);
+    let mut b = w.lock("cart", "b", &config);
+    a.acquire(w.now, None).unwrap();
+    w.pump(&mut a);
+    w.advance(ms(150));
+    b.acquire_nowait(w.now).unwrap();
+    acquired(&w.pump(&mut b));
+    a.extend(w.now).unwrap();
+    let events = w.pump(&mut a);
+    assert!(matches!(events.last(), Some(LockEvent::Failed(e)) if e.is_not_owned()), "{events:?}");
+    assert_eq!(a.phase(), LockPhase::Idle);
+    assert!(a.extend(w.now).unwrap_err().is_not_owned(), "a lost lease never renews");
+}
+
+#[test]
+fn extend_found_taken_while_believed_held_reports_the_loss() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(100));
+    let mut lock = w.lock("cart", "a", &config);
+    lock.acquire(w.now, None).unwrap();
+    let fence = acquired(&w.pump(&mut lock));
+    lock.extend(w.now).unwrap();
+    let request = w.take(&mut lock);
+    let events = w.answer_with(&mut lock, &request, Ok(StoreReply::Fence(None)));
+    assert_eq!(events[0], LockEvent::Lost { fence, reason: LossReason::NotOwned });
+    assert!(matches!(&events[1], LockEvent::Failed(e) if e.is_not_owned()));
+}
+
+#[test]
+fn release_twice_and_release_of_an_expired_taken_lock_are_not_owned() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(100));
+    let mut a = w.lock("cart", "a", &config);
+    let mut b = w.lock("cart", "b", &config);
+    a.acquire(w.now, None).unwrap();
+    w.pump(&mut a);
+    a.release(w.now).unwrap();
+    assert_eq!(w.pump(&mut a), vec![LockEvent::Released]);
+    a.release(w.now).unwrap();
+    assert!(failed(&w.pump(&mut a)).is_not_owned(), "second release");
+    a.acquire(w.now, None).unwrap();
+    w.pump(&mut a);
+    w.advance(ms(150));
+    b.acquire(w.now, None).unwrap();
+    w.pump(&mut b);
+    a.release(w.now).unwrap();
+    let events = w.pump(&mut a);
+    assert!(matches!(events.last(), Some(LockEvent::Failed(e)) if e.is_not_owned()), "{events:?}");
+    assert!(w.store.lock_owned(b.key(), b.token(), w.now), "the other holder keeps it");
+}
+
+#[test]
+fn a_failed_release_keeps_the_token_so_the_caller_can_retry() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(1000));
+    let mut lock = w.lock("cart", "a", &config);
+    lock.acquire(w.now, None).unwrap();
+    let fence = acquired(&w.pump(&mut lock));
+    lock.release(w.now).unwrap();
+    assert!(!lock.is_held(w.now), "the holder stops counting on the lease at once");
+    let request = w.take(&mut lock);
+    let error = failed(&w.answer_with(&mut lock, &request, Err(unavailable()))).clone();
+    assert!(error.is_release() && error.is_lock_backend());
+    assert_eq!(lock.phase(), LockPhase::Stale);
+    assert_eq!(lock.fence(), Some(fence));
+    assert!(lock.acquire(w.now, None).is_ok(), "a stale holder may acquire again");
+    assert_eq!(acquired(&w.pump(&mut lock)), fence, "its live lease is renewed under the same fence");
+}
+
+#[test]
+fn store_failures_map_to_the_operation_error() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(1000));
+    let mut lock = w.lock("cart", "a", &config);
+    lock.acquire(w.now, None).unwrap();
+    let request = w.take(&mut lock);
+    let error = failed(&w.answer_with(&mut lock, &request, Err(unavailable()))).clone();
+    assert!(
+        matches!(&error, Error::Acquire { name, cause } if name == "cart" && cause.kind() == BackendErrorKind::Unavailable)
+    );
+    assert_eq!(lock.phase(), LockPhase::Idle, "no retry on errors");
+    lock.acquire(w.now, None).unwrap();
+    w.pump(&mut lock);
+    lock.extend(w.now).unwrap();
+    let request = w.take(&mut lock);
+    assert!(matches!(failed(&w.answer_with(&mut lock, &request, Err(unavailable()))), Error::Extend { .. }));
+    assert_eq!(lock.phase(), LockPhase::Held, "a failed extend keeps the old lease");
+    lock.extend(w.now).unwrap();
+    let request = w.take(&mut lock);
+    let error = failed(&w.answer_with(&mut lock, &request, Ok(StoreReply::Flag(true)))).clone();
+    assert!(matches!(&error, Error::Extend { cause, .. } if cause.kind() == BackendErrorKind::Protocol));
+}
+
+#[test]
+fn a_frozen_store_fails_the_call_at_backend_timeout_and_late_replies_are_ignored() {
+    let mut w = World::new();
+    let config = LockConfig::builder().backend_timeout(ms(300)).build(&mut w.rng).unwrap();
+    let mut lock = w.lock("cart", "a", &config);
+    let sent = w.now;
+    lock.acquire(w.now, None).unwrap();
+    let request = w.take(&mut lock);
+    assert_eq!(lock.poll_timeout(), Some(sent + ms(300)));
+    w.advance(ms(299));
+    lock.handle_timeout(w.now);
+    assert_eq!(lock.poll_event(), None, "an early timeout does nothing");
+    let events = w.fire(&mut lock);
+    assert_eq!(w.now, sent + ms(300));
+    let error = failed(&events);
+    assert!(matches!(error, Error::Acquire { cause, .. } if cause.kind() == BackendErrorKind::Timeout), "{error}");
+    // The store applies the request late; its reply is stale and changes nothing.
+    let late = w.answer(&mut lock, &request);
+    assert!(late.is_empty());
+    assert_eq!(lock.phase(), LockPhase::Idle);
+}
+
+#[test]
+fn duplicated_and_unknown_replies_are_ignored() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(1000));
+    let mut lock = w.lock("cart", "a", &config);
+    lock.acquire(w.now, None).unwrap();
+    let request = w.take(&mut lock);
+    acquired(&w.answer(&mut lock, &request));
+    assert!(w.answer(&mut lock, &request).is_empty(), "duplicate");
+    lock.handle_reply(w.now, tenure_core::OpId::new(999), Ok(StoreReply::Fence(None)));
+    assert_eq!(lock.poll_event(), None);
+    assert_eq!(lock.phase(), LockPhase::Held);
+}
+
+#[test]
+fn a_cancelled_acquire_releases_a_grant_that_lands_afterwards() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(1000));
+    let mut lock = w.lock("cart", "a", &config);
+    lock.acquire(w.now, None).unwrap();
+    let request = w.take(&mut lock);
+    lock.cancel(w.now);
+    assert_eq!(lock.phase(), LockPhase::Cancelling);
+    let events = w.answer(&mut lock, &request);
+    assert!(events.is_empty(), "a cancelled command reports nothing: {events:?}");
+    assert!(!w.store.lock_locked(lock.key(), w.now), "the late grant was released");
+    assert_eq!(lock.phase(), LockPhase::Idle);
+}
+
+#[test]
+fn cancelling_a_wait_or_an_extend_leaves_no_request_behind() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(1000));
+    let mut a = w.lock("cart", "a", &config);
+    let mut b = w.lock("cart", "b", &config);
+    a.acquire(w.now, None).unwrap();
+    let fence = acquired(&w.pump(&mut a));
+    b.acquire(w.now, None).unwrap();
+    w.pump(&mut b);
+    b.cancel(w.now);
+    assert_eq!((b.phase(), b.poll_timeout()), (LockPhase::Idle, None));
+    a.extend(w.now).unwrap();
+    let request = w.take(&mut a);
+    a.cancel(w.now);
+    assert_eq!((a.phase(), a.fence()), (LockPhase::Held, Some(fence)));
+    assert!(w.answer(&mut a, &request).is_empty(), "the cancelled extend's reply is ignored");
+}
+
+#[test]
+fn commands_during_another_are_busy() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(1000));
+    let mut lock = w.lock("cart", "a", &config);
+    lock.acquire(w.now, None).unwrap();
+    assert!(matches!(lock.release(w.now), Err(Error::Busy { operation: "acquire", .. })));
+    w.pump(&mut lock);
+    lock.extend(w.now).unwrap();
+    assert!(matches!(lock.release(w.now), Err(Error::Busy { operation: "extend", .. })));
+    w.pump(&mut lock);
+    lock.release(w.now).unwrap();
+    assert!(matches!(lock.extend(w.now), Err(Error::Busy { operation: "release", .. })));
+}
+
+#[test]
+fn the_retry_pause_is_the_jitter_formula_with_the_machines_random_value() {
+    let mut w = World::new();
+    let config = LockConfig::builder().retry_interval(ms(200)).retry_jitter(0.4).build(&mut w.rng).unwrap();
+    let mut holder = w.lock("cart", "a", &config);
+    holder.acquire(w.now, None).unwrap();
+    w.pump(&mut holder);
+    // The machine seeds its jitter generator with one draw of the injected generator.
+    let mut injected = SplitMix64::new(99);
+    let mut probe = SplitMix64::new(SplitMix64::new(99).next_u64());
+    let expected = jitter(ms(200), 0.4, unit_interval(probe.next_u64()));
+    let mut waiter = LockMachine::new(holder.key().clone(), support::token("b"), &config, &mut injected);
+    waiter.acquire(w.now, None).unwrap();
+    w.pump(&mut waiter);
+    assert_eq!(waiter.poll_timeout(), Some(w.now + expected));
+    assert!(expected >= ms(120) && expected < ms(280));
+
+    let flat = w.lock_config(ms(1000)); // retry 10 ms, jitter 0
+    let mut waiter = w.lock("cart", "c", &flat);
+    waiter.acquire(w.now, None).unwrap();
+    w.pump(&mut waiter);
+    assert_eq!(waiter.poll_timeout(), Some(w.now + ms(10)), "jitter 0 sleeps exactly retry_interval");
+}
+
+#[test]
+fn a_push_wake_up_attempts_at_once() {
+    let mut w = World::new();
+    let config = LockConfig::builder().retry_interval(ms(500)).build(&mut w.rng).unwrap();
+    let mut a = w.lock("cart", "a", &config);
+    let mut b = w.lock("cart", "b", &config);
+    a.acquire(w.now, None).unwrap();
+    w.pump(&mut a);
+    b.acquire(w.now, None).unwrap();
+    w.pump(&mut b);
+    a.release(w.now).unwrap();
+    w.pump(&mut a);
+    w.advance(ms(1));
+    b.wake(w.now);
+    assert_eq!(acquired(&w.pump(&mut b)), FencingToken::new(2));
+}
+
+#[test]
+fn a_fence_lower_than_one_already_seen_is_refused() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(1000));
+    let mut lock = w.lock("cart", "a", &config);
+    lock.acquire(w.now, None).unwrap();
+    let request = w.take(&mut lock);
+    w.answer_with(&mut lock, &request, Ok(StoreReply::Fence(Some(FencingToken::new(7)))));
+    lock.release(w.now).unwrap();
+    w.pump(&mut lock);
+    lock.acquire(w.now, None).unwrap();
+    let request = w.take(&mut lock);
+    let events = w.answer_with(&mut lock, &request, Ok(StoreReply::Fence(Some(FencingToken::new(3)))));
+    let error = failed(&events);
+    assert!(matches!(error, Error::Acquire { cause, .. } if cause.kind() == BackendErrorKind::FenceRegression));
+    assert!(!lock.is_held(w.now));
+}
+
+#[test]
+fn a_lock_machine_fits_in_512_bytes() {
+    let size = std::mem::size_of::<LockMachine>();
+    assert!(size <= 512, "LockMachine is {size} bytes");
+}
