@@ -86,3 +86,42 @@ impl Query {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::BackendErrorKind;
+    use crate::ids::{KeyKind, Name};
+
+    fn key() -> Key {
+        Key::new(KeyKind::Lock, &Name::new("cart").expect("valid"))
+    }
+
+    #[test]
+    fn answers_once_and_maps_failures_to_the_check_error() {
+        let now = Timestamp::from_nanos(10);
+        let (mut q, request) = Query::locked(&key(), now, Duration::from_millis(5));
+        assert_eq!(request.op, StoreOp::LockLocked { key: key() });
+        assert_eq!(q.handle_reply(OpId::new(9), Ok(StoreReply::Flag(true))), None, "not ours");
+        assert_eq!(q.handle_reply(request.id, Ok(StoreReply::Flag(true))), Some(Ok(true)));
+        assert_eq!(q.handle_reply(request.id, Ok(StoreReply::Flag(false))), None, "a duplicate");
+
+        let token = Token::new("w:task:1.a").expect("valid");
+        let (mut q, request) = Query::owned(&key(), &token, now, Duration::from_millis(5));
+        let down = Err(BackendError::new(BackendErrorKind::Unavailable, "down"));
+        let answer = q.handle_reply(request.id, down);
+        assert!(matches!(answer, Some(Err(Error::OwnedCheck { ref name, .. })) if name == "cart"));
+    }
+
+    #[test]
+    fn gives_up_at_the_deadline_with_a_timeout() {
+        let now = Timestamp::from_nanos(10);
+        let (mut q, _request) = Query::locked(&key(), now, Duration::from_millis(5));
+        assert_eq!(q.handle_timeout(now + Duration::from_millis(4)), None);
+        let answer = q.handle_timeout(q.deadline());
+        assert!(
+            matches!(answer, Some(Err(Error::LockedCheck { ref cause, .. })) if cause.kind() == BackendErrorKind::Timeout)
+        );
+        assert_eq!(q.handle_timeout(q.deadline()), None, "answered once");
+    }
+}
