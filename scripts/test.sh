@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Every test of Tenure, as CI runs it on a clean clone: formatting, lints, the core's purity,
+# unit, property and doc tests, and the main job. (Benchmarks are type-checked by clippy's
+# --all-targets; run them with `cargo bench`.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain"
+cargo --version
+for component in rustfmt clippy; do
+  rustup component list --installed 2>/dev/null | grep -q "^$component" || rustup component add "$component"
+done
+
+step "format"
+cargo fmt --all --check
+
+step "lints"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "the core depends on no runtime, socket, clock or OS randomness"
+# An allowlist: a new dependency of tenure-core fails here until it is judged and added.
+allowed='^(tenure-core|rand_core|serde|serde_core|serde_derive|thiserror|thiserror-impl|proc-macro2|quote|syn|unicode-ident)$'
+deps=$(cargo tree -p tenure-core -e normal --prefix none --format '{p}' | awk '{print $1}' | sort -u)
+unexpected=$(echo "$deps" | grep -Ev "$allowed" || true)
+if [ -n "$unexpected" ]; then
+  echo "tenure-core gained dependencies outside the allowlist:" >&2
+  echo "$unexpected" >&2
+  exit 1
+fi
+echo "$deps" | tr '\n' ' '; echo
+
+step "tests"
+cargo test --workspace
+
+step "main job"
+cargo run -q -p tenure-core --example two_workers
+
+echo
+echo "all tests passed"
