@@ -31,6 +31,9 @@ if [ -n "$unexpected" ]; then
 fi
 echo "$deps" | tr '\n' ' '; echo
 
+step "docs (no broken links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+
 step "tests"
 cargo test --workspace
 

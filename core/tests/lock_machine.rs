@@ -28,15 +28,21 @@ fn failed(events: &[LockEvent]) -> &Error {
     }
 }
 
+/// A world, a lock configuration with `lease` (retry 10 ms, no jitter), and holder "a" of "cart".
+fn setup(lease: Duration) -> (World, LockConfig, LockMachine) {
+    let mut w = World::new();
+    let config = w.lock_config(lease);
+    let lock = w.lock("cart", "a", &config);
+    (w, config, lock)
+}
+
 fn unavailable() -> BackendError {
     BackendError::new(BackendErrorKind::Unavailable, "connection refused")
 }
 
 #[test]
 fn acquire_grants_fence_one_with_validity_counted_from_the_send() {
-    let mut w = World::new();
-    let config = w.lock_config(ms(1000));
-    let mut lock = w.lock("cart", "a", &config);
+    let (mut w, _, mut lock) = setup(ms(1000));
     let sent = w.now;
     lock.acquire(w.now, None).unwrap();
     let request = w.take(&mut lock);
@@ -58,9 +64,7 @@ fn acquire_grants_fence_one_with_validity_counted_from_the_send() {
 
 #[test]
 fn a_held_lease_that_runs_out_is_reported_lost_at_once() {
-    let mut w = World::new();
-    let config = w.lock_config(ms(100));
-    let mut lock = w.lock("cart", "a", &config);
+    let (mut w, _, mut lock) = setup(ms(100));
     lock.acquire(w.now, None).unwrap();
     let fence = acquired(&w.pump(&mut lock));
     assert_eq!(lock.poll_timeout(), lock.valid_until());
@@ -150,9 +154,7 @@ fn acquire_nowait_refused_is_would_block() {
 
 #[test]
 fn nested_acquire_by_the_same_holder_is_reentrant_in_every_order() {
-    let mut w = World::new();
-    let config = w.lock_config(ms(1000));
-    let mut lock = w.lock("cart", "a", &config);
+    let (mut w, _, mut lock) = setup(ms(1000));
     lock.acquire(w.now, None).unwrap();
     assert!(lock.acquire(w.now, None).unwrap_err().is_reentrant(), "while acquiring");
     w.pump(&mut lock);
@@ -166,9 +168,7 @@ fn nested_acquire_by_the_same_holder_is_reentrant_in_every_order() {
 
 #[test]
 fn extend_keeps_the_fence_and_pushes_validity() {
-    let mut w = World::new();
-    let config = w.lock_config(ms(100));
-    let mut lock = w.lock("cart", "a", &config);
+    let (mut w, _, mut lock) = setup(ms(100));
     lock.acquire(w.now, None).unwrap();
     let fence = acquired(&w.pump(&mut lock));
     w.advance(ms(60));
@@ -183,18 +183,14 @@ fn extend_keeps_the_fence_and_pushes_validity() {
 
 #[test]
 fn extend_without_holding_is_refused_without_asking_the_store() {
-    let mut w = World::new();
-    let config = w.lock_config(ms(100));
-    let mut lock = w.lock("cart", "a", &config);
+    let (w, _, mut lock) = setup(ms(100));
     assert!(lock.extend(w.now).unwrap_err().is_not_owned());
     assert_eq!(lock.poll_effect(), None);
 }
 
 #[test]
 fn extend_after_a_silent_expiry_is_granted_again_with_a_greater_fence() {
-    let mut w = World::new();
-    let config = w.lock_config(ms(100));
-    let mut lock = w.lock("cart", "a", &config);
+    let (mut w, _, mut lock) = setup(ms(100));
     lock.acquire(w.now, None).unwrap();
     let fence = acquired(&w.pump(&mut lock));
     w.advance(ms(150));
@@ -228,9 +224,7 @@ fn extend_after_a_takeover_is_not_owned() {
 
 #[test]
 fn extend_found_taken_while_believed_held_reports_the_loss() {
-    let mut w = World::new();
-    let config = w.lock_config(ms(100));
-    let mut lock = w.lock("cart", "a", &config);
+    let (mut w, _, mut lock) = setup(ms(100));
     lock.acquire(w.now, None).unwrap();
     let fence = acquired(&w.pump(&mut lock));
     lock.extend(w.now).unwrap();
@@ -265,9 +259,7 @@ fn release_twice_and_release_of_an_expired_taken_lock_are_not_owned() {
 
 #[test]
 fn a_failed_release_keeps_the_token_so_the_caller_can_retry() {
-    let mut w = World::new();
-    let config = w.lock_config(ms(1000));
-    let mut lock = w.lock("cart", "a", &config);
+    let (mut w, _, mut lock) = setup(ms(1000));
     lock.acquire(w.now, None).unwrap();
     let fence = acquired(&w.pump(&mut lock));
     lock.release(w.now).unwrap();
@@ -283,9 +275,7 @@ fn a_failed_release_keeps_the_token_so_the_caller_can_retry() {
 
 #[test]
 fn store_failures_map_to_the_operation_error() {
-    let mut w = World::new();
-    let config = w.lock_config(ms(1000));
-    let mut lock = w.lock("cart", "a", &config);
+    let (mut w, _, mut lock) = setup(ms(1000));
     lock.acquire(w.now, None).unwrap();
     let request = w.take(&mut lock);
     let error = failed(&w.answer_with(&mut lock, &request, Err(unavailable()))).clone();
@@ -329,9 +319,7 @@ fn a_frozen_store_fails_the_call_at_backend_timeout_and_late_replies_are_ignored
 
 #[test]
 fn duplicated_and_unknown_replies_are_ignored() {
-    let mut w = World::new();
-    let config = w.lock_config(ms(1000));
-    let mut lock = w.lock("cart", "a", &config);
+    let (mut w, _, mut lock) = setup(ms(1000));
     lock.acquire(w.now, None).unwrap();
     let request = w.take(&mut lock);
     acquired(&w.answer(&mut lock, &request));
@@ -343,9 +331,7 @@ fn duplicated_and_unknown_replies_are_ignored() {
 
 #[test]
 fn a_cancelled_acquire_releases_a_grant_that_lands_afterwards() {
-    let mut w = World::new();
-    let config = w.lock_config(ms(1000));
-    let mut lock = w.lock("cart", "a", &config);
+    let (mut w, _, mut lock) = setup(ms(1000));
     lock.acquire(w.now, None).unwrap();
     let request = w.take(&mut lock);
     lock.cancel(w.now);
@@ -373,13 +359,17 @@ fn cancelling_a_wait_or_an_extend_leaves_no_request_behind() {
     a.cancel(w.now);
     assert_eq!((a.phase(), a.fence()), (LockPhase::Held, Some(fence)));
     assert!(w.answer(&mut a, &request).is_empty(), "the cancelled extend's reply is ignored");
+    a.release(w.now).unwrap();
+    let request = w.take(&mut a);
+    a.cancel(w.now);
+    assert_eq!(a.phase(), LockPhase::Releasing, "a release goes on");
+    assert!(w.answer(&mut a, &request).is_empty(), "quietly");
+    assert!(!w.store.lock_locked(a.key(), w.now));
 }
 
 #[test]
 fn commands_during_another_are_busy() {
-    let mut w = World::new();
-    let config = w.lock_config(ms(1000));
-    let mut lock = w.lock("cart", "a", &config);
+    let (mut w, _, mut lock) = setup(ms(1000));
     lock.acquire(w.now, None).unwrap();
     assert!(matches!(lock.release(w.now), Err(Error::Busy { operation: "acquire", .. })));
     w.pump(&mut lock);
@@ -433,9 +423,7 @@ fn a_push_wake_up_attempts_at_once() {
 
 #[test]
 fn a_fence_lower_than_one_already_seen_is_refused() {
-    let mut w = World::new();
-    let config = w.lock_config(ms(1000));
-    let mut lock = w.lock("cart", "a", &config);
+    let (mut w, _, mut lock) = setup(ms(1000));
     lock.acquire(w.now, None).unwrap();
     let request = w.take(&mut lock);
     w.answer_with(&mut lock, &request, Ok(StoreReply::Fence(Some(FencingToken::new(7)))));

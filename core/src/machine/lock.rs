@@ -300,9 +300,9 @@ impl LockMachine {
         Ok(())
     }
 
-    /// Abandons the current command without an event. A cancelled acquire whose grant may still
-    /// land is followed by a release of that grant; a cancelled extend keeps the old lease; a
-    /// release in flight goes on.
+    /// Abandons the current command; it reports no event. A cancelled acquire whose grant may
+    /// still land is followed by a release of that grant; a cancelled extend keeps the old lease;
+    /// a release in flight goes on (a release should complete even when its caller gives up).
     pub fn cancel(&mut self, now: Timestamp) {
         let now = self.out.observe(now);
         self.state = match self.state {
@@ -310,6 +310,7 @@ impl LockMachine {
             State::Waiting { .. } => State::Idle,
             State::Extending { fence, valid_until, .. } if now < valid_until => State::Held { fence, valid_until },
             State::Extending { fence, .. } => State::Stale { fence },
+            State::Releasing { flight, fence, .. } => State::Releasing { flight, fence, quiet: true },
             other => other,
         };
         self.check_expiry(now);
