@@ -99,7 +99,7 @@ pub enum Error {
         cause: BackendError,
     },
     /// A non-blocking attempt was turned away.
-    #[error("{reason}: name={name}")]
+    #[error("{}", would_block(.name, *.reason))]
     WouldBlock {
         /// The lock or election name.
         name: String,
@@ -153,6 +153,15 @@ pub enum Error {
         /// The operation in progress.
         operation: &'static str,
     },
+}
+
+/// grelmicro's messages: "Lock not acquired: name=<n>", "Task lock not acquired: name=<n>",
+/// "Not leader: <n>" (without the token, which grelmicro shows and Tenure never does).
+fn would_block(name: &str, reason: WouldBlockReason) -> String {
+    match reason {
+        WouldBlockReason::NotLeader => format!("{reason}: {name}"),
+        _ => format!("{reason}: name={name}"),
+    }
 }
 
 fn hint(cause: &BackendError) -> &'static str {
@@ -476,7 +485,7 @@ mod tests {
         assert!(release.is_release() && release.is_lock_backend() && release.is_coordination());
         let would = Error::WouldBlock { name, reason: WouldBlockReason::NotLeader };
         assert!(would.is_would_block() && !would.is_timeout());
-        assert_eq!(would.to_string(), "Not leader: name=cart");
+        assert_eq!(would.to_string(), "Not leader: cart");
     }
 
     #[test]

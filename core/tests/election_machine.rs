@@ -253,3 +253,23 @@ fn a_wrong_reply_shape_is_an_attempt_failure() {
         matches!(&events[..], [ElectionEvent::AttemptFailed { error, log: true }] if error.kind() == BackendErrorKind::Protocol)
     );
 }
+
+#[test]
+fn reconfigure_never_stretches_a_confirmed_leadership_and_a_shorter_lease_pulls_it_in() {
+    let mut w = World::new();
+    let mut e = election(&mut w, "w1");
+    e.start(w.now);
+    let confirmed = w.now;
+    w.pump(&mut e);
+    let longer = e.config().to_builder().lease_duration(ms(300)).renew_deadline(ms(200)).build(&mut w.rng).unwrap();
+    e.reconfigure(longer).unwrap();
+    assert!(!e.is_leader(confirmed + ms(70)), "still the deadline of the confirming attempt");
+    let shorter = e.config().to_builder().lease_duration(ms(20)).renew_deadline(ms(10)).build(&mut w.rng).unwrap();
+    e.reconfigure(shorter).unwrap();
+    w.advance(ms(5));
+    let sent = w.now;
+    e.handle_timeout(w.now); // the next attempt goes out with the 20 ms lease
+    let request = w.take(&mut e);
+    assert!(matches!(request.op, StoreOp::LeaderAcquireOrRenew { lease, .. } if lease == ms(20)));
+    assert!(!e.is_leader(sent + ms(20)), "the store may end the lease 20 ms after applying it");
+}

@@ -269,8 +269,96 @@ fn a_failed_release_keeps_the_token_so_the_caller_can_retry() {
     assert!(error.is_release() && error.is_lock_backend());
     assert_eq!(lock.phase(), LockPhase::Stale);
     assert_eq!(lock.fence(), Some(fence));
-    assert!(lock.acquire(w.now, None).is_ok(), "a stale holder may acquire again");
-    assert_eq!(acquired(&w.pump(&mut lock)), fence, "its live lease is renewed under the same fence");
+    assert!(lock.acquire(w.now, None).unwrap_err().is_reentrant(), "the held marker is kept (spec §8.3)");
+    lock.release(w.now).unwrap();
+    assert_eq!(w.pump(&mut lock), vec![LockEvent::Released], "the retry succeeds");
+    lock.acquire(w.now, None).unwrap();
+    assert_eq!(acquired(&w.pump(&mut lock)), fence.next());
+}
+
+#[test]
+fn an_expired_holder_must_release_or_extend_before_acquiring_again() {
+    let (mut w, _, mut lock) = setup(ms(100));
+    lock.acquire(w.now, None).unwrap();
+    let fence = acquired(&w.pump(&mut lock));
+    w.advance(ms(150));
+    assert!(lock.acquire(w.now, None).unwrap_err().is_reentrant());
+    assert_eq!(lock.poll_event(), Some(LockEvent::Lost { fence, reason: LossReason::Expired }));
+}
+
+#[test]
+fn an_extend_from_a_stale_lease_sets_no_timer_in_the_past() {
+    let (mut w, _, mut lock) = setup(ms(100));
+    lock.acquire(w.now, None).unwrap();
+    acquired(&w.pump(&mut lock));
+    w.advance(ms(150));
+    lock.extend(w.now).unwrap();
+    let request = w.take(&mut lock);
+    let deadline = request.deadline;
+    assert_eq!(lock.poll_timeout(), Some(deadline), "only the request's deadline");
+    assert!(!lock.is_held(w.now));
+    w.advance(ms(1));
+    lock.handle_timeout(w.now);
+    assert!(lock.poll_timeout().is_some_and(|t| t > w.now), "a timer that fired is not due again");
+}
+
+#[test]
+fn validity_ending_during_an_extend_is_reported_once_with_a_timer_that_moves_on() {
+    let (mut w, _, mut lock) = setup(ms(100));
+    lock.acquire(w.now, None).unwrap();
+    let fence = acquired(&w.pump(&mut lock));
+    w.advance(ms(95));
+    lock.extend(w.now).unwrap();
+    let request = w.take(&mut lock);
+    let events = w.fire(&mut lock); // the old validity (99 ms) ends before the request's deadline
+    assert_eq!(events, vec![LockEvent::Lost { fence, reason: LossReason::Expired }]);
+    assert_eq!(lock.poll_timeout(), Some(request.deadline));
+    let events = w.answer(&mut lock, &request);
+    assert!(matches!(events.as_slice(), [LockEvent::Extended { .. }]), "{events:?}");
+    assert!(lock.is_held(w.now));
+}
+
+#[test]
+fn a_reply_read_after_validity_ran_out_reports_the_loss_first() {
+    let (mut w, _, mut lock) = setup(ms(100));
+    lock.acquire(w.now, None).unwrap();
+    let fence = acquired(&w.pump(&mut lock));
+    lock.extend(w.now).unwrap();
+    let request = w.take(&mut lock);
+    w.advance(ms(120)); // no timer ran: the reply is the first input after validity ended
+    let events = w.answer_with(&mut lock, &request, Ok(StoreReply::Fence(None)));
+    assert_eq!(events[0], LockEvent::Lost { fence, reason: LossReason::Expired });
+    assert!(matches!(&events[1..], [LockEvent::Failed(e)] if e.is_not_owned()), "{events:?}");
+}
+
+#[test]
+fn a_shorter_lease_after_set_config_shortens_the_belief_at_once() {
+    let (mut w, _, mut lock) = setup(ms(60_000));
+    lock.acquire(w.now, None).unwrap();
+    acquired(&w.pump(&mut lock));
+    let shorter = w.lock_config(ms(1000));
+    lock.set_config(&shorter);
+    w.advance(ms(500));
+    let sent = w.now;
+    lock.extend(w.now).unwrap();
+    assert_eq!(lock.valid_until(), Some(sent + local_validity(ms(1000))), "capped while in flight");
+    w.pump(&mut lock);
+    assert_eq!(lock.valid_until(), Some(sent + local_validity(ms(1000))));
+    assert!(!lock.is_held(sent + ms(1000)) && w.store.lock_owned(lock.key(), lock.token(), sent + ms(1000)));
+}
+
+#[test]
+fn an_acquire_abandoned_at_its_deadline_releases_a_late_grant() {
+    let mut w = World::new();
+    let config = LockConfig::builder().backend_timeout(ms(10)).build(&mut w.rng).unwrap();
+    let mut lock = w.lock("cart", "a", &config);
+    lock.acquire(w.now, None).unwrap();
+    let request = w.take(&mut lock);
+    assert!(failed(&w.fire(&mut lock)).is_lock_backend());
+    w.advance(ms(5));
+    assert!(w.answer(&mut lock, &request).is_empty(), "the late grant is not reported");
+    assert!(!w.store.lock_locked(lock.key(), w.now), "and it was released");
+    assert_eq!(lock.phase(), LockPhase::Idle);
 }
 
 #[test]
@@ -441,4 +529,17 @@ fn a_fence_lower_than_one_already_seen_is_refused() {
 fn a_lock_machine_fits_in_512_bytes() {
     let size = std::mem::size_of::<LockMachine>();
     assert!(size <= 512, "LockMachine is {size} bytes");
+}
+
+#[test]
+fn cancelling_an_extend_after_validity_ended_reports_the_loss() {
+    let (mut w, _, mut lock) = setup(ms(100));
+    lock.acquire(w.now, None).unwrap();
+    let fence = acquired(&w.pump(&mut lock));
+    lock.extend(w.now).unwrap();
+    let _request = w.take(&mut lock);
+    w.advance(ms(99));
+    lock.cancel(w.now);
+    assert_eq!(lock.poll_event(), Some(LockEvent::Lost { fence, reason: LossReason::Expired }));
+    assert_eq!(lock.phase(), LockPhase::Stale);
 }

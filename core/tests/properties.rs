@@ -5,7 +5,10 @@
 //!   they hold only go up over time, strictly when the holder changes (a fenced resource accepting
 //!   writes from believing holders sees them in order);
 //! - a holder that believes it holds (`is_held`, `is_leader`) is the live holder in the store;
-//! - a released or stopped holder never renews;
+//! - a released or stopped holder never sends a renewal;
+//! - a holder believes it holds only after being told so by an event, and stops believing only
+//!   with an event or with a due timer that will report it;
+//! - after `handle_timeout(now)` the next deadline is later than `now` (timers make progress);
 //! - nothing panics, whatever the order.
 //!
 //! Requests of one holder reach the store in the order sent (one connection), but may be lost or
@@ -80,6 +83,8 @@ struct World<M> {
     replies: Vec<Vec<(OpId, StoreReply)>>,
     /// Requests the holder is waiting for, to forge failures for the one in flight.
     in_flight: Vec<Option<OpId>>,
+    /// Operations each holder sent during the current step.
+    fresh: Vec<Vec<StoreOp>>,
 }
 
 impl<M: Machine> World<M> {
@@ -92,6 +97,7 @@ impl<M: Machine> World<M> {
             requests: vec![VecDeque::new(); n],
             replies: vec![Vec::new(); n],
             in_flight: vec![None; n],
+            fresh: vec![Vec::new(); n],
         }
     }
 
@@ -99,6 +105,7 @@ impl<M: Machine> World<M> {
     fn drain(&mut self, h: usize) -> Vec<M::Event> {
         while let Some(request) = self.machines[h].poll_effect() {
             self.in_flight[h] = Some(request.id);
+            self.fresh[h].push(request.op.clone());
             self.requests[h].push_back(request);
         }
         let mut events = Vec::new();
@@ -106,6 +113,29 @@ impl<M: Machine> World<M> {
             events.push(e);
         }
         events
+    }
+
+    /// Runs `h`'s timers at `now`; afterwards nothing may be due any more.
+    fn fire(&mut self, h: usize) {
+        self.machines[h].handle_timeout(self.now);
+        let next = self.machines[h].poll_timeout();
+        assert!(next.is_none_or(|t| t > self.now), "a timer is still due after handle_timeout: {next:?}");
+    }
+
+    /// Whether `h` has a timer due (one that will report what changed).
+    fn due(&self, h: usize) -> bool {
+        self.machines[h].poll_timeout().is_some_and(|t| t <= self.now)
+    }
+
+    /// Checks what `h` believes against what it was told: `told` follows the events.
+    fn told_matches(&self, h: usize, believes: bool, told: bool) {
+        assert!(!believes || told, "holder {h} believes it holds without having been told");
+        assert!(!told || believes || self.due(h), "holder {h} stopped believing without an event or a due timer");
+    }
+
+    /// Takes the operations sent during the step.
+    fn take_fresh(&mut self) -> Vec<Vec<StoreOp>> {
+        self.fresh.iter_mut().map(std::mem::take).collect()
     }
 
     /// Applies one network step; returns the holder touched and its events.
@@ -118,12 +148,12 @@ impl<M: Machine> World<M> {
             Net::FireTimer(h) => {
                 if let Some(at) = self.machines[h].poll_timeout() {
                     self.now = self.now.max(at);
-                    self.machines[h].handle_timeout(self.now);
+                    self.fire(h);
                 }
                 (h, self.drain(h))
             }
             Net::EarlyTimeout(h) => {
-                self.machines[h].handle_timeout(self.now);
+                self.fire(h);
                 (h, self.drain(h))
             }
             Net::Deliver(h) => {
@@ -198,10 +228,12 @@ impl Coverage {
     }
 }
 
-/// Runs `cases` random cases of `body`, then returns what they covered.
+/// Runs random cases of `body` (512, or `TENURE_PROPTEST_CASES`), then returns what they covered.
 fn check<S: Strategy>(strategy: S, body: impl Fn(S::Value, &mut Coverage) -> TestCaseResult) -> Coverage {
     let coverage = RefCell::new(Coverage::default());
-    let config = ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() };
+    #[allow(clippy::disallowed_methods, reason = "the test harness, not the core, reads its own knob")]
+    let cases = std::env::var("TENURE_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512);
+    let config = ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() };
     let mut runner = TestRunner::new(config);
     if let Err(failure) = runner.run(&strategy, |value| body(value, &mut coverage.borrow_mut())) {
         panic!("{failure}");
@@ -247,6 +279,7 @@ enum LockCmd {
     Release,
     Cancel,
     Wake,
+    SetLease(u64),
 }
 
 fn lock_step() -> impl Strategy<Value = Result<(usize, LockCmd), Net>> {
@@ -257,32 +290,42 @@ fn lock_step() -> impl Strategy<Value = Result<(usize, LockCmd), Net>> {
         2 => Just(LockCmd::Release),
         1 => Just(LockCmd::Cancel),
         1 => Just(LockCmd::Wake),
+        1 => (5u64..40).prop_map(LockCmd::SetLease),
     ];
     prop_oneof![1 => (0..HOLDERS, cmd).prop_map(Ok), 3 => net().prop_map(Err)]
 }
 
-fn run_locks(seed: u64, steps: &[Result<(usize, LockCmd), Net>], coverage: &mut Coverage) -> TestCaseResult {
-    let mut rng = SplitMix64::new(seed);
-    let config = LockConfig::builder()
-        .lease_duration(ms(20))
+fn lock_config(lease: u64, rng: &mut SplitMix64) -> LockConfig {
+    LockConfig::builder()
+        .lease_duration(ms(lease))
         .retry_interval(ms(2))
         .retry_jitter(0.5)
         .backend_timeout(ms(5))
-        .build(&mut rng)
-        .unwrap();
+        .build(rng)
+        .unwrap()
+}
+
+fn run_locks(seed: u64, steps: &[Result<(usize, LockCmd), Net>], coverage: &mut Coverage) -> TestCaseResult {
+    let mut rng = SplitMix64::new(seed);
+    let config = lock_config(20, &mut rng);
     let k = key(KeyKind::Lock, "res");
     let mut w = World::new(tokens().into_iter().map(|t| LockMachine::new(k.clone(), t, &config, &mut rng)).collect());
     let mut fences = Fences::default();
     let mut released = [false; HOLDERS];
+    let mut told = [false; HOLDERS];
     for step in steps {
         let (h, events) = match step {
             Ok((h, cmd)) => {
                 let (m, now) = (&mut w.machines[*h], w.now);
-                let _refused = match cmd {
+                let done = match cmd {
                     LockCmd::Acquire(t) => m.acquire(now, t.map(ms)),
                     LockCmd::Nowait => m.acquire_nowait(now),
                     LockCmd::Extend => m.extend(now),
                     LockCmd::Release => m.release(now),
+                    LockCmd::SetLease(lease) => {
+                        m.set_config(&lock_config(*lease, &mut rng));
+                        Ok(())
+                    }
                     LockCmd::Cancel => {
                         m.cancel(now);
                         Ok(())
@@ -292,21 +335,37 @@ fn run_locks(seed: u64, steps: &[Result<(usize, LockCmd), Net>], coverage: &mut 
                         Ok(())
                     }
                 };
+                match (cmd, done) {
+                    (LockCmd::Release, Ok(())) => told[*h] = false,
+                    (LockCmd::Acquire(_) | LockCmd::Nowait, Ok(())) => released[*h] = false,
+                    _ => {}
+                }
                 (*h, w.drain(*h))
             }
             Err(net) => w.step(net),
         };
         for event in events {
             match event {
-                LockEvent::Acquired { .. } => released[h] = false,
-                LockEvent::Extended { .. } => prop_assert!(!released[h], "a released holder renewed"),
-                LockEvent::Released => released[h] = true,
-                LockEvent::Lost { .. } => coverage.lost += 1,
+                LockEvent::Acquired { .. } => told[h] = true,
+                LockEvent::Extended { .. } => {
+                    prop_assert!(!released[h], "a released holder renewed");
+                    told[h] = true;
+                }
+                LockEvent::Released => (released[h], told[h]) = (true, false),
+                LockEvent::Lost { .. } => {
+                    told[h] = false;
+                    coverage.lost += 1;
+                }
                 LockEvent::Failed(e) => coverage.failed(&e),
                 _ => {}
             }
         }
+        for (i, sent) in w.take_fresh().iter().enumerate() {
+            let renews = sent.iter().any(|op| matches!(op, StoreOp::LockAcquire { .. }));
+            prop_assert!(!(released[i] && renews), "holder {i} sent a renewal after releasing");
+        }
         for (i, m) in w.machines.iter().enumerate() {
+            w.told_matches(i, m.is_held(w.now), told[i]);
             if m.is_held(w.now) {
                 prop_assert!(
                     w.store.lock_owned(&k, m.token(), w.now),
@@ -337,44 +396,69 @@ enum TaskCmd {
     Enter,
     Extend,
     Exit,
+    SetLease(u64),
 }
 
 fn task_step() -> impl Strategy<Value = Result<(usize, TaskCmd), Net>> {
-    let cmd = prop_oneof![2 => Just(TaskCmd::Enter), 1 => Just(TaskCmd::Extend), 2 => Just(TaskCmd::Exit)];
+    let cmd = prop_oneof![
+        2 => Just(TaskCmd::Enter),
+        1 => Just(TaskCmd::Extend),
+        2 => Just(TaskCmd::Exit),
+        1 => (10u64..40).prop_map(TaskCmd::SetLease),
+    ];
     prop_oneof![1 => (0..HOLDERS, cmd).prop_map(Ok), 3 => net().prop_map(Err)]
 }
 
-fn run_task_locks(seed: u64, steps: &[Result<(usize, TaskCmd), Net>], coverage: &mut Coverage) -> TestCaseResult {
-    let config = TaskLockConfig::builder()
+fn task_config(lease: u64, rng: &mut SplitMix64) -> TaskLockConfig {
+    TaskLockConfig::builder()
         .min_hold_duration(ms(10))
-        .lease_duration(ms(20))
+        .lease_duration(ms(lease))
         .backend_timeout(ms(5))
-        .build(&mut SplitMix64::new(seed))
-        .unwrap();
+        .build(rng)
+        .unwrap()
+}
+
+fn run_task_locks(seed: u64, steps: &[Result<(usize, TaskCmd), Net>], coverage: &mut Coverage) -> TestCaseResult {
+    let mut rng = SplitMix64::new(seed);
+    let config = task_config(20, &mut rng);
     let k = key(KeyKind::TaskLock, "job");
     let mut w = World::new((0..HOLDERS).map(|_| TaskLockMachine::new(k.clone(), &config)).collect());
     let mut fences = Fences::default();
+    let mut told = [false; HOLDERS];
     for (nonce, step) in steps.iter().enumerate() {
-        let (_, events) = match step {
+        let (h, events) = match step {
             Ok((h, cmd)) => {
                 let (m, now) = (&mut w.machines[*h], w.now);
-                let _refused = match cmd {
+                let done = match cmd {
                     TaskCmd::Enter => m.enter(now, token(&format!("w{h}:task:1.x:{nonce}.y"))),
                     TaskCmd::Extend => m.extend(now),
                     TaskCmd::Exit => m.exit(now),
+                    TaskCmd::SetLease(lease) => {
+                        m.set_config(&task_config(*lease, &mut rng));
+                        Ok(())
+                    }
                 };
+                if let (TaskCmd::Exit, Ok(())) = (cmd, done) {
+                    told[*h] = false;
+                }
                 (*h, w.drain(*h))
             }
             Err(net) => w.step(net),
         };
         for event in events {
             match event {
-                TaskLockEvent::Lost { .. } => coverage.lost += 1,
+                TaskLockEvent::Entered { .. } | TaskLockEvent::Extended { .. } => told[h] = true,
+                TaskLockEvent::Lost { .. } => {
+                    told[h] = false;
+                    coverage.lost += 1;
+                }
                 TaskLockEvent::Failed(e) => coverage.failed(&e),
                 _ => {}
             }
         }
+        w.take_fresh();
         for (i, m) in w.machines.iter().enumerate() {
+            w.told_matches(i, m.is_held(w.now), told[i]);
             if m.is_held(w.now) {
                 let t = m.token().unwrap();
                 prop_assert!(w.store.lock_owned(&k, t, w.now), "task holder {i} believes a lease the store lost");
@@ -401,46 +485,62 @@ enum ElectionCmd {
     Start,
     Stop,
     Wake,
+    Reconfigure(u64),
 }
 
 fn election_step() -> impl Strategy<Value = Result<(usize, ElectionCmd), Net>> {
-    let cmd = prop_oneof![2 => Just(ElectionCmd::Start), 1 => Just(ElectionCmd::Stop), 1 => Just(ElectionCmd::Wake)];
+    let cmd = prop_oneof![
+        2 => Just(ElectionCmd::Start),
+        1 => Just(ElectionCmd::Stop),
+        1 => Just(ElectionCmd::Wake),
+        1 => (12u64..45).prop_map(ElectionCmd::Reconfigure),
+    ];
     prop_oneof![1 => (0..HOLDERS, cmd).prop_map(Ok), 4 => net().prop_map(Err)]
 }
 
-fn elections(seed: u64) -> World<ElectionMachine> {
-    let mut rng = SplitMix64::new(seed);
+/// Worker `i`'s configuration with a `lease` of 12 ms or more (renew deadline two thirds of it).
+fn election_config(i: usize, lease: u64, rng: &mut SplitMix64) -> LeaderElectionConfig {
+    LeaderElectionConfig::builder()
+        .worker(WorkerId::new(&format!("w{i}")).unwrap())
+        .lease_duration(ms(lease))
+        .renew_deadline(ms(lease * 2 / 3))
+        .retry_interval(ms(3))
+        .backend_timeout(ms(5))
+        .retry_jitter(0.3)
+        .build(rng)
+        .unwrap()
+}
+
+fn elections(rng: &mut SplitMix64) -> World<ElectionMachine> {
     let start = Timestamp::from_nanos(1_000_000_000);
     let machines = (0..HOLDERS)
         .map(|i| {
-            let config = LeaderElectionConfig::builder()
-                .worker(WorkerId::new(&format!("w{i}")).unwrap())
-                .lease_duration(ms(30))
-                .renew_deadline(ms(20))
-                .retry_interval(ms(3))
-                .backend_timeout(ms(5))
-                .retry_jitter(0.3)
-                .build(&mut rng)
-                .unwrap();
+            let config = election_config(i, 30, rng);
             let t = token(&format!("w{i}"));
-            ElectionMachine::new(key(KeyKind::Leader, "svc"), t, config, Metadata::new(), start, &mut rng)
+            ElectionMachine::new(key(KeyKind::Leader, "svc"), t, config, Metadata::new(), start, rng)
         })
         .collect();
     World::new(machines)
 }
 
 fn run_elections(seed: u64, steps: &[Result<(usize, ElectionCmd), Net>], coverage: &mut Coverage) -> TestCaseResult {
-    let mut w = elections(seed);
-    let mut stopped = [true; HOLDERS];
+    let mut rng = SplitMix64::new(seed);
+    let mut w = elections(&mut rng);
+    let mut stopping = [true; HOLDERS];
+    let mut told = [false; HOLDERS];
     let mut last_leader = None;
     for step in steps {
         let (h, events) = match step {
             Ok((h, cmd)) => {
                 let (m, now) = (&mut w.machines[*h], w.now);
                 match cmd {
-                    ElectionCmd::Start => stopped[*h] &= !m.start(now),
-                    ElectionCmd::Stop => m.stop(now),
+                    ElectionCmd::Start => stopping[*h] &= !m.start(now),
+                    ElectionCmd::Stop => {
+                        m.stop(now);
+                        stopping[*h] = true;
+                    }
                     ElectionCmd::Wake => m.wake(now),
+                    ElectionCmd::Reconfigure(lease) => m.reconfigure(election_config(*h, *lease, &mut rng)).unwrap(),
                 }
                 (*h, w.drain(*h))
             }
@@ -448,20 +548,23 @@ fn run_elections(seed: u64, steps: &[Result<(usize, ElectionCmd), Net>], coverag
         };
         for event in events {
             match event {
-                ElectionEvent::Stopped => stopped[h] = true,
-                ElectionEvent::Deposed { .. } => coverage.lost += 1,
+                ElectionEvent::Elected => told[h] = true,
+                ElectionEvent::Deposed { .. } => {
+                    told[h] = false;
+                    coverage.lost += 1;
+                }
                 ElectionEvent::AttemptFailed { error, .. } if error.kind() == BackendErrorKind::Timeout => {
                     coverage.backend_timeouts += 1;
                 }
                 _ => {}
             }
         }
-        for (i, queue) in w.requests.iter().enumerate() {
-            // A stopped worker's queue may still hold requests sent before it stopped, never after.
-            let renewals_after_stop = queue
-                .iter()
-                .any(|r| matches!(r.op, StoreOp::LeaderAcquireOrRenew { .. }) && Some(r.id) > w.in_flight[i]);
-            prop_assert!(!(stopped[i] && renewals_after_stop), "a stopped worker asked to renew");
+        for (i, sent) in w.take_fresh().iter().enumerate() {
+            let renews = sent.iter().any(|op| matches!(op, StoreOp::LeaderAcquireOrRenew { .. }));
+            prop_assert!(!(stopping[i] && renews), "worker {i} sent a renewal after stop");
+        }
+        for (i, m) in w.machines.iter().enumerate() {
+            w.told_matches(i, m.is_leader(w.now), told[i]);
         }
         let leaders: Vec<_> = (0..HOLDERS).filter(|&i| w.machines[i].is_leader(w.now)).collect();
         prop_assert!(leaders.len() <= 1, "{} workers believe they lead", leaders.len());

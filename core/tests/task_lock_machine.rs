@@ -222,3 +222,32 @@ fn store_calls_are_bounded_by_backend_timeout() {
     assert_eq!(w.now, sent + ms(100));
     assert!(matches!(failed(&events), Error::Acquire { cause, .. } if cause.kind() == BackendErrorKind::Timeout));
 }
+
+#[test]
+fn an_enter_abandoned_at_its_deadline_releases_a_late_grant() {
+    let mut w = World::new();
+    let cfg = TaskLockConfig::builder().backend_timeout(ms(10)).build(&mut w.rng).unwrap();
+    let mut a = machine(&cfg);
+    a.enter(w.now, token("a:1")).unwrap();
+    let request = w.take(&mut a);
+    assert!(failed(&w.fire(&mut a)).is_lock_backend());
+    assert!(w.answer(&mut a, &request).is_empty(), "the late grant is released without events");
+    assert!(!w.store.lock_locked(a.key(), w.now));
+    a.enter(w.now, token("a:2")).unwrap();
+    entered(&w.pump(&mut a));
+}
+
+#[test]
+fn a_shorter_lease_caps_the_belief_of_an_extend_in_flight() {
+    let mut w = World::new();
+    let cfg = config(&mut w, ms(10), ms(60_000));
+    let mut a = machine(&cfg);
+    a.enter(w.now, token("a:1")).unwrap();
+    entered(&w.pump(&mut a));
+    a.set_config(&config(&mut w, ms(10), ms(1000)));
+    let sent = w.now;
+    a.extend(w.now).unwrap();
+    assert!(!a.is_held(sent + local_validity(ms(1000))), "capped before the store answers");
+    w.pump(&mut a);
+    assert!(!a.is_held(sent + local_validity(ms(1000))));
+}

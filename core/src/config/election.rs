@@ -126,7 +126,8 @@ impl LeaderElectionConfigBuilder {
         self
     }
 
-    /// Sets the retry interval (default 2 s; shorter than the renew deadline).
+    /// Sets the retry interval (default 2 s; shorter than the renew deadline; at least 1 ms — a
+    /// Tenure floor that protects the store, where grelmicro only asks for a positive value).
     #[must_use]
     pub fn retry_interval(mut self, d: Duration) -> Self {
         self.retry_interval = Some(d);

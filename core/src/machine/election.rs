@@ -6,7 +6,7 @@ use std::time::Duration;
 use rand_core::Rng;
 
 use super::lock::unexpected;
-use super::{Flight, Outbox, earliest};
+use super::{Flight, Outbox, earliest, local_validity};
 use crate::config::{LeaderElectionConfig, ensure_same_worker};
 use crate::error::{BackendError, Error};
 use crate::ids::{Key, OpId, Token};
@@ -60,14 +60,22 @@ pub enum LeadershipLoss {
     Stopped,
 }
 
+/// An attempt in flight, with the instant until which its success would confirm leadership:
+/// `renew_deadline` after the send, under the configuration the attempt was made with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Attempt {
+    flight: Flight,
+    confirms_until: Timestamp,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Run {
     Stopped,
-    Attempting(Flight),
+    Attempting(Attempt),
     Sleeping(Timestamp),
     /// Stopping: the attempt in flight is awaited before the release, so the release cannot
     /// reach the store before it.
-    Finishing(Flight),
+    Finishing(Attempt),
     Releasing(Flight),
 }
 
@@ -76,7 +84,9 @@ enum Run {
 /// While running, it asks `acquire_or_renew` every jittered `retry_interval` (the same cadence
 /// for leader and followers), each call bounded by `backend_timeout`. A successful answer naming
 /// this worker confirms leadership **as of the instant the request was sent**; leadership is
-/// believed until `renew_deadline` after the last confirmation, and a timer ends it at that
+/// believed until `renew_deadline` after the last confirmation (under the configuration of that
+/// attempt, and never past the lease less its drift allowance, nor past the lease of a renewal
+/// sent since with a shorter lease), and a timer ends it at that
 /// instant with an event, so [`ElectionMachine::is_leader`] never turns false without
 /// [`ElectionEvent::Deposed`] (no missed wake-ups, unlike spec §9.5). `stop` clears leadership at
 /// once, awaits the attempt in flight, releases, then reports [`ElectionEvent::Stopped`].
@@ -90,7 +100,10 @@ pub struct ElectionMachine {
     config: LeaderElectionConfig,
     run: Run,
     leader: bool,
-    state_updated_at: Timestamp,
+    /// While leading: the instant this worker stops believing it leads, fixed when leadership is
+    /// confirmed (a `reconfigure` never stretches it) and pulled in when a renewal with a shorter
+    /// lease is sent.
+    leader_until: Timestamp,
     last_confirmed_at: Option<Timestamp>,
     error_logged_at: Option<Timestamp>,
     record: Option<LeaderRecord>,
@@ -118,7 +131,7 @@ impl ElectionMachine {
             config,
             run: Run::Stopped,
             leader: false,
-            state_updated_at: now,
+            leader_until: now,
             last_confirmed_at: None,
             error_logged_at: None,
             record: None,
@@ -158,7 +171,7 @@ impl ElectionMachine {
     /// `renew_deadline` ago. Advisory; fence writes or use [`Self::is_leader_confirmed_within`]
     /// for work that must not overlap a successor.
     pub fn is_leader(&self, now: Timestamp) -> bool {
-        self.leader && now.saturating_duration_since(self.state_updated_at) < self.config.renew_deadline()
+        self.leader && now < self.leader_until
     }
 
     /// Whether this worker leads and the store confirmed it at most `max_age` before `now`.
@@ -182,12 +195,12 @@ impl ElectionMachine {
     pub fn handle_reply(&mut self, now: Timestamp, id: OpId, reply: Result<StoreReply, BackendError>) {
         let now = self.out.observe(now);
         match self.run {
-            Run::Attempting(flight) if flight.op == id => {
-                self.on_attempt_reply(now, flight, reply, true);
+            Run::Attempting(attempt) if attempt.flight.op == id => {
+                self.on_attempt_reply(now, attempt, reply, true);
                 self.sleep(now);
             }
-            Run::Finishing(flight) if flight.op == id => {
-                self.on_attempt_reply(now, flight, reply, false);
+            Run::Finishing(attempt) if attempt.flight.op == id => {
+                self.on_attempt_reply(now, attempt, reply, false);
                 self.release(now);
             }
             Run::Releasing(flight) if flight.op == id => self.on_release_reply(reply),
@@ -202,7 +215,11 @@ impl ElectionMachine {
         let now = self.out.observe(now);
         match self.run {
             Run::Sleeping(at) if now >= at => self.attempt(now),
-            Run::Attempting(flight) | Run::Finishing(flight) | Run::Releasing(flight) if now >= flight.deadline => {
+            Run::Attempting(Attempt { flight, .. })
+            | Run::Finishing(Attempt { flight, .. })
+            | Run::Releasing(flight)
+                if now >= flight.deadline =>
+            {
                 let timeout = Err(BackendError::timeout(self.config.backend_timeout()));
                 self.handle_reply(now, flight.op, timeout);
             }
@@ -230,10 +247,10 @@ impl ElectionMachine {
         let now = self.out.observe(now);
         match self.run {
             Run::Stopped | Run::Finishing(_) | Run::Releasing(_) => return,
-            Run::Attempting(flight) => self.run = Run::Finishing(flight),
+            Run::Attempting(attempt) => self.run = Run::Finishing(attempt),
             Run::Sleeping(_) => self.release(now),
         }
-        self.update_state(false, now, LeadershipLoss::Stopped);
+        self.set_leader(false, LeadershipLoss::Stopped);
     }
 
     /// A push wake-up (the leader released): a sleeping loop attempts at once.
@@ -272,9 +289,11 @@ impl ElectionMachine {
         let run = match self.run {
             Run::Stopped => None,
             Run::Sleeping(at) => Some(at),
-            Run::Attempting(f) | Run::Finishing(f) | Run::Releasing(f) => Some(f.deadline),
+            Run::Attempting(Attempt { flight, .. })
+            | Run::Finishing(Attempt { flight, .. })
+            | Run::Releasing(flight) => Some(flight.deadline),
         };
-        earliest([run, self.leader.then(|| self.deadline())])
+        earliest([run, self.leader.then_some(self.leader_until)])
     }
 
     // ---- internals -----------------------------------------------------------------------
@@ -286,7 +305,13 @@ impl ElectionMachine {
             lease: self.config.lease_duration(),
             metadata: self.metadata.clone(),
         };
-        self.run = Run::Attempting(self.out.send(now, op, self.config.backend_timeout()));
+        let lease = self.config.lease_duration();
+        let flight = self.out.send(now, op, self.config.backend_timeout());
+        // Once applied, our lease ends `lease` after that: maybe sooner than the current belief
+        // when the lease was shortened by `reconfigure`.
+        self.leader_until = self.leader_until.min(now + local_validity(lease));
+        let confirms_for = self.config.renew_deadline().min(local_validity(lease));
+        self.run = Run::Attempting(Attempt { flight, confirms_until: now + confirms_for });
     }
 
     fn sleep(&mut self, now: Timestamp) {
@@ -305,7 +330,7 @@ impl ElectionMachine {
     fn on_attempt_reply(
         &mut self,
         now: Timestamp,
-        flight: Flight,
+        attempt: Attempt,
         reply: Result<StoreReply, BackendError>,
         count: bool,
     ) {
@@ -314,7 +339,7 @@ impl ElectionMachine {
                 let leads = record.holder == self.token.as_str();
                 self.record = Some(record);
                 if count {
-                    self.update_state(leads, flight.sent_at, LeadershipLoss::NotHolder);
+                    self.update_state(leads, attempt, LeadershipLoss::NotHolder);
                 }
                 return;
             }
@@ -326,9 +351,8 @@ impl ElectionMachine {
             self.error_logged_at.is_none_or(|at| now.saturating_duration_since(at) > self.config.error_interval());
         self.error_logged_at = Some(now);
         self.out.emit(ElectionEvent::AttemptFailed { error, log });
-        if count && now.saturating_duration_since(self.state_updated_at) >= self.config.renew_deadline() {
-            self.update_state(false, now, LeadershipLoss::RenewDeadline);
-        }
+        // Leadership ends at its deadline (spec §3.5.3: reached at exactly renew_deadline).
+        self.check_deadline(now);
     }
 
     fn on_release_reply(&mut self, reply: Result<StoreReply, BackendError>) {
@@ -342,10 +366,20 @@ impl ElectionMachine {
         self.out.emit(ElectionEvent::Stopped);
     }
 
-    /// Records a verdict made at `at` and reports a change.
-    fn update_state(&mut self, leads: bool, at: Timestamp, reason: LeadershipLoss) {
-        self.state_updated_at = at;
-        self.last_confirmed_at = leads.then_some(at);
+    /// Records the verdict of an answered attempt: leading is confirmed as of its send.
+    fn update_state(&mut self, leads: bool, attempt: Attempt, reason: LeadershipLoss) {
+        if leads {
+            self.last_confirmed_at = Some(attempt.flight.sent_at);
+            self.leader_until = attempt.confirms_until;
+        }
+        self.set_leader(leads, reason);
+    }
+
+    /// Reports a change of verdict.
+    fn set_leader(&mut self, leads: bool, reason: LeadershipLoss) {
+        if !leads {
+            self.last_confirmed_at = None;
+        }
         if leads == self.leader {
             return;
         }
@@ -353,14 +387,9 @@ impl ElectionMachine {
         self.out.emit(if leads { ElectionEvent::Elected } else { ElectionEvent::Deposed { reason } });
     }
 
-    /// The instant a leader stops believing without a new confirmation.
-    fn deadline(&self) -> Timestamp {
-        self.state_updated_at + self.config.renew_deadline()
-    }
-
     fn check_deadline(&mut self, now: Timestamp) {
-        if self.leader && now >= self.deadline() {
-            self.update_state(false, now, LeadershipLoss::RenewDeadline);
+        if self.leader && now >= self.leader_until {
+            self.set_leader(false, LeadershipLoss::RenewDeadline);
         }
     }
 }

@@ -91,13 +91,38 @@ struct Attempt {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Idle,
-    Acquiring { flight: Flight, lease: Duration, attempt: Attempt },
-    Waiting { retry_at: Timestamp, lease: Duration, attempt: Attempt },
-    Held { fence: FencingToken, valid_until: Timestamp },
-    Extending { flight: Flight, lease: Duration, fence: FencingToken, valid_until: Timestamp },
-    Stale { fence: FencingToken },
-    Releasing { flight: Flight, fence: Option<FencingToken>, quiet: bool },
-    Cancelling { flight: Flight },
+    Acquiring {
+        flight: Flight,
+        lease: Duration,
+        attempt: Attempt,
+    },
+    Waiting {
+        retry_at: Timestamp,
+        lease: Duration,
+        attempt: Attempt,
+    },
+    Held {
+        fence: FencingToken,
+        valid_until: Timestamp,
+    },
+    /// `valid_until` is `None` when the holder no longer counts on the lease while it waits.
+    Extending {
+        flight: Flight,
+        lease: Duration,
+        fence: FencingToken,
+        valid_until: Option<Timestamp>,
+    },
+    Stale {
+        fence: FencingToken,
+    },
+    Releasing {
+        flight: Flight,
+        fence: Option<FencingToken>,
+        quiet: bool,
+    },
+    Cancelling {
+        flight: Flight,
+    },
 }
 
 /// One holder (one token) of one lock, from acquire to release.
@@ -123,6 +148,9 @@ pub struct LockMachine {
     state: State,
     /// The highest fencing token this holder has seen; a store answering lower is refused.
     last_fence: Option<FencingToken>,
+    /// An acquire abandoned at its deadline: if the store applied it after all, its late grant
+    /// is released instead of blocking others for a whole lease.
+    orphan: Option<OpId>,
     jitter: SplitMix64,
     out: Outbox<LockEvent>,
 }
@@ -139,6 +167,7 @@ impl LockMachine {
             backend_timeout: config.backend_timeout(),
             state: State::Idle,
             last_fence: None,
+            orphan: None,
             jitter: SplitMix64::from_rng(rng),
             out: Outbox::new(),
         }
@@ -178,7 +207,8 @@ impl LockMachine {
     /// The end of validity of the lease held, if one is.
     pub fn valid_until(&self) -> Option<Timestamp> {
         match self.state {
-            State::Held { valid_until, .. } | State::Extending { valid_until, .. } => Some(valid_until),
+            State::Held { valid_until, .. } => Some(valid_until),
+            State::Extending { valid_until, .. } => valid_until,
             _ => None,
         }
     }
@@ -202,6 +232,15 @@ impl LockMachine {
     /// The store's answer to operation `id`.
     pub fn handle_reply(&mut self, now: Timestamp, id: OpId, reply: Result<StoreReply, BackendError>) {
         let now = self.out.observe(now);
+        // A lease that ran out before this reply is reported lost before the reply is read.
+        self.check_expiry(now);
+        if self.orphan == Some(id) {
+            self.orphan = None;
+            if matches!(reply, Ok(StoreReply::Fence(Some(_)))) && self.state == State::Idle {
+                self.start_release(now, None, true);
+            }
+            return;
+        }
         match self.state {
             State::Acquiring { flight, lease, attempt } if flight.op == id => {
                 self.on_acquire_reply(now, flight, lease, attempt, reply);
@@ -230,12 +269,12 @@ impl LockMachine {
         let now = self.out.observe(now);
         match self.state {
             State::Waiting { retry_at, lease, attempt } if now >= retry_at => self.attempt(now, lease, attempt),
-            State::Acquiring { flight, .. }
-            | State::Extending { flight, .. }
-            | State::Releasing { flight, .. }
-            | State::Cancelling { flight }
-                if now >= flight.deadline =>
-            {
+            State::Acquiring { flight, .. } | State::Cancelling { flight } if now >= flight.deadline => {
+                let timeout = Err(BackendError::timeout(self.backend_timeout));
+                self.handle_reply(now, flight.op, timeout);
+                self.orphan = Some(flight.op);
+            }
+            State::Extending { flight, .. } | State::Releasing { flight, .. } if now >= flight.deadline => {
                 let timeout = Err(BackendError::timeout(self.backend_timeout));
                 self.handle_reply(now, flight.op, timeout);
             }
@@ -271,14 +310,16 @@ impl LockMachine {
     pub fn extend(&mut self, now: Timestamp) -> Result<(), Error> {
         let now = self.out.observe(now);
         self.check_expiry(now);
+        let lease = self.lease;
         let (fence, valid_until) = match self.state {
-            State::Held { fence, valid_until } => (fence, valid_until),
+            // Once the store applies the extend the lease ends `lease` after that, which may be
+            // sooner than the old end (a shorter lease since `set_config`): count on the earlier.
+            State::Held { fence, valid_until } => (fence, Some(valid_until.min(now + local_validity(lease)))),
             // No valid lease to keep counting on while the extend is in flight.
-            State::Stale { fence } => (fence, now),
+            State::Stale { fence } => (fence, None),
             State::Idle | State::Acquiring { .. } | State::Waiting { .. } => return Err(self.not_owned()),
             _ => return Err(self.busy()),
         };
-        let lease = self.lease;
         let op = StoreOp::LockAcquire { key: self.key.clone(), token: self.token.clone(), lease };
         let flight = self.out.send(now, op, self.backend_timeout);
         self.state = State::Extending { flight, lease, fence, valid_until };
@@ -305,10 +346,13 @@ impl LockMachine {
     /// a release in flight goes on (a release should complete even when its caller gives up).
     pub fn cancel(&mut self, now: Timestamp) {
         let now = self.out.observe(now);
+        self.check_expiry(now);
         self.state = match self.state {
             State::Acquiring { flight, .. } => State::Cancelling { flight },
             State::Waiting { .. } => State::Idle,
-            State::Extending { fence, valid_until, .. } if now < valid_until => State::Held { fence, valid_until },
+            State::Extending { fence, valid_until: Some(valid_until), .. } if now < valid_until => {
+                State::Held { fence, valid_until }
+            }
             State::Extending { fence, .. } => State::Stale { fence },
             State::Releasing { flight, fence, .. } => State::Releasing { flight, fence, quiet: true },
             other => other,
@@ -353,7 +397,7 @@ impl LockMachine {
         match self.state {
             State::Waiting { retry_at, .. } => Some(retry_at),
             State::Held { valid_until, .. } => Some(valid_until),
-            State::Extending { flight, valid_until, .. } => earliest([Some(flight.deadline), Some(valid_until)]),
+            State::Extending { flight, valid_until, .. } => earliest([Some(flight.deadline), valid_until]),
             State::Acquiring { flight, .. } | State::Releasing { flight, .. } | State::Cancelling { flight } => {
                 Some(flight.deadline)
             }
@@ -365,13 +409,17 @@ impl LockMachine {
 
     fn begin(&mut self, now: Timestamp, attempt: Attempt) -> Result<(), Error> {
         match self.state {
-            State::Idle | State::Stale { .. } => {
+            State::Idle => {
                 self.attempt(now, self.lease, attempt);
                 Ok(())
             }
-            State::Held { .. } | State::Extending { .. } | State::Acquiring { .. } | State::Waiting { .. } => {
-                Err(Error::Reentrant { name: self.name() })
-            }
+            // Like grelmicro's held marker: a holder that has not released (even one whose lease
+            // ran out or whose release failed) must release or extend, not acquire again.
+            State::Held { .. }
+            | State::Extending { .. }
+            | State::Stale { .. }
+            | State::Acquiring { .. }
+            | State::Waiting { .. } => Err(Error::Reentrant { name: self.name() }),
             State::Releasing { .. } | State::Cancelling { .. } => Err(self.busy()),
         }
     }
@@ -428,18 +476,20 @@ impl LockMachine {
         flight: Flight,
         lease: Duration,
         fence: FencingToken,
-        valid_until: Timestamp,
+        valid_until: Option<Timestamp>,
         reply: Result<StoreReply, BackendError>,
     ) {
         // Whatever happens, the old lease is still worth what it was worth.
-        let previous = if now < valid_until { State::Held { fence, valid_until } } else { State::Stale { fence } };
+        let previous = match valid_until {
+            Some(valid_until) if now < valid_until => State::Held { fence, valid_until },
+            _ => State::Stale { fence },
+        };
         let error = match reply {
             Ok(StoreReply::Fence(Some(granted))) => match self.regression(granted) {
                 Some(cause) => Error::Extend { name: self.name(), cause },
                 None => {
                     self.note_fence(granted);
                     let until = flight.sent_at + local_validity(lease);
-                    let until = if granted == fence { until.max(valid_until) } else { until };
                     self.state = State::Held { fence: granted, valid_until: until };
                     self.out.emit(LockEvent::Extended { fence: granted, previous: fence, valid_until: until });
                     return;
@@ -494,12 +544,11 @@ impl LockMachine {
             self.state = State::Stale { fence };
             self.out.emit(LockEvent::Lost { fence, reason: LossReason::Expired });
         }
-        if let State::Extending { fence, valid_until, flight, lease } = self.state
+        if let State::Extending { fence, valid_until: Some(valid_until), flight, lease } = self.state
             && now >= valid_until
-            && valid_until > flight.sent_at
         {
             // Stop counting on it now; the extend may still bring it back.
-            self.state = State::Extending { fence, valid_until: flight.sent_at, flight, lease };
+            self.state = State::Extending { fence, valid_until: None, flight, lease };
             self.out.emit(LockEvent::Lost { fence, reason: LossReason::Expired });
         }
     }

@@ -4,7 +4,9 @@
 //! # Driving a machine
 //!
 //! Every input carries `now`, a monotonic [`Timestamp`] that never goes backwards for one machine
-//! (asserted in debug builds; an earlier `now` is treated as the latest seen). After **any** input
+//! (asserted in debug builds; in release builds an earlier `now` is treated as the latest seen).
+//! A driver shared by threads reads the clock while it holds the machine, so that inputs arrive
+//! in clock order. After **any** input
 //! (a command, `handle_reply`, `handle_timeout`):
 //!
 //! 1. drain `poll_effect` until `None`, run each [`StoreRequest`] against the store and feed the

@@ -77,10 +77,26 @@ struct Run {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum State {
     Idle,
-    Entering { flight: Flight, token: Token, lease: Duration },
+    Entering {
+        flight: Flight,
+        token: Token,
+        lease: Duration,
+    },
     Held(Run),
-    Extending { flight: Flight, lease: Duration, run: Run },
-    Exiting { flight: Flight, token: Token, held_until: Option<Timestamp> },
+    Extending {
+        flight: Flight,
+        lease: Duration,
+        run: Run,
+    },
+    Exiting {
+        flight: Flight,
+        token: Token,
+        held_until: Option<Timestamp>,
+    },
+    /// Releasing, without events, a late grant of an enter that had been abandoned.
+    Abandoning {
+        flight: Flight,
+    },
 }
 
 /// One `TaskLock` instance: enter takes the lock without waiting, exit keeps it until
@@ -103,6 +119,9 @@ pub struct TaskLockMachine {
     state: State,
     /// The token of the last shortened hold and when it ends locally.
     held_over: Option<(Token, Timestamp)>,
+    /// An enter abandoned at its deadline, and its token: a late grant is released at once, so
+    /// the task is not blocked for a whole lease by a run that never started.
+    orphan: Option<(OpId, Token)>,
     out: Outbox<TaskLockEvent>,
 }
 
@@ -116,6 +135,7 @@ impl TaskLockMachine {
             backend_timeout: config.backend_timeout(),
             state: State::Idle,
             held_over: None,
+            orphan: None,
             out: Outbox::new(),
         }
     }
@@ -134,7 +154,7 @@ impl TaskLockMachine {
             State::Entering { .. } => TaskLockPhase::Entering,
             State::Held(_) => TaskLockPhase::Held,
             State::Extending { .. } => TaskLockPhase::Extending,
-            State::Exiting { .. } => TaskLockPhase::Exiting,
+            State::Exiting { .. } | State::Abandoning { .. } => TaskLockPhase::Exiting,
         }
     }
 
@@ -170,6 +190,16 @@ impl TaskLockMachine {
     /// The store's answer to operation `id`.
     pub fn handle_reply(&mut self, now: Timestamp, id: OpId, reply: Result<StoreReply, BackendError>) {
         let now = self.out.observe(now);
+        // A lease that ran out before this reply is reported lost before the reply is read.
+        self.check_expiry(now);
+        if self.orphan.as_ref().is_some_and(|(op, _)| *op == id) {
+            let granted = matches!(reply, Ok(StoreReply::Fence(Some(_))));
+            if let Some((_, token)) = self.orphan.take().filter(|_| granted && self.state == State::Idle) {
+                let op = StoreOp::LockRelease { key: self.key.clone(), token };
+                self.state = State::Abandoning { flight: self.out.send(now, op, self.backend_timeout) };
+            }
+            return;
+        }
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Entering { flight, token, lease } if flight.op == id => {
                 self.on_enter_reply(now, flight, token, lease, reply);
@@ -180,6 +210,7 @@ impl TaskLockMachine {
             State::Exiting { flight, token, held_until } if flight.op == id => {
                 self.on_exit_reply(token, held_until, reply);
             }
+            State::Abandoning { flight } if flight.op == id => {}
             // Unknown, stale or duplicated: the operation is no longer awaited.
             other => self.state = other,
         }
@@ -189,14 +220,13 @@ impl TaskLockMachine {
     /// Timers: operation deadlines and the end of validity.
     pub fn handle_timeout(&mut self, now: Timestamp) {
         let now = self.out.observe(now);
-        let flight = match &self.state {
-            State::Entering { flight, .. } | State::Extending { flight, .. } | State::Exiting { flight, .. } => {
-                Some(*flight)
-            }
+        let abandoned = match &self.state {
+            State::Entering { token, .. } => Some(token.clone()),
             _ => None,
         };
-        if let Some(flight) = flight.filter(|f| now >= f.deadline) {
+        if let Some(flight) = self.flight().filter(|f| now >= f.deadline) {
             self.handle_reply(now, flight.op, Err(BackendError::timeout(self.backend_timeout)));
+            self.orphan = abandoned.map(|token| (flight.op, token));
         }
         self.check_expiry(now);
     }
@@ -209,7 +239,7 @@ impl TaskLockMachine {
         let now = self.out.observe(now);
         match self.state {
             State::Idle => {}
-            State::Exiting { .. } => return Err(self.busy("exit")),
+            State::Exiting { .. } | State::Abandoning { .. } => return Err(self.busy("exit")),
             _ => return Err(Error::Reentrant { name: self.name() }),
         }
         let token = match self.held_over.take() {
@@ -235,11 +265,14 @@ impl TaskLockMachine {
             State::Held(run) => run.clone(),
             State::Idle | State::Entering { .. } => return Err(Error::NotOwned { name: self.name() }),
             State::Extending { .. } => return Err(self.busy("extend")),
-            State::Exiting { .. } => return Err(self.busy("exit")),
+            State::Exiting { .. } | State::Abandoning { .. } => return Err(self.busy("exit")),
         };
         let lease = self.lease;
         let op = StoreOp::LockAcquire { key: self.key.clone(), token: run.token.clone(), lease };
         let flight = self.out.send(now, op, self.backend_timeout);
+        // Once applied, the lease ends `lease` after that: maybe sooner than before (set_config).
+        let mut run = run;
+        run.valid_until = run.valid_until.min(now + local_validity(lease));
         self.state = State::Extending { flight, lease, run };
         Ok(())
     }
@@ -249,11 +282,12 @@ impl TaskLockMachine {
     /// as this is called, whatever the store answers.
     pub fn exit(&mut self, now: Timestamp) -> Result<(), Error> {
         let now = self.out.observe(now);
+        self.check_expiry(now);
         let run = match &self.state {
             State::Held(run) => run.clone(),
             State::Idle | State::Entering { .. } => return Err(Error::NotOwned { name: self.name() }),
             State::Extending { .. } => return Err(self.busy("extend")),
-            State::Exiting { .. } => return Err(self.busy("exit")),
+            State::Exiting { .. } | State::Abandoning { .. } => return Err(self.busy("exit")),
         };
         let elapsed = now.saturating_duration_since(run.acquired_at);
         let (op, held_until) = if elapsed >= self.min_hold {
@@ -293,13 +327,17 @@ impl TaskLockMachine {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         let validity = self.run().filter(|run| !run.lost).map(|run| run.valid_until);
-        let flight = match &self.state {
-            State::Entering { flight, .. } | State::Extending { flight, .. } | State::Exiting { flight, .. } => {
-                Some(flight.deadline)
-            }
-            _ => None,
-        };
-        super::earliest([validity, flight])
+        super::earliest([validity, self.flight().map(|f| f.deadline)])
+    }
+
+    fn flight(&self) -> Option<Flight> {
+        match &self.state {
+            State::Entering { flight, .. }
+            | State::Extending { flight, .. }
+            | State::Exiting { flight, .. }
+            | State::Abandoning { flight } => Some(*flight),
+            State::Idle | State::Held(_) => None,
+        }
     }
 
     // ---- internals -----------------------------------------------------------------------
