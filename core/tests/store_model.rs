@@ -208,3 +208,13 @@ fn many_claims_of_one_due_have_exactly_one_winner() {
     let winners = (0..16).filter(|_| s.schedule_claim(&k, 1_767_225_600.0)).count();
     assert_eq!(winners, 1);
 }
+
+#[test]
+fn plain_string_keys_and_keys_reach_the_same_entry() {
+    let mut s = store();
+    let a = token("a");
+    assert_eq!(s.lock_acquire("lock:cart", &a, LEASE, t(0)), Some(FencingToken::FIRST));
+    assert!(s.lock_owned(&key(KeyKind::Lock, "cart"), &a, t(1)));
+    assert!(s.lock_release(&key(KeyKind::Lock, "cart"), &a, t(1)));
+    assert_eq!(s.last_fence("lock:cart"), Some(FencingToken::FIRST));
+}

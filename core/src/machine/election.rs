@@ -174,6 +174,11 @@ impl ElectionMachine {
         self.leader && now < self.leader_until
     }
 
+    /// While leading: the instant this worker stops believing it leads unless renewed.
+    pub fn leading_until(&self) -> Option<Timestamp> {
+        self.leader.then_some(self.leader_until)
+    }
+
     /// Whether this worker leads and the store confirmed it at most `max_age` before `now`.
     pub fn is_leader_confirmed_within(&self, now: Timestamp, max_age: Duration) -> bool {
         self.is_leader(now) && self.last_confirmation_age(now).is_some_and(|age| age <= max_age)

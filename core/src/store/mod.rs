@@ -9,7 +9,7 @@ mod model;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use model::{LockLease, StoreModel};
+pub use model::{LockLease, StoreKey, StoreModel};
 
 use crate::ids::{FencingToken, Key, OpId, Token};
 use crate::record::{LeaderRecord, Metadata};

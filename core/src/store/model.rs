@@ -15,6 +15,35 @@ use crate::ids::{FencingToken, Key, Token};
 use crate::record::{LeaderRecord, Metadata};
 use crate::time::{Timestamp, WallTime};
 
+/// A key as the model accepts it: a [`Key`] (whose text is shared, not copied) or a plain `str`
+/// already carrying its prefix, as backends receive names (`"lock:cart"`).
+pub trait StoreKey {
+    /// The key text.
+    fn text(&self) -> &str;
+    /// The key text to keep in a new entry.
+    fn shared(&self) -> Arc<str>;
+}
+
+impl StoreKey for Key {
+    fn text(&self) -> &str {
+        self.as_str()
+    }
+
+    fn shared(&self) -> Arc<str> {
+        Key::shared(self).clone()
+    }
+}
+
+impl StoreKey for str {
+    fn text(&self) -> &str {
+        self
+    }
+
+    fn shared(&self) -> Arc<str> {
+        Arc::from(self)
+    }
+}
+
 /// A lock lease as the model holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LockLease {
@@ -83,11 +112,17 @@ impl StoreModel {
 
     /// Takes the lock if it is free (absent, released or expired before `now`) — with a new
     /// fencing token — or renews it if `token` holds it; `None` if another token holds it.
-    pub fn lock_acquire(&mut self, key: &Key, token: &Token, lease: Duration, now: Timestamp) -> Option<FencingToken> {
+    pub fn lock_acquire(
+        &mut self,
+        key: &(impl StoreKey + ?Sized),
+        token: &Token,
+        lease: Duration,
+        now: Timestamp,
+    ) -> Option<FencingToken> {
         let expires_at = now + lease;
-        let Some(entry) = self.locks.get_mut(key.as_str()) else {
+        let Some(entry) = self.locks.get_mut(key.text()) else {
             let lease = Some(LockLease { token: token.clone(), expires_at });
-            self.locks.insert(key.shared().clone(), LockEntry { fence: FencingToken::FIRST, lease });
+            self.locks.insert(key.shared(), LockEntry { fence: FencingToken::FIRST, lease });
             return Some(FencingToken::FIRST);
         };
         match &mut entry.lease {
@@ -107,8 +142,8 @@ impl StoreModel {
 
     /// Frees the lock if `token` holds a live lease; an expired lease is vacated too, but the
     /// answer is then false.
-    pub fn lock_release(&mut self, key: &Key, token: &Token, now: Timestamp) -> bool {
-        let Some(entry) = self.locks.get_mut(key.as_str()) else { return false };
+    pub fn lock_release(&mut self, key: &(impl StoreKey + ?Sized), token: &Token, now: Timestamp) -> bool {
+        let Some(entry) = self.locks.get_mut(key.text()) else { return false };
         match &entry.lease {
             Some(held) if held.expires_at >= now => {
                 if held.token != *token {
@@ -125,37 +160,37 @@ impl StoreModel {
     }
 
     /// Whether any token holds a live lease.
-    pub fn lock_locked(&self, key: &Key, now: Timestamp) -> bool {
+    pub fn lock_locked(&self, key: &(impl StoreKey + ?Sized), now: Timestamp) -> bool {
         self.lock_lease(key, now).is_some()
     }
 
     /// Whether `token` holds a live lease.
-    pub fn lock_owned(&self, key: &Key, token: &Token, now: Timestamp) -> bool {
+    pub fn lock_owned(&self, key: &(impl StoreKey + ?Sized), token: &Token, now: Timestamp) -> bool {
         self.lock_lease(key, now).is_some_and(|lease| lease.token == *token)
     }
 
     /// The live lease on `key`, if any.
-    pub fn lock_lease(&self, key: &Key, now: Timestamp) -> Option<&LockLease> {
-        let entry = self.locks.get(key.as_str())?;
+    pub fn lock_lease(&self, key: &(impl StoreKey + ?Sized), now: Timestamp) -> Option<&LockLease> {
+        let entry = self.locks.get(key.text())?;
         entry.lease.as_ref().filter(|lease| lease.expires_at >= now)
     }
 
     /// The last fencing token issued for `key`.
-    pub fn last_fence(&self, key: &Key) -> Option<FencingToken> {
-        self.locks.get(key.as_str()).map(|e| e.fence)
+    pub fn last_fence(&self, key: &(impl StoreKey + ?Sized)) -> Option<FencingToken> {
+        self.locks.get(key.text()).map(|e| e.fence)
     }
 
     /// Acquires or renews leadership (spec §5.2); the caller leads iff the returned record's
     /// holder is `token`.
     pub fn leader_acquire_or_renew(
         &mut self,
-        key: &Key,
+        key: &(impl StoreKey + ?Sized),
         token: &Token,
         lease: Duration,
         metadata: &Arc<Metadata>,
         now: Timestamp,
     ) -> LeaderRecord {
-        let entry = match self.leaders.entry(key.shared().clone()) {
+        let entry = match self.leaders.entry(key.shared()) {
             Entry::Vacant(vacant) => vacant.insert(LeaderEntry {
                 holder: token.clone(),
                 lease,
@@ -187,42 +222,42 @@ impl StoreModel {
     }
 
     /// Deletes the record if `token` holds a live lease.
-    pub fn leader_release(&mut self, key: &Key, token: &Token, now: Timestamp) -> bool {
-        let held = self.leaders.get(key.as_str()).is_some_and(|e| e.holder == *token && e.is_live(now));
+    pub fn leader_release(&mut self, key: &(impl StoreKey + ?Sized), token: &Token, now: Timestamp) -> bool {
+        let held = self.leaders.get(key.text()).is_some_and(|e| e.holder == *token && e.is_live(now));
         if held {
-            self.leaders.remove(key.as_str());
+            self.leaders.remove(key.text());
         }
         held
     }
 
     /// The live leader record, if any.
-    pub fn leader_get(&self, key: &Key, now: Timestamp) -> Option<LeaderRecord> {
-        let entry = self.leaders.get(key.as_str()).filter(|e| e.is_live(now))?;
+    pub fn leader_get(&self, key: &(impl StoreKey + ?Sized), now: Timestamp) -> Option<LeaderRecord> {
+        let entry = self.leaders.get(key.text()).filter(|e| e.is_live(now))?;
         Some(record(self.wall_at_zero, entry))
     }
 
     /// Stores `due` iff nothing is stored or the stored value is strictly earlier; true iff this
     /// call wrote. A non-finite `due` never wins.
-    pub fn schedule_claim(&mut self, key: &Key, due: f64) -> bool {
+    pub fn schedule_claim(&mut self, key: &(impl StoreKey + ?Sized), due: f64) -> bool {
         if !due.is_finite() {
             return false;
         }
-        match self.schedules.get_mut(key.as_str()) {
+        match self.schedules.get_mut(key.text()) {
             Some(stored) if *stored >= due => false,
             Some(stored) => {
                 *stored = due;
                 true
             }
             None => {
-                self.schedules.insert(key.shared().clone(), due);
+                self.schedules.insert(key.shared(), due);
                 true
             }
         }
     }
 
     /// The last claimed fire time.
-    pub fn schedule_last_fired(&self, key: &Key) -> Option<f64> {
-        self.schedules.get(key.as_str()).copied()
+    pub fn schedule_last_fired(&self, key: &(impl StoreKey + ?Sized)) -> Option<f64> {
+        self.schedules.get(key.text()).copied()
     }
 
     /// Vacates every lock lease that expired before `now`, keeping fencing counters (the
