@@ -273,3 +273,20 @@ fn reconfigure_never_stretches_a_confirmed_leadership_and_a_shorter_lease_pulls_
     assert!(matches!(request.op, StoreOp::LeaderAcquireOrRenew { lease, .. } if lease == ms(20)));
     assert!(!e.is_leader(sent + ms(20)), "the store may end the lease 20 ms after applying it");
 }
+
+#[test]
+fn a_wake_up_during_an_attempt_is_followed_by_another_attempt_at_once() {
+    let mut w = World::new();
+    let mut a = election(&mut w, "w1");
+    let mut b = election(&mut w, "w2");
+    a.start(w.now);
+    w.pump(&mut a);
+    b.start(w.now);
+    let attempt = w.take(&mut b);
+    let seen = w.store.apply(&attempt.op, w.now); // b sees a leading ...
+    a.stop(w.now);
+    w.pump(&mut a); // ... a releases, and the wake-up arrives before b's answer
+    b.wake(w.now);
+    b.handle_reply(w.now, attempt.id, Ok(seen));
+    assert_eq!(w.pump(&mut b), vec![ElectionEvent::Elected], "attempted again at once");
+}

@@ -543,3 +543,22 @@ fn cancelling_an_extend_after_validity_ended_reports_the_loss() {
     assert_eq!(lock.poll_event(), Some(LockEvent::Lost { fence, reason: LossReason::Expired }));
     assert_eq!(lock.phase(), LockPhase::Stale);
 }
+
+#[test]
+fn a_wake_up_during_a_refused_attempt_is_not_lost() {
+    let mut w = World::new();
+    let config = LockConfig::builder().retry_interval(ms(500)).build(&mut w.rng).unwrap();
+    let mut a = w.lock("cart", "a", &config);
+    let mut b = w.lock("cart", "b", &config);
+    a.acquire(w.now, None).unwrap();
+    w.pump(&mut a);
+    b.acquire(w.now, None).unwrap();
+    let attempt = w.take(&mut b);
+    let refused = w.store.apply(&attempt.op, w.now); // the store refuses b ...
+    a.release(w.now).unwrap();
+    w.pump(&mut a); // ... then a releases and the wake-up reaches b before the refusal does
+    b.wake(w.now);
+    b.handle_reply(w.now, attempt.id, Ok(refused));
+    assert_eq!(b.phase(), LockPhase::Acquiring, "retried at once, not after 500 ms");
+    assert_eq!(acquired(&w.pump(&mut b)), FencingToken::new(2));
+}

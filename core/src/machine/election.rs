@@ -107,6 +107,8 @@ pub struct ElectionMachine {
     last_confirmed_at: Option<Timestamp>,
     error_logged_at: Option<Timestamp>,
     record: Option<LeaderRecord>,
+    /// A push wake-up arrived while an attempt was in flight: attempt again at once after it.
+    wake_pending: bool,
     jitter: SplitMix64,
     out: Outbox<ElectionEvent>,
 }
@@ -135,6 +137,7 @@ impl ElectionMachine {
             last_confirmed_at: None,
             error_logged_at: None,
             record: None,
+            wake_pending: false,
             jitter: SplitMix64::from_rng(rng),
             out,
         }
@@ -202,7 +205,11 @@ impl ElectionMachine {
         match self.run {
             Run::Attempting(attempt) if attempt.flight.op == id => {
                 self.on_attempt_reply(now, attempt, reply, true);
-                self.sleep(now);
+                if std::mem::take(&mut self.wake_pending) {
+                    self.attempt(now);
+                } else {
+                    self.sleep(now);
+                }
             }
             Run::Finishing(attempt) if attempt.flight.op == id => {
                 self.on_attempt_reply(now, attempt, reply, false);
@@ -242,6 +249,7 @@ impl ElectionMachine {
         if self.is_running() {
             return false;
         }
+        self.wake_pending = false;
         self.attempt(now);
         true
     }
@@ -258,11 +266,14 @@ impl ElectionMachine {
         self.set_leader(false, LeadershipLoss::Stopped);
     }
 
-    /// A push wake-up (the leader released): a sleeping loop attempts at once.
+    /// A push wake-up (the leader released): a sleeping loop attempts at once; an attempt in
+    /// flight is followed at once by another. No wake-up is lost.
     pub fn wake(&mut self, now: Timestamp) {
         let now = self.out.observe(now);
-        if let Run::Sleeping(_) = self.run {
-            self.attempt(now);
+        match self.run {
+            Run::Sleeping(_) => self.attempt(now),
+            Run::Attempting(_) => self.wake_pending = true,
+            _ => {}
         }
     }
 

@@ -151,6 +151,9 @@ pub struct LockMachine {
     /// An acquire abandoned at its deadline: if the store applied it after all, its late grant
     /// is released instead of blocking others for a whole lease.
     orphan: Option<OpId>,
+    /// A push wake-up arrived while an attempt was in flight: if it is refused, retry at once
+    /// (the release may have come just after the store refused it).
+    wake_pending: bool,
     jitter: SplitMix64,
     out: Outbox<LockEvent>,
 }
@@ -168,6 +171,7 @@ impl LockMachine {
             state: State::Idle,
             last_fence: None,
             orphan: None,
+            wake_pending: false,
             jitter: SplitMix64::from_rng(rng),
             out: Outbox::new(),
         }
@@ -360,11 +364,14 @@ impl LockMachine {
         self.check_expiry(now);
     }
 
-    /// A push wake-up (the lock was released elsewhere): a waiting acquire attempts at once.
+    /// A push wake-up (the lock was released elsewhere): a waiting acquire attempts at once; an
+    /// attempt in flight that comes back refused is retried at once. No wake-up is lost.
     pub fn wake(&mut self, now: Timestamp) {
         let now = self.out.observe(now);
-        if let State::Waiting { lease, attempt, .. } = self.state {
-            self.attempt(now, lease, attempt);
+        match self.state {
+            State::Waiting { lease, attempt, .. } => self.attempt(now, lease, attempt),
+            State::Acquiring { .. } => self.wake_pending = true,
+            _ => {}
         }
     }
 
@@ -410,6 +417,7 @@ impl LockMachine {
     fn begin(&mut self, now: Timestamp, attempt: Attempt) -> Result<(), Error> {
         match self.state {
             State::Idle => {
+                self.wake_pending = false;
                 self.attempt(now, self.lease, attempt);
                 Ok(())
             }
@@ -456,6 +464,10 @@ impl LockMachine {
                 }
                 Attempt { deadline: Some(deadline), timeout, .. } if now >= deadline => {
                     Error::Timeout { name: self.name(), timeout: timeout.unwrap_or_default() }
+                }
+                _ if std::mem::take(&mut self.wake_pending) => {
+                    self.attempt(now, lease, attempt);
+                    return;
                 }
                 Attempt { deadline, .. } => {
                     let pause = jitter(self.retry_interval, self.retry_jitter, unit_interval(self.jitter.next_u64()));
