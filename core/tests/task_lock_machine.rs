@@ -251,3 +251,16 @@ fn a_shorter_lease_caps_the_belief_of_an_extend_in_flight() {
     w.pump(&mut a);
     assert!(!a.is_held(sent + local_validity(ms(1000))));
 }
+
+#[test]
+fn a_cancelled_enter_releases_a_grant_that_lands_afterwards() {
+    let mut w = World::new();
+    let cfg = config(&mut w, ms(500), ms(1000));
+    let mut a = machine(&cfg);
+    a.enter(w.now, token("a:1")).unwrap();
+    let request = w.take(&mut a);
+    a.cancel(w.now);
+    assert_eq!((a.phase(), a.poll_timeout()), (TaskLockPhase::Idle, None));
+    assert!(w.answer(&mut a, &request).is_empty());
+    assert!(!w.store.lock_locked(a.key(), w.now), "the late grant was released");
+}

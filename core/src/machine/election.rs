@@ -187,9 +187,11 @@ impl ElectionMachine {
         self.is_leader(now) && self.last_confirmation_age(now).is_some_and(|age| age <= max_age)
     }
 
-    /// Time since the store last confirmed this worker's leadership; `None` when not leading.
+    /// Time since the store last confirmed this worker's leadership; `None` when not leading
+    /// at `now` (also when the renew deadline has passed but no timer reported it yet).
     pub fn last_confirmation_age(&self, now: Timestamp) -> Option<Duration> {
-        self.last_confirmed_at.map(|at| now.saturating_duration_since(at))
+        let at = self.last_confirmed_at.filter(|_| self.is_leader(now))?;
+        Some(now.saturating_duration_since(at))
     }
 
     /// The last record a successful attempt returned; kept after errors and stops.

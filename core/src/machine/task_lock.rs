@@ -173,6 +173,11 @@ impl TaskLockMachine {
         self.run().map(|run| run.fence)
     }
 
+    /// The end of validity of the running task's lease, while it may be counted on.
+    pub fn valid_until(&self) -> Option<Timestamp> {
+        self.run().filter(|run| !run.lost).map(|run| run.valid_until)
+    }
+
     /// When the running task's lease was granted.
     pub fn acquired_at(&self) -> Option<Timestamp> {
         self.run().map(|run| run.acquired_at)
@@ -300,6 +305,19 @@ impl TaskLockMachine {
         let flight = self.out.send(now, op, self.backend_timeout);
         self.state = State::Exiting { flight, token: run.token, held_until };
         Ok(())
+    }
+
+    /// Abandons the current command without an event. An enter in flight is forgotten, and its
+    /// grant, should it land, released at once; an extend in flight is forgotten (the lease held
+    /// stands); an exit goes on.
+    pub fn cancel(&mut self, now: Timestamp) {
+        let now = self.out.observe(now);
+        self.check_expiry(now);
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Entering { flight, token, .. } => self.orphan = Some((flight.op, token)),
+            State::Extending { run, .. } => self.state = State::Held(run),
+            other => self.state = other,
+        }
     }
 
     /// Uses `config`'s durations from the next command on.

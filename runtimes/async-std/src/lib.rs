@@ -1,0 +1,65 @@
+//! # tenure-async-std
+//!
+//! [Tenure](tenure) on [async-std]: distributed locks with fencing tokens, task locks and leader
+//! election. This crate is the [`Runtime`] implementation and type aliases; everything else is
+//! re-exported from [`tenure`].
+//!
+//! **async-std is discontinued upstream** (RUSTSEC-2025-0052); it still builds and Tenure keeps
+//! it working for existing applications, but new ones should prefer `tenure-smol` (async-std's
+//! successor) or `tenure-tokio`.
+//!
+//! ```
+//! use tenure_async_std::{AsyncStd, Lock, MemoryBackend};
+//!
+//! async_std::task::block_on(async {
+//!     let lock = Lock::builder("orders", AsyncStd).backend(MemoryBackend::new()).build()?;
+//!     let guard = lock.acquire().await?;
+//!     assert_eq!(guard.fencing_token().get(), 1);
+//!     guard.release().await
+//! })?;
+//! # Ok::<(), tenure::Error>(())
+//! ```
+
+#![deny(missing_docs)]
+
+pub use tenure::*;
+
+/// The async-std runtime, as Tenure sees it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AsyncStd;
+
+impl Runtime for AsyncStd {
+    type Sleep = Sleep;
+
+    fn sleep_until(&self, deadline: Timestamp) -> Sleep {
+        // async-std's own timers are async-io's.
+        Sleep(async_io::Timer::at(runtime::clock::instant(deadline)))
+    }
+
+    fn spawn<F>(&self, task: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        drop(async_std::task::spawn(task));
+    }
+
+    fn blocks_runtime(&self) -> bool {
+        // Inside an async-std task, blocking would stall an executor thread.
+        async_std::task::try_current().is_some()
+    }
+}
+
+/// A timer of [`AsyncStd`].
+#[derive(Debug)]
+pub struct Sleep(async_io::Timer);
+
+impl std::future::Future for Sleep {
+    type Output = ();
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        std::pin::Pin::new(&mut self.0).poll(cx).map(drop)
+    }
+}
+
+/// A [`tenure::Lock`] on async-std.
+pub type Lock = tenure::Lock<AsyncStd>;

@@ -1,0 +1,214 @@
+//! The in-process backend: the core's store model behind a mutex.
+
+use std::future::ready;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use event_listener::Event;
+use tenure_core::{
+    BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, StoreModel, StoreOp, StoreReply, Timestamp,
+    Token, WallTime,
+};
+
+use super::{BackendFuture, LeaderElectionBackend, LockBackend, ScheduleBackend, Wakeup};
+
+/// Wake-up channels, shared by names that hash alike (a stray wake-up costs one early attempt).
+const CHANNELS: usize = 64;
+
+/// Locks, leader elections and schedules for the tasks and threads of **one process**
+/// (grelmicro's scope `process`), usable from any runtime and from plain threads.
+///
+/// It is exactly the reference model of [`tenure_core::StoreModel`], judged by the monotonic
+/// clock (leader records show calendar times taken from the system clock at creation). Every
+/// call completes at once; a release wakes waiters on the same name at once. Fencing counters
+/// live as long as the backend (grelmicro's memory adapter resets them on close). Clones share
+/// the same store.
+#[derive(Clone)]
+pub struct MemoryBackend {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    model: Mutex<StoreModel>,
+    epoch: Instant,
+    released: [Event; CHANNELS],
+}
+
+impl MemoryBackend {
+    /// An empty store.
+    pub fn new() -> Self {
+        let epoch = Instant::now();
+        let since_unix = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
+        let wall = WallTime::from_unix_micros(i64::try_from(since_unix.as_micros()).unwrap_or(i64::MAX));
+        let model = Mutex::new(StoreModel::new(wall));
+        Self { shared: Arc::new(Shared { model, epoch, released: std::array::from_fn(|_| Event::new()) }) }
+    }
+
+    /// Runs `op` now, from any thread, and wakes waiters when it released something.
+    pub fn apply(&self, op: &StoreOp) -> StoreReply {
+        let reply = {
+            let mut model = self.model();
+            // Read the clock under the mutex, so that operations are judged in the order they run.
+            model.apply(op, self.now())
+        };
+        if let (StoreOp::LockRelease { key, .. } | StoreOp::LeaderRelease { key, .. }, StoreReply::Flag(true)) =
+            (op, &reply)
+        {
+            self.notify(key.as_str());
+        }
+        reply
+    }
+
+    /// How many lock names the store remembers (held or not; fencing counters keep names).
+    pub fn lock_names(&self) -> usize {
+        self.model().lock_names()
+    }
+
+    /// Vacates expired lock leases, keeping fencing counters (the SQL backends' cleanup).
+    pub fn vacate_expired(&self) {
+        let mut model = self.model();
+        let now = self.now();
+        model.vacate_expired(now);
+    }
+
+    fn model(&self) -> MutexGuard<'_, StoreModel> {
+        // The model never panics mid-update; a poisoned lock still holds a consistent model.
+        self.shared.model.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn now(&self) -> Timestamp {
+        let elapsed = self.shared.epoch.elapsed();
+        Timestamp::from_nanos(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    fn channel(&self, name: &str) -> &Event {
+        // FNV-1a: stable and cheap; any spread will do.
+        let hash =
+            name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        &self.shared.released[usize::try_from(hash % CHANNELS as u64).unwrap_or_default()]
+    }
+
+    fn notify(&self, name: &str) {
+        self.channel(name).notify(usize::MAX);
+    }
+
+    fn listen(&self, name: &str) -> Option<Wakeup> {
+        Some(Wakeup::new(self.channel(name).listen()))
+    }
+
+    fn run(&self, op: &StoreOp) -> BackendFuture<'static, StoreReply> {
+        Box::pin(ready(Ok(self.apply(op))))
+    }
+}
+
+impl Default for MemoryBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for MemoryBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryBackend").field("lock_names", &self.lock_names()).finish_non_exhaustive()
+    }
+}
+
+fn token(text: &str) -> Result<Token, BackendError> {
+    Token::new(text).map_err(|e| BackendError::new(BackendErrorKind::Rejected, e.to_string()))
+}
+
+fn done<T: Send + 'static>(value: Result<T, BackendError>) -> BackendFuture<'static, T> {
+    Box::pin(ready(value))
+}
+
+impl LockBackend for MemoryBackend {
+    fn acquire<'a>(
+        &'a self,
+        name: &'a str,
+        token: &'a str,
+        duration: Duration,
+    ) -> BackendFuture<'a, Option<FencingToken>> {
+        let token = self::token(token);
+        done(token.map(|token| {
+            let mut model = self.model();
+            model.lock_acquire(name, &token, duration, self.now())
+        }))
+    }
+
+    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
+        let released = self::token(token).map(|token| {
+            let mut model = self.model();
+            model.lock_release(name, &token, self.now())
+        });
+        if released == Ok(true) {
+            self.notify(name);
+        }
+        done(released)
+    }
+
+    fn locked<'a>(&'a self, name: &'a str) -> BackendFuture<'a, bool> {
+        let model = self.model();
+        done(Ok(model.lock_locked(name, self.now())))
+    }
+
+    fn owned<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
+        done(self::token(token).map(|token| self.model().lock_owned(name, &token, self.now())))
+    }
+
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        self.listen(name)
+    }
+
+    fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {
+        self.run(&op)
+    }
+}
+
+impl LeaderElectionBackend for MemoryBackend {
+    fn acquire_or_renew<'a>(
+        &'a self,
+        name: &'a str,
+        token: &'a str,
+        duration: Duration,
+        metadata: &'a Metadata,
+    ) -> BackendFuture<'a, LeaderRecord> {
+        done(self::token(token).map(|token| {
+            let mut model = self.model();
+            model.leader_acquire_or_renew(name, &token, duration, &Arc::new(metadata.clone()), self.now())
+        }))
+    }
+
+    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
+        let released = self::token(token).map(|token| {
+            let mut model = self.model();
+            model.leader_release(name, &token, self.now())
+        });
+        if released == Ok(true) {
+            self.notify(name);
+        }
+        done(released)
+    }
+
+    fn get<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<LeaderRecord>> {
+        let model = self.model();
+        done(Ok(model.leader_get(name, self.now())))
+    }
+
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        self.listen(name)
+    }
+
+    fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {
+        self.run(&op)
+    }
+}
+
+impl ScheduleBackend for MemoryBackend {
+    fn claim<'a>(&'a self, name: &'a str, due: f64) -> BackendFuture<'a, bool> {
+        done(Ok(self.model().schedule_claim(name, due)))
+    }
+
+    fn last_fired<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<f64>> {
+        done(Ok(self.model().schedule_last_fired(name)))
+    }
+}

@@ -1,0 +1,163 @@
+//! The stores Tenure keeps leases in: the three backend traits of grelmicro's coordination API
+//! (spec §5) and the in-process [`MemoryBackend`].
+//!
+//! Names arrive with their kind prefix (`lock:cart`, `tasklock:job`, `leader:svc`), tokens are
+//! opaque text. A backend answers the reference semantics of [`tenure_core::StoreModel`]; the
+//! conformance suite checks each one against it.
+
+mod memory;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+pub use memory::MemoryBackend;
+use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, StoreOp, StoreReply};
+
+/// The future a backend method returns.
+pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BackendError>> + Send + 'a>>;
+
+/// A push wake-up: completes the next time the name it was made for is released. Made *before*
+/// the attempt it may rescue, so that a release between the attempt and the wait is not missed.
+pub struct Wakeup(Pin<Box<dyn Future<Output = ()> + Send>>);
+
+impl Wakeup {
+    /// Wraps a future that completes on the next release.
+    pub fn new(future: impl Future<Output = ()> + Send + 'static) -> Self {
+        Self(Box::pin(future))
+    }
+}
+
+impl Future for Wakeup {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl std::fmt::Debug for Wakeup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Wakeup")
+    }
+}
+
+/// Locks with fencing tokens (spec §5.1). Used by `Lock` and `TaskLock`.
+pub trait LockBackend: Send + Sync + 'static {
+    /// Takes `name` for `duration` if it is free (with a new fencing token) or renews it if
+    /// `token` holds it (same fencing token); `None` if another token holds it.
+    fn acquire<'a>(
+        &'a self,
+        name: &'a str,
+        token: &'a str,
+        duration: Duration,
+    ) -> BackendFuture<'a, Option<FencingToken>>;
+
+    /// Frees `name` if `token` holds a live lease; true iff it did.
+    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool>;
+
+    /// Whether any token holds a live lease on `name`.
+    fn locked<'a>(&'a self, name: &'a str) -> BackendFuture<'a, bool>;
+
+    /// Whether `token` holds a live lease on `name`.
+    fn owned<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool>;
+
+    /// A wake-up for the next release of `name`, if the store can push one (DESIGN §4.5);
+    /// without one, waiters poll at `retry_interval`.
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        let _ = name;
+        None
+    }
+
+    /// Runs one lock operation of a machine. The default calls the methods above; a backend
+    /// that can answer from the operation itself (the memory backend) overrides it.
+    fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {
+        Box::pin(async move {
+            match &op {
+                StoreOp::LockAcquire { key, token, lease } => {
+                    self.acquire(key.as_str(), token.as_str(), *lease).await.map(StoreReply::Fence)
+                }
+                StoreOp::LockRelease { key, token } => {
+                    self.release(key.as_str(), token.as_str()).await.map(StoreReply::Flag)
+                }
+                StoreOp::LockLocked { key } => self.locked(key.as_str()).await.map(StoreReply::Flag),
+                StoreOp::LockOwned { key, token } => {
+                    self.owned(key.as_str(), token.as_str()).await.map(StoreReply::Flag)
+                }
+                other => Err(unsupported("a lock backend", other)),
+            }
+        })
+    }
+}
+
+/// Leader election (spec §5.2).
+pub trait LeaderElectionBackend: Send + Sync + 'static {
+    /// Acquires or renews leadership of `name` for `token`; the caller leads iff the returned
+    /// record's holder is `token`.
+    fn acquire_or_renew<'a>(
+        &'a self,
+        name: &'a str,
+        token: &'a str,
+        duration: Duration,
+        metadata: &'a Metadata,
+    ) -> BackendFuture<'a, LeaderRecord>;
+
+    /// Deletes the record if `token` holds a live lease; true iff it did.
+    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool>;
+
+    /// The live record, if any.
+    fn get<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<LeaderRecord>>;
+
+    /// A wake-up for the next release of `name`, if the store can push one.
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        let _ = name;
+        None
+    }
+
+    /// Runs one election operation of a machine.
+    fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {
+        Box::pin(async move {
+            match &op {
+                StoreOp::LeaderAcquireOrRenew { key, token, lease, metadata } => {
+                    self.acquire_or_renew(key.as_str(), token.as_str(), *lease, metadata).await.map(StoreReply::Leader)
+                }
+                StoreOp::LeaderRelease { key, token } => {
+                    self.release(key.as_str(), token.as_str()).await.map(StoreReply::Flag)
+                }
+                StoreOp::LeaderGet { key } => self.get(key.as_str()).await.map(StoreReply::MaybeLeader),
+                other => Err(unsupported("a leader election backend", other)),
+            }
+        })
+    }
+}
+
+/// Cron schedule claims (spec §5.3).
+pub trait ScheduleBackend: Send + Sync + 'static {
+    /// Stores `due` (epoch seconds) iff nothing is stored or the stored value is earlier; true iff
+    /// this call wrote. Exactly one winner per `(name, due)`.
+    fn claim<'a>(&'a self, name: &'a str, due: f64) -> BackendFuture<'a, bool>;
+
+    /// The last claimed fire time.
+    fn last_fired<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<f64>>;
+}
+
+fn unsupported(what: &str, op: &StoreOp) -> BackendError {
+    BackendError::new(BackendErrorKind::Protocol, format!("{what} cannot run {}", op_name(op)))
+}
+
+fn op_name(op: &StoreOp) -> &'static str {
+    match op {
+        StoreOp::LockAcquire { .. } => "a lock acquire",
+        StoreOp::LockRelease { .. } => "a lock release",
+        StoreOp::LockLocked { .. } => "a locked check",
+        StoreOp::LockOwned { .. } => "an owned check",
+        StoreOp::LeaderAcquireOrRenew { .. } => "a leader acquire_or_renew",
+        StoreOp::LeaderRelease { .. } => "a leader release",
+        StoreOp::LeaderGet { .. } => "a leader get",
+        StoreOp::ScheduleClaim { .. } => "a schedule claim",
+        StoreOp::ScheduleLastFired { .. } => "a schedule last_fired",
+        _ => "an unknown operation",
+    }
+}

@@ -1,0 +1,227 @@
+//! `Coordination`: the backends of an application, and the primitives bound to them (spec §1.8,
+//! grelmicro 0.44 names).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tenure_core::{BackendSlot, Error};
+
+use crate::backend::{LeaderElectionBackend, LockBackend, MemoryBackend, ScheduleBackend};
+use crate::election::LeaderElectionBuilder;
+use crate::lock::LockBuilder;
+use crate::runtime::Runtime;
+use crate::task_lock::TaskLockBuilder;
+use crate::{LeaderElection, Lock, TaskLock};
+
+/// A source of backends (grelmicro's provider): one connection serving whichever primitives its
+/// store can. A slot it cannot serve stays empty until used.
+pub trait Provider {
+    /// The lock backend, if this store serves locks.
+    fn lock_backend(&self) -> Option<Arc<dyn LockBackend>> {
+        None
+    }
+
+    /// The leader-election backend, if this store serves elections.
+    fn leader_election_backend(&self) -> Option<Arc<dyn LeaderElectionBackend>> {
+        None
+    }
+
+    /// The schedule backend, if this store serves cron claims.
+    fn schedule_backend(&self) -> Option<Arc<dyn ScheduleBackend>> {
+        None
+    }
+}
+
+impl Provider for MemoryBackend {
+    fn lock_backend(&self) -> Option<Arc<dyn LockBackend>> {
+        Some(Arc::new(self.clone()))
+    }
+
+    fn leader_election_backend(&self) -> Option<Arc<dyn LeaderElectionBackend>> {
+        Some(Arc::new(self.clone()))
+    }
+
+    fn schedule_backend(&self) -> Option<Arc<dyn ScheduleBackend>> {
+        Some(Arc::new(self.clone()))
+    }
+}
+
+/// The coordination backends of an application, one slot per primitive (locks and elections
+/// may live on different stores), and factories for primitives bound to them.
+///
+/// ```
+/// # use tenure::{Coordination, MemoryBackend};
+/// # fn example<R: tenure::Runtime>(runtime: R) -> Result<(), tenure::Error> {
+/// let coordination = Coordination::new(runtime).source(&MemoryBackend::new());
+/// let lock = coordination.lock("cart")?.build()?;
+/// let election = coordination.leader_election("scheduler")?.build()?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Coordination<R: Runtime> {
+    name: String,
+    runtime: R,
+    lock: Option<Arc<dyn LockBackend>>,
+    election: Option<Arc<dyn LeaderElectionBackend>>,
+    schedule: Option<Arc<dyn ScheduleBackend>>,
+}
+
+impl<R: Runtime> Coordination<R> {
+    /// A component named `default` with no backends.
+    pub fn new(runtime: R) -> Self {
+        Self { name: "default".into(), runtime, lock: None, election: None, schedule: None }
+    }
+
+    /// A component with one in-process [`MemoryBackend`] in every slot.
+    pub fn memory(runtime: R) -> Self {
+        Self::new(runtime).source(&MemoryBackend::new())
+    }
+
+    /// Renames the component (several can coexist in a [`Registry`]).
+    #[must_use]
+    pub fn named(mut self, name: &str) -> Self {
+        name.clone_into(&mut self.name);
+        self
+    }
+
+    /// Fills every slot `provider` serves (replacing what was there).
+    #[must_use]
+    pub fn source(mut self, provider: &dyn Provider) -> Self {
+        self.lock = provider.lock_backend().or(self.lock);
+        self.election = provider.leader_election_backend().or(self.election);
+        self.schedule = provider.schedule_backend().or(self.schedule);
+        self
+    }
+
+    /// Sets the lock slot.
+    #[must_use]
+    pub fn with_lock_backend(mut self, backend: Arc<dyn LockBackend>) -> Self {
+        self.lock = Some(backend);
+        self
+    }
+
+    /// Sets the leader-election slot.
+    #[must_use]
+    pub fn with_leader_election_backend(mut self, backend: Arc<dyn LeaderElectionBackend>) -> Self {
+        self.election = Some(backend);
+        self
+    }
+
+    /// Sets the schedule slot.
+    #[must_use]
+    pub fn with_schedule_backend(mut self, backend: Arc<dyn ScheduleBackend>) -> Self {
+        self.schedule = Some(backend);
+        self
+    }
+
+    /// The component's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The runtime primitives run on.
+    pub fn runtime(&self) -> &R {
+        &self.runtime
+    }
+
+    /// The lock backend, or [`Error::BackendMissing`].
+    pub fn lock_backend(&self) -> Result<Arc<dyn LockBackend>, Error> {
+        self.lock.clone().ok_or(Error::BackendMissing { slot: BackendSlot::Lock })
+    }
+
+    /// The leader-election backend, or [`Error::BackendMissing`].
+    pub fn leader_election_backend(&self) -> Result<Arc<dyn LeaderElectionBackend>, Error> {
+        self.election.clone().ok_or(Error::BackendMissing { slot: BackendSlot::LeaderElection })
+    }
+
+    /// The schedule backend, or [`Error::BackendMissing`].
+    pub fn schedule_backend(&self) -> Result<Arc<dyn ScheduleBackend>, Error> {
+        self.schedule.clone().ok_or(Error::BackendMissing { slot: BackendSlot::Schedule })
+    }
+
+    /// A [`Lock`] builder bound to the lock backend.
+    pub fn lock(&self, name: &str) -> Result<LockBuilder<R>, Error> {
+        Ok(Lock::builder(name, self.runtime.clone()).shared_backend(self.lock_backend()?))
+    }
+
+    /// A [`TaskLock`] builder bound to the lock backend.
+    pub fn task_lock(&self, name: &str) -> Result<TaskLockBuilder<R>, Error> {
+        Ok(TaskLock::builder(name, self.runtime.clone()).shared_backend(self.lock_backend()?))
+    }
+
+    /// A [`LeaderElection`] builder bound to the leader-election backend.
+    pub fn leader_election(&self, name: &str) -> Result<LeaderElectionBuilder<R>, Error> {
+        Ok(LeaderElection::builder(name, self.runtime.clone()).shared_backend(self.leader_election_backend()?))
+    }
+}
+
+impl<R: Runtime> std::fmt::Debug for Coordination<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coordination")
+            .field("name", &self.name)
+            .field("lock", &self.lock.is_some())
+            .field("leader_election", &self.election.is_some())
+            .field("schedule", &self.schedule.is_some())
+            .finish()
+    }
+}
+
+/// Named [`Coordination`] components of an application (grelmicro's registered components).
+#[derive(Debug)]
+pub struct Registry<R: Runtime> {
+    components: BTreeMap<String, Coordination<R>>,
+}
+
+impl<R: Runtime> Registry<R> {
+    /// No components.
+    pub fn new() -> Self {
+        Self { components: BTreeMap::new() }
+    }
+
+    /// Registers `component` under its name; a second one with that name is refused.
+    pub fn register(&mut self, component: Coordination<R>) -> Result<(), Error> {
+        if self.components.contains_key(component.name()) {
+            return Err(Error::settings(
+                "name",
+                format!(
+                    "a Coordination named '{}' is already registered; give the second one another name",
+                    component.name()
+                ),
+            ));
+        }
+        self.components.insert(component.name().to_owned(), component);
+        Ok(())
+    }
+
+    /// The component named `name`; for `"default"`, the sole component whatever its name.
+    /// [`Error::OutOfContext`] when there is none (or, for `"default"`, several and none named so).
+    pub fn get(&self, name: &str) -> Result<&Coordination<R>, Error> {
+        if let Some(component) = self.components.get(name) {
+            return Ok(component);
+        }
+        if name == "default"
+            && self.components.len() == 1
+            && let Some(sole) = self.components.values().next()
+        {
+            return Ok(sole);
+        }
+        let known: Vec<&str> = self.components.keys().map(String::as_str).collect();
+        Err(Error::OutOfContext {
+            message: format!(
+                "no Coordination named '{name}' is registered (registered: {}). Register one, or name it.",
+                if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+            ),
+        })
+    }
+
+    /// The default component (see [`Registry::get`]).
+    pub fn default_component(&self) -> Result<&Coordination<R>, Error> {
+        self.get("default")
+    }
+}
+
+impl<R: Runtime> Default for Registry<R> {
+    fn default() -> Self {
+        Self::new()
+    }
+}

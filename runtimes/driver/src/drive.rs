@@ -1,0 +1,345 @@
+//! Running a core machine on a [`Runtime`]: feed it the clock, its store replies and its timers,
+//! and hand back the events a caller waits for.
+//!
+//! A machine lives in a [`Cell`] (a mutex never held across an await, and an [`Event`] rung
+//! whenever the machine reported something). One task at a time drives it through [`drive`];
+//! a store call still running when that task is done (an abandoned request, a release handed
+//! over by a dropped guard) is finished by a background task, bounded in time.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use event_listener::Event;
+use futures_lite::future;
+use tenure_core::machine::Machine;
+use tenure_core::{BackendError, Key, OpId, StoreOp, StoreReply, Timestamp};
+
+use crate::backend::Wakeup;
+use crate::runtime::Runtime;
+
+/// A running store call.
+pub(crate) type Reply = Pin<Box<dyn Future<Output = Result<StoreReply, BackendError>> + Send>>;
+
+/// Runs a machine's store operations.
+pub(crate) trait Execute: Clone + Send + Sync + 'static {
+    fn execute(&self, op: StoreOp) -> Reply;
+}
+
+/// Reports an event to `tracing` (name and fencing token, never the ownership token).
+pub(crate) trait Observe {
+    fn observe(&self, key: &Key);
+}
+
+/// What a machine does when the task driving a command goes away (the future was dropped):
+/// stop waiting, and release whatever a late answer grants.
+pub(crate) trait Abandon: Machine {
+    fn abandon(&mut self, now: Timestamp);
+}
+
+impl Abandon for tenure_core::LockMachine {
+    fn abandon(&mut self, now: Timestamp) {
+        self.cancel(now);
+    }
+}
+
+impl Abandon for tenure_core::TaskLockMachine {
+    fn abandon(&mut self, now: Timestamp) {
+        self.cancel(now);
+    }
+}
+
+impl Abandon for tenure_core::ElectionMachine {
+    fn abandon(&mut self, now: Timestamp) {
+        self.stop(now);
+    }
+}
+
+/// A machine shared between the task driving it and the ones watching it.
+pub(crate) struct Cell<M> {
+    machine: Mutex<M>,
+    key: Key,
+    /// Rung after every turn of a drive, and by whoever changes the machine outside one.
+    pub(crate) changed: Event,
+}
+
+impl<M> Cell<M> {
+    pub(crate) fn new(machine: M, key: Key) -> Self {
+        Self { machine: Mutex::new(machine), key, changed: Event::new() }
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, M> {
+        // Machines never panic mid-update, so a poisoned lock still guards a consistent machine.
+        self.machine.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn key(&self) -> &Key {
+        &self.key
+    }
+}
+
+/// What a caller is driving the machine for.
+pub(crate) trait Purpose<M: Machine> {
+    type Output;
+
+    /// Sees every event in order; `Some` ends the drive with that output.
+    fn event(&mut self, event: M::Event) -> Option<Self::Output>;
+
+    /// Called when the wake-up being awaited fired: subscribe again (before any new attempt),
+    /// then tell the machine. Returns the new wake-up.
+    fn woken(&mut self, machine: &mut M, now: Timestamp) -> Option<Wakeup> {
+        let _ = (machine, now);
+        None
+    }
+
+    /// Ends the drive with `None` once the machine has nothing in flight.
+    fn ends_when_idle(&self) -> bool {
+        false
+    }
+
+    /// Ends the drive with `None` at this instant whatever is in flight.
+    fn give_up_at(&self) -> Option<Timestamp> {
+        None
+    }
+}
+
+struct Pending {
+    id: OpId,
+    reply: Reply,
+}
+
+enum Woke {
+    Reply(OpId, Result<StoreReply, BackendError>),
+    Timer,
+    Wakeup,
+    GiveUp,
+}
+
+/// Drives the machine in `cell` until `purpose` is reached (`Some`) or, for purposes that end
+/// when idle or give up, until then (`None`). Also returns `None` if the machine has nothing
+/// left to wait for, which a purpose expecting an answer treats as an internal error.
+///
+/// Dropping the returned future mid-way abandons the command ([`Abandon`]) and hands the store
+/// call in flight to a background task, so a late grant is released instead of held unknown.
+pub(crate) async fn drive<R, M, X, P>(
+    runtime: &R,
+    cell: &Arc<Cell<M>>,
+    exec: &X,
+    mut purpose: P,
+    mut wakeup: Option<Wakeup>,
+) -> Option<P::Output>
+where
+    R: Runtime,
+    M: Abandon + Send + 'static,
+    M::Event: Observe,
+    X: Execute,
+    P: Purpose<M>,
+{
+    let background = purpose.give_up_at().is_some();
+    let mut slot = Slot { runtime, cell, exec, pending: None, finished: false, background };
+    loop {
+        let (request, timeout, output) = turn(cell, &mut purpose);
+        if let Some(request) = request {
+            let next = Pending { id: request.id, reply: exec.execute(request.op) };
+            if let Some(abandoned) = slot.pending.replace(next) {
+                hand_off(runtime, cell, exec, abandoned);
+            }
+        }
+        if output.is_some() || (slot.pending.is_none() && purpose.ends_when_idle()) {
+            slot.finished = true;
+            return output;
+        }
+        let give_up = purpose.give_up_at();
+        if slot.pending.is_none() && timeout.is_none() && wakeup.is_none() && give_up.is_none() {
+            slot.finished = true;
+            return None;
+        }
+        let woke = wait(runtime, &mut slot.pending, timeout, &mut wakeup, give_up).await;
+        let mut machine = cell.lock();
+        // Read the clock while holding the machine, so that inputs from several threads reach it
+        // in clock order.
+        let now = runtime.now();
+        match woke {
+            Woke::Reply(id, reply) => {
+                slot.pending = None;
+                machine.handle_reply(now, id, reply);
+            }
+            Woke::Timer => machine.handle_timeout(now),
+            Woke::Wakeup => wakeup = purpose.woken(&mut machine, now),
+            Woke::GiveUp => {
+                // A background drive that gives up drops its call: nothing waits for it.
+                slot.pending = None;
+                slot.finished = true;
+                return None;
+            }
+        }
+    }
+}
+
+/// The store call a drive has in flight, handed to the background however the drive ends.
+struct Slot<'a, R: Runtime, M: Abandon + Send + 'static, X: Execute>
+where
+    M::Event: Observe,
+{
+    runtime: &'a R,
+    cell: &'a Arc<Cell<M>>,
+    exec: &'a X,
+    pending: Option<Pending>,
+    /// The drive returned normally (else its future was dropped mid-way).
+    finished: bool,
+    /// A background drive never hands off again.
+    background: bool,
+}
+
+impl<R: Runtime, M: Abandon + Send + 'static, X: Execute> Drop for Slot<'_, R, M, X>
+where
+    M::Event: Observe,
+{
+    fn drop(&mut self) {
+        if !self.finished {
+            self.cell.lock().abandon(self.runtime.now());
+            self.cell.changed.notify(usize::MAX);
+        }
+        let pending = self.pending.take();
+        let idle = self.cell.lock().poll_timeout().is_none();
+        match pending {
+            Some(pending) if !self.background => hand_off(self.runtime, self.cell, self.exec, pending),
+            // Abandoning may have queued a request (a release): run it in the background.
+            None if !self.finished && !self.background && !idle => spawn_quiet(self.runtime, self.cell, self.exec),
+            _ => {}
+        }
+    }
+}
+
+/// Drains the machine: observes and hands over its events, takes its request and its deadline.
+fn turn<M, P>(
+    cell: &Cell<M>,
+    purpose: &mut P,
+) -> (Option<tenure_core::StoreRequest>, Option<Timestamp>, Option<P::Output>)
+where
+    M: Machine,
+    M::Event: Observe,
+    P: Purpose<M>,
+{
+    let mut machine = cell.lock();
+    let mut output = None;
+    while let Some(event) = machine.poll_event() {
+        event.observe(cell.key());
+        if let Some(out) = purpose.event(event) {
+            output.get_or_insert(out);
+        }
+    }
+    let request = machine.poll_effect();
+    let timeout = machine.poll_timeout();
+    drop(machine);
+    // Watchers (lost futures, leadership waiters) re-check after every turn: a state can change
+    // without an event (a release stops the holder counting on its lease at once).
+    cell.changed.notify(usize::MAX);
+    (request, timeout, output)
+}
+
+async fn wait<R: Runtime>(
+    runtime: &R,
+    pending: &mut Option<Pending>,
+    timeout: Option<Timestamp>,
+    wakeup: &mut Option<Wakeup>,
+    give_up: Option<Timestamp>,
+) -> Woke {
+    let reply = async {
+        match pending {
+            Some(p) => Woke::Reply(p.id, (&mut p.reply).await),
+            None => future::pending().await,
+        }
+    };
+    let timer = async {
+        match timeout {
+            Some(at) => {
+                runtime.sleep_until(at).await;
+                Woke::Timer
+            }
+            None => future::pending().await,
+        }
+    };
+    let woken = async {
+        match wakeup {
+            Some(w) => {
+                w.await;
+                Woke::Wakeup
+            }
+            None => future::pending().await,
+        }
+    };
+    let give_up = async {
+        match give_up {
+            Some(at) => {
+                runtime.sleep_until(at).await;
+                Woke::GiveUp
+            }
+            None => future::pending().await,
+        }
+    };
+    future::or(reply, future::or(timer, future::or(woken, give_up))).await
+}
+
+/// Finishes a store call nobody waits for any more in the background: its late answer still
+/// reaches the machine (which releases a grant it no longer wants), and whatever that starts is
+/// driven to its end. Gives up after `bound` from now.
+fn hand_off<R, M, X>(runtime: &R, cell: &Arc<Cell<M>>, exec: &X, pending: Pending)
+where
+    R: Runtime,
+    M: Abandon + Send + 'static,
+    M::Event: Observe,
+    X: Execute,
+{
+    let (rt, cell, exec) = (runtime.clone(), cell.clone(), exec.clone());
+    let give_up_at = rt.now() + crate::HAND_OFF_BOUND;
+    runtime.spawn(async move {
+        let quiet = Quiet { give_up_at };
+        let Pending { id, reply } = pending;
+        let answer = future::or(async { Some(reply.await) }, async {
+            rt.sleep_until(give_up_at).await;
+            None
+        })
+        .await;
+        if let Some(answer) = answer {
+            cell.lock().handle_reply(rt.now(), id, answer);
+            let _ = drive(&rt, &cell, &exec, quiet, None).await;
+        }
+    });
+}
+
+/// Drives in the background whatever the machine has queued, until it is idle or gives up.
+fn spawn_quiet<R, M, X>(runtime: &R, cell: &Arc<Cell<M>>, exec: &X)
+where
+    R: Runtime,
+    M: Abandon + Send + 'static,
+    M::Event: Observe,
+    X: Execute,
+{
+    let (rt, cell, exec) = (runtime.clone(), cell.clone(), exec.clone());
+    let give_up_at = rt.now() + crate::HAND_OFF_BOUND;
+    runtime.spawn(async move {
+        let _ = drive(&rt, &cell, &exec, Quiet { give_up_at }, None).await;
+    });
+}
+
+/// Drives a machine nobody waits on until it is idle, or gives up.
+pub(crate) struct Quiet {
+    pub(crate) give_up_at: Timestamp,
+}
+
+impl<M: Machine> Purpose<M> for Quiet {
+    type Output = ();
+
+    fn event(&mut self, _: M::Event) -> Option<()> {
+        None
+    }
+
+    fn ends_when_idle(&self) -> bool {
+        true
+    }
+
+    fn give_up_at(&self) -> Option<Timestamp> {
+        Some(self.give_up_at)
+    }
+}

@@ -1,0 +1,96 @@
+//! Waiting on leadership, and running work only while leading.
+
+use std::future::Future;
+
+use futures_lite::future;
+use tenure_core::{Error, WouldBlockReason};
+
+use super::LeaderElection;
+use crate::runtime::Runtime;
+
+impl<R: Runtime> LeaderElection<R> {
+    /// Waits until this worker leads. Never misses a change: it re-checks after every turn of
+    /// the election loop (needs the loop running: [`LeaderElection::start`]).
+    pub async fn wait_for_leader(&self) {
+        let cell = &self.shared().cell;
+        loop {
+            let listener = cell.changed.listen();
+            if self.is_leader() {
+                return;
+            }
+            listener.await;
+        }
+    }
+
+    /// Waits until this worker does not lead (at once if it does not).
+    pub async fn wait_lose_leader(&self) {
+        let (cell, runtime) = (&self.shared().cell, &self.shared().runtime);
+        loop {
+            let listener = cell.changed.listen();
+            let until = {
+                let machine = cell.lock();
+                if !machine.is_leader(runtime.now()) {
+                    return;
+                }
+                machine.leading_until()
+            };
+            let Some(until) = until else { return };
+            future::or(listener, runtime.sleep_until(until)).await;
+        }
+    }
+
+    /// Runs `work` while this worker leads: waits for leadership, then polls `work` until it
+    /// completes (`Some(output)`) or leadership is lost, which drops it (`None`). Cancellation is
+    /// cooperative: it lands at the work's next await. Fence writes that must never overlap a
+    /// successor.
+    pub async fn lead<F: Future>(&self, work: F) -> Option<F::Output> {
+        self.wait_for_leader().await;
+        future::or(async { Some(work.await) }, async {
+            self.wait_lose_leader().await;
+            None
+        })
+        .await
+    }
+
+    /// Runs `work()` again and again while leading (after each completion, and after each
+    /// re-election when a loss dropped it), until it fails; returns that error.
+    pub async fn lead_repeat<F, Fut, E>(&self, mut work: F) -> E
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<(), E>>,
+    {
+        loop {
+            if let Some(Err(e)) = self.lead(work()).await {
+                return e;
+            }
+        }
+    }
+
+    /// A non-blocking check for scheduled work: a guard if this worker leads now, else
+    /// [`Error::WouldBlock`] ("Not leader: <name>").
+    pub fn guard(&self) -> Result<LeaderGuard<R>, Error> {
+        if self.is_leader() {
+            return Ok(LeaderGuard { election: self.clone() });
+        }
+        Err(Error::WouldBlock { name: self.name().as_str().to_owned(), reason: WouldBlockReason::NotLeader })
+    }
+}
+
+/// Proof that this worker led when the guard was taken.
+#[must_use]
+#[derive(Debug)]
+pub struct LeaderGuard<R: Runtime> {
+    election: LeaderElection<R>,
+}
+
+impl<R: Runtime> LeaderGuard<R> {
+    /// Whether this worker still leads.
+    pub fn is_valid(&self) -> bool {
+        self.election.is_leader()
+    }
+
+    /// Completes when this worker stops leading.
+    pub async fn lost(&self) {
+        self.election.wait_lose_leader().await;
+    }
+}

@@ -1,0 +1,249 @@
+//! `LeaderElection`: one leader among the workers sharing a backend (spec §1.6, §3.5).
+
+mod builder;
+mod lead;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use builder::LeaderElectionBuilder;
+use event_listener::Event;
+use futures_lite::future;
+pub use lead::LeaderGuard;
+use tenure_core::{
+    ElectionEvent, ElectionMachine, Error, Key, KeyKind, LeaderElectionConfig, LeaderRecord, Metadata, Name, StoreOp,
+    Timestamp, Token,
+};
+
+use crate::backend::{LeaderElectionBackend, Wakeup};
+use crate::drive::{Cell, Execute, Purpose, Reply, drive};
+use crate::runtime::Runtime;
+
+/// A worker's seat in a leader election.
+///
+/// [`LeaderElection::start`] runs the election loop as a background task: an `acquire_or_renew`
+/// every jittered `retry_interval`, each bounded by `backend_timeout`. Leadership is believed
+/// until `renew_deadline` after the last confirmation (counted from the request's send), ends
+/// with an event at that instant, and ends at once on [`LeaderElection::stop`], which then
+/// releases the lease so another worker can take over immediately. Dropping the last clone of a
+/// `LeaderElection` stops it too.
+pub struct LeaderElection<R: Runtime> {
+    handle: Arc<Handle<R>>,
+}
+
+/// Stops the election when the last user handle goes (the loop task holds only `shared`).
+struct Handle<R: Runtime> {
+    shared: Arc<ElectionShared<R>>,
+}
+
+impl<R: Runtime> Drop for Handle<R> {
+    fn drop(&mut self) {
+        self.shared.request_stop();
+    }
+}
+
+pub(crate) struct ElectionShared<R> {
+    cell: Arc<Cell<ElectionMachine>>,
+    backend: Arc<dyn LeaderElectionBackend>,
+    runtime: R,
+    /// Rung by stop requests, so a waiting loop turns at once.
+    stop: Event,
+}
+
+#[derive(Clone)]
+struct ElectionExec(Arc<dyn LeaderElectionBackend>);
+
+impl Execute for ElectionExec {
+    fn execute(&self, op: StoreOp) -> Reply {
+        self.0.clone().execute(op)
+    }
+}
+
+impl<R: Runtime> ElectionShared<R> {
+    fn now(&self) -> Timestamp {
+        self.runtime.now()
+    }
+
+    /// Stops the machine now (leadership ends at once) and wakes the loop to release.
+    fn request_stop(&self) {
+        self.cell.lock().stop(self.now());
+        self.cell.changed.notify(usize::MAX);
+        self.stop.notify(usize::MAX);
+    }
+
+    /// A wake-up for the loop: the next release on the store, or a stop request.
+    fn signal(&self) -> Wakeup {
+        let stop = self.stop.listen();
+        match self.backend.wakeup(self.cell.key().as_str()) {
+            Some(released) => Wakeup::new(future::or(released, stop)),
+            None => Wakeup::new(stop),
+        }
+    }
+
+    /// Drives the loop until it stops.
+    async fn run(self: Arc<Self>) {
+        let exec = ElectionExec(self.backend.clone());
+        let signal = self.signal();
+        let _ = drive(&self.runtime, &self.cell, &exec, Loop { shared: self.clone() }, Some(signal)).await;
+    }
+}
+
+/// The election loop: runs until the machine reports it stopped.
+struct Loop<R> {
+    shared: Arc<ElectionShared<R>>,
+}
+
+impl<R: Runtime> Purpose<ElectionMachine> for Loop<R> {
+    type Output = ();
+
+    fn event(&mut self, event: ElectionEvent) -> Option<()> {
+        (event == ElectionEvent::Stopped).then_some(())
+    }
+
+    fn woken(&mut self, machine: &mut ElectionMachine, now: Timestamp) -> Option<Wakeup> {
+        let next = self.shared.signal();
+        machine.wake(now);
+        Some(next)
+    }
+}
+
+impl<R: Runtime> LeaderElection<R> {
+    /// Starts building the election `name` (settings from `GREL_LEADERELECTION_*` when unset).
+    pub fn builder(name: &str, runtime: R) -> LeaderElectionBuilder<R> {
+        LeaderElectionBuilder::new(name, runtime)
+    }
+
+    /// The election `name` with exactly `config`, on `backend`.
+    pub fn from_config(
+        name: &str,
+        config: LeaderElectionConfig,
+        backend: Arc<dyn LeaderElectionBackend>,
+        runtime: R,
+        metadata: Metadata,
+    ) -> Result<Self, Error> {
+        Ok(Self::assemble(&Name::new(name)?, config, backend, runtime, metadata))
+    }
+
+    pub(crate) fn assemble(
+        name: &Name,
+        config: LeaderElectionConfig,
+        backend: Arc<dyn LeaderElectionBackend>,
+        runtime: R,
+        metadata: Metadata,
+    ) -> Self {
+        let key = Key::new(KeyKind::Leader, name);
+        let token = Token::leader(config.worker());
+        let machine = ElectionMachine::new(key.clone(), token, config, metadata, runtime.now(), &mut rand::rng());
+        let cell = Arc::new(Cell::new(machine, key));
+        let shared = Arc::new(ElectionShared { cell, backend, runtime, stop: Event::new() });
+        Self { handle: Arc::new(Handle { shared }) }
+    }
+
+    fn shared(&self) -> &Arc<ElectionShared<R>> {
+        &self.handle.shared
+    }
+
+    /// The election name.
+    pub fn name(&self) -> &Name {
+        self.shared().cell.key().name()
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> LeaderElectionConfig {
+        self.shared().cell.lock().config().clone()
+    }
+
+    /// Swaps the configuration for the next attempt (the error-log throttle at once); the
+    /// worker cannot change. A leadership already confirmed keeps its deadline.
+    pub fn reconfigure(&self, config: LeaderElectionConfig) -> Result<(), Error> {
+        let mut machine = self.shared().cell.lock();
+        if *machine.config() == config {
+            return Ok(());
+        }
+        machine.reconfigure(config)
+    }
+
+    /// Starts the election loop in the background, with an attempt at once. Returns false (and
+    /// does nothing) if it is already running.
+    pub fn start(&self) -> bool {
+        let shared = self.shared().clone();
+        if !shared.cell.lock().start(shared.now()) {
+            tracing::warn!(election = self.name().as_str(), "already running");
+            return false;
+        }
+        let runtime = shared.runtime.clone();
+        runtime.spawn(shared.run());
+        true
+    }
+
+    /// Runs the election loop in the calling task until [`LeaderElection::stop`] (grelmicro's
+    /// `await election()`); returns at once if it is already running elsewhere. Dropping this
+    /// future stops the election.
+    pub async fn run(&self) {
+        let shared = self.shared().clone();
+        if !shared.cell.lock().start(shared.now()) {
+            tracing::warn!(election = self.name().as_str(), "already running");
+            return;
+        }
+        shared.run().await;
+    }
+
+    /// Stops the election. Leadership ends when this is called (before the future is awaited);
+    /// the loop then awaits its attempt in flight and releases the lease (bounded by
+    /// `backend_timeout`), and the returned future completes once that is done.
+    pub fn stop(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        self.shared().request_stop();
+        let cell = self.shared().cell.clone();
+        async move {
+            loop {
+                let listener = cell.changed.listen();
+                if !cell.lock().is_running() {
+                    return;
+                }
+                listener.await;
+            }
+        }
+    }
+
+    /// Whether the loop runs (until the release after a stop has finished).
+    pub fn is_running(&self) -> bool {
+        self.shared().cell.lock().is_running()
+    }
+
+    /// Whether this worker leads now. Advisory: fence writes, or use
+    /// [`LeaderElection::is_leader_confirmed_within`] for work that must not overlap a successor.
+    pub fn is_leader(&self) -> bool {
+        self.shared().cell.lock().is_leader(self.shared().now())
+    }
+
+    /// Whether this worker leads and the store confirmed it at most `max_age` ago.
+    pub fn is_leader_confirmed_within(&self, max_age: Duration) -> bool {
+        self.shared().cell.lock().is_leader_confirmed_within(self.shared().now(), max_age)
+    }
+
+    /// Time since the store last confirmed this worker's leadership; `None` when not leading.
+    pub fn last_confirmation_age(&self) -> Option<Duration> {
+        self.shared().cell.lock().last_confirmation_age(self.shared().now())
+    }
+
+    /// The last record the store returned (who leads, since when, transitions, metadata).
+    pub fn record(&self) -> Option<LeaderRecord> {
+        self.shared().cell.lock().record().cloned()
+    }
+}
+
+impl<R: Runtime> Clone for LeaderElection<R> {
+    fn clone(&self) -> Self {
+        Self { handle: self.handle.clone() }
+    }
+}
+
+impl<R: Runtime> std::fmt::Debug for LeaderElection<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderElection")
+            .field("name", self.name())
+            .field("running", &self.is_running())
+            .field("leader", &self.is_leader())
+            .finish()
+    }
+}

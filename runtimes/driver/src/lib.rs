@@ -1,0 +1,43 @@
+//! # tenure
+//!
+//! Distributed locks with fencing tokens, task locks for scheduled jobs, and leader election,
+//! on any async runtime. Pick a runtime crate — `tenure-tokio`, `tenure-smol` or
+//! `tenure-async-std` — and a backend; this crate is what they share.
+//!
+//! All decisions are made by the sans-IO machines of [`tenure_core`]; this crate runs them on a
+//! [`Runtime`], talks to the backends, and gives them the API of grelmicro's coordination module
+//! in Rust form: [`Lock`], [`TaskLock`], [`LeaderElection`], [`Coordination`].
+
+#![deny(missing_docs)]
+
+pub mod backend;
+mod blocking;
+mod coordination;
+mod drive;
+mod election;
+mod env;
+mod identity;
+mod lock;
+mod observe;
+pub mod runtime;
+mod task_lock;
+
+use std::time::Duration;
+
+pub use backend::{BackendFuture, LeaderElectionBackend, LockBackend, MemoryBackend, ScheduleBackend, Wakeup};
+pub use blocking::{BlockingLock, BlockingLockGuard, BlockingLockHolder, BlockingTaskLock, BlockingTaskLockGuard};
+pub use coordination::{Coordination, Provider, Registry};
+pub use election::{LeaderElection, LeaderElectionBuilder, LeaderGuard};
+pub use lock::{Lock, LockBuilder, LockGuard, LockHolder};
+pub use runtime::Runtime;
+pub use task_lock::{TaskLock, TaskLockBuilder, TaskLockGuard};
+/// The sans-IO core, for what this crate does not re-export.
+pub use tenure_core as core;
+pub use tenure_core::{
+    BackendError, BackendErrorKind, EnvOptions, EnvVars, Error, FencingToken, LeaderElectionConfig, LeaderRecord,
+    LockConfig, LockHandle, Metadata, Name, StoreOp, StoreReply, TaskLockConfig, Timestamp, Token, WorkerId,
+};
+
+/// How long a store call nobody waits for any more (an abandoned request, a release handed over
+/// by a dropped guard) is still given to finish in the background.
+pub(crate) const HAND_OFF_BOUND: Duration = Duration::from_secs(60);

@@ -1,0 +1,94 @@
+//! `LockGuard`: proof of holding a lock, released on drop.
+
+use std::future::Future;
+
+use tenure_core::{Error, FencingToken, LockHandle, Name};
+
+use super::LockHolder;
+use crate::runtime::Runtime;
+
+/// A held lock. Send [`LockGuard::fencing_token`] with every write the lock protects, so the
+/// resource can refuse writes from a holder whose lease has since passed to someone else.
+///
+/// Dropping the guard without [`LockGuard::release`] hands the release to the runtime in the
+/// background (it never blocks or panics in `Drop`); release explicitly to see its outcome.
+#[must_use = "dropping the guard releases the lock"]
+pub struct LockGuard<R: Runtime> {
+    holder: LockHolder<R>,
+    handle: LockHandle,
+    released: bool,
+}
+
+impl<R: Runtime> LockGuard<R> {
+    pub(crate) fn new(holder: LockHolder<R>, handle: LockHandle) -> Self {
+        Self { holder, handle, released: false }
+    }
+
+    /// The handle: name, ownership token and fencing token.
+    pub fn handle(&self) -> &LockHandle {
+        &self.handle
+    }
+
+    /// The fencing token of this acquisition (or of the lease an extend re-granted).
+    pub fn fencing_token(&self) -> FencingToken {
+        self.handle.fencing_token
+    }
+
+    /// The lock name.
+    pub fn name(&self) -> &Name {
+        &self.handle.name
+    }
+
+    /// Whether the lease may still be counted on now.
+    pub fn is_valid(&self) -> bool {
+        self.holder.is_held()
+    }
+
+    /// Renews the lease for another `lease_duration`. If it had lapsed and nobody took it, the
+    /// store grants it again with a greater fencing token, which this guard then carries.
+    pub async fn extend(&mut self) -> Result<&LockHandle, Error> {
+        self.handle = self.holder.extend().await?;
+        Ok(&self.handle)
+    }
+
+    /// Releases the lock. [`Error::NotOwned`] if the lease had already run out or been taken.
+    pub async fn release(mut self) -> Result<(), Error> {
+        self.released = true;
+        self.holder.release().await
+    }
+
+    /// Whether the store still has this guard's token as the holder.
+    pub async fn owned(&self) -> Result<bool, Error> {
+        self.holder.owned().await
+    }
+
+    /// Completes when the lease is lost: it ran out locally before an extend, an extend found
+    /// it taken, or it was released.
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.holder.lost()
+    }
+
+    /// The holder behind this guard.
+    pub fn holder(&self) -> &LockHolder<R> {
+        &self.holder
+    }
+}
+
+impl<R: Runtime> Drop for LockGuard<R> {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        let holder = self.holder.clone();
+        self.holder.lock().shared.runtime.spawn(async move {
+            // The outcome is traced by the driver; nobody is left to tell.
+            let _ = holder.release().await;
+        });
+    }
+}
+
+impl<R: Runtime> std::fmt::Debug for LockGuard<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockGuard").field("handle", &self.handle).field("valid", &self.is_valid()).finish()
+    }
+}

@@ -1,0 +1,222 @@
+//! `LockHolder`: one ownership token and its machine.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_lite::future;
+use tenure_core::{
+    BackendError, BackendErrorKind, Error, HolderKind, LockEvent, LockHandle, LockMachine, Query, StoreRequest,
+    Timestamp, Token,
+};
+
+use super::{Lock, LockGuard};
+use crate::backend::Wakeup;
+use crate::drive::{Cell, Execute, Purpose, drive};
+use crate::identity::holder_token;
+use crate::runtime::Runtime;
+
+/// One holder of a [`Lock`]: an ownership token and the state of its lease.
+///
+/// Acquire, extend and release as many times as needed; a nested acquire while holding is
+/// [`Error::Reentrant`], and operations never run concurrently on one holder ([`Error::Busy`]).
+/// [`Lock::acquire`] makes a fresh holder per acquisition and wraps it in a [`LockGuard`].
+pub struct LockHolder<R: Runtime> {
+    lock: Lock<R>,
+    cell: Arc<Cell<LockMachine>>,
+}
+
+impl<R: Runtime> LockHolder<R> {
+    pub(crate) fn new(lock: Lock<R>, kind: HolderKind) -> Self {
+        let config = lock.config();
+        let token = holder_token(config.worker(), kind);
+        let machine = LockMachine::new(lock.shared.key.clone(), token, &config, &mut rand::rng());
+        let cell = Arc::new(Cell::new(machine, lock.shared.key.clone()));
+        Self { lock, cell }
+    }
+
+    /// The ownership token this holder writes in the store. A capability: do not log it.
+    pub fn token(&self) -> Token {
+        self.cell.lock().token().clone()
+    }
+
+    /// The lock.
+    pub fn lock(&self) -> &Lock<R> {
+        &self.lock
+    }
+
+    /// Whether this holder may act as the owner now: it holds a lease whose validity (counted
+    /// from the request's send, less a drift allowance) has not run out.
+    pub fn is_held(&self) -> bool {
+        self.cell.lock().is_held(self.lock.now())
+    }
+
+    /// The handle of the lease held (or last held, until released).
+    pub fn handle(&self) -> Option<LockHandle> {
+        self.cell.lock().handle()
+    }
+
+    /// Acquires, waiting up to `timeout` (`None`: forever). See [`Lock::acquire_timeout`].
+    pub async fn acquire(&self, timeout: Option<Duration>) -> Result<LockHandle, Error> {
+        // Subscribe before the first attempt, so a release after a refusal is not missed.
+        let wakeup = self.lock.shared.backend.wakeup(self.lock.shared.key.as_str());
+        self.start(|m, now| m.acquire(now, timeout))?;
+        let event = self.finish(wakeup, "acquire").await?;
+        self.handle_after(&event, "acquire")
+    }
+
+    /// One attempt; [`Error::WouldBlock`] if another holder has the lock.
+    pub async fn acquire_nowait(&self) -> Result<LockHandle, Error> {
+        self.start(LockMachine::acquire_nowait)?;
+        let event = self.finish(None, "acquire").await?;
+        self.handle_after(&event, "acquire")
+    }
+
+    /// Renews the lease for another `lease_duration`. A live lease keeps its fencing token; a
+    /// lapsed one nobody took is granted again with a greater one (compare the handle's token);
+    /// a lease taken by another holder is [`Error::NotOwned`].
+    pub async fn extend(&self) -> Result<LockHandle, Error> {
+        self.start(LockMachine::extend)?;
+        let event = self.finish(None, "extend").await?;
+        self.handle_after(&event, "extend")
+    }
+
+    /// Releases the lease ([`Error::NotOwned`] if it was not held any more).
+    pub async fn release(&self) -> Result<(), Error> {
+        self.start(LockMachine::release)?;
+        self.finish(None, "release").await.map(drop)
+    }
+
+    /// Whether this holder's token holds the lock in the store ([`Error::OwnedCheck`]).
+    pub async fn owned(&self) -> Result<bool, Error> {
+        let token = self.token();
+        let (query, request) =
+            Query::owned(&self.lock.shared.key, &token, self.lock.now(), self.lock.backend_timeout());
+        ask(&self.lock.shared.runtime, &self.lock.shared.exec(), query, request).await
+    }
+
+    /// Completes when this holder stops holding: its lease ran out locally, an extend found it
+    /// taken, or it was released. Completes at once if nothing is held.
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        let (cell, runtime) = (self.cell.clone(), self.lock.shared.runtime.clone());
+        async move {
+            loop {
+                let listener = cell.changed.listen();
+                let until = {
+                    let machine = cell.lock();
+                    if !machine.is_held(runtime.now()) {
+                        return;
+                    }
+                    machine.valid_until()
+                };
+                let Some(until) = until else { return };
+                future::or(listener, runtime.sleep_until(until)).await;
+            }
+        }
+    }
+
+    pub(crate) async fn acquire_guard(self, timeout: Option<Duration>) -> Result<LockGuard<R>, Error> {
+        let handle = self.acquire(timeout).await?;
+        Ok(LockGuard::new(self, handle))
+    }
+
+    pub(crate) async fn acquire_nowait_guard(self) -> Result<LockGuard<R>, Error> {
+        let handle = self.acquire_nowait().await?;
+        Ok(LockGuard::new(self, handle))
+    }
+
+    /// Starts a command with the current configuration.
+    fn start(&self, command: impl FnOnce(&mut LockMachine, Timestamp) -> Result<(), Error>) -> Result<(), Error> {
+        let config = self.lock.config();
+        let mut machine = self.cell.lock();
+        machine.set_config(&config);
+        command(&mut machine, self.lock.now())
+    }
+
+    /// Drives the command to its completion event.
+    async fn finish(&self, wakeup: Option<Wakeup>, operation: &'static str) -> Result<LockEvent, Error> {
+        let shared = &self.lock.shared;
+        let purpose = Command { backend: shared.backend.clone(), key: shared.key.as_str().into() };
+        let outcome = drive(&shared.runtime, &self.cell, &shared.exec(), purpose, wakeup).await;
+        outcome.unwrap_or_else(|| Err(stopped(self.lock.name().as_str(), operation)))
+    }
+
+    /// The handle an acquire or extend yielded.
+    fn handle_after(&self, event: &LockEvent, operation: &'static str) -> Result<LockHandle, Error> {
+        match event {
+            LockEvent::Acquired { fence, .. } | LockEvent::Extended { fence, .. } => {
+                Ok(LockHandle { name: self.lock.name().clone(), token: self.token(), fencing_token: *fence })
+            }
+            _ => Err(stopped(self.lock.name().as_str(), operation)),
+        }
+    }
+}
+
+impl<R: Runtime> Clone for LockHolder<R> {
+    fn clone(&self) -> Self {
+        Self { lock: self.lock.clone(), cell: self.cell.clone() }
+    }
+}
+
+impl<R: Runtime> std::fmt::Debug for LockHolder<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockHolder").field("name", self.lock.name()).field("held", &self.is_held()).finish()
+    }
+}
+
+/// A lock command: ends at its completion event; push wake-ups retry a waiting acquire.
+struct Command {
+    backend: Arc<dyn crate::backend::LockBackend>,
+    key: Box<str>,
+}
+
+impl Purpose<LockMachine> for Command {
+    type Output = Result<LockEvent, Error>;
+
+    fn event(&mut self, event: LockEvent) -> Option<Self::Output> {
+        match event {
+            LockEvent::Failed(e) => Some(Err(e)),
+            LockEvent::Lost { .. } => None,
+            done => Some(Ok(done)),
+        }
+    }
+
+    fn woken(&mut self, machine: &mut LockMachine, now: Timestamp) -> Option<Wakeup> {
+        let next = self.backend.wakeup(&self.key);
+        machine.wake(now);
+        next
+    }
+}
+
+/// The error for a drive that ended without an answer (a bug, never expected).
+fn stopped(name: &str, operation: &'static str) -> Error {
+    let cause = BackendError::new(BackendErrorKind::Other, "the driver stopped before the operation finished");
+    let name = name.to_owned();
+    match operation {
+        "extend" => Error::Extend { name, cause },
+        "release" => Error::Release { name, cause },
+        _ => Error::Acquire { name, cause },
+    }
+}
+
+/// Runs a one-shot question with its deadline.
+pub(crate) async fn ask<R: Runtime, X: Execute>(
+    runtime: &R,
+    exec: &X,
+    mut query: Query,
+    request: StoreRequest,
+) -> Result<bool, Error> {
+    let reply = exec.execute(request.op);
+    let deadline = query.deadline();
+    let answer = future::or(async { Some(reply.await) }, async {
+        runtime.sleep_until(deadline).await;
+        None
+    })
+    .await;
+    let result = match answer {
+        Some(reply) => query.handle_reply(request.id, reply),
+        None => query.handle_timeout(runtime.now().max(deadline)),
+    };
+    // A query answers exactly once, to the first reply or its deadline.
+    result.unwrap_or(Ok(false))
+}

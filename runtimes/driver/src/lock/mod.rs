@@ -1,0 +1,163 @@
+//! `Lock`: a distributed lock with fencing tokens (spec §1.3).
+
+mod builder;
+mod guard;
+mod holder;
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+pub use builder::LockBuilder;
+pub(crate) use builder::missing_backend;
+pub use guard::LockGuard;
+pub use holder::LockHolder;
+pub(crate) use holder::ask;
+use tenure_core::config::ensure_same_worker;
+use tenure_core::{Error, HolderKind, Key, LockConfig, Name, StoreOp};
+
+use crate::backend::LockBackend;
+use crate::drive::{Execute, Reply};
+use crate::runtime::Runtime;
+
+/// A distributed lock: one holder at a time per name across every process sharing the backend,
+/// each acquisition carrying a fencing token that only grows.
+///
+/// `Lock` is a cheap handle (clone it freely); each acquisition is its own holder with its own
+/// ownership token and yields a [`LockGuard`]. Two acquisitions never nest: a second `acquire`
+/// on the same `Lock` — from the same task or another — is another contender and waits for the
+/// first guard, like `tokio::sync::Mutex`. Code that needs grelmicro's per-task re-entrancy
+/// check (the Python binding) keeps one [`LockHolder`] per task: a holder refuses a nested
+/// acquire with [`Error::Reentrant`].
+///
+/// ```
+/// # use tenure::{Lock, MemoryBackend};
+/// # async fn example<R: tenure::Runtime>(runtime: R) -> Result<(), tenure::Error> {
+/// let lock = Lock::builder("orders", runtime).backend(MemoryBackend::new()).build()?;
+/// let guard = lock.acquire().await?;
+/// println!("fencing token {}", guard.fencing_token()); // send it with every write
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+pub struct Lock<R: Runtime> {
+    pub(crate) shared: Arc<LockShared<R>>,
+}
+
+pub(crate) struct LockShared<R> {
+    pub(crate) key: Key,
+    config: Mutex<LockConfig>,
+    pub(crate) backend: Arc<dyn LockBackend>,
+    pub(crate) runtime: R,
+}
+
+impl<R: Runtime> LockShared<R> {
+    pub(crate) fn config(&self) -> LockConfig {
+        self.config.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    pub(crate) fn exec(&self) -> LockExec {
+        LockExec(self.backend.clone())
+    }
+}
+
+/// Runs lock operations on a lock backend.
+#[derive(Clone)]
+pub(crate) struct LockExec(pub(crate) Arc<dyn LockBackend>);
+
+impl Execute for LockExec {
+    fn execute(&self, op: StoreOp) -> Reply {
+        self.0.clone().execute(op)
+    }
+}
+
+impl<R: Runtime> Lock<R> {
+    /// Starts building the lock `name` on `runtime`. Unset settings come from `GREL_LOCK_*`
+    /// environment variables, then grelmicro's defaults.
+    pub fn builder(name: &str, runtime: R) -> LockBuilder<R> {
+        LockBuilder::new(name, runtime)
+    }
+
+    /// The lock `name` with exactly `config` (no environment), on `backend`.
+    pub fn from_config(
+        name: &str,
+        config: LockConfig,
+        backend: Arc<dyn LockBackend>,
+        runtime: R,
+    ) -> Result<Self, Error> {
+        let name = Name::new(name)?;
+        Ok(Self::assemble(&name, config, backend, runtime))
+    }
+
+    pub(crate) fn assemble(name: &Name, config: LockConfig, backend: Arc<dyn LockBackend>, runtime: R) -> Self {
+        let key = Key::new(tenure_core::KeyKind::Lock, name);
+        Self { shared: Arc::new(LockShared { key, config: Mutex::new(config), backend, runtime }) }
+    }
+
+    /// The lock name.
+    pub fn name(&self) -> &Name {
+        self.shared.key.name()
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> LockConfig {
+        self.shared.config()
+    }
+
+    /// Swaps the configuration: operations started from now on use it; those in flight keep
+    /// theirs. The worker cannot change ([`Error::Settings`]); an equal configuration is a no-op.
+    pub fn reconfigure(&self, config: LockConfig) -> Result<(), Error> {
+        let mut current = self.shared.config.lock().unwrap_or_else(PoisonError::into_inner);
+        if *current != config {
+            ensure_same_worker(current.worker(), config.worker())?;
+            *current = config;
+        }
+        Ok(())
+    }
+
+    /// A new holder (an async task's identity: `{worker}:task:{n}.{hex}`).
+    pub fn holder(&self) -> LockHolder<R> {
+        LockHolder::new(self.clone(), HolderKind::Task)
+    }
+
+    /// Waits until the lock is acquired, retrying every jittered `retry_interval` (and at once
+    /// when the backend pushes a release).
+    pub async fn acquire(&self) -> Result<LockGuard<R>, Error> {
+        self.holder().acquire_guard(None).await
+    }
+
+    /// Like [`Lock::acquire`], giving up with [`Error::Timeout`] after `timeout` (the last
+    /// attempt is made at the deadline). `Duration::ZERO` makes exactly one attempt.
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard<R>, Error> {
+        self.holder().acquire_guard(Some(timeout)).await
+    }
+
+    /// One attempt: [`Error::WouldBlock`] if another holder has the lock.
+    pub async fn acquire_nowait(&self) -> Result<LockGuard<R>, Error> {
+        self.holder().acquire_nowait_guard().await
+    }
+
+    /// Whether any holder has the lock ([`Error::LockedCheck`] if the store fails).
+    pub async fn locked(&self) -> Result<bool, Error> {
+        let (query, request) = tenure_core::Query::locked(&self.shared.key, self.now(), self.backend_timeout());
+        holder::ask(&self.shared.runtime, &self.shared.exec(), query, request).await
+    }
+
+    pub(crate) fn now(&self) -> tenure_core::Timestamp {
+        self.shared.runtime.now()
+    }
+
+    pub(crate) fn backend_timeout(&self) -> Duration {
+        self.shared.config().backend_timeout()
+    }
+}
+
+impl<R: Runtime> Clone for Lock<R> {
+    fn clone(&self) -> Self {
+        Self { shared: self.shared.clone() }
+    }
+}
+
+impl<R: Runtime> std::fmt::Debug for Lock<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock").field("name", self.name()).finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,342 @@
+//! `TaskLock`: at most one run of a scheduled task per min-hold window (spec §1.5, §3.4).
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures_lite::future;
+use tenure_core::config::ensure_same_worker;
+use tenure_core::{
+    BackendError, BackendErrorKind, EnvOptions, EnvVars, Error, FencingToken, HolderKind, Key, KeyKind, Name,
+    TaskLockConfig, TaskLockConfigBuilder, TaskLockEvent, TaskLockMachine, Timestamp, WorkerId,
+};
+
+use crate::backend::LockBackend;
+use crate::drive::{Cell, Purpose, drive};
+use crate::env::{EnvSource, resolve_warnings};
+use crate::identity::task_lock_token;
+use crate::lock::{LockExec, missing_backend};
+use crate::runtime::Runtime;
+
+/// A lock for scheduled jobs: [`TaskLock::enter`] takes it without waiting (or fails with
+/// [`Error::WouldBlock`]), and the exit keeps it until `min_hold_duration` after the start, so no
+/// other worker runs the job again within that window. There is no background renewal: the
+/// lease taken at enter (`lease_duration`) bounds the run unless [`TaskLockGuard::extend`]ed.
+///
+/// Re-entrancy is per instance: entering while this instance is entered is
+/// [`Error::Reentrant`]. Clones share the instance.
+pub struct TaskLock<R: Runtime> {
+    shared: Arc<TaskShared<R>>,
+}
+
+struct TaskShared<R> {
+    cell: Arc<Cell<TaskLockMachine>>,
+    config: Mutex<TaskLockConfig>,
+    backend: Arc<dyn LockBackend>,
+    runtime: R,
+}
+
+impl<R: Runtime> TaskLock<R> {
+    /// Starts building the task lock `name` (settings from `GREL_TASKLOCK_*` when unset).
+    pub fn builder(name: &str, runtime: R) -> TaskLockBuilder<R> {
+        TaskLockBuilder {
+            name: name.to_owned(),
+            config: TaskLockConfig::builder(),
+            env: EnvSource::Process,
+            options: EnvOptions::default(),
+            backend: None,
+            runtime,
+        }
+    }
+
+    /// The task lock `name` with exactly `config`, on `backend`.
+    pub fn from_config(
+        name: &str,
+        config: TaskLockConfig,
+        backend: Arc<dyn LockBackend>,
+        runtime: R,
+    ) -> Result<Self, Error> {
+        Ok(Self::assemble(&Name::new(name)?, config, backend, runtime))
+    }
+
+    fn assemble(name: &Name, config: TaskLockConfig, backend: Arc<dyn LockBackend>, runtime: R) -> Self {
+        let key = Key::new(KeyKind::TaskLock, name);
+        let cell = Arc::new(Cell::new(TaskLockMachine::new(key.clone(), &config), key));
+        Self { shared: Arc::new(TaskShared { cell, config: Mutex::new(config), backend, runtime }) }
+    }
+
+    /// The task lock name.
+    pub fn name(&self) -> &Name {
+        self.shared.cell.key().name()
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> TaskLockConfig {
+        self.shared.config.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Swaps the configuration for the next enter, extend or exit; the worker cannot change.
+    pub fn reconfigure(&self, config: TaskLockConfig) -> Result<(), Error> {
+        let mut current = self.shared.config.lock().unwrap_or_else(PoisonError::into_inner);
+        if *current != config {
+            ensure_same_worker(current.worker(), config.worker())?;
+            *current = config;
+        }
+        Ok(())
+    }
+
+    /// Takes the lock for `lease_duration`, or fails at once: [`Error::WouldBlock`] if another
+    /// worker (or this instance's own min hold) has it, [`Error::Reentrant`] if this instance is
+    /// entered, [`Error::Acquire`] if the store fails.
+    pub async fn enter(&self) -> Result<TaskLockGuard<R>, Error> {
+        self.enter_as(HolderKind::Task).await
+    }
+
+    pub(crate) async fn enter_as(&self, kind: HolderKind) -> Result<TaskLockGuard<R>, Error> {
+        let config = self.config();
+        let token = task_lock_token(config.worker(), kind);
+        self.command(|m, now| m.enter(now, token), &config).await?;
+        let fence = self.shared.cell.lock().fence();
+        Ok(TaskLockGuard { lock: self.clone(), fence: fence.unwrap_or(FencingToken::FIRST), done: false })
+    }
+
+    /// Runs `job` if the lock can be taken, then exits (keeping the min hold); `Ok(None)` when
+    /// another worker has it. An exit that finds the lease lost (the job outlived its lease) is
+    /// [`Error::NotOwned`].
+    pub async fn run<F: Future>(&self, job: F) -> Result<Option<F::Output>, Error> {
+        let guard = match self.enter().await {
+            Ok(guard) => guard,
+            Err(e) if e.is_would_block() => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let output = job.await;
+        guard.exit().await?;
+        Ok(Some(output))
+    }
+
+    /// Whether anyone holds the task lock ([`Error::LockedCheck`]).
+    pub async fn locked(&self) -> Result<bool, Error> {
+        let config = self.config();
+        let (query, request) = tenure_core::Query::locked(self.shared.cell.key(), self.now(), config.backend_timeout());
+        crate::lock::ask(&self.shared.runtime, &self.exec(), query, request).await
+    }
+
+    /// Whether the current run may still count on its lease.
+    pub fn is_held(&self) -> bool {
+        self.shared.cell.lock().is_held(self.now())
+    }
+
+    fn now(&self) -> Timestamp {
+        self.shared.runtime.now()
+    }
+
+    pub(crate) fn runtime(&self) -> &R {
+        &self.shared.runtime
+    }
+
+    fn exec(&self) -> LockExec {
+        LockExec(self.shared.backend.clone())
+    }
+
+    async fn command(
+        &self,
+        start: impl FnOnce(&mut TaskLockMachine, Timestamp) -> Result<(), Error>,
+        config: &TaskLockConfig,
+    ) -> Result<TaskLockEvent, Error> {
+        {
+            let mut machine = self.shared.cell.lock();
+            machine.set_config(config);
+            start(&mut machine, self.now())?;
+        }
+        let outcome = drive(&self.shared.runtime, &self.shared.cell, &self.exec(), Command, None).await;
+        outcome.unwrap_or_else(|| {
+            let cause = BackendError::new(BackendErrorKind::Other, "the driver stopped before the operation finished");
+            Err(Error::Release { name: self.name().as_str().to_owned(), cause })
+        })
+    }
+}
+
+impl<R: Runtime> Clone for TaskLock<R> {
+    fn clone(&self) -> Self {
+        Self { shared: self.shared.clone() }
+    }
+}
+
+impl<R: Runtime> std::fmt::Debug for TaskLock<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskLock").field("name", self.name()).finish_non_exhaustive()
+    }
+}
+
+struct Command;
+
+impl Purpose<TaskLockMachine> for Command {
+    type Output = Result<TaskLockEvent, Error>;
+
+    fn event(&mut self, event: TaskLockEvent) -> Option<Self::Output> {
+        match event {
+            TaskLockEvent::Failed(e) => Some(Err(e)),
+            TaskLockEvent::Lost { .. } => None,
+            done => Some(Ok(done)),
+        }
+    }
+}
+
+/// A run of the job under a [`TaskLock`]. Exit it with [`TaskLockGuard::exit`]; dropping it hands
+/// the exit to the runtime in the background.
+#[must_use = "dropping the guard exits the task lock"]
+pub struct TaskLockGuard<R: Runtime> {
+    lock: TaskLock<R>,
+    fence: FencingToken,
+    done: bool,
+}
+
+impl<R: Runtime> TaskLockGuard<R> {
+    /// The fencing token of this run.
+    pub fn fencing_token(&self) -> FencingToken {
+        self.fence
+    }
+
+    /// Whether the run may still count on its lease.
+    pub fn is_valid(&self) -> bool {
+        self.lock.is_held()
+    }
+
+    /// Renews the lease for another `lease_duration` (the reference's `refresh`); the min hold
+    /// still counts from the start. [`Error::NotOwned`] if the lease was lost.
+    pub async fn extend(&mut self) -> Result<(), Error> {
+        let config = self.lock.config();
+        if let TaskLockEvent::Extended { fence, .. } = self.lock.command(|m, now| m.extend(now), &config).await? {
+            self.fence = fence;
+        }
+        Ok(())
+    }
+
+    /// Ends the run: released if `min_hold_duration` has passed since the start, else held until
+    /// then. [`Error::NotOwned`] if the lease was lost (the job outlived it).
+    pub async fn exit(mut self) -> Result<(), Error> {
+        self.done = true;
+        let config = self.lock.config();
+        self.lock.command(|m, now| m.exit(now), &config).await.map(drop)
+    }
+
+    /// Completes when the run's lease is lost (ran out, or found taken) or the run exited.
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        let (cell, runtime) = (self.lock.shared.cell.clone(), self.lock.shared.runtime.clone());
+        async move {
+            loop {
+                let listener = cell.changed.listen();
+                let until = {
+                    let machine = cell.lock();
+                    if !machine.is_held(runtime.now()) {
+                        return;
+                    }
+                    machine.valid_until()
+                };
+                let Some(until) = until else { return };
+                future::or(listener, runtime.sleep_until(until)).await;
+            }
+        }
+    }
+}
+
+impl<R: Runtime> Drop for TaskLockGuard<R> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let lock = self.lock.clone();
+        self.lock.shared.runtime.spawn(async move {
+            let config = lock.config();
+            // Traced by the driver; nobody is left to tell.
+            let _ = lock.command(|m, now| m.exit(now), &config).await;
+        });
+    }
+}
+
+impl<R: Runtime> std::fmt::Debug for TaskLockGuard<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskLockGuard").field("fencing_token", &self.fence).field("valid", &self.is_valid()).finish()
+    }
+}
+
+/// Builds a [`TaskLock`].
+#[must_use]
+pub struct TaskLockBuilder<R: Runtime> {
+    name: String,
+    config: TaskLockConfigBuilder,
+    env: EnvSource,
+    options: EnvOptions,
+    backend: Option<Arc<dyn LockBackend>>,
+    runtime: R,
+}
+
+impl<R: Runtime> TaskLockBuilder<R> {
+    /// The store.
+    pub fn backend(self, backend: impl LockBackend) -> Self {
+        self.shared_backend(Arc::new(backend))
+    }
+
+    /// The store, shared.
+    pub fn shared_backend(mut self, backend: Arc<dyn LockBackend>) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+
+    /// The worker identity.
+    pub fn worker(mut self, worker: WorkerId) -> Self {
+        self.config = self.config.worker(worker);
+        self
+    }
+
+    /// The minimum hold after the start (default 1 s; at most the lease).
+    pub fn min_hold_duration(mut self, d: Duration) -> Self {
+        self.config = self.config.min_hold_duration(d);
+        self
+    }
+
+    /// The lease taken at enter (default 60 s).
+    pub fn lease_duration(mut self, d: Duration) -> Self {
+        self.config = self.config.lease_duration(d);
+        self
+    }
+
+    /// The bound on one store call (default 5 s).
+    pub fn backend_timeout(mut self, d: Duration) -> Self {
+        self.config = self.config.backend_timeout(d);
+        self
+    }
+
+    /// Reads exactly `{prefix}{FIELD}` variables.
+    pub fn env_prefix(mut self, prefix: &str) -> Self {
+        self.options.env_prefix = Some(prefix.to_owned());
+        self
+    }
+
+    /// Reads or ignores the environment whatever `GREL_ENV_LOAD` says.
+    pub fn env_load(mut self, load: bool) -> Self {
+        self.options.env_load = Some(load);
+        self
+    }
+
+    /// Reads these variables instead of the process environment.
+    pub fn env_vars(mut self, vars: EnvVars) -> Self {
+        self.env = EnvSource::Vars(vars);
+        self
+    }
+
+    /// Validates and builds.
+    pub fn build(self) -> Result<TaskLock<R>, Error> {
+        let name = Name::new(&self.name)?;
+        let backend = self.backend.ok_or_else(|| missing_backend("TaskLock", &self.name))?;
+        let resolved = self.config.resolve(&self.name, &self.env.vars(), &self.options, &mut rand::rng())?;
+        resolve_warnings(&resolved.warnings);
+        Ok(TaskLock::assemble(&name, resolved.config, backend, self.runtime))
+    }
+}
+
+impl<R: Runtime> std::fmt::Debug for TaskLockBuilder<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskLockBuilder").field("name", &self.name).finish_non_exhaustive()
+    }
+}

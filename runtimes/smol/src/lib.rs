@@ -1,0 +1,79 @@
+//! # tenure-smol
+//!
+//! [Tenure](tenure) on [smol]: distributed locks with fencing tokens, task locks and leader
+//! election. This crate is the [`Runtime`] implementation and type aliases; everything else is
+//! re-exported from [`tenure`].
+//!
+//! ```
+//! use tenure_smol::{Lock, MemoryBackend, Smol};
+//!
+//! smol::block_on(async {
+//!     let lock = Lock::builder("orders", Smol::global()).backend(MemoryBackend::new()).build()?;
+//!     let guard = lock.acquire().await?;
+//!     assert_eq!(guard.fencing_token().get(), 1);
+//!     guard.release().await
+//! })?;
+//! # Ok::<(), tenure::Error>(())
+//! ```
+//!
+//! Background work (releases handed over by dropped guards, election loops) runs on an
+//! executor: smol's global one by default, or yours with [`Smol::with_executor`] — which must
+//! then be run. Blocking adapters cannot tell whether they are called from an executor thread;
+//! call them from plain threads.
+
+#![deny(missing_docs)]
+
+use std::sync::Arc;
+
+pub use tenure::*;
+
+/// The smol runtime, as Tenure sees it: `async-io` timers and an executor for background tasks.
+#[derive(Clone, Debug, Default)]
+pub struct Smol {
+    executor: Option<Arc<smol::Executor<'static>>>,
+}
+
+impl Smol {
+    /// Background tasks on smol's global executor (threads started on first use).
+    pub fn global() -> Self {
+        Self { executor: None }
+    }
+
+    /// Background tasks on `executor` (which the application runs).
+    pub fn with_executor(executor: Arc<smol::Executor<'static>>) -> Self {
+        Self { executor: Some(executor) }
+    }
+}
+
+impl Runtime for Smol {
+    type Sleep = Sleep;
+
+    fn sleep_until(&self, deadline: Timestamp) -> Sleep {
+        Sleep(async_io::Timer::at(runtime::clock::instant(deadline)))
+    }
+
+    fn spawn<F>(&self, task: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        match &self.executor {
+            Some(executor) => executor.spawn(task).detach(),
+            None => smol::spawn(task).detach(),
+        }
+    }
+}
+
+/// A timer of [`Smol`].
+#[derive(Debug)]
+pub struct Sleep(async_io::Timer);
+
+impl std::future::Future for Sleep {
+    type Output = ();
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        std::pin::Pin::new(&mut self.0).poll(cx).map(drop)
+    }
+}
+
+/// A [`tenure::Lock`] on smol.
+pub type Lock = tenure::Lock<Smol>;

@@ -1,0 +1,77 @@
+//! # tenure-tokio
+//!
+//! [Tenure](tenure) on [tokio]: distributed locks with fencing tokens, task locks and leader
+//! election. This crate is the [`Runtime`] implementation and type aliases; everything else is
+//! re-exported from [`tenure`].
+//!
+//! ```
+//! use tenure_tokio::{Lock, MemoryBackend, Tokio};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), tenure::Error> {
+//! let lock = Lock::builder("orders", Tokio::current()).backend(MemoryBackend::new()).build()?;
+//! let guard = lock.acquire().await?;
+//! assert_eq!(guard.fencing_token().get(), 1);
+//! guard.release().await?;
+//! # Ok(()) }
+//! ```
+
+#![deny(missing_docs)]
+
+pub use tenure::*;
+use tokio::runtime::Handle;
+
+/// The tokio runtime, as Tenure sees it: timers and background tasks on one runtime handle.
+#[derive(Clone, Debug)]
+pub struct Tokio {
+    handle: Handle,
+}
+
+impl Tokio {
+    /// The runtime of the calling task.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime, like [`Handle::current`]; use [`Tokio::try_current`] to get an
+    /// error instead.
+    pub fn current() -> Self {
+        Self { handle: Handle::current() }
+    }
+
+    /// The runtime of the calling task, or [`Error::NotOpen`] outside one.
+    pub fn try_current() -> Result<Self, Error> {
+        Handle::try_current()
+            .map(|handle| Self { handle })
+            .map_err(|_| Error::NotOpen { what: "the tokio runtime (call from inside a tokio runtime)".into() })
+    }
+
+    /// The runtime behind `handle`.
+    pub fn from_handle(handle: Handle) -> Self {
+        Self { handle }
+    }
+}
+
+impl Runtime for Tokio {
+    type Sleep = tokio::time::Sleep;
+
+    fn sleep_until(&self, deadline: Timestamp) -> Self::Sleep {
+        // Timers belong to a runtime's driver: create them in ours, whoever asks.
+        let _entered = self.handle.enter();
+        tokio::time::sleep_until(tokio::time::Instant::from_std(runtime::clock::instant(deadline)))
+    }
+
+    fn spawn<F>(&self, task: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        drop(self.handle.spawn(task));
+    }
+
+    fn blocks_runtime(&self) -> bool {
+        // On a runtime thread, blocking would stall the tasks it must run.
+        Handle::try_current().is_ok()
+    }
+}
+
+/// A [`tenure::Lock`] on tokio.
+pub type Lock = tenure::Lock<Tokio>;

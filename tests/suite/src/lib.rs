@@ -1,0 +1,84 @@
+//! The behaviour suite of Tenure (spec §8 for Lock, TaskLock, LeaderElection, Coordination and
+//! configuration), written once, generic over [`Runtime`], and instantiated for each runtime by
+//! [`suite!`] in that runtime crate's tests.
+//!
+//! Leases are tens of milliseconds; nothing sleeps to let something happen: tests wait on
+//! conditions (with a generous cap that only a failure reaches).
+#![allow(clippy::unwrap_used, clippy::missing_panics_doc, missing_docs, unreachable_pub)]
+
+pub mod blocking;
+pub mod config;
+pub mod coordination;
+pub mod election;
+pub mod lock;
+pub mod support;
+pub mod task_lock;
+
+pub use tenure;
+
+/// Expands to one `#[test]` per behaviour, each running on `$runtime` (an expression building
+/// the runtime inside the executor) with `$block_on` (a function running a future to completion).
+#[macro_export]
+macro_rules! suite {
+    ($runtime:expr, $block_on:expr) => {
+        $crate::suite!(@tests $runtime, $block_on;
+            lock::lock_key_is_prefixed_and_the_raw_name_stays_free,
+            lock::lock_acquire_release_and_handle,
+            lock::lock_owned_only_for_the_holder,
+            lock::lock_nowait_would_block_when_held,
+            lock::lock_waiter_takes_over_after_expiry_with_a_greater_fence,
+            lock::lock_fence_climbs_across_release,
+            lock::lock_release_of_an_expired_lock_is_not_owned,
+            lock::lock_nested_acquire_on_a_holder_is_reentrant,
+            lock::lock_timeout_is_a_lock_timeout_error,
+            lock::lock_timeout_succeeds_when_the_blocker_expires_first,
+            lock::lock_extend_keeps_the_fence_and_a_lost_lease_is_not_owned,
+            lock::lock_backend_failures_map_to_operation_errors,
+            lock::lock_frozen_backend_fails_within_backend_timeout,
+            lock::lock_dropped_guard_releases,
+            lock::lock_lost_completes_when_the_lease_runs_out,
+            lock::lock_dropped_acquire_leaves_nothing_held,
+            lock::lock_release_wakes_a_waiter_at_once,
+            lock::lock_reconfigure_applies_to_the_next_acquire_and_keeps_the_worker,
+            lock::lock_contenders_never_overlap,
+            task_lock::task_lock_key_is_prefixed_and_separate_from_lock,
+            task_lock::task_lock_nested_enter_is_reentrant,
+            task_lock::task_lock_exit_after_min_hold_releases,
+            task_lock::task_lock_exit_before_min_hold_keeps_the_key_until_then,
+            task_lock::task_lock_body_longer_than_lease_is_not_owned,
+            task_lock::task_lock_backend_failures_map_to_errors,
+            task_lock::task_lock_extend_keeps_it_held,
+            task_lock::task_lock_run_skips_when_held_elsewhere,
+            task_lock::task_lock_dropped_guard_exits,
+            election::election_single_worker_leads_with_its_record,
+            election::election_confirmation_age_and_freshness,
+            election::election_lifecycle_and_stop_clears_at_once,
+            election::election_four_workers_one_leader_and_hand_over,
+            election::election_backend_failure_loses_leadership_after_renew_deadline,
+            election::election_guard_refuses_followers,
+            election::election_lead_returns_result_and_cancels_on_loss,
+            election::election_lead_repeat_runs_again_after_reelection,
+            election::election_reconfigure_keeps_the_worker,
+            election::election_dropping_every_handle_stops_and_releases,
+            election::election_start_stop_cycles_leave_nothing_behind,
+            coordination::coordination_binds_each_slot,
+            coordination::coordination_missing_slots_and_backends_are_errors,
+            coordination::coordination_registry_resolves_default_and_named,
+            config::config_builder_environment_and_defaults,
+            config::config_invalid_names_and_settings_are_refused,
+            config::config_from_config_reads_no_environment,
+            blocking::blocking_lock_from_a_plain_thread,
+            blocking::blocking_holder_has_thread_semantics,
+            blocking::blocking_task_lock_from_a_plain_thread,
+            blocking::blocking_call_on_a_runtime_thread_is_refused_or_undetectable,
+        );
+    };
+    (@tests $runtime:expr, $block_on:expr; $($module:ident :: $test:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                ($block_on)(async { $crate::$module::$test($runtime).await });
+            }
+        )*
+    };
+}

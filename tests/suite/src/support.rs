@@ -1,0 +1,190 @@
+//! Helpers of the suite: short settings, waiting on conditions, a backend that fails or freezes
+//! on demand, and running blocking code on a plain thread.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use event_listener::Event;
+use tenure::{
+    BackendError, BackendErrorKind, BackendFuture, FencingToken, LeaderElection, LeaderElectionBackend, LeaderRecord,
+    Lock, LockBackend, MemoryBackend, Metadata, Runtime, StoreOp, StoreReply, TaskLock, WorkerId,
+};
+
+pub fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Waits until `condition` holds, checking every 2 ms; fails the test after 5 s.
+pub async fn eventually<R: Runtime>(rt: &R, what: &str, mut condition: impl FnMut() -> bool) {
+    let give_up = rt.now() + Duration::from_secs(5);
+    while !condition() {
+        assert!(rt.now() < give_up, "timed out waiting for: {what}");
+        rt.sleep_until(rt.now() + ms(2)).await;
+    }
+}
+
+/// Like [`eventually`] for an async condition.
+pub async fn eventually_async<R: Runtime, F: Future<Output = bool>>(
+    rt: &R,
+    what: &str,
+    mut condition: impl FnMut() -> F,
+) {
+    let give_up = rt.now() + Duration::from_secs(5);
+    while !condition().await {
+        assert!(rt.now() < give_up, "timed out waiting for: {what}");
+        rt.sleep_until(rt.now() + ms(2)).await;
+    }
+}
+
+/// Sleeps for `d` (only to let a lease run out, never to let a task make progress).
+pub async fn sleep<R: Runtime>(rt: &R, d: Duration) {
+    rt.sleep_until(rt.now() + d).await;
+}
+
+/// A lock with a short lease and fast retries, the environment ignored.
+pub fn lock<R: Runtime>(rt: &R, backend: impl LockBackend, name: &str, lease: Duration) -> Lock<R> {
+    Lock::builder(name, rt.clone())
+        .backend(backend)
+        .lease_duration(lease)
+        .retry_interval(ms(5))
+        .backend_timeout(ms(200))
+        .env_load(false)
+        .build()
+        .unwrap()
+}
+
+/// A task lock with the given min hold and lease, the environment ignored.
+pub fn task_lock<R: Runtime>(
+    rt: &R,
+    backend: impl LockBackend,
+    name: &str,
+    min_hold: Duration,
+    lease: Duration,
+) -> TaskLock<R> {
+    TaskLock::builder(name, rt.clone())
+        .backend(backend)
+        .min_hold_duration(min_hold)
+        .lease_duration(lease)
+        .backend_timeout(ms(200))
+        .env_load(false)
+        .build()
+        .unwrap()
+}
+
+/// The reference election fixture: lease 100 ms, renew deadline 70 ms, retry 5 ms, backend
+/// timeout 20 ms, worker `worker`.
+pub fn election<R: Runtime>(rt: &R, backend: impl LeaderElectionBackend, worker: &str) -> LeaderElection<R> {
+    LeaderElection::builder("svc", rt.clone())
+        .backend(backend)
+        .worker(WorkerId::new(worker).unwrap())
+        .lease_duration(ms(100))
+        .renew_deadline(ms(70))
+        .retry_interval(ms(5))
+        .backend_timeout(ms(20))
+        .error_interval(ms(10))
+        .metadata(Metadata::from_pairs([("pod", worker)]).unwrap())
+        .env_load(false)
+        .build()
+        .unwrap()
+}
+
+const HEALTHY: u8 = 0;
+const FAILING: u8 = 1;
+const FROZEN: u8 = 2;
+
+/// A memory backend that can be made to fail every call, or to never answer, and back.
+#[derive(Clone, Debug, Default)]
+pub struct Faulty {
+    pub memory: MemoryBackend,
+    mode: Arc<AtomicU8>,
+}
+
+impl Faulty {
+    pub fn fail(&self) {
+        self.mode.store(FAILING, Ordering::SeqCst);
+    }
+
+    pub fn freeze(&self) {
+        self.mode.store(FROZEN, Ordering::SeqCst);
+    }
+
+    pub fn heal(&self) {
+        self.mode.store(HEALTHY, Ordering::SeqCst);
+    }
+
+    fn run(&self, op: &StoreOp) -> BackendFuture<'static, StoreReply> {
+        match self.mode.load(Ordering::SeqCst) {
+            HEALTHY => {
+                let reply = self.memory.apply(op);
+                Box::pin(std::future::ready(Ok(reply)))
+            }
+            FAILING => Box::pin(std::future::ready(Err(BackendError::new(BackendErrorKind::Unavailable, "injected")))),
+            _ => Box::pin(std::future::pending()),
+        }
+    }
+}
+
+fn unused<T: Send + 'static>() -> BackendFuture<'static, T> {
+    Box::pin(std::future::ready(Err(BackendError::new(BackendErrorKind::Other, "the suite drives execute only"))))
+}
+
+impl LockBackend for Faulty {
+    fn acquire<'a>(&'a self, _: &'a str, _: &'a str, _: Duration) -> BackendFuture<'a, Option<FencingToken>> {
+        unused()
+    }
+    fn release<'a>(&'a self, _: &'a str, _: &'a str) -> BackendFuture<'a, bool> {
+        unused()
+    }
+    fn locked<'a>(&'a self, _: &'a str) -> BackendFuture<'a, bool> {
+        unused()
+    }
+    fn owned<'a>(&'a self, _: &'a str, _: &'a str) -> BackendFuture<'a, bool> {
+        unused()
+    }
+    fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {
+        self.run(&op)
+    }
+}
+
+impl LeaderElectionBackend for Faulty {
+    fn acquire_or_renew<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: Duration,
+        _: &'a Metadata,
+    ) -> BackendFuture<'a, LeaderRecord> {
+        unused()
+    }
+    fn release<'a>(&'a self, _: &'a str, _: &'a str) -> BackendFuture<'a, bool> {
+        unused()
+    }
+    fn get<'a>(&'a self, _: &'a str) -> BackendFuture<'a, Option<LeaderRecord>> {
+        unused()
+    }
+    fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {
+        self.run(&op)
+    }
+}
+
+/// Runs blocking `work` on a new OS thread and awaits its result without blocking the executor.
+pub fn in_thread<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> impl Future<Output = T> {
+    let done = Arc::new((Mutex::new(None), Event::new()));
+    let signal = done.clone();
+    std::thread::spawn(move || {
+        let value = work();
+        *signal.0.lock().unwrap() = Some(value);
+        signal.1.notify(usize::MAX);
+    });
+    async move {
+        loop {
+            let listener = done.1.listen();
+            if let Some(value) = done.0.lock().unwrap().take() {
+                return value;
+            }
+            listener.await;
+        }
+    }
+}
