@@ -165,7 +165,7 @@ fn would_block(name: &str, reason: WouldBlockReason) -> String {
 }
 
 fn hint(cause: &BackendError) -> &'static str {
-    match cause.kind {
+    match cause.kind() {
         BackendErrorKind::Closed => "The backend is not open: open it before using the lock.",
         BackendErrorKind::Timeout => {
             "The backend did not answer within backend_timeout; check it is reachable, then retry."
@@ -411,8 +411,13 @@ impl fmt::Display for BackendErrorKind {
 }
 
 /// A failed store call, as a backend reports it to the core.
+///
+/// One pointer wide, so that errors and the events carrying them stay small in every machine.
 #[derive(Clone, Debug)]
-pub struct BackendError {
+pub struct BackendError(Box<BackendErrorInner>);
+
+#[derive(Clone, Debug)]
+struct BackendErrorInner {
     kind: BackendErrorKind,
     message: String,
     source: Option<Arc<dyn std::error::Error + Send + Sync>>,
@@ -421,7 +426,7 @@ pub struct BackendError {
 impl BackendError {
     /// A failure of `kind` described by `message`.
     pub fn new(kind: BackendErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into(), source: None }
+        Self(Box::new(BackendErrorInner { kind, message: message.into(), source: None }))
     }
 
     /// The call got no answer within `after`.
@@ -432,36 +437,36 @@ impl BackendError {
     /// Attaches the underlying client error.
     #[must_use]
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        self.source = Some(Arc::new(source));
+        self.0.source = Some(Arc::new(source));
         self
     }
 
     /// The kind of failure.
     pub fn kind(&self) -> BackendErrorKind {
-        self.kind
+        self.0.kind
     }
 
     /// The description.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 }
 
 impl PartialEq for BackendError {
     fn eq(&self, other: &Self) -> bool {
-        self.kind == other.kind && self.message == other.message
+        self.kind() == other.kind() && self.message() == other.message()
     }
 }
 
 impl fmt::Display for BackendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind, self.message)
+        write!(f, "{}: {}", self.kind(), self.message())
     }
 }
 
 impl std::error::Error for BackendError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+        self.0.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 

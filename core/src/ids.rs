@@ -10,7 +10,7 @@ use rand_core::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, SettingsError};
-use crate::rng::random_hex;
+use crate::rng::{push_random_hex, random_hex};
 
 /// The longest lock, task-lock or election name.
 pub const MAX_NAME_CHARS: usize = 200;
@@ -22,9 +22,39 @@ pub const MAX_TOKEN_BYTES: usize = 512;
 /// A validated lock, task-lock or election name (spec §1.3; 0.44 checks every primitive).
 ///
 /// 1 to 200 characters; the first a letter or digit, the rest letters, digits, `.`, `_`, `:`,
-/// `/` or `-`.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Name(Arc<str>);
+/// `/` or `-`. A name taken from a [`Key`] shares the key's text.
+#[derive(Clone)]
+pub struct Name {
+    /// The name is `text[start..]` (a key's text with its prefix skipped, or the name itself).
+    text: Arc<str>,
+    start: u32,
+}
+
+impl PartialEq for Name {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Name {}
+
+impl PartialOrd for Name {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Name {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl std::hash::Hash for Name {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
 
 impl Name {
     /// Validates `name`.
@@ -35,7 +65,7 @@ impl Name {
             && bytes[0].is_ascii_alphanumeric()
             && bytes.iter().all(|&c| c.is_ascii_alphanumeric() || b"._:/-".contains(&c));
         if fits {
-            return Ok(Self(name.into()));
+            return Ok(Self { text: name.into(), start: 0 });
         }
         Err(SettingsError::field(
             "name",
@@ -51,7 +81,8 @@ impl Name {
 
     /// The name as given.
     pub fn as_str(&self) -> &str {
-        &self.0
+        // `start` is a prefix length at a char boundary (prefixes are ASCII).
+        self.text.get(self.start as usize..).unwrap_or_default()
     }
 }
 
@@ -66,13 +97,13 @@ pub(crate) fn shown(s: &str) -> String {
 
 impl fmt::Debug for Name {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Name({:?})", &*self.0)
+        write!(f, "Name({:?})", self.as_str())
     }
 }
 
 impl fmt::Display for Name {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
@@ -102,18 +133,20 @@ impl KeyKind {
     }
 }
 
-/// A store key: a kind prefix and a name (`lock:cart`).
+/// A store key: a kind prefix and a name (`lock:cart`), in one shared string.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Key {
     text: Arc<str>,
-    name: Name,
     kind: KeyKind,
 }
 
 impl Key {
     /// The key of `name` for `kind`.
     pub fn new(kind: KeyKind, name: &Name) -> Self {
-        Self { text: format!("{}{}", kind.prefix(), name.as_str()).into(), name: name.clone(), kind }
+        let mut text = String::with_capacity(kind.prefix().len() + name.as_str().len());
+        text.push_str(kind.prefix());
+        text.push_str(name.as_str());
+        Self { text: text.into(), kind }
     }
 
     /// The full key as stored (`lock:cart`).
@@ -126,9 +159,15 @@ impl Key {
         &self.text
     }
 
-    /// The unprefixed name (`cart`), as errors and handles show it.
-    pub fn name(&self) -> &Name {
-        &self.name
+    /// The unprefixed name (`cart`), as errors and handles show it; shares the key's text.
+    pub fn name(&self) -> Name {
+        let start = u32::try_from(self.kind.prefix().len()).unwrap_or(0);
+        Name { text: self.text.clone(), start }
+    }
+
+    /// The unprefixed name as text.
+    pub fn name_str(&self) -> &str {
+        &self.text[self.kind.prefix().len()..]
     }
 
     /// The primitive the key belongs to.
@@ -228,7 +267,11 @@ pub struct HolderIdentity(Arc<str>);
 impl HolderIdentity {
     /// The identity numbered `counter`, with 64 random bits.
     pub fn new<R: Rng + ?Sized>(counter: u64, rng: &mut R) -> Self {
-        Self(format!("{counter}.{}", random_hex(rng, 8)).into())
+        let mut text = String::with_capacity(20 + 1 + 16);
+        push_decimal(&mut text, counter);
+        text.push('.');
+        push_random_hex(&mut text, rng, 8);
+        Self(text.into())
     }
 
     /// The identity as text.
@@ -250,7 +293,12 @@ pub struct Nonce(Arc<str>);
 impl Nonce {
     /// The nonce numbered `counter`, with 64 random bits.
     pub fn new<R: Rng + ?Sized>(counter: u64, rng: &mut R) -> Self {
-        Self(format!(":{counter}.{}", random_hex(rng, 8)).into())
+        let mut text = String::with_capacity(1 + 20 + 1 + 16);
+        text.push(':');
+        push_decimal(&mut text, counter);
+        text.push('.');
+        push_random_hex(&mut text, rng, 8);
+        Self(text.into())
     }
 
     /// The nonce as text.
@@ -274,6 +322,86 @@ pub enum HolderKind {
     Thread,
 }
 
+impl HolderKind {
+    const fn infix(self) -> &'static str {
+        match self {
+            Self::Task => ":task:",
+            Self::Thread => ":thread:",
+        }
+    }
+}
+
+/// A short string built on the stack, then shared in one allocation (a `String` only when long).
+struct TextBuf {
+    bytes: [u8; 160],
+    len: usize,
+    spill: Option<String>,
+}
+
+impl TextBuf {
+    fn new() -> Self {
+        Self { bytes: [0; 160], len: 0, spill: None }
+    }
+
+    fn push_str(&mut self, s: &str) {
+        if let Some(spill) = &mut self.spill {
+            spill.push_str(s);
+        } else if let Some(room) = self.bytes.get_mut(self.len..self.len + s.len()) {
+            room.copy_from_slice(s.as_bytes());
+            self.len += s.len();
+        } else {
+            let mut spill = String::with_capacity(self.len + s.len() + 64);
+            spill.push_str(self.as_str());
+            spill.push_str(s);
+            self.spill = Some(spill);
+        }
+    }
+
+    fn push_decimal(&mut self, n: u64) {
+        let mut digits = String::new();
+        push_decimal(&mut digits, n);
+        self.push_str(&digits);
+    }
+
+    fn push_hex(&mut self, word: u64) {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = [0u8; 16];
+        for (i, b) in word.to_le_bytes().into_iter().enumerate() {
+            hex[2 * i] = DIGITS[usize::from(b >> 4)];
+            hex[2 * i + 1] = DIGITS[usize::from(b & 0xf)];
+        }
+        // Hex digits are ASCII.
+        self.push_str(std::str::from_utf8(&hex).unwrap_or_default());
+    }
+
+    fn as_str(&self) -> &str {
+        // Only whole `str`s were copied in, so the bytes are UTF-8.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+
+    fn into_shared(self) -> Arc<str> {
+        match self.spill {
+            Some(spill) => spill.into(),
+            None => Arc::from(self.as_str()),
+        }
+    }
+}
+
+/// Appends `n` in decimal, without the formatting machinery (tokens are made per acquisition).
+fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + u8::try_from(n % 10).unwrap_or(0);
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    digits[i..].iter().for_each(|&d| out.push(char::from(d)));
+}
+
 /// An ownership token: the value a store keeps for the holder of a lease.
 ///
 /// A token is a capability (whoever has it can release the lease), so `Debug` hides it and
@@ -284,17 +412,30 @@ pub struct Token(Arc<str>);
 impl Token {
     /// `"{worker}:task:{identity}"` or `"{worker}:thread:{identity}"`: a `Lock` holder's token.
     pub fn holder(worker: &WorkerId, kind: HolderKind, identity: &HolderIdentity) -> Self {
-        let kind = match kind {
-            HolderKind::Task => "task",
-            HolderKind::Thread => "thread",
-        };
-        Self(format!("{}:{kind}:{}", worker.as_str(), identity.as_str()).into())
+        Self::joined(&[worker.as_str(), kind.infix(), identity.as_str()])
+    }
+
+    /// A fresh holder's token, `"{worker}:{kind}:{counter}.{16 hex}"`, built in one allocation:
+    /// [`Token::holder`] with a new [`HolderIdentity`] numbered `counter`.
+    pub fn fresh_holder<R: Rng + ?Sized>(worker: &WorkerId, kind: HolderKind, counter: u64, rng: &mut R) -> Self {
+        let mut text = TextBuf::new();
+        text.push_str(worker.as_str());
+        text.push_str(kind.infix());
+        text.push_decimal(counter);
+        text.push_str(".");
+        text.push_hex(rng.next_u64());
+        Self(text.into_shared())
     }
 
     /// A task lock's token: the holder's token followed by a nonce.
     pub fn task_lock(worker: &WorkerId, kind: HolderKind, identity: &HolderIdentity, nonce: &Nonce) -> Self {
-        let base = Self::holder(worker, kind, identity);
-        Self(format!("{}{}", base.as_str(), nonce.as_str()).into())
+        Self::joined(&[worker.as_str(), kind.infix(), identity.as_str(), nonce.as_str()])
+    }
+
+    fn joined(parts: &[&str]) -> Self {
+        let mut text = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+        parts.iter().for_each(|part| text.push_str(part));
+        Self(text.into())
     }
 
     /// A leader election's token: the worker identity itself (spec §4).
@@ -445,6 +586,18 @@ mod tests {
         assert!(tl.as_str().starts_with(task.as_str()) && tl.as_str().ends_with(nonce.as_str()));
         assert_eq!(Token::leader(&worker).as_str(), worker.as_str());
         assert!(!format!("{task:?}").contains(worker.as_str()));
+    }
+
+    #[test]
+    fn fresh_holder_tokens_match_the_two_step_shape_even_for_long_workers() {
+        let worker = WorkerId::new("w7").expect("valid");
+        let token = Token::fresh_holder(&worker, HolderKind::Task, 42, &mut SplitMix64::new(9));
+        let expected = Token::holder(&worker, HolderKind::Task, &HolderIdentity::new(42, &mut SplitMix64::new(9)));
+        assert_eq!(token, expected);
+        let long = WorkerId::new(&"é".repeat(200)).expect("valid");
+        let token = Token::fresh_holder(&long, HolderKind::Thread, u64::MAX, &mut SplitMix64::new(9));
+        assert!(token.as_str().starts_with(long.as_str()) && token.as_str().contains(":thread:18446744073709551615."));
+        assert_eq!(token.as_str().len(), 400 + 8 + 20 + 1 + 16);
     }
 
     #[test]

@@ -4,7 +4,6 @@
 //! seeded once from the injected generator, so its jitter is reproducible and costs no call out.
 
 use std::convert::Infallible;
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use rand_core::{Rng, TryRng};
@@ -80,14 +79,23 @@ pub fn jitter(base: Duration, jitter: f64, r: f64) -> Duration {
 
 /// `bytes` random bytes from `rng` as lowercase hex (Python's `secrets.token_hex(bytes)`).
 pub fn random_hex<R: Rng + ?Sized>(rng: &mut R, bytes: usize) -> String {
-    let mut raw = vec![0u8; bytes];
-    rng.fill_bytes(&mut raw);
     let mut out = String::with_capacity(bytes * 2);
-    for b in raw {
-        // Writing to a String cannot fail.
-        let _ = write!(out, "{b:02x}");
-    }
+    push_random_hex(&mut out, rng, bytes);
     out
+}
+
+/// Appends `bytes` random bytes from `rng` as lowercase hex.
+pub fn push_random_hex<R: Rng + ?Sized>(out: &mut String, rng: &mut R, bytes: usize) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut left = bytes;
+    while left > 0 {
+        let word = rng.next_u64().to_le_bytes();
+        for &b in word.iter().take(left) {
+            out.push(char::from(DIGITS[usize::from(b >> 4)]));
+            out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+        }
+        left = left.saturating_sub(8);
+    }
 }
 
 #[cfg(test)]

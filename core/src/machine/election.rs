@@ -60,6 +60,13 @@ pub enum LeadershipLoss {
     Stopped,
 }
 
+/// A request of this worker, with its key, token and metadata left out until it is taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ElectionOp {
+    AcquireOrRenew(Duration),
+    Release,
+}
+
 /// An attempt in flight, with the instant until which its success would confirm leadership:
 /// `renew_deadline` after the send, under the configuration the attempt was made with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,7 +117,7 @@ pub struct ElectionMachine {
     /// A push wake-up arrived while an attempt was in flight: attempt again at once after it.
     wake_pending: bool,
     jitter: SplitMix64,
-    out: Outbox<ElectionEvent>,
+    out: Outbox<ElectionEvent, ElectionOp>,
 }
 
 impl ElectionMachine {
@@ -292,7 +299,16 @@ impl ElectionMachine {
     /// The next store request to run.
     #[must_use]
     pub fn poll_effect(&mut self) -> Option<StoreRequest> {
-        self.out.poll_effect()
+        let (key, token, metadata) = (&self.key, &self.token, &self.metadata);
+        self.out.poll_effect_with(|op| match op {
+            ElectionOp::AcquireOrRenew(lease) => StoreOp::LeaderAcquireOrRenew {
+                key: key.clone(),
+                token: token.clone(),
+                lease,
+                metadata: metadata.clone(),
+            },
+            ElectionOp::Release => StoreOp::LeaderRelease { key: key.clone(), token: token.clone() },
+        })
     }
 
     /// The next event.
@@ -317,14 +333,8 @@ impl ElectionMachine {
     // ---- internals -----------------------------------------------------------------------
 
     fn attempt(&mut self, now: Timestamp) {
-        let op = StoreOp::LeaderAcquireOrRenew {
-            key: self.key.clone(),
-            token: self.token.clone(),
-            lease: self.config.lease_duration(),
-            metadata: self.metadata.clone(),
-        };
         let lease = self.config.lease_duration();
-        let flight = self.out.send(now, op, self.config.backend_timeout());
+        let flight = self.out.send(now, ElectionOp::AcquireOrRenew(lease), self.config.backend_timeout());
         // Once applied, our lease ends `lease` after that: maybe sooner than the current belief
         // when the lease was shortened by `reconfigure`.
         self.leader_until = self.leader_until.min(now + local_validity(lease));
@@ -339,8 +349,7 @@ impl ElectionMachine {
     }
 
     fn release(&mut self, now: Timestamp) {
-        let op = StoreOp::LeaderRelease { key: self.key.clone(), token: self.token.clone() };
-        self.run = Run::Releasing(self.out.send(now, op, self.config.backend_timeout()));
+        self.run = Run::Releasing(self.out.send(now, ElectionOp::Release, self.config.backend_timeout()));
     }
 
     /// Handles an attempt's answer; `count` is false while stopping (the record is kept, the

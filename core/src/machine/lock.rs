@@ -79,6 +79,13 @@ pub enum LockPhase {
     Cancelling,
 }
 
+/// A request of this holder, with its key and token left out until it is taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LockOp {
+    Acquire(Duration),
+    Release,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Attempt {
     /// When a blocking acquire gives up; `None` waits forever.
@@ -155,7 +162,7 @@ pub struct LockMachine {
     /// (the release may have come just after the store refused it).
     wake_pending: bool,
     jitter: SplitMix64,
-    out: Outbox<LockEvent>,
+    out: Outbox<LockEvent, LockOp>,
 }
 
 impl LockMachine {
@@ -203,6 +210,12 @@ impl LockMachine {
         }
     }
 
+    /// Whether the machine holds nothing, asks nothing and waits for nothing (not even a late
+    /// answer to an abandoned request): it may serve a new holder as if new.
+    pub fn is_quiescent(&self) -> bool {
+        self.state == State::Idle && self.orphan.is_none() && self.out.is_empty()
+    }
+
     /// Whether the holder may act as the lock's owner at `now`.
     pub fn is_held(&self, now: Timestamp) -> bool {
         self.valid_until().is_some_and(|until| now < until)
@@ -228,7 +241,7 @@ impl LockMachine {
     /// The handle of the lease held or last held.
     pub fn handle(&self) -> Option<LockHandle> {
         let fencing_token = self.fence()?;
-        Some(LockHandle { name: self.key.name().clone(), token: self.token.clone(), fencing_token })
+        Some(LockHandle { name: self.key.name(), token: self.token.clone(), fencing_token })
     }
 
     // ---- inputs --------------------------------------------------------------------------
@@ -324,8 +337,7 @@ impl LockMachine {
             State::Idle | State::Acquiring { .. } | State::Waiting { .. } => return Err(self.not_owned()),
             _ => return Err(self.busy()),
         };
-        let op = StoreOp::LockAcquire { key: self.key.clone(), token: self.token.clone(), lease };
-        let flight = self.out.send(now, op, self.backend_timeout);
+        let flight = self.out.send(now, LockOp::Acquire(lease), self.backend_timeout);
         self.state = State::Extending { flight, lease, fence, valid_until };
         Ok(())
     }
@@ -389,7 +401,11 @@ impl LockMachine {
     /// The next store request to run.
     #[must_use]
     pub fn poll_effect(&mut self) -> Option<crate::store::StoreRequest> {
-        self.out.poll_effect()
+        let (key, token) = (&self.key, &self.token);
+        self.out.poll_effect_with(|op| match op {
+            LockOp::Acquire(lease) => StoreOp::LockAcquire { key: key.clone(), token: token.clone(), lease },
+            LockOp::Release => StoreOp::LockRelease { key: key.clone(), token: token.clone() },
+        })
     }
 
     /// The next event.
@@ -433,8 +449,7 @@ impl LockMachine {
     }
 
     fn attempt(&mut self, now: Timestamp, lease: Duration, attempt: Attempt) {
-        let op = StoreOp::LockAcquire { key: self.key.clone(), token: self.token.clone(), lease };
-        let flight = self.out.send(now, op, self.backend_timeout);
+        let flight = self.out.send(now, LockOp::Acquire(lease), self.backend_timeout);
         self.state = State::Acquiring { flight, lease, attempt };
     }
 
@@ -543,8 +558,7 @@ impl LockMachine {
     }
 
     fn start_release(&mut self, now: Timestamp, fence: Option<FencingToken>, quiet: bool) {
-        let op = StoreOp::LockRelease { key: self.key.clone(), token: self.token.clone() };
-        let flight = self.out.send(now, op, self.backend_timeout);
+        let flight = self.out.send(now, LockOp::Release, self.backend_timeout);
         self.state = State::Releasing { flight, fence, quiet };
     }
 
@@ -580,7 +594,7 @@ impl LockMachine {
     }
 
     fn name(&self) -> String {
-        self.key.name().as_str().to_owned()
+        self.key.name_str().to_owned()
     }
 
     fn not_owned(&self) -> Error {

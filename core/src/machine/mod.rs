@@ -22,7 +22,6 @@ mod lock;
 mod query;
 mod task_lock;
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 pub use election::{ElectionEvent, ElectionMachine, LeadershipLoss};
@@ -41,6 +40,9 @@ pub trait Machine {
     /// The machine's application events.
     type Event;
 
+    /// The key the machine works on.
+    fn key(&self) -> &crate::ids::Key;
+
     /// The store's answer to operation `id`.
     fn handle_reply(&mut self, now: Timestamp, id: OpId, reply: Result<StoreReply, BackendError>);
     /// Timers.
@@ -57,6 +59,10 @@ macro_rules! impl_machine {
     ($machine:ty, $event:ty) => {
         impl Machine for $machine {
             type Event = $event;
+
+            fn key(&self) -> &crate::ids::Key {
+                <$machine>::key(self)
+            }
 
             fn handle_reply(&mut self, now: Timestamp, id: OpId, reply: Result<StoreReply, BackendError>) {
                 <$machine>::handle_reply(self, now, id, reply)
@@ -98,17 +104,25 @@ pub(crate) struct Flight {
 
 /// The outputs of a machine: at most one store request waiting to be taken (a machine has at
 /// most one operation in flight), events, and the clock check.
+///
+/// One event per input is the rule and lives inline; the rare second one (a loss reported with
+/// a failure) goes to a queue that is freed once drained, so an idle machine keeps no heap.
+///
+/// The request waiting to be taken is kept as `P`, by default the whole [`StoreOp`]; a machine
+/// whose operations all carry its own key and token keeps a compact `P` and builds the
+/// [`StoreOp`] when the request is taken.
 #[derive(Debug)]
-pub(crate) struct Outbox<E> {
+pub(crate) struct Outbox<E, P = StoreOp> {
     next_op: u64,
-    effect: Option<StoreRequest>,
-    events: VecDeque<E>,
+    effect: Option<(OpId, Timestamp, P)>,
+    event: Option<E>,
+    more_events: Vec<E>,
     last_now: Timestamp,
 }
 
-impl<E> Outbox<E> {
+impl<E, P> Outbox<E, P> {
     pub(crate) fn new() -> Self {
-        Self { next_op: 0, effect: None, events: VecDeque::new(), last_now: Timestamp::ZERO }
+        Self { next_op: 0, effect: None, event: None, more_events: Vec::new(), last_now: Timestamp::ZERO }
     }
 
     /// The `now` to use for an input: never earlier than one already seen.
@@ -119,24 +133,42 @@ impl<E> Outbox<E> {
     }
 
     /// Queues `op`, bounded by `timeout`, and returns its flight.
-    pub(crate) fn send(&mut self, now: Timestamp, op: StoreOp, timeout: Duration) -> Flight {
+    pub(crate) fn send(&mut self, now: Timestamp, op: P, timeout: Duration) -> Flight {
         self.next_op += 1;
         let flight = Flight { op: OpId::new(self.next_op), sent_at: now, deadline: now + timeout };
         // A request not taken before the next one is abandoned anyway: its flight is over.
-        self.effect = Some(StoreRequest { id: flight.op, op, deadline: flight.deadline });
+        self.effect = Some((flight.op, flight.deadline, op));
         flight
     }
 
     pub(crate) fn emit(&mut self, event: E) {
-        self.events.push_back(event);
+        if self.event.is_none() {
+            self.event = Some(event);
+        } else {
+            self.more_events.push(event);
+        }
     }
 
-    pub(crate) fn poll_effect(&mut self) -> Option<StoreRequest> {
-        self.effect.take()
+    /// Takes the request, building its operation with `build`.
+    pub(crate) fn poll_effect_with(&mut self, build: impl FnOnce(P) -> StoreOp) -> Option<StoreRequest> {
+        let (id, deadline, op) = self.effect.take()?;
+        Some(StoreRequest { id, op: build(op), deadline })
+    }
+
+    /// Nothing waits to be taken.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.effect.is_none() && self.event.is_none()
     }
 
     pub(crate) fn poll_event(&mut self) -> Option<E> {
-        self.events.pop_front()
+        let event = self.event.take()?;
+        if !self.more_events.is_empty() {
+            self.event = Some(self.more_events.remove(0));
+            if self.more_events.is_empty() {
+                self.more_events = Vec::new();
+            }
+        }
+        Some(event)
     }
 }
 

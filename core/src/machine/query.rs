@@ -79,7 +79,7 @@ impl Query {
     }
 
     fn error(&self, cause: BackendError) -> Error {
-        let name = self.key.name().as_str().to_owned();
+        let name = self.key.name_str().to_owned();
         match self.kind {
             QueryKind::Locked => Error::LockedCheck { name, cause },
             QueryKind::Owned => Error::OwnedCheck { name, cause },

@@ -332,7 +332,7 @@ impl TaskLockMachine {
     /// The next store request to run.
     #[must_use]
     pub fn poll_effect(&mut self) -> Option<StoreRequest> {
-        self.out.poll_effect()
+        self.out.poll_effect_with(|op| op)
     }
 
     /// The next event.
@@ -451,7 +451,7 @@ impl TaskLockMachine {
     }
 
     fn name(&self) -> String {
-        self.key.name().as_str().to_owned()
+        self.key.name_str().to_owned()
     }
 
     fn busy(&self, operation: &'static str) -> Error {

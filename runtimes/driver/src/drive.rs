@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use event_listener::Event;
 use futures_lite::future;
 use tenure_core::machine::Machine;
-use tenure_core::{BackendError, Key, OpId, StoreOp, StoreReply, Timestamp};
+use tenure_core::{BackendError, Error, Key, OpId, StoreOp, StoreReply, Timestamp};
 
 use crate::backend::Wakeup;
 use crate::runtime::Runtime;
@@ -23,6 +23,8 @@ pub(crate) type Reply = Pin<Box<dyn Future<Output = Result<StoreReply, BackendEr
 
 /// Runs a machine's store operations.
 pub(crate) trait Execute: Clone + Send + Sync + 'static {
+    /// The answer, when the store can give it without waiting.
+    fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>>;
     fn execute(&self, op: StoreOp) -> Reply;
 }
 
@@ -58,23 +60,18 @@ impl Abandon for tenure_core::ElectionMachine {
 /// A machine shared between the task driving it and the ones watching it.
 pub(crate) struct Cell<M> {
     machine: Mutex<M>,
-    key: Key,
     /// Rung after every turn of a drive, and by whoever changes the machine outside one.
     pub(crate) changed: Event,
 }
 
 impl<M> Cell<M> {
-    pub(crate) fn new(machine: M, key: Key) -> Self {
-        Self { machine: Mutex::new(machine), key, changed: Event::new() }
+    pub(crate) fn new(machine: M) -> Self {
+        Self { machine: Mutex::new(machine), changed: Event::new() }
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, M> {
         // Machines never panic mid-update, so a poisoned lock still guards a consistent machine.
         self.machine.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(crate) fn key(&self) -> &Key {
-        &self.key
     }
 }
 
@@ -91,6 +88,9 @@ pub(crate) trait Purpose<M: Machine> {
         let _ = (machine, now);
         None
     }
+
+    /// The output for a starting command the machine refused at once.
+    fn refused(&mut self, error: Error) -> Self::Output;
 
     /// Ends the drive with `None` once the machine has nothing in flight.
     fn ends_when_idle(&self) -> bool {
@@ -119,14 +119,18 @@ enum Woke {
 /// when idle or give up, until then (`None`). Also returns `None` if the machine has nothing
 /// left to wait for, which a purpose expecting an answer treats as an internal error.
 ///
+/// `start`, if given, is the command that begins the drive, run under the same lock as the first
+/// turn; its refusal ends the drive with [`Purpose::refused`].
+///
 /// Dropping the returned future mid-way abandons the command ([`Abandon`]) and hands the store
 /// call in flight to a background task, so a late grant is released instead of held unknown.
-pub(crate) async fn drive<R, M, X, P>(
+pub(crate) async fn drive<R, M, X, P, S>(
     runtime: &R,
     cell: &Arc<Cell<M>>,
     exec: &X,
     mut purpose: P,
     mut wakeup: Option<Wakeup>,
+    start: Option<S>,
 ) -> Option<P::Output>
 where
     R: Runtime,
@@ -134,13 +138,36 @@ where
     M::Event: Observe,
     X: Execute,
     P: Purpose<M>,
+    S: FnOnce(&mut M, Timestamp) -> Result<(), Error>,
 {
     let background = purpose.give_up_at().is_some();
     let mut slot = Slot { runtime, cell, exec, pending: None, finished: false, background };
+    let mut start = start;
     loop {
-        let (request, timeout, output) = turn(cell, &mut purpose);
+        let (request, timeout, output) = {
+            let mut machine = cell.lock();
+            if let Some(start) = start.take() {
+                let now = runtime.now();
+                if let Err(refused) = start(&mut machine, now) {
+                    slot.finished = true;
+                    return Some(purpose.refused(refused));
+                }
+            }
+            turn(&mut *machine, runtime, exec, &mut purpose)
+        };
+        // Watchers (lost futures, leadership waiters) re-check after every turn: a state can
+        // change without an event (a release stops the holder counting on its lease at once).
+        cell.changed.notify(usize::MAX);
         if let Some(request) = request {
-            let next = Pending { id: request.id, reply: exec.execute(request.op) };
+            let mut next = Pending { id: request.id, reply: exec.execute(request.op) };
+            if output.is_none()
+                && let Some(reply) = ready_now(&mut next.reply)
+            {
+                let mut machine = cell.lock();
+                let now = runtime.now();
+                machine.handle_reply(now, next.id, reply);
+                continue;
+            }
             if let Some(abandoned) = slot.pending.replace(next) {
                 hand_off(runtime, cell, exec, abandoned);
             }
@@ -154,7 +181,8 @@ where
             slot.finished = true;
             return None;
         }
-        let woke = wait(runtime, &mut slot.pending, timeout, &mut wakeup, give_up).await;
+        // Boxed: only drives that must wait pay for the timers' space.
+        let woke = Box::pin(wait(runtime, &mut slot.pending, timeout, &mut wakeup, give_up)).await;
         let mut machine = cell.lock();
         // Read the clock while holding the machine, so that inputs from several threads reach it
         // in clock order.
@@ -175,6 +203,9 @@ where
         }
     }
 }
+
+/// No starting command (for drives that continue what is already under way).
+pub(crate) type NoStart<M> = fn(&mut M, Timestamp) -> Result<(), Error>;
 
 /// The store call a drive has in flight, handed to the background however the drive ends.
 struct Slot<'a, R: Runtime, M: Abandon + Send + 'static, X: Execute>
@@ -211,31 +242,51 @@ where
     }
 }
 
-/// Drains the machine: observes and hands over its events, takes its request and its deadline.
-fn turn<M, P>(
-    cell: &Cell<M>,
+/// The reply, if the store has already answered. A reply still pending has seen a no-op
+/// waker; the next poll (in [`wait`]) registers the real one.
+fn ready_now(reply: &mut Reply) -> Option<Result<StoreReply, BackendError>> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match reply.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(answer) => Some(answer),
+        std::task::Poll::Pending => None,
+    }
+}
+
+/// Drains the machine: observes and hands over its events, and takes its request and its
+/// deadline. A request the store answers at once is answered here, under the same lock.
+fn turn<R, M, X, P>(
+    machine: &mut M,
+    runtime: &R,
+    exec: &X,
     purpose: &mut P,
 ) -> (Option<tenure_core::StoreRequest>, Option<Timestamp>, Option<P::Output>)
 where
+    R: Runtime,
     M: Machine,
     M::Event: Observe,
+    X: Execute,
     P: Purpose<M>,
 {
-    let mut machine = cell.lock();
-    let mut output = None;
-    while let Some(event) = machine.poll_event() {
-        event.observe(cell.key());
-        if let Some(out) = purpose.event(event) {
-            output.get_or_insert(out);
+    loop {
+        let mut output = None;
+        while let Some(event) = machine.poll_event() {
+            event.observe(machine.key());
+            if let Some(out) = purpose.event(event) {
+                output.get_or_insert(out);
+            }
         }
+        let request = machine.poll_effect();
+        if let Some(request) = &request
+            && output.is_none()
+            && let Some(reply) = exec.answer_now(&request.op)
+        {
+            // A store that answers at once (the memory backend) needs no future or timer.
+            let now = runtime.now();
+            machine.handle_reply(now, request.id, reply);
+            continue;
+        }
+        return (request, machine.poll_timeout(), output);
     }
-    let request = machine.poll_effect();
-    let timeout = machine.poll_timeout();
-    drop(machine);
-    // Watchers (lost futures, leadership waiters) re-check after every turn: a state can change
-    // without an event (a release stops the holder counting on its lease at once).
-    cell.changed.notify(usize::MAX);
-    (request, timeout, output)
 }
 
 async fn wait<R: Runtime>(
@@ -303,7 +354,7 @@ where
         .await;
         if let Some(answer) = answer {
             cell.lock().handle_reply(rt.now(), id, answer);
-            let _ = drive(&rt, &cell, &exec, quiet, None).await;
+            let _ = drive(&rt, &cell, &exec, quiet, None, None::<NoStart<M>>).await;
         }
     });
 }
@@ -319,7 +370,7 @@ where
     let (rt, cell, exec) = (runtime.clone(), cell.clone(), exec.clone());
     let give_up_at = rt.now() + crate::HAND_OFF_BOUND;
     runtime.spawn(async move {
-        let _ = drive(&rt, &cell, &exec, Quiet { give_up_at }, None).await;
+        let _ = drive(&rt, &cell, &exec, Quiet { give_up_at }, None, None::<NoStart<M>>).await;
     });
 }
 
@@ -334,6 +385,8 @@ impl<M: Machine> Purpose<M> for Quiet {
     fn event(&mut self, _: M::Event) -> Option<()> {
         None
     }
+
+    fn refused(&mut self, _: Error) {}
 
     fn ends_when_idle(&self) -> bool {
         true

@@ -23,8 +23,8 @@ pub(crate) fn nonce() -> Nonce {
 }
 
 /// A fresh holder token for `worker`.
-pub(crate) fn holder_token(worker: &WorkerId, kind: HolderKind) -> Token {
-    Token::holder(worker, kind, &holder_identity())
+pub(crate) fn holder_token(worker: &WorkerId, kind: HolderKind, rng: &mut rand::rngs::ThreadRng) -> Token {
+    Token::fresh_holder(worker, kind, next(), rng)
 }
 
 /// A fresh task-lock token for `worker`.

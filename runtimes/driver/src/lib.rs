@@ -24,7 +24,7 @@ mod task_lock;
 
 use std::time::Duration;
 
-pub use backend::{BackendFuture, LeaderElectionBackend, LockBackend, MemoryBackend, ScheduleBackend, Wakeup};
+pub use backend::{BackendFuture, LeaderElectionBackend, LockBackend, MemoryBackend, ScheduleBackend, Signal, Wakeup};
 pub use blocking::{BlockingLock, BlockingLockGuard, BlockingLockHolder, BlockingTaskLock, BlockingTaskLockGuard};
 pub use coordination::{Coordination, Provider, Registry};
 pub use election::{LeaderElection, LeaderElectionBuilder, LeaderGuard};

@@ -8,7 +8,7 @@ use crate::drive::Observe;
 
 impl Observe for LockEvent {
     fn observe(&self, key: &Key) {
-        let name = key.name().as_str();
+        let name = key.name_str();
         match self {
             LockEvent::Acquired { fence, .. } => debug!(lock = name, fence = fence.get(), "lock acquired"),
             LockEvent::Extended { fence, previous, .. } if fence == previous => {
@@ -31,7 +31,7 @@ impl Observe for LockEvent {
 
 impl Observe for TaskLockEvent {
     fn observe(&self, key: &Key) {
-        let name = key.name().as_str();
+        let name = key.name_str();
         match self {
             TaskLockEvent::Entered { fence, .. } => debug!(task_lock = name, fence = fence.get(), "task lock entered"),
             TaskLockEvent::Extended { fence, .. } => {
@@ -53,7 +53,7 @@ impl Observe for TaskLockEvent {
 
 impl Observe for ElectionEvent {
     fn observe(&self, key: &Key) {
-        let name = key.name().as_str();
+        let name = key.name_str();
         match self {
             ElectionEvent::Elected => info!(election = name, "acquired leadership"),
             ElectionEvent::Deposed { reason } => warn!(election = name, ?reason, "lost leadership"),

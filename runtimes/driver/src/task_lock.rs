@@ -30,6 +30,8 @@ pub struct TaskLock<R: Runtime> {
 }
 
 struct TaskShared<R> {
+    key: Key,
+    name: Name,
     cell: Arc<Cell<TaskLockMachine>>,
     config: Mutex<TaskLockConfig>,
     backend: Arc<dyn LockBackend>,
@@ -61,13 +63,14 @@ impl<R: Runtime> TaskLock<R> {
 
     fn assemble(name: &Name, config: TaskLockConfig, backend: Arc<dyn LockBackend>, runtime: R) -> Self {
         let key = Key::new(KeyKind::TaskLock, name);
-        let cell = Arc::new(Cell::new(TaskLockMachine::new(key.clone(), &config), key));
-        Self { shared: Arc::new(TaskShared { cell, config: Mutex::new(config), backend, runtime }) }
+        let cell = Arc::new(Cell::new(TaskLockMachine::new(key.clone(), &config)));
+        let name = key.name();
+        Self { shared: Arc::new(TaskShared { key, name, cell, config: Mutex::new(config), backend, runtime }) }
     }
 
     /// The task lock name.
     pub fn name(&self) -> &Name {
-        self.shared.cell.key().name()
+        &self.shared.name
     }
 
     /// The configuration in use.
@@ -117,7 +120,7 @@ impl<R: Runtime> TaskLock<R> {
     /// Whether anyone holds the task lock ([`Error::LockedCheck`]).
     pub async fn locked(&self) -> Result<bool, Error> {
         let config = self.config();
-        let (query, request) = tenure_core::Query::locked(self.shared.cell.key(), self.now(), config.backend_timeout());
+        let (query, request) = tenure_core::Query::locked(&self.shared.key, self.now(), config.backend_timeout());
         crate::lock::ask(&self.shared.runtime, &self.exec(), query, request).await
     }
 
@@ -143,12 +146,11 @@ impl<R: Runtime> TaskLock<R> {
         start: impl FnOnce(&mut TaskLockMachine, Timestamp) -> Result<(), Error>,
         config: &TaskLockConfig,
     ) -> Result<TaskLockEvent, Error> {
-        {
-            let mut machine = self.shared.cell.lock();
+        let start = |machine: &mut TaskLockMachine, now| {
             machine.set_config(config);
-            start(&mut machine, self.now())?;
-        }
-        let outcome = drive(&self.shared.runtime, &self.shared.cell, &self.exec(), Command, None).await;
+            start(machine, now)
+        };
+        let outcome = drive(&self.shared.runtime, &self.shared.cell, &self.exec(), Command, None, Some(start)).await;
         outcome.unwrap_or_else(|| {
             let cause = BackendError::new(BackendErrorKind::Other, "the driver stopped before the operation finished");
             Err(Error::Release { name: self.name().as_str().to_owned(), cause })
@@ -172,6 +174,10 @@ struct Command;
 
 impl Purpose<TaskLockMachine> for Command {
     type Output = Result<TaskLockEvent, Error>;
+
+    fn refused(&mut self, error: Error) -> Self::Output {
+        Err(error)
+    }
 
     fn event(&mut self, event: TaskLockEvent) -> Option<Self::Output> {
         match event {

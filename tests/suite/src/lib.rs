@@ -6,6 +6,7 @@
 //! conditions (with a generous cap that only a failure reaches).
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc, missing_docs, unreachable_pub)]
 
+pub mod bench;
 pub mod blocking;
 pub mod config;
 pub mod coordination;

@@ -4,13 +4,12 @@ use std::future::ready;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use event_listener::Event;
 use tenure_core::{
     BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, StoreModel, StoreOp, StoreReply, Timestamp,
     Token, WallTime,
 };
 
-use super::{BackendFuture, LeaderElectionBackend, LockBackend, ScheduleBackend, Wakeup};
+use super::{BackendFuture, LeaderElectionBackend, LockBackend, ScheduleBackend, Signal, Wakeup};
 
 /// Wake-up channels, shared by names that hash alike (a stray wake-up costs one early attempt).
 const CHANNELS: usize = 64;
@@ -31,7 +30,7 @@ pub struct MemoryBackend {
 struct Shared {
     model: Mutex<StoreModel>,
     epoch: Instant,
-    released: [Event; CHANNELS],
+    released: [Arc<Signal>; CHANNELS],
 }
 
 impl MemoryBackend {
@@ -41,7 +40,7 @@ impl MemoryBackend {
         let since_unix = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
         let wall = WallTime::from_unix_micros(i64::try_from(since_unix.as_micros()).unwrap_or(i64::MAX));
         let model = Mutex::new(StoreModel::new(wall));
-        Self { shared: Arc::new(Shared { model, epoch, released: std::array::from_fn(|_| Event::new()) }) }
+        Self { shared: Arc::new(Shared { model, epoch, released: std::array::from_fn(|_| Arc::new(Signal::new())) }) }
     }
 
     /// Runs `op` now, from any thread, and wakes waiters when it released something.
@@ -81,7 +80,7 @@ impl MemoryBackend {
         Timestamp::from_nanos(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX))
     }
 
-    fn channel(&self, name: &str) -> &Event {
+    fn channel(&self, name: &str) -> &Arc<Signal> {
         // FNV-1a: stable and cheap; any spread will do.
         let hash =
             name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
@@ -89,11 +88,11 @@ impl MemoryBackend {
     }
 
     fn notify(&self, name: &str) {
-        self.channel(name).notify(usize::MAX);
+        self.channel(name).ring();
     }
 
     fn listen(&self, name: &str) -> Option<Wakeup> {
-        Some(Wakeup::new(self.channel(name).listen()))
+        Some(self.channel(name).ticket())
     }
 
     fn run(&self, op: &StoreOp) -> BackendFuture<'static, StoreReply> {
@@ -159,6 +158,10 @@ impl LockBackend for MemoryBackend {
         self.listen(name)
     }
 
+    fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>> {
+        Some(Ok(self.apply(op)))
+    }
+
     fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {
         self.run(&op)
     }
@@ -196,6 +199,10 @@ impl LeaderElectionBackend for MemoryBackend {
 
     fn wakeup(&self, name: &str) -> Option<Wakeup> {
         self.listen(name)
+    }
+
+    fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>> {
+        Some(Ok(self.apply(op)))
     }
 
     fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {

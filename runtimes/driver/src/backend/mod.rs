@@ -10,7 +10,10 @@ mod memory;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
+
+use event_listener::{Event, EventListener};
 use std::time::Duration;
 
 pub use memory::MemoryBackend;
@@ -21,12 +24,27 @@ pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BackendErr
 
 /// A push wake-up: completes the next time the name it was made for is released. Made *before*
 /// the attempt it may rescue, so that a release between the attempt and the wait is not missed.
-pub struct Wakeup(Pin<Box<dyn Future<Output = ()> + Send>>);
+pub struct Wakeup(WakeupInner);
+
+enum WakeupInner {
+    /// A [`Signal`] rung after `seen`: costs nothing until awaited.
+    Ticket {
+        signal: Arc<Signal>,
+        seen: u64,
+        listener: Option<EventListener>,
+    },
+    Future(Pin<Box<dyn Future<Output = ()> + Send>>),
+}
 
 impl Wakeup {
     /// Wraps a future that completes on the next release.
     pub fn new(future: impl Future<Output = ()> + Send + 'static) -> Self {
-        Self(Box::pin(future))
+        Self(WakeupInner::Future(Box::pin(future)))
+    }
+
+    /// Completes when either completes.
+    pub fn or(self, other: Wakeup) -> Wakeup {
+        Wakeup::new(futures_lite::future::or(self, other))
     }
 }
 
@@ -34,7 +52,52 @@ impl Future for Wakeup {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        self.0.as_mut().poll(cx)
+        match &mut self.0 {
+            WakeupInner::Future(future) => future.as_mut().poll(cx),
+            WakeupInner::Ticket { signal, seen, listener } => loop {
+                if signal.rung.load(Ordering::SeqCst) != *seen {
+                    return Poll::Ready(());
+                }
+                match listener {
+                    // Listen, then look again: a ring between the look and the listen is seen.
+                    None => *listener = Some(signal.event.listen()),
+                    Some(l) => {
+                        if Pin::new(l).poll(cx).is_pending() {
+                            return Poll::Pending;
+                        }
+                        *listener = None;
+                    }
+                }
+            },
+        }
+    }
+}
+
+/// What a backend rings when a name is released: waiters hold [`Wakeup`] tickets taken before
+/// their attempt, and any ring after that completes them. Cheap to take and to ring with nobody
+/// waiting.
+#[derive(Debug, Default)]
+pub struct Signal {
+    rung: AtomicU64,
+    event: Event,
+}
+
+impl Signal {
+    /// A signal never rung.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Wakes every ticket taken before now.
+    pub fn ring(&self) {
+        self.rung.fetch_add(1, Ordering::SeqCst);
+        self.event.notify(usize::MAX);
+    }
+
+    /// A wake-up for the next ring.
+    pub fn ticket(self: &Arc<Self>) -> Wakeup {
+        let seen = self.rung.load(Ordering::SeqCst);
+        Wakeup(WakeupInner::Ticket { signal: self.clone(), seen, listener: None })
     }
 }
 
@@ -68,6 +131,13 @@ pub trait LockBackend: Send + Sync + 'static {
     /// without one, waiters poll at `retry_interval`.
     fn wakeup(&self, name: &str) -> Option<Wakeup> {
         let _ = name;
+        None
+    }
+
+    /// The answer to `op` if the backend can give it without waiting (the memory backend), so
+    /// the driver needs no future, timer or allocation for it. The default: `None`.
+    fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>> {
+        let _ = op;
         None
     }
 
@@ -113,6 +183,13 @@ pub trait LeaderElectionBackend: Send + Sync + 'static {
     /// A wake-up for the next release of `name`, if the store can push one.
     fn wakeup(&self, name: &str) -> Option<Wakeup> {
         let _ = name;
+        None
+    }
+
+    /// The answer to `op` if the backend can give it without waiting (see
+    /// [`LockBackend::answer_now`]).
+    fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>> {
+        let _ = op;
         None
     }
 

@@ -7,16 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use builder::LeaderElectionBuilder;
-use event_listener::Event;
-use futures_lite::future;
 pub use lead::LeaderGuard;
 use tenure_core::{
     ElectionEvent, ElectionMachine, Error, Key, KeyKind, LeaderElectionConfig, LeaderRecord, Metadata, Name, StoreOp,
     Timestamp, Token,
 };
 
-use crate::backend::{LeaderElectionBackend, Wakeup};
-use crate::drive::{Cell, Execute, Purpose, Reply, drive};
+use crate::backend::{LeaderElectionBackend, Signal, Wakeup};
+use crate::drive::{Cell, Execute, NoStart, Purpose, Reply, drive};
 use crate::runtime::Runtime;
 
 /// A worker's seat in a leader election.
@@ -43,17 +41,23 @@ impl<R: Runtime> Drop for Handle<R> {
 }
 
 pub(crate) struct ElectionShared<R> {
+    key: Key,
+    name: Name,
     cell: Arc<Cell<ElectionMachine>>,
     backend: Arc<dyn LeaderElectionBackend>,
     runtime: R,
     /// Rung by stop requests, so a waiting loop turns at once.
-    stop: Event,
+    stop: Arc<Signal>,
 }
 
 #[derive(Clone)]
 struct ElectionExec(Arc<dyn LeaderElectionBackend>);
 
 impl Execute for ElectionExec {
+    fn answer_now(&self, op: &StoreOp) -> Option<Result<tenure_core::StoreReply, tenure_core::BackendError>> {
+        self.0.answer_now(op)
+    }
+
     fn execute(&self, op: StoreOp) -> Reply {
         self.0.clone().execute(op)
     }
@@ -68,15 +72,15 @@ impl<R: Runtime> ElectionShared<R> {
     fn request_stop(&self) {
         self.cell.lock().stop(self.now());
         self.cell.changed.notify(usize::MAX);
-        self.stop.notify(usize::MAX);
+        self.stop.ring();
     }
 
     /// A wake-up for the loop: the next release on the store, or a stop request.
     fn signal(&self) -> Wakeup {
-        let stop = self.stop.listen();
-        match self.backend.wakeup(self.cell.key().as_str()) {
-            Some(released) => Wakeup::new(future::or(released, stop)),
-            None => Wakeup::new(stop),
+        let stop = self.stop.ticket();
+        match self.backend.wakeup(self.key.as_str()) {
+            Some(released) => released.or(stop),
+            None => stop,
         }
     }
 
@@ -84,7 +88,8 @@ impl<R: Runtime> ElectionShared<R> {
     async fn run(self: Arc<Self>) {
         let exec = ElectionExec(self.backend.clone());
         let signal = self.signal();
-        let _ = drive(&self.runtime, &self.cell, &exec, Loop { shared: self.clone() }, Some(signal)).await;
+        let purpose = Loop { shared: self.clone() };
+        let _ = drive(&self.runtime, &self.cell, &exec, purpose, Some(signal), None::<NoStart<ElectionMachine>>).await;
     }
 }
 
@@ -99,6 +104,8 @@ impl<R: Runtime> Purpose<ElectionMachine> for Loop<R> {
     fn event(&mut self, event: ElectionEvent) -> Option<()> {
         (event == ElectionEvent::Stopped).then_some(())
     }
+
+    fn refused(&mut self, _: Error) {}
 
     fn woken(&mut self, machine: &mut ElectionMachine, now: Timestamp) -> Option<Wakeup> {
         let next = self.shared.signal();
@@ -134,8 +141,9 @@ impl<R: Runtime> LeaderElection<R> {
         let key = Key::new(KeyKind::Leader, name);
         let token = Token::leader(config.worker());
         let machine = ElectionMachine::new(key.clone(), token, config, metadata, runtime.now(), &mut rand::rng());
-        let cell = Arc::new(Cell::new(machine, key));
-        let shared = Arc::new(ElectionShared { cell, backend, runtime, stop: Event::new() });
+        let cell = Arc::new(Cell::new(machine));
+        let name = key.name();
+        let shared = Arc::new(ElectionShared { key, name, cell, backend, runtime, stop: Arc::new(Signal::new()) });
         Self { handle: Arc::new(Handle { shared }) }
     }
 
@@ -145,7 +153,7 @@ impl<R: Runtime> LeaderElection<R> {
 
     /// The election name.
     pub fn name(&self) -> &Name {
-        self.shared().cell.key().name()
+        &self.shared().name
     }
 
     /// The configuration in use.

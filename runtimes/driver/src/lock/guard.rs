@@ -14,14 +14,19 @@ use crate::runtime::Runtime;
 /// background (it never blocks or panics in `Drop`); release explicitly to see its outcome.
 #[must_use = "dropping the guard releases the lock"]
 pub struct LockGuard<R: Runtime> {
-    holder: LockHolder<R>,
+    /// Taken only by `release` and `drop`, which consume the guard.
+    holder: Option<LockHolder<R>>,
     handle: LockHandle,
-    released: bool,
 }
 
 impl<R: Runtime> LockGuard<R> {
     pub(crate) fn new(holder: LockHolder<R>, handle: LockHandle) -> Self {
-        Self { holder, handle, released: false }
+        Self { holder: Some(holder), handle }
+    }
+
+    fn inner(&self) -> &LockHolder<R> {
+        // `holder` is only taken by `release` and `drop`, after which no `&self` exists.
+        self.holder.as_ref().expect("a live guard has its holder")
     }
 
     /// The handle: name, ownership token and fencing token.
@@ -41,48 +46,49 @@ impl<R: Runtime> LockGuard<R> {
 
     /// Whether the lease may still be counted on now.
     pub fn is_valid(&self) -> bool {
-        self.holder.is_held()
+        self.inner().is_held()
     }
 
     /// Renews the lease for another `lease_duration`. If it had lapsed and nobody took it, the
     /// store grants it again with a greater fencing token, which this guard then carries.
     pub async fn extend(&mut self) -> Result<&LockHandle, Error> {
-        self.handle = self.holder.extend().await?;
+        self.handle = self.inner().extend().await?;
         Ok(&self.handle)
     }
 
     /// Releases the lock. [`Error::NotOwned`] if the lease had already run out or been taken.
     pub async fn release(mut self) -> Result<(), Error> {
-        self.released = true;
-        self.holder.release().await
+        let Some(holder) = self.holder.take() else { return Ok(()) };
+        let released = holder.release().await;
+        holder.recycle();
+        released
     }
 
     /// Whether the store still has this guard's token as the holder.
     pub async fn owned(&self) -> Result<bool, Error> {
-        self.holder.owned().await
+        self.inner().owned().await
     }
 
     /// Completes when the lease is lost: it ran out locally before an extend, an extend found
     /// it taken, or it was released.
     pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
-        self.holder.lost()
+        self.inner().lost()
     }
 
     /// The holder behind this guard.
     pub fn holder(&self) -> &LockHolder<R> {
-        &self.holder
+        self.inner()
     }
 }
 
 impl<R: Runtime> Drop for LockGuard<R> {
     fn drop(&mut self) {
-        if self.released {
-            return;
-        }
-        let holder = self.holder.clone();
-        self.holder.lock().shared.runtime.spawn(async move {
+        let Some(holder) = self.holder.take() else { return };
+        let runtime = holder.lock().shared.runtime.clone();
+        runtime.spawn(async move {
             // The outcome is traced by the driver; nobody is left to tell.
             let _ = holder.release().await;
+            holder.recycle();
         });
     }
 }

@@ -28,11 +28,28 @@ pub struct LockHolder<R: Runtime> {
 
 impl<R: Runtime> LockHolder<R> {
     pub(crate) fn new(lock: Lock<R>, kind: HolderKind) -> Self {
-        let config = lock.config();
-        let token = holder_token(config.worker(), kind);
-        let machine = LockMachine::new(lock.shared.key.clone(), token, &config, &mut rand::rng());
-        let cell = Arc::new(Cell::new(machine, lock.shared.key.clone()));
+        let config = lock.shared.config();
+        let mut rng = rand::rng();
+        let token = holder_token(config.worker(), kind, &mut rng);
+        let machine = LockMachine::new(lock.shared.key.clone(), token, &config, &mut rng);
+        let cell = Arc::new(Cell::new(machine));
         Self { lock, cell }
+    }
+
+    pub(crate) fn from_cell(lock: Lock<R>, cell: Arc<Cell<LockMachine>>) -> Self {
+        Self { lock, cell }
+    }
+
+    /// Returns this holder to its lock's idle holders if nobody else refers to it and its
+    /// machine is quiescent (nothing held, nothing in flight, no late answer awaited).
+    pub(crate) fn recycle(self) {
+        if Arc::strong_count(&self.cell) != 1 || !self.cell.lock().is_quiescent() {
+            return;
+        }
+        let mut idle = self.lock.shared.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if idle.len() < super::IDLE_HOLDERS {
+            idle.push(self.cell);
+        }
     }
 
     /// The ownership token this holder writes in the store. A capability: do not log it.
@@ -60,15 +77,13 @@ impl<R: Runtime> LockHolder<R> {
     pub async fn acquire(&self, timeout: Option<Duration>) -> Result<LockHandle, Error> {
         // Subscribe before the first attempt, so a release after a refusal is not missed.
         let wakeup = self.lock.shared.backend.wakeup(self.lock.shared.key.as_str());
-        self.start(|m, now| m.acquire(now, timeout))?;
-        let event = self.finish(wakeup, "acquire").await?;
+        let event = self.run(|m, now| m.acquire(now, timeout), wakeup, "acquire").await?;
         self.handle_after(&event, "acquire")
     }
 
     /// One attempt; [`Error::WouldBlock`] if another holder has the lock.
     pub async fn acquire_nowait(&self) -> Result<LockHandle, Error> {
-        self.start(LockMachine::acquire_nowait)?;
-        let event = self.finish(None, "acquire").await?;
+        let event = self.run(LockMachine::acquire_nowait, None, "acquire").await?;
         self.handle_after(&event, "acquire")
     }
 
@@ -76,15 +91,13 @@ impl<R: Runtime> LockHolder<R> {
     /// lapsed one nobody took is granted again with a greater one (compare the handle's token);
     /// a lease taken by another holder is [`Error::NotOwned`].
     pub async fn extend(&self) -> Result<LockHandle, Error> {
-        self.start(LockMachine::extend)?;
-        let event = self.finish(None, "extend").await?;
+        let event = self.run(LockMachine::extend, None, "extend").await?;
         self.handle_after(&event, "extend")
     }
 
     /// Releases the lease ([`Error::NotOwned`] if it was not held any more).
     pub async fn release(&self) -> Result<(), Error> {
-        self.start(LockMachine::release)?;
-        self.finish(None, "release").await.map(drop)
+        self.run(LockMachine::release, None, "release").await.map(drop)
     }
 
     /// Whether this holder's token holds the lock in the store ([`Error::OwnedCheck`]).
@@ -116,28 +129,40 @@ impl<R: Runtime> LockHolder<R> {
     }
 
     pub(crate) async fn acquire_guard(self, timeout: Option<Duration>) -> Result<LockGuard<R>, Error> {
-        let handle = self.acquire(timeout).await?;
-        Ok(LockGuard::new(self, handle))
+        match self.acquire(timeout).await {
+            Ok(handle) => Ok(LockGuard::new(self, handle)),
+            Err(e) => {
+                self.recycle();
+                Err(e)
+            }
+        }
     }
 
     pub(crate) async fn acquire_nowait_guard(self) -> Result<LockGuard<R>, Error> {
-        let handle = self.acquire_nowait().await?;
-        Ok(LockGuard::new(self, handle))
+        match self.acquire_nowait().await {
+            Ok(handle) => Ok(LockGuard::new(self, handle)),
+            Err(e) => {
+                self.recycle();
+                Err(e)
+            }
+        }
     }
 
-    /// Starts a command with the current configuration.
-    fn start(&self, command: impl FnOnce(&mut LockMachine, Timestamp) -> Result<(), Error>) -> Result<(), Error> {
-        let config = self.lock.config();
-        let mut machine = self.cell.lock();
-        machine.set_config(&config);
-        command(&mut machine, self.lock.now())
-    }
-
-    /// Drives the command to its completion event.
-    async fn finish(&self, wakeup: Option<Wakeup>, operation: &'static str) -> Result<LockEvent, Error> {
+    /// Runs a command, with the current configuration, to its completion event.
+    async fn run(
+        &self,
+        command: impl FnOnce(&mut LockMachine, Timestamp) -> Result<(), Error>,
+        wakeup: Option<Wakeup>,
+        operation: &'static str,
+    ) -> Result<LockEvent, Error> {
         let shared = &self.lock.shared;
-        let purpose = Command { backend: shared.backend.clone(), key: shared.key.as_str().into() };
-        let outcome = drive(&shared.runtime, &self.cell, &shared.exec(), purpose, wakeup).await;
+        let config = shared.config();
+        let start = move |machine: &mut LockMachine, now| {
+            machine.set_config(&config);
+            command(machine, now)
+        };
+        let purpose = Command { backend: &*shared.backend, key: shared.key.as_str() };
+        let outcome = drive(&shared.runtime, &self.cell, &shared.exec(), purpose, wakeup, Some(start)).await;
         outcome.unwrap_or_else(|| Err(stopped(self.lock.name().as_str(), operation)))
     }
 
@@ -165,12 +190,12 @@ impl<R: Runtime> std::fmt::Debug for LockHolder<R> {
 }
 
 /// A lock command: ends at its completion event; push wake-ups retry a waiting acquire.
-struct Command {
-    backend: Arc<dyn crate::backend::LockBackend>,
-    key: Box<str>,
+struct Command<'a> {
+    backend: &'a dyn crate::backend::LockBackend,
+    key: &'a str,
 }
 
-impl Purpose<LockMachine> for Command {
+impl Purpose<LockMachine> for Command<'_> {
     type Output = Result<LockEvent, Error>;
 
     fn event(&mut self, event: LockEvent) -> Option<Self::Output> {
@@ -181,8 +206,12 @@ impl Purpose<LockMachine> for Command {
         }
     }
 
+    fn refused(&mut self, error: Error) -> Self::Output {
+        Err(error)
+    }
+
     fn woken(&mut self, machine: &mut LockMachine, now: Timestamp) -> Option<Wakeup> {
-        let next = self.backend.wakeup(&self.key);
+        let next = self.backend.wakeup(self.key);
         machine.wake(now);
         next
     }
@@ -206,6 +235,10 @@ pub(crate) async fn ask<R: Runtime, X: Execute>(
     mut query: Query,
     request: StoreRequest,
 ) -> Result<bool, Error> {
+    if let Some(reply) = exec.answer_now(&request.op) {
+        // A query answers exactly once, to the first reply or its deadline.
+        return query.handle_reply(request.id, reply).unwrap_or(Ok(false));
+    }
     let reply = exec.execute(request.op);
     let deadline = query.deadline();
     let answer = future::or(async { Some(reply.await) }, async {

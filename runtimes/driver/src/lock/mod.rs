@@ -13,10 +13,10 @@ pub use guard::LockGuard;
 pub use holder::LockHolder;
 pub(crate) use holder::ask;
 use tenure_core::config::ensure_same_worker;
-use tenure_core::{Error, HolderKind, Key, LockConfig, Name, StoreOp};
+use tenure_core::{Error, HolderKind, Key, LockConfig, LockMachine, Name, StoreOp};
 
 use crate::backend::LockBackend;
-use crate::drive::{Execute, Reply};
+use crate::drive::{Cell, Execute, Reply};
 use crate::runtime::Runtime;
 
 /// A distributed lock: one holder at a time per name across every process sharing the backend,
@@ -44,13 +44,21 @@ pub struct Lock<R: Runtime> {
 
 pub(crate) struct LockShared<R> {
     pub(crate) key: Key,
-    config: Mutex<LockConfig>,
+    /// The key's name (sharing its text).
+    name: Name,
+    config: Mutex<Arc<LockConfig>>,
     pub(crate) backend: Arc<dyn LockBackend>,
     pub(crate) runtime: R,
+    /// Holders whose acquisition ended cleanly, kept to serve the next acquisition without
+    /// making a new token and machine. A few at most, so that idle locks stay small.
+    pub(crate) idle: Mutex<Vec<Arc<Cell<LockMachine>>>>,
 }
 
+/// How many idle holders a lock keeps.
+pub(crate) const IDLE_HOLDERS: usize = 2;
+
 impl<R: Runtime> LockShared<R> {
-    pub(crate) fn config(&self) -> LockConfig {
+    pub(crate) fn config(&self) -> Arc<LockConfig> {
         self.config.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
@@ -64,6 +72,10 @@ impl<R: Runtime> LockShared<R> {
 pub(crate) struct LockExec(pub(crate) Arc<dyn LockBackend>);
 
 impl Execute for LockExec {
+    fn answer_now(&self, op: &StoreOp) -> Option<Result<tenure_core::StoreReply, tenure_core::BackendError>> {
+        self.0.answer_now(op)
+    }
+
     fn execute(&self, op: StoreOp) -> Reply {
         self.0.clone().execute(op)
     }
@@ -89,26 +101,28 @@ impl<R: Runtime> Lock<R> {
 
     pub(crate) fn assemble(name: &Name, config: LockConfig, backend: Arc<dyn LockBackend>, runtime: R) -> Self {
         let key = Key::new(tenure_core::KeyKind::Lock, name);
-        Self { shared: Arc::new(LockShared { key, config: Mutex::new(config), backend, runtime }) }
+        let config = Mutex::new(Arc::new(config));
+        let name = key.name();
+        Self { shared: Arc::new(LockShared { key, name, config, backend, runtime, idle: Mutex::new(Vec::new()) }) }
     }
 
     /// The lock name.
     pub fn name(&self) -> &Name {
-        self.shared.key.name()
+        &self.shared.name
     }
 
     /// The configuration in use.
     pub fn config(&self) -> LockConfig {
-        self.shared.config()
+        (*self.shared.config()).clone()
     }
 
     /// Swaps the configuration: operations started from now on use it; those in flight keep
     /// theirs. The worker cannot change ([`Error::Settings`]); an equal configuration is a no-op.
     pub fn reconfigure(&self, config: LockConfig) -> Result<(), Error> {
         let mut current = self.shared.config.lock().unwrap_or_else(PoisonError::into_inner);
-        if *current != config {
+        if **current != config {
             ensure_same_worker(current.worker(), config.worker())?;
-            *current = config;
+            *current = Arc::new(config);
         }
         Ok(())
     }
@@ -121,18 +135,27 @@ impl<R: Runtime> Lock<R> {
     /// Waits until the lock is acquired, retrying every jittered `retry_interval` (and at once
     /// when the backend pushes a release).
     pub async fn acquire(&self) -> Result<LockGuard<R>, Error> {
-        self.holder().acquire_guard(None).await
+        self.pooled_holder().acquire_guard(None).await
     }
 
     /// Like [`Lock::acquire`], giving up with [`Error::Timeout`] after `timeout` (the last
     /// attempt is made at the deadline). `Duration::ZERO` makes exactly one attempt.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard<R>, Error> {
-        self.holder().acquire_guard(Some(timeout)).await
+        self.pooled_holder().acquire_guard(Some(timeout)).await
     }
 
     /// One attempt: [`Error::WouldBlock`] if another holder has the lock.
     pub async fn acquire_nowait(&self) -> Result<LockGuard<R>, Error> {
-        self.holder().acquire_nowait_guard().await
+        self.pooled_holder().acquire_nowait_guard().await
+    }
+
+    /// An idle holder left by an earlier acquisition, or a new one.
+    fn pooled_holder(&self) -> LockHolder<R> {
+        let idle = self.shared.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        match idle {
+            Some(cell) => LockHolder::from_cell(self.clone(), cell),
+            None => self.holder(),
+        }
     }
 
     /// Whether any holder has the lock ([`Error::LockedCheck`] if the store fails).
