@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every test of Tenure, as CI runs it on a clean clone: formatting, lints, the core's purity,
-# unit, property and doc tests, and the main job. (Benchmarks are type-checked by clippy's
+# unit, property and doc tests, the behaviour suite on every runtime, the examples, and the main job. (Benchmarks are type-checked by clippy's
 # --all-targets; run them with `cargo bench`.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +36,12 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
 step "tests"
 cargo test --workspace
+
+step "runtime examples"
+cargo run -q -p tenure-tokio --example quickstart
+cargo run -q -p tenure-tokio --example fenced_writes
+cargo run -q -p tenure-smol --example leader
+cargo run -q -p tenure-async-std --example nightly_job
 
 step "main job"
 cargo run -q -p tenure-core --example two_workers

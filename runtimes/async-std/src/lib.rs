@@ -29,11 +29,11 @@ pub use tenure::*;
 pub struct AsyncStd;
 
 impl Runtime for AsyncStd {
-    type Sleep = Sleep;
+    type Sleep = async_io::Timer;
 
-    fn sleep_until(&self, deadline: Timestamp) -> Sleep {
+    fn sleep_until(&self, deadline: Timestamp) -> async_io::Timer {
         // async-std's own timers are async-io's.
-        Sleep(async_io::Timer::at(runtime::clock::instant(deadline)))
+        async_io::Timer::at(runtime::clock::instant(deadline))
     }
 
     fn spawn<F>(&self, task: F)
@@ -49,17 +49,4 @@ impl Runtime for AsyncStd {
     }
 }
 
-/// A timer of [`AsyncStd`].
-#[derive(Debug)]
-pub struct Sleep(async_io::Timer);
-
-impl std::future::Future for Sleep {
-    type Output = ();
-
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
-        std::pin::Pin::new(&mut self.0).poll(cx).map(drop)
-    }
-}
-
-/// A [`tenure::Lock`] on async-std.
-pub type Lock = tenure::Lock<AsyncStd>;
+tenure::runtime_aliases!(AsyncStd);

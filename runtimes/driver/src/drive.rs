@@ -16,7 +16,7 @@ use tenure_core::machine::Machine;
 use tenure_core::{BackendError, Error, Key, OpId, StoreOp, StoreReply, Timestamp};
 
 use crate::backend::Wakeup;
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, sleep_until};
 
 /// A running store call.
 pub(crate) type Reply = Pin<Box<dyn Future<Output = Result<StoreReply, BackendError>> + Send>>;
@@ -169,7 +169,7 @@ where
                 continue;
             }
             if let Some(abandoned) = slot.pending.replace(next) {
-                hand_off(runtime, cell, exec, abandoned);
+                hand_off(runtime, cell, exec, Some(abandoned));
             }
         }
         if output.is_some() || (slot.pending.is_none() && purpose.ends_when_idle()) {
@@ -232,12 +232,10 @@ where
             self.cell.changed.notify(usize::MAX);
         }
         let pending = self.pending.take();
-        let idle = self.cell.lock().poll_timeout().is_none();
-        match pending {
-            Some(pending) if !self.background => hand_off(self.runtime, self.cell, self.exec, pending),
-            // Abandoning may have queued a request (a release): run it in the background.
-            None if !self.finished && !self.background && !idle => spawn_quiet(self.runtime, self.cell, self.exec),
-            _ => {}
+        // Abandoning may have queued a request (a release): run it in the background too.
+        let queued = !self.finished && self.cell.lock().poll_timeout().is_some();
+        if !self.background && (pending.is_some() || queued) {
+            hand_off(self.runtime, self.cell, self.exec, pending);
         }
     }
 }
@@ -303,13 +301,8 @@ async fn wait<R: Runtime>(
         }
     };
     let timer = async {
-        match timeout {
-            Some(at) => {
-                runtime.sleep_until(at).await;
-                Woke::Timer
-            }
-            None => future::pending().await,
-        }
+        sleep_until(runtime, timeout).await;
+        Woke::Timer
     };
     let woken = async {
         match wakeup {
@@ -321,46 +314,31 @@ async fn wait<R: Runtime>(
         }
     };
     let give_up = async {
-        match give_up {
-            Some(at) => {
-                runtime.sleep_until(at).await;
-                Woke::GiveUp
-            }
-            None => future::pending().await,
-        }
+        sleep_until(runtime, give_up).await;
+        Woke::GiveUp
     };
     future::or(reply, future::or(timer, future::or(woken, give_up))).await
 }
 
-/// Finishes a store call nobody waits for any more in the background: its late answer still
-/// reaches the machine (which releases a grant it no longer wants), and whatever that starts is
-/// driven to its end. Gives up after `bound` from now.
-fn hand_off<R, M, X>(runtime: &R, cell: &Arc<Cell<M>>, exec: &X, pending: Pending)
-where
-    R: Runtime,
-    M: Abandon + Send + 'static,
-    M::Event: Observe,
-    X: Execute,
-{
-    let (rt, cell, exec) = (runtime.clone(), cell.clone(), exec.clone());
-    let give_up_at = rt.now() + crate::HAND_OFF_BOUND;
-    runtime.spawn(async move {
-        let quiet = Quiet { give_up_at };
-        let Pending { id, reply } = pending;
-        let answer = future::or(async { Some(reply.await) }, async {
-            rt.sleep_until(give_up_at).await;
-            None
-        })
-        .await;
-        if let Some(answer) = answer {
-            cell.lock().handle_reply(rt.now(), id, answer);
-            let _ = drive(&rt, &cell, &exec, quiet, None, None::<NoStart<M>>).await;
-        }
-    });
+/// Completes once `until` says the machine no longer holds (returns `None`): re-checks after
+/// every turn of the machine, and at the instant `until` returned (when a lease or leadership
+/// runs out without anyone telling the machine).
+pub(crate) async fn watch<R: Runtime, M>(
+    cell: &Cell<M>,
+    runtime: &R,
+    until: impl Fn(&M, Timestamp) -> Option<Timestamp>,
+) {
+    loop {
+        let listener = cell.changed.listen();
+        let Some(at) = until(&cell.lock(), runtime.now()) else { return };
+        future::or(listener, sleep_until(runtime, Some(at))).await;
+    }
 }
 
-/// Drives in the background whatever the machine has queued, until it is idle or gives up.
-fn spawn_quiet<R, M, X>(runtime: &R, cell: &Arc<Cell<M>>, exec: &X)
+/// Finishes in the background what nobody waits for any more: the late answer of a store call
+/// still in flight reaches the machine (which releases a grant it no longer wants), and whatever
+/// the machine has queued is driven to its end. Gives up after [`crate::HAND_OFF_BOUND`].
+fn hand_off<R, M, X>(runtime: &R, cell: &Arc<Cell<M>>, exec: &X, pending: Option<Pending>)
 where
     R: Runtime,
     M: Abandon + Send + 'static,
@@ -370,6 +348,17 @@ where
     let (rt, cell, exec) = (runtime.clone(), cell.clone(), exec.clone());
     let give_up_at = rt.now() + crate::HAND_OFF_BOUND;
     runtime.spawn(async move {
+        if let Some(Pending { id, reply }) = pending {
+            let answer = future::or(async { Some(reply.await) }, async {
+                sleep_until(&rt, Some(give_up_at)).await;
+                None
+            })
+            .await;
+            let Some(answer) = answer else { return };
+            let mut machine = cell.lock();
+            let now = rt.now();
+            machine.handle_reply(now, id, answer);
+        }
         let _ = drive(&rt, &cell, &exec, Quiet { give_up_at }, None, None::<NoStart<M>>).await;
     });
 }

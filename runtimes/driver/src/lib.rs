@@ -12,6 +12,7 @@
 
 pub mod backend;
 mod blocking;
+mod builder;
 mod coordination;
 mod drive;
 mod election;

@@ -11,8 +11,8 @@ use tenure_core::Timestamp;
 
 /// What Tenure needs from an async runtime.
 pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
-    /// The future [`Runtime::sleep_until`] returns.
-    type Sleep: Future<Output = ()> + Send + 'static;
+    /// The future [`Runtime::sleep_until`] returns (its output is ignored).
+    type Sleep: Future + Send + 'static;
 
     /// A future that completes at `deadline` (a [`clock`] instant); at once if it has passed.
     fn sleep_until(&self, deadline: Timestamp) -> Self::Sleep;
@@ -32,6 +32,14 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// workers), so a blocking adapter must refuse instead of deadlocking.
     fn blocks_runtime(&self) -> bool {
         false
+    }
+}
+
+/// Sleeps until `deadline`, or forever when there is none.
+pub(crate) async fn sleep_until<R: Runtime>(runtime: &R, deadline: Option<Timestamp>) {
+    match deadline {
+        Some(at) => drop(runtime.sleep_until(at).await),
+        None => futures_lite::future::pending().await,
     }
 }
 
@@ -57,4 +65,30 @@ pub mod clock {
         let far = Duration::from_secs(100 * 365 * 86_400);
         epoch.checked_add(Duration::from_nanos(t.as_nanos())).unwrap_or_else(|| epoch + far)
     }
+}
+
+/// Defines, in a runtime crate, the type aliases that fix the runtime of every primitive
+/// (`Lock` for `tenure::Lock<$runtime>`, and so on).
+#[macro_export]
+macro_rules! runtime_aliases {
+    ($runtime:ty) => {
+        /// A [`tenure::Lock`] on this runtime.
+        pub type Lock = $crate::Lock<$runtime>;
+        /// A [`tenure::LockGuard`] on this runtime.
+        pub type LockGuard = $crate::LockGuard<$runtime>;
+        /// A [`tenure::LockHolder`] on this runtime.
+        pub type LockHolder = $crate::LockHolder<$runtime>;
+        /// A [`tenure::TaskLock`] on this runtime.
+        pub type TaskLock = $crate::TaskLock<$runtime>;
+        /// A [`tenure::TaskLockGuard`] on this runtime.
+        pub type TaskLockGuard = $crate::TaskLockGuard<$runtime>;
+        /// A [`tenure::LeaderElection`] on this runtime.
+        pub type LeaderElection = $crate::LeaderElection<$runtime>;
+        /// A [`tenure::LeaderGuard`] on this runtime.
+        pub type LeaderGuard = $crate::LeaderGuard<$runtime>;
+        /// A [`tenure::Coordination`] on this runtime.
+        pub type Coordination = $crate::Coordination<$runtime>;
+        /// A [`tenure::Registry`] on this runtime.
+        pub type Registry = $crate::Registry<$runtime>;
+    };
 }

@@ -4,18 +4,17 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures_lite::future;
 use tenure_core::config::ensure_same_worker;
 use tenure_core::{
-    BackendError, BackendErrorKind, EnvOptions, EnvVars, Error, FencingToken, HolderKind, Key, KeyKind, Name,
-    TaskLockConfig, TaskLockConfigBuilder, TaskLockEvent, TaskLockMachine, Timestamp, WorkerId,
+    BackendError, BackendErrorKind, Error, FencingToken, HolderKind, Key, KeyKind, Name, TaskLockConfig,
+    TaskLockConfigBuilder, TaskLockEvent, TaskLockMachine, Timestamp, WorkerId,
 };
 
 use crate::backend::LockBackend;
-use crate::drive::{Cell, Purpose, drive};
-use crate::env::{EnvSource, resolve_warnings};
+use crate::builder::{Common, common_setters, config_setters};
+use crate::drive::{Cell, Purpose, drive, watch};
 use crate::identity::task_lock_token;
-use crate::lock::{LockExec, missing_backend};
+use crate::lock::LockExec;
 use crate::runtime::Runtime;
 
 /// A lock for scheduled jobs: [`TaskLock::enter`] takes it without waiting (or fails with
@@ -41,14 +40,7 @@ struct TaskShared<R> {
 impl<R: Runtime> TaskLock<R> {
     /// Starts building the task lock `name` (settings from `GREL_TASKLOCK_*` when unset).
     pub fn builder(name: &str, runtime: R) -> TaskLockBuilder<R> {
-        TaskLockBuilder {
-            name: name.to_owned(),
-            config: TaskLockConfig::builder(),
-            env: EnvSource::Process,
-            options: EnvOptions::default(),
-            backend: None,
-            runtime,
-        }
+        TaskLockBuilder { common: Common::new(name, runtime), config: TaskLockConfig::builder() }
     }
 
     /// The task lock `name` with exactly `config`, on `backend`.
@@ -229,20 +221,7 @@ impl<R: Runtime> TaskLockGuard<R> {
     /// Completes when the run's lease is lost (ran out, or found taken) or the run exited.
     pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
         let (cell, runtime) = (self.lock.shared.cell.clone(), self.lock.shared.runtime.clone());
-        async move {
-            loop {
-                let listener = cell.changed.listen();
-                let until = {
-                    let machine = cell.lock();
-                    if !machine.is_held(runtime.now()) {
-                        return;
-                    }
-                    machine.valid_until()
-                };
-                let Some(until) = until else { return };
-                future::or(listener, runtime.sleep_until(until)).await;
-            }
-        }
+        async move { watch(&cell, &runtime, |m: &TaskLockMachine, now| m.valid_until().filter(|_| m.is_held(now))).await }
     }
 }
 
@@ -266,83 +245,36 @@ impl<R: Runtime> std::fmt::Debug for TaskLockGuard<R> {
     }
 }
 
-/// Builds a [`TaskLock`].
+/// Builds a [`TaskLock`]. Settings left unset come from `GREL_TASKLOCK_*`.
 #[must_use]
 pub struct TaskLockBuilder<R: Runtime> {
-    name: String,
+    common: Common<dyn LockBackend, R>,
     config: TaskLockConfigBuilder,
-    env: EnvSource,
-    options: EnvOptions,
-    backend: Option<Arc<dyn LockBackend>>,
-    runtime: R,
 }
 
 impl<R: Runtime> TaskLockBuilder<R> {
-    /// The store.
-    pub fn backend(self, backend: impl LockBackend) -> Self {
-        self.shared_backend(Arc::new(backend))
-    }
+    common_setters!(LockBackend);
 
-    /// The store, shared.
-    pub fn shared_backend(mut self, backend: Arc<dyn LockBackend>) -> Self {
-        self.backend = Some(backend);
-        self
-    }
-
-    /// The worker identity.
-    pub fn worker(mut self, worker: WorkerId) -> Self {
-        self.config = self.config.worker(worker);
-        self
-    }
-
-    /// The minimum hold after the start (default 1 s; at most the lease).
-    pub fn min_hold_duration(mut self, d: Duration) -> Self {
-        self.config = self.config.min_hold_duration(d);
-        self
-    }
-
-    /// The lease taken at enter (default 60 s).
-    pub fn lease_duration(mut self, d: Duration) -> Self {
-        self.config = self.config.lease_duration(d);
-        self
-    }
-
-    /// The bound on one store call (default 5 s).
-    pub fn backend_timeout(mut self, d: Duration) -> Self {
-        self.config = self.config.backend_timeout(d);
-        self
-    }
-
-    /// Reads exactly `{prefix}{FIELD}` variables.
-    pub fn env_prefix(mut self, prefix: &str) -> Self {
-        self.options.env_prefix = Some(prefix.to_owned());
-        self
-    }
-
-    /// Reads or ignores the environment whatever `GREL_ENV_LOAD` says.
-    pub fn env_load(mut self, load: bool) -> Self {
-        self.options.env_load = Some(load);
-        self
-    }
-
-    /// Reads these variables instead of the process environment.
-    pub fn env_vars(mut self, vars: EnvVars) -> Self {
-        self.env = EnvSource::Vars(vars);
-        self
+    config_setters! {
+        /// The worker identity.
+        worker: WorkerId,
+        /// The minimum hold after the start (default 1 s; at most the lease).
+        min_hold_duration: Duration,
+        /// The lease taken at enter (default 60 s).
+        lease_duration: Duration,
+        /// The bound on one store call (default 5 s).
+        backend_timeout: Duration,
     }
 
     /// Validates and builds.
     pub fn build(self) -> Result<TaskLock<R>, Error> {
-        let name = Name::new(&self.name)?;
-        let backend = self.backend.ok_or_else(|| missing_backend("TaskLock", &self.name))?;
-        let resolved = self.config.resolve(&self.name, &self.env.vars(), &self.options, &mut rand::rng())?;
-        resolve_warnings(&resolved.warnings);
-        Ok(TaskLock::assemble(&name, resolved.config, backend, self.runtime))
+        let built = self.common.build("TaskLock", self.config)?;
+        Ok(TaskLock::assemble(&built.name, built.config, built.backend, built.runtime))
     }
 }
 
 impl<R: Runtime> std::fmt::Debug for TaskLockBuilder<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TaskLockBuilder").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("TaskLockBuilder").field("name", &self.common.name).finish_non_exhaustive()
     }
 }

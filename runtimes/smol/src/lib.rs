@@ -46,10 +46,10 @@ impl Smol {
 }
 
 impl Runtime for Smol {
-    type Sleep = Sleep;
+    type Sleep = async_io::Timer;
 
-    fn sleep_until(&self, deadline: Timestamp) -> Sleep {
-        Sleep(async_io::Timer::at(runtime::clock::instant(deadline)))
+    fn sleep_until(&self, deadline: Timestamp) -> async_io::Timer {
+        async_io::Timer::at(runtime::clock::instant(deadline))
     }
 
     fn spawn<F>(&self, task: F)
@@ -63,17 +63,4 @@ impl Runtime for Smol {
     }
 }
 
-/// A timer of [`Smol`].
-#[derive(Debug)]
-pub struct Sleep(async_io::Timer);
-
-impl std::future::Future for Sleep {
-    type Output = ();
-
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
-        std::pin::Pin::new(&mut self.0).poll(cx).map(drop)
-    }
-}
-
-/// A [`tenure::Lock`] on smol.
-pub type Lock = tenure::Lock<Smol>;
+tenure::runtime_aliases!(Smol);

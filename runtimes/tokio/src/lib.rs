@@ -73,5 +73,4 @@ impl Runtime for Tokio {
     }
 }
 
-/// A [`tenure::Lock`] on tokio.
-pub type Lock = tenure::Lock<Tokio>;
+tenure::runtime_aliases!(Tokio);

@@ -1,5 +1,5 @@
 //! The behaviour suite of Tenure (spec §8 for Lock, TaskLock, LeaderElection, Coordination and
-//! configuration), written once, generic over [`Runtime`], and instantiated for each runtime by
+//! configuration), written once, generic over [`tenure::Runtime`], and instantiated for each runtime by
 //! [`suite!`] in that runtime crate's tests.
 //!
 //! Leases are tens of milliseconds; nothing sleeps to let something happen: tests wait on

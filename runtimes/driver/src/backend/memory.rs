@@ -112,12 +112,47 @@ impl std::fmt::Debug for MemoryBackend {
     }
 }
 
-fn token(text: &str) -> Result<Token, BackendError> {
-    Token::new(text).map_err(|e| BackendError::new(BackendErrorKind::Rejected, e.to_string()))
-}
-
 fn done<T: Send + 'static>(value: Result<T, BackendError>) -> BackendFuture<'static, T> {
     Box::pin(ready(value))
+}
+
+impl MemoryBackend {
+    /// Runs `f` on the model with `token` validated and the store's clock read under the lock.
+    fn with_token<T>(
+        &self,
+        token: &str,
+        f: impl FnOnce(&mut StoreModel, &Token, Timestamp) -> T,
+    ) -> Result<T, BackendError> {
+        let token = Token::new(token).map_err(|e| BackendError::new(BackendErrorKind::Rejected, e.to_string()))?;
+        let mut model = self.model();
+        let now = self.now();
+        Ok(f(&mut model, &token, now))
+    }
+
+    /// A release through the string interface: wakes waiters when it released.
+    fn release_named(&self, name: &str, released: Result<bool, BackendError>) -> BackendFuture<'static, bool> {
+        if released == Ok(true) {
+            self.notify(name);
+        }
+        done(released)
+    }
+}
+
+/// The methods by which the memory backend answers machines directly and pushes releases.
+macro_rules! answered_at_once {
+    () => {
+        fn wakeup(&self, name: &str) -> Option<Wakeup> {
+            self.listen(name)
+        }
+
+        fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>> {
+            Some(Ok(self.apply(op)))
+        }
+
+        fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {
+            self.run(&op)
+        }
+    };
 }
 
 impl LockBackend for MemoryBackend {
@@ -127,22 +162,11 @@ impl LockBackend for MemoryBackend {
         token: &'a str,
         duration: Duration,
     ) -> BackendFuture<'a, Option<FencingToken>> {
-        let token = self::token(token);
-        done(token.map(|token| {
-            let mut model = self.model();
-            model.lock_acquire(name, &token, duration, self.now())
-        }))
+        done(self.with_token(token, |model, token, now| model.lock_acquire(name, token, duration, now)))
     }
 
     fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
-        let released = self::token(token).map(|token| {
-            let mut model = self.model();
-            model.lock_release(name, &token, self.now())
-        });
-        if released == Ok(true) {
-            self.notify(name);
-        }
-        done(released)
+        self.release_named(name, self.with_token(token, |model, token, now| model.lock_release(name, token, now)))
     }
 
     fn locked<'a>(&'a self, name: &'a str) -> BackendFuture<'a, bool> {
@@ -151,20 +175,10 @@ impl LockBackend for MemoryBackend {
     }
 
     fn owned<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
-        done(self::token(token).map(|token| self.model().lock_owned(name, &token, self.now())))
+        done(self.with_token(token, |model, token, now| model.lock_owned(name, token, now)))
     }
 
-    fn wakeup(&self, name: &str) -> Option<Wakeup> {
-        self.listen(name)
-    }
-
-    fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>> {
-        Some(Ok(self.apply(op)))
-    }
-
-    fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {
-        self.run(&op)
-    }
+    answered_at_once!();
 }
 
 impl LeaderElectionBackend for MemoryBackend {
@@ -175,21 +189,14 @@ impl LeaderElectionBackend for MemoryBackend {
         duration: Duration,
         metadata: &'a Metadata,
     ) -> BackendFuture<'a, LeaderRecord> {
-        done(self::token(token).map(|token| {
-            let mut model = self.model();
-            model.leader_acquire_or_renew(name, &token, duration, &Arc::new(metadata.clone()), self.now())
+        let metadata = Arc::new(metadata.clone());
+        done(self.with_token(token, |model, token, now| {
+            model.leader_acquire_or_renew(name, token, duration, &metadata, now)
         }))
     }
 
     fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
-        let released = self::token(token).map(|token| {
-            let mut model = self.model();
-            model.leader_release(name, &token, self.now())
-        });
-        if released == Ok(true) {
-            self.notify(name);
-        }
-        done(released)
+        self.release_named(name, self.with_token(token, |model, token, now| model.leader_release(name, token, now)))
     }
 
     fn get<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<LeaderRecord>> {
@@ -197,17 +204,7 @@ impl LeaderElectionBackend for MemoryBackend {
         done(Ok(model.leader_get(name, self.now())))
     }
 
-    fn wakeup(&self, name: &str) -> Option<Wakeup> {
-        self.listen(name)
-    }
-
-    fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>> {
-        Some(Ok(self.apply(op)))
-    }
-
-    fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {
-        self.run(&op)
-    }
+    answered_at_once!();
 }
 
 impl ScheduleBackend for MemoryBackend {

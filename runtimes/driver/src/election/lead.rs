@@ -3,9 +3,10 @@
 use std::future::Future;
 
 use futures_lite::future;
-use tenure_core::{Error, WouldBlockReason};
+use tenure_core::{ElectionMachine, Error, WouldBlockReason};
 
 use super::LeaderElection;
+use crate::drive::watch;
 use crate::runtime::Runtime;
 
 impl<R: Runtime> LeaderElection<R> {
@@ -25,18 +26,7 @@ impl<R: Runtime> LeaderElection<R> {
     /// Waits until this worker does not lead (at once if it does not).
     pub async fn wait_lose_leader(&self) {
         let (cell, runtime) = (&self.shared().cell, &self.shared().runtime);
-        loop {
-            let listener = cell.changed.listen();
-            let until = {
-                let machine = cell.lock();
-                if !machine.is_leader(runtime.now()) {
-                    return;
-                }
-                machine.leading_until()
-            };
-            let Some(until) = until else { return };
-            future::or(listener, runtime.sleep_until(until)).await;
-        }
+        watch(cell, runtime, |m: &ElectionMachine, now| m.leading_until().filter(|_| m.is_leader(now))).await;
     }
 
     /// Runs `work` while this worker leads: waits for leadership, then polls `work` until it
@@ -67,7 +57,7 @@ impl<R: Runtime> LeaderElection<R> {
     }
 
     /// A non-blocking check for scheduled work: a guard if this worker leads now, else
-    /// [`Error::WouldBlock`] ("Not leader: <name>").
+    /// [`Error::WouldBlock`] (`"Not leader: <name>"`).
     pub fn guard(&self) -> Result<LeaderGuard<R>, Error> {
         if self.is_leader() {
             return Ok(LeaderGuard { election: self.clone() });

@@ -12,7 +12,7 @@ use tenure_core::{
 
 use super::{Lock, LockGuard};
 use crate::backend::Wakeup;
-use crate::drive::{Cell, Execute, Purpose, drive};
+use crate::drive::{Cell, Execute, Purpose, drive, watch};
 use crate::identity::holder_token;
 use crate::runtime::Runtime;
 
@@ -112,20 +112,7 @@ impl<R: Runtime> LockHolder<R> {
     /// taken, or it was released. Completes at once if nothing is held.
     pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
         let (cell, runtime) = (self.cell.clone(), self.lock.shared.runtime.clone());
-        async move {
-            loop {
-                let listener = cell.changed.listen();
-                let until = {
-                    let machine = cell.lock();
-                    if !machine.is_held(runtime.now()) {
-                        return;
-                    }
-                    machine.valid_until()
-                };
-                let Some(until) = until else { return };
-                future::or(listener, runtime.sleep_until(until)).await;
-            }
-        }
+        async move { watch(&cell, &runtime, |m: &LockMachine, now| m.valid_until().filter(|_| m.is_held(now))).await }
     }
 
     pub(crate) async fn acquire_guard(self, timeout: Option<Duration>) -> Result<LockGuard<R>, Error> {

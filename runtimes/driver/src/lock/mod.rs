@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 pub use builder::LockBuilder;
-pub(crate) use builder::missing_backend;
 pub use guard::LockGuard;
 pub use holder::LockHolder;
 pub(crate) use holder::ask;
