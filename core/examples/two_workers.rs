@@ -170,7 +170,7 @@ fn lock_line(event: &LockEvent) -> String {
     match event {
         LockEvent::Acquired { fence, .. } => format!("lock orders: acquired, fencing token {fence}"),
         LockEvent::Extended { fence, .. } => format!("lock orders: extended, fencing token {fence}"),
-        LockEvent::Released => "lock orders: released".into(),
+        LockEvent::Released { .. } => "lock orders: released".into(),
         LockEvent::Lost { fence, reason } => format!("lock orders: lease with fencing token {fence} lost ({reason:?})"),
         LockEvent::Failed(e) => format!("lock orders: {e}"),
         other => format!("lock orders: {other:?}"),

@@ -351,7 +351,7 @@ fn run_locks(seed: u64, steps: &[Result<(usize, LockCmd), Net>], coverage: &mut 
                     prop_assert!(!released[h], "a released holder renewed");
                     told[h] = true;
                 }
-                LockEvent::Released => (released[h], told[h]) = (true, false),
+                LockEvent::Released { .. } => (released[h], told[h]) = (true, false),
                 LockEvent::Lost { .. } => {
                     told[h] = false;
                     coverage.lost += 1;

@@ -65,7 +65,10 @@ fn exit_at_exactly_min_hold_releases() {
     a.exit(w.now).unwrap();
     let request = w.take(&mut a);
     assert!(matches!(request.op, StoreOp::LockRelease { .. }), "elapsed == min_hold releases");
-    assert_eq!(w.answer(&mut a, &request), vec![TaskLockEvent::Exited { held_until: None }]);
+    assert_eq!(
+        w.answer(&mut a, &request),
+        vec![TaskLockEvent::Exited { fence: FencingToken::FIRST, held_until: None }]
+    );
     assert!(!w.store.lock_locked(a.key(), w.now));
 }
 
@@ -82,7 +85,10 @@ fn exit_before_min_hold_shortens_the_lease_to_the_remainder() {
     let request = w.take(&mut a);
     assert!(matches!(request.op, StoreOp::LockAcquire { lease, .. } if lease == ms(300)), "{:?}", request.op);
     let events = w.answer(&mut a, &request);
-    assert_eq!(events, vec![TaskLockEvent::Exited { held_until: Some(acquired_at + ms(500)) }]);
+    assert_eq!(
+        events,
+        vec![TaskLockEvent::Exited { fence: FencingToken::FIRST, held_until: Some(acquired_at + ms(500)) }]
+    );
     assert_eq!(a.phase(), TaskLockPhase::Idle);
     let mut b = machine(&cfg);
     w.advance(ms(300));

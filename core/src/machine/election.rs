@@ -172,6 +172,16 @@ impl ElectionMachine {
         &self.metadata
     }
 
+    /// Whether a stop is under way (the release has not answered yet).
+    pub fn is_stopping(&self) -> bool {
+        matches!(self.run, Run::Finishing(_) | Run::Releasing(_))
+    }
+
+    /// Whether the loop is stopped and its events taken (nothing left to drive).
+    pub fn is_settled(&self) -> bool {
+        self.run == Run::Stopped && self.out.is_empty()
+    }
+
     /// Whether the loop runs (until [`ElectionEvent::Stopped`]).
     pub fn is_running(&self) -> bool {
         self.run != Run::Stopped

@@ -34,7 +34,10 @@ pub enum LockEvent {
         valid_until: Timestamp,
     },
     /// `release` succeeded.
-    Released,
+    Released {
+        /// The fencing token of the lease released, if this holder knew it held one.
+        fence: Option<FencingToken>,
+    },
     /// The current command failed.
     Failed(Error),
     /// A lease the holder believed valid is no longer: it ran out locally, or an extend found
@@ -208,6 +211,12 @@ impl LockMachine {
             State::Releasing { .. } => LockPhase::Releasing,
             State::Cancelling { .. } => LockPhase::Cancelling,
         }
+    }
+
+    /// Whether no command is under way (nothing queued or in flight, but possibly the late answer
+    /// of an abandoned acquire): a new command may start.
+    pub fn is_settled(&self) -> bool {
+        matches!(self.state, State::Idle | State::Held { .. } | State::Stale { .. }) && self.out.is_empty()
     }
 
     /// Whether the machine holds nothing, asks nothing and waits for nothing (not even a late
@@ -539,7 +548,7 @@ impl LockMachine {
 
     fn on_release_reply(&mut self, fence: Option<FencingToken>, quiet: bool, reply: Result<StoreReply, BackendError>) {
         let (state, event) = match reply {
-            Ok(StoreReply::Flag(true)) => (State::Idle, LockEvent::Released),
+            Ok(StoreReply::Flag(true)) => (State::Idle, LockEvent::Released { fence }),
             Ok(StoreReply::Flag(false)) => (State::Idle, LockEvent::Failed(self.not_owned())),
             Ok(other) => (
                 State::Idle,

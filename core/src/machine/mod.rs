@@ -43,6 +43,10 @@ pub trait Machine {
     /// The key the machine works on.
     fn key(&self) -> &crate::ids::Key;
 
+    /// Whether no command is under way: nothing queued, nothing in flight but possibly the late
+    /// answer of an abandoned request. A new command may start.
+    fn is_settled(&self) -> bool;
+
     /// The store's answer to operation `id`.
     fn handle_reply(&mut self, now: Timestamp, id: OpId, reply: Result<StoreReply, BackendError>);
     /// Timers.
@@ -62,6 +66,10 @@ macro_rules! impl_machine {
 
             fn key(&self) -> &crate::ids::Key {
                 <$machine>::key(self)
+            }
+
+            fn is_settled(&self) -> bool {
+                <$machine>::is_settled(self)
             }
 
             fn handle_reply(&mut self, now: Timestamp, id: OpId, reply: Result<StoreReply, BackendError>) {

@@ -34,6 +34,8 @@ pub enum TaskLockEvent {
     },
     /// `exit` finished: released at once, or kept until `held_until` to honour the min hold.
     Exited {
+        /// The fencing token of the run.
+        fence: FencingToken,
         /// When the hold ends (local clock); `None` when released at once.
         held_until: Option<Timestamp>,
     },
@@ -91,6 +93,7 @@ enum State {
     Exiting {
         flight: Flight,
         token: Token,
+        fence: FencingToken,
         held_until: Option<Timestamp>,
     },
     /// Releasing, without events, a late grant of an enter that had been abandoned.
@@ -158,6 +161,11 @@ impl TaskLockMachine {
         }
     }
 
+    /// Whether no command is under way: a new command may start.
+    pub fn is_settled(&self) -> bool {
+        matches!(self.state, State::Idle | State::Held(_)) && self.out.is_empty()
+    }
+
     /// Whether the lease of the running task may be counted on at `now`.
     pub fn is_held(&self, now: Timestamp) -> bool {
         self.run().is_some_and(|run| now < run.valid_until)
@@ -212,8 +220,8 @@ impl TaskLockMachine {
             State::Extending { flight, lease, run } if flight.op == id => {
                 self.on_extend_reply(now, flight, lease, run, reply);
             }
-            State::Exiting { flight, token, held_until } if flight.op == id => {
-                self.on_exit_reply(token, held_until, reply);
+            State::Exiting { flight, token, fence, held_until } if flight.op == id => {
+                self.on_exit_reply(token, fence, held_until, reply);
             }
             State::Abandoning { flight } if flight.op == id => {}
             // Unknown, stale or duplicated: the operation is no longer awaited.
@@ -303,7 +311,7 @@ impl TaskLockMachine {
             (op, Some(run.acquired_at + self.min_hold))
         };
         let flight = self.out.send(now, op, self.backend_timeout);
-        self.state = State::Exiting { flight, token: run.token, held_until };
+        self.state = State::Exiting { flight, token: run.token, fence: run.fence, held_until };
         Ok(())
     }
 
@@ -419,12 +427,18 @@ impl TaskLockMachine {
         self.out.emit(event);
     }
 
-    fn on_exit_reply(&mut self, token: Token, held_until: Option<Timestamp>, reply: Result<StoreReply, BackendError>) {
+    fn on_exit_reply(
+        &mut self,
+        token: Token,
+        fence: FencingToken,
+        held_until: Option<Timestamp>,
+        reply: Result<StoreReply, BackendError>,
+    ) {
         let event = match (reply, held_until) {
-            (Ok(StoreReply::Flag(true)), None) => TaskLockEvent::Exited { held_until: None },
+            (Ok(StoreReply::Flag(true)), None) => TaskLockEvent::Exited { fence, held_until: None },
             (Ok(StoreReply::Fence(Some(_))), Some(until)) => {
                 self.held_over = Some((token, until));
-                TaskLockEvent::Exited { held_until: Some(until) }
+                TaskLockEvent::Exited { fence, held_until: Some(until) }
             }
             (Ok(StoreReply::Flag(false) | StoreReply::Fence(None)), _) => {
                 TaskLockEvent::Failed(Error::NotOwned { name: self.name() })

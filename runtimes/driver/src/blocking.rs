@@ -1,11 +1,16 @@
 //! Blocking adapters for synchronous code (grelmicro's `from_thread`): the same operations,
 //! waited for on the calling thread.
 //!
-//! Call them from plain threads (or `spawn_blocking`). A call from a thread that runs the
-//! runtime would stall the tasks it waits for, so it is refused with [`Error::Deadlock`]
-//! wherever the runtime can tell (tokio and async-std can; smol cannot).
+//! Call them from plain threads (or `spawn_blocking`). On tokio's multi-thread runtime they also
+//! work from async code (through `block_in_place`). A call that would stall the runtime it waits
+//! for — from the thread of tokio's current-thread runtime, or from an async-std task — is
+//! refused with [`Error::Deadlock`]; smol cannot tell its threads apart, so call them from
+//! plain threads there.
 
+use std::collections::HashSet;
 use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::ThreadId;
 use std::time::Duration;
 
 use tenure_core::{Error, FencingToken, HolderKind, LockHandle};
@@ -15,10 +20,7 @@ use crate::runtime::Runtime;
 use crate::task_lock::{TaskLock, TaskLockGuard};
 
 fn block<R: Runtime, T>(runtime: &R, what: &str, work: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
-    if runtime.blocks_runtime() {
-        return Err(Error::Deadlock { what: what.to_owned() });
-    }
-    futures_lite::future::block_on(work)
+    runtime.block_on(what, work)?
 }
 
 impl<R: Runtime> Lock<R> {
@@ -28,7 +30,40 @@ impl<R: Runtime> Lock<R> {
     }
 }
 
-/// [`Lock`] for synchronous code. Holders are threads (`{worker}:thread:{n}.{hex}`).
+/// The locks each thread holds through a blocking guard, keyed by the lock's shared state:
+/// grelmicro's per-thread re-entrancy check.
+static THREAD_HOLDS: Mutex<Option<HashSet<(ThreadId, usize)>>> = Mutex::new(None);
+
+/// A thread's hold on a lock, registered while a blocking guard lives.
+#[derive(Debug)]
+struct ThreadHold {
+    key: (ThreadId, usize),
+}
+
+impl ThreadHold {
+    /// Registers the calling thread's hold on `lock`, or [`Error::Reentrant`] if it has one.
+    fn take<R: Runtime>(lock: &Lock<R>) -> Result<Self, Error> {
+        let key = (std::thread::current().id(), Arc::as_ptr(&lock.shared).cast::<()>() as usize);
+        let mut holds = THREAD_HOLDS.lock().unwrap_or_else(PoisonError::into_inner);
+        if !holds.get_or_insert_with(HashSet::new).insert(key) {
+            return Err(Error::Reentrant { name: lock.name().as_str().to_owned() });
+        }
+        Ok(Self { key })
+    }
+}
+
+impl Drop for ThreadHold {
+    fn drop(&mut self) {
+        let mut holds = THREAD_HOLDS.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(holds) = holds.as_mut() {
+            holds.remove(&self.key);
+        }
+    }
+}
+
+/// [`Lock`] for synchronous code. Holders are threads (`{worker}:thread:{n}.{hex}`): a thread
+/// that holds the lock through a [`BlockingLockGuard`] and acquires it again gets
+/// [`Error::Reentrant`], as with grelmicro's `from_thread`.
 #[derive(Debug, Clone)]
 pub struct BlockingLock<R: Runtime> {
     lock: Lock<R>,
@@ -46,16 +81,18 @@ impl<R: Runtime> BlockingLock<R> {
 
     /// Blocks until acquired, or until `timeout` ([`Error::Timeout`]).
     pub fn acquire(&self, timeout: Option<Duration>) -> Result<BlockingLockGuard<R>, Error> {
+        let hold = ThreadHold::take(&self.lock)?;
         let holder = LockHolder::new(self.lock.clone(), HolderKind::Thread);
         let guard = block(self.runtime(), "Lock.blocking().acquire", holder.acquire_guard(timeout))?;
-        Ok(BlockingLockGuard { guard })
+        Ok(BlockingLockGuard { guard, _hold: hold })
     }
 
     /// One attempt ([`Error::WouldBlock`] if held).
     pub fn acquire_nowait(&self) -> Result<BlockingLockGuard<R>, Error> {
+        let hold = ThreadHold::take(&self.lock)?;
         let holder = LockHolder::new(self.lock.clone(), HolderKind::Thread);
         let guard = block(self.runtime(), "Lock.blocking().acquire_nowait", holder.acquire_nowait_guard())?;
-        Ok(BlockingLockGuard { guard })
+        Ok(BlockingLockGuard { guard, _hold: hold })
     }
 
     /// Whether anyone holds the lock.
@@ -69,6 +106,8 @@ impl<R: Runtime> BlockingLock<R> {
 #[must_use = "dropping the guard releases the lock"]
 pub struct BlockingLockGuard<R: Runtime> {
     guard: LockGuard<R>,
+    /// Unregistered when the guard goes (after its release has started).
+    _hold: ThreadHold,
 }
 
 impl<R: Runtime> BlockingLockGuard<R> {

@@ -2,12 +2,15 @@
 //! and hand back the events a caller waits for.
 //!
 //! A machine lives in a [`Cell`] (a mutex never held across an await, and an [`Event`] rung
-//! whenever the machine reported something). One task at a time drives it through [`drive`];
-//! a store call still running when that task is done (an abandoned request, a release handed
-//! over by a dropped guard) is finished by a background task, bounded in time.
+//! whenever the machine may have changed). **One driver at a time** turns a machine — takes its
+//! requests and events — through [`drive`]: a command's caller (foreground), or a background
+//! task finishing what nobody waits for any more (an abandoned request, a release handed over by
+//! a dropped guard), bounded in time. A foreground drive waits for a background one to finish;
+//! a background one leaves the machine to an active foreground driver.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use event_listener::Event;
@@ -62,16 +65,31 @@ pub(crate) struct Cell<M> {
     machine: Mutex<M>,
     /// Rung after every turn of a drive, and by whoever changes the machine outside one.
     pub(crate) changed: Event,
+    /// Who drives: [`FREE`], [`FOREGROUND`] or [`BACKGROUND`].
+    driver: AtomicU8,
 }
+
+const FREE: u8 = 0;
+const FOREGROUND: u8 = 1;
+const BACKGROUND: u8 = 2;
 
 impl<M> Cell<M> {
     pub(crate) fn new(machine: M) -> Self {
-        Self { machine: Mutex::new(machine), changed: Event::new() }
+        Self { machine: Mutex::new(machine), changed: Event::new(), driver: AtomicU8::new(FREE) }
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, M> {
         // Machines never panic mid-update, so a poisoned lock still guards a consistent machine.
         self.machine.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn claim(&self, role: u8) -> Result<(), u8> {
+        self.driver.compare_exchange(FREE, role, Ordering::AcqRel, Ordering::Acquire).map(drop)
+    }
+
+    fn unclaim(&self) {
+        self.driver.store(FREE, Ordering::Release);
+        self.changed.notify(usize::MAX);
     }
 }
 
@@ -81,6 +99,12 @@ pub(crate) trait Purpose<M: Machine> {
 
     /// Sees every event in order; `Some` ends the drive with that output.
     fn event(&mut self, event: M::Event) -> Option<Self::Output>;
+
+    /// Whether the purpose is reached whatever the events said (checked after every turn).
+    fn reached(&mut self, machine: &M) -> Option<Self::Output> {
+        let _ = machine;
+        None
+    }
 
     /// Called when the wake-up being awaited fired: subscribe again (before any new attempt),
     /// then tell the machine. Returns the new wake-up.
@@ -92,12 +116,8 @@ pub(crate) trait Purpose<M: Machine> {
     /// The output for a starting command the machine refused at once.
     fn refused(&mut self, error: Error) -> Self::Output;
 
-    /// Ends the drive with `None` once the machine has nothing in flight.
-    fn ends_when_idle(&self) -> bool {
-        false
-    }
-
-    /// Ends the drive with `None` at this instant whatever is in flight.
+    /// A background drive: it ends with `None` once the machine has nothing in flight, or at
+    /// this instant whatever is in flight, and leaves the machine to a foreground driver.
     fn give_up_at(&self) -> Option<Timestamp> {
         None
     }
@@ -112,12 +132,13 @@ enum Woke {
     Reply(OpId, Result<StoreReply, BackendError>),
     Timer,
     Wakeup,
+    Changed,
     GiveUp,
 }
 
-/// Drives the machine in `cell` until `purpose` is reached (`Some`) or, for purposes that end
-/// when idle or give up, until then (`None`). Also returns `None` if the machine has nothing
-/// left to wait for, which a purpose expecting an answer treats as an internal error.
+/// Drives the machine in `cell` until `purpose` is reached (`Some`) or, for a background purpose,
+/// until idle or given up (`None`). Also returns `None` if the machine has nothing left to wait
+/// for, which a purpose expecting an answer treats as an internal error.
 ///
 /// `start`, if given, is the command that begins the drive, run under the same lock as the first
 /// turn; its refusal ends the drive with [`Purpose::refused`].
@@ -141,19 +162,47 @@ where
     S: FnOnce(&mut M, Timestamp) -> Result<(), Error>,
 {
     let background = purpose.give_up_at().is_some();
-    let mut slot = Slot { runtime, cell, exec, pending: None, finished: false, background };
     let mut start = start;
+    if background {
+        if cell.claim(BACKGROUND).is_err() {
+            // Someone drives: it sees what changed (we were called after changing the machine).
+            cell.changed.notify(usize::MAX);
+            return None;
+        }
+    } else {
+        // Commands on one machine run one after the other: wait for a drive under way (another
+        // command, or a background drive finishing what an earlier one left).
+        loop {
+            let listener = cell.changed.listen();
+            if cell.claim(FOREGROUND).is_ok() {
+                break;
+            }
+            listener.await;
+        }
+    }
+    let mut slot = Slot { runtime, cell, exec, pending: None, finished: false, background };
     loop {
         let (request, timeout, output) = {
             let mut machine = cell.lock();
-            if let Some(start) = start.take() {
-                let now = runtime.now();
-                if let Err(refused) = start(&mut machine, now) {
-                    slot.finished = true;
-                    return Some(purpose.refused(refused));
+            loop {
+                // Work an earlier command left (a release handed over by a dropped guard) is
+                // driven to its end first; its events are not this command's.
+                if let Some(start) = start.take_if(|_| machine.is_settled()) {
+                    let now = runtime.now();
+                    if let Err(refused) = start(&mut machine, now) {
+                        slot.finished = true;
+                        return Some(purpose.refused(refused));
+                    }
+                }
+                if start.is_none() {
+                    break turn(&mut *machine, runtime, exec, &mut purpose);
+                }
+                let (request, timeout, _) =
+                    turn(&mut *machine, runtime, exec, &mut Quiet { give_up_at: Timestamp::MAX });
+                if request.is_some() || !machine.is_settled() {
+                    break (request, timeout, None);
                 }
             }
-            turn(&mut *machine, runtime, exec, &mut purpose)
         };
         // Watchers (lost futures, leadership waiters) re-check after every turn: a state can
         // change without an event (a release stops the holder counting on its lease at once).
@@ -169,10 +218,11 @@ where
                 continue;
             }
             if let Some(abandoned) = slot.pending.replace(next) {
-                hand_off(runtime, cell, exec, Some(abandoned));
+                // Only its late answer is left to deliver; whoever drives then takes it from there.
+                deliver_late(runtime, cell, exec, abandoned);
             }
         }
-        if output.is_some() || (slot.pending.is_none() && purpose.ends_when_idle()) {
+        if output.is_some() || (slot.pending.is_none() && background) {
             slot.finished = true;
             return output;
         }
@@ -182,7 +232,8 @@ where
             return None;
         }
         // Boxed: only drives that must wait pay for the timers' space.
-        let woke = Box::pin(wait(runtime, &mut slot.pending, timeout, &mut wakeup, give_up)).await;
+        let changed = cell.changed.listen();
+        let woke = Box::pin(wait(runtime, &mut slot.pending, timeout, &mut wakeup, give_up, changed)).await;
         let mut machine = cell.lock();
         // Read the clock while holding the machine, so that inputs from several threads reach it
         // in clock order.
@@ -194,6 +245,7 @@ where
             }
             Woke::Timer => machine.handle_timeout(now),
             Woke::Wakeup => wakeup = purpose.woken(&mut machine, now),
+            Woke::Changed => {}
             Woke::GiveUp => {
                 // A background drive that gives up drops its call: nothing waits for it.
                 slot.pending = None;
@@ -207,7 +259,8 @@ where
 /// No starting command (for drives that continue what is already under way).
 pub(crate) type NoStart<M> = fn(&mut M, Timestamp) -> Result<(), Error>;
 
-/// The store call a drive has in flight, handed to the background however the drive ends.
+/// The claim of a drive on its machine, and its store call in flight: released and handed to the
+/// background however the drive ends.
 struct Slot<'a, R: Runtime, M: Abandon + Send + 'static, X: Execute>
 where
     M::Event: Observe,
@@ -229,13 +282,18 @@ where
     fn drop(&mut self) {
         if !self.finished {
             self.cell.lock().abandon(self.runtime.now());
-            self.cell.changed.notify(usize::MAX);
         }
         let pending = self.pending.take();
-        // Abandoning may have queued a request (a release): run it in the background too.
+        // Abandoning may have queued a request (a release): finish it in the background too.
         let queued = !self.finished && self.cell.lock().poll_timeout().is_some();
-        if !self.background && (pending.is_some() || queued) {
-            hand_off(self.runtime, self.cell, self.exec, pending);
+        self.cell.unclaim();
+        if self.background {
+            return;
+        }
+        match pending {
+            Some(pending) => deliver_late(self.runtime, self.cell, self.exec, pending),
+            None if queued => finish_in_background(self.runtime, self.cell, self.exec),
+            None => {}
         }
     }
 }
@@ -273,6 +331,9 @@ where
                 output.get_or_insert(out);
             }
         }
+        if output.is_none() {
+            output = purpose.reached(machine);
+        }
         let request = machine.poll_effect();
         if let Some(request) = &request
             && output.is_none()
@@ -293,6 +354,7 @@ async fn wait<R: Runtime>(
     timeout: Option<Timestamp>,
     wakeup: &mut Option<Wakeup>,
     give_up: Option<Timestamp>,
+    changed: event_listener::EventListener,
 ) -> Woke {
     let reply = async {
         match pending {
@@ -317,7 +379,11 @@ async fn wait<R: Runtime>(
         sleep_until(runtime, give_up).await;
         Woke::GiveUp
     };
-    future::or(reply, future::or(timer, future::or(woken, give_up))).await
+    let changed = async {
+        changed.await;
+        Woke::Changed
+    };
+    future::or(reply, future::or(timer, future::or(woken, future::or(give_up, changed)))).await
 }
 
 /// Completes once `until` says the machine no longer holds (returns `None`): re-checks after
@@ -335,10 +401,10 @@ pub(crate) async fn watch<R: Runtime, M>(
     }
 }
 
-/// Finishes in the background what nobody waits for any more: the late answer of a store call
-/// still in flight reaches the machine (which releases a grant it no longer wants), and whatever
-/// the machine has queued is driven to its end. Gives up after [`crate::HAND_OFF_BOUND`].
-fn hand_off<R, M, X>(runtime: &R, cell: &Arc<Cell<M>>, exec: &X, pending: Option<Pending>)
+/// Delivers, in the background, the late answer of a store call nobody waits for any more (the
+/// machine releases a grant it no longer wants), then finishes whatever that started — unless a
+/// foreground drive is active, which takes it from there. Gives up after [`crate::HAND_OFF_BOUND`].
+fn deliver_late<R, M, X>(runtime: &R, cell: &Arc<Cell<M>>, exec: &X, pending: Pending)
 where
     R: Runtime,
     M: Abandon + Send + 'static,
@@ -348,17 +414,34 @@ where
     let (rt, cell, exec) = (runtime.clone(), cell.clone(), exec.clone());
     let give_up_at = rt.now() + crate::HAND_OFF_BOUND;
     runtime.spawn(async move {
-        if let Some(Pending { id, reply }) = pending {
-            let answer = future::or(async { Some(reply.await) }, async {
-                sleep_until(&rt, Some(give_up_at)).await;
-                None
-            })
-            .await;
-            let Some(answer) = answer else { return };
+        let Pending { id, reply } = pending;
+        let answer = future::or(async { Some(reply.await) }, async {
+            sleep_until(&rt, Some(give_up_at)).await;
+            None
+        })
+        .await;
+        let Some(answer) = answer else { return };
+        {
             let mut machine = cell.lock();
             let now = rt.now();
             machine.handle_reply(now, id, answer);
         }
+        let _ = drive(&rt, &cell, &exec, Quiet { give_up_at }, None, None::<NoStart<M>>).await;
+    });
+}
+
+/// Drives in the background what the machine has queued (a release handed over by a dropped
+/// guard or an abandoned command), unless a foreground drive is active.
+pub(crate) fn finish_in_background<R, M, X>(runtime: &R, cell: &Arc<Cell<M>>, exec: &X)
+where
+    R: Runtime,
+    M: Abandon + Send + 'static,
+    M::Event: Observe,
+    X: Execute,
+{
+    let (rt, cell, exec) = (runtime.clone(), cell.clone(), exec.clone());
+    let give_up_at = rt.now() + crate::HAND_OFF_BOUND;
+    runtime.spawn(async move {
         let _ = drive(&rt, &cell, &exec, Quiet { give_up_at }, None, None::<NoStart<M>>).await;
     });
 }
@@ -376,10 +459,6 @@ impl<M: Machine> Purpose<M> for Quiet {
     }
 
     fn refused(&mut self, _: Error) {}
-
-    fn ends_when_idle(&self) -> bool {
-        true
-    }
 
     fn give_up_at(&self) -> Option<Timestamp> {
         Some(self.give_up_at)

@@ -20,7 +20,8 @@ impl Observe for LockEvent {
                 previous = previous.get(),
                 "lock lease had lapsed; extend took it again with a new fencing token"
             ),
-            LockEvent::Released => debug!(lock = name, "lock released"),
+            LockEvent::Released { fence: Some(fence) } => debug!(lock = name, fence = fence.get(), "lock released"),
+            LockEvent::Released { fence: None } => debug!(lock = name, "lock released"),
             LockEvent::Lost { fence, reason } => warn!(lock = name, fence = fence.get(), ?reason, "lock lost"),
             LockEvent::Failed(e) if e.is_would_block() || e.is_not_owned() => debug!(lock = name, error = %e, "lock"),
             LockEvent::Failed(e) => warn!(lock = name, error = %e, "lock operation failed"),
@@ -37,9 +38,11 @@ impl Observe for TaskLockEvent {
             TaskLockEvent::Extended { fence, .. } => {
                 debug!(task_lock = name, fence = fence.get(), "task lock extended");
             }
-            TaskLockEvent::Exited { held_until: None } => debug!(task_lock = name, "task lock released"),
-            TaskLockEvent::Exited { held_until: Some(_) } => {
-                debug!(task_lock = name, "task lock held for its min hold");
+            TaskLockEvent::Exited { fence, held_until: None } => {
+                debug!(task_lock = name, fence = fence.get(), "task lock released");
+            }
+            TaskLockEvent::Exited { fence, held_until: Some(_) } => {
+                debug!(task_lock = name, fence = fence.get(), "task lock held for its min hold");
             }
             TaskLockEvent::Lost { fence, reason } => {
                 warn!(task_lock = name, fence = fence.get(), ?reason, "task took too long and its lock expired");

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use tenure_core::Timestamp;
+use tenure_core::{Error, Timestamp};
 
 /// What Tenure needs from an async runtime.
 pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
@@ -32,6 +32,15 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// workers), so a blocking adapter must refuse instead of deadlocking.
     fn blocks_runtime(&self) -> bool {
         false
+    }
+
+    /// Runs `work` to completion on the calling thread, for the blocking adapters:
+    /// [`Error::Deadlock`] if that would stall this runtime.
+    fn block_on<F: Future>(&self, what: &str, work: F) -> Result<F::Output, Error> {
+        if self.blocks_runtime() {
+            return Err(Error::Deadlock { what: what.to_owned() });
+        }
+        Ok(futures_lite::future::block_on(work))
     }
 }
 

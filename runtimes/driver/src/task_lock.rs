@@ -6,15 +6,16 @@ use std::time::Duration;
 
 use tenure_core::config::ensure_same_worker;
 use tenure_core::{
-    BackendError, BackendErrorKind, Error, FencingToken, HolderKind, Key, KeyKind, Name, TaskLockConfig,
-    TaskLockConfigBuilder, TaskLockEvent, TaskLockMachine, Timestamp, WorkerId,
+    Error, FencingToken, HolderKind, Key, KeyKind, Name, TaskLockConfig, TaskLockConfigBuilder, TaskLockEvent,
+    TaskLockMachine, Timestamp, WorkerId,
 };
 
 use crate::backend::LockBackend;
 use crate::builder::{Common, common_setters, config_setters};
-use crate::drive::{Cell, Purpose, drive, watch};
+use crate::drive::{Cell, Purpose, drive, finish_in_background, watch};
 use crate::identity::task_lock_token;
 use crate::lock::LockExec;
+use crate::lock::stopped;
 use crate::runtime::Runtime;
 
 /// A lock for scheduled jobs: [`TaskLock::enter`] takes it without waiting (or fails with
@@ -90,9 +91,10 @@ impl<R: Runtime> TaskLock<R> {
     pub(crate) async fn enter_as(&self, kind: HolderKind) -> Result<TaskLockGuard<R>, Error> {
         let config = self.config();
         let token = task_lock_token(config.worker(), kind);
-        self.command(|m, now| m.enter(now, token), &config).await?;
-        let fence = self.shared.cell.lock().fence();
-        Ok(TaskLockGuard { lock: self.clone(), fence: fence.unwrap_or(FencingToken::FIRST), done: false })
+        match self.command(|m, now| m.enter(now, token), &config, "enter").await? {
+            TaskLockEvent::Entered { fence, .. } => Ok(TaskLockGuard { lock: self.clone(), fence, done: false }),
+            _ => Err(stopped(self.name(), "enter")),
+        }
     }
 
     /// Runs `job` if the lock can be taken, then exits (keeping the min hold); `Ok(None)` when
@@ -137,16 +139,14 @@ impl<R: Runtime> TaskLock<R> {
         &self,
         start: impl FnOnce(&mut TaskLockMachine, Timestamp) -> Result<(), Error>,
         config: &TaskLockConfig,
+        operation: &'static str,
     ) -> Result<TaskLockEvent, Error> {
         let start = |machine: &mut TaskLockMachine, now| {
             machine.set_config(config);
             start(machine, now)
         };
         let outcome = drive(&self.shared.runtime, &self.shared.cell, &self.exec(), Command, None, Some(start)).await;
-        outcome.unwrap_or_else(|| {
-            let cause = BackendError::new(BackendErrorKind::Other, "the driver stopped before the operation finished");
-            Err(Error::Release { name: self.name().as_str().to_owned(), cause })
-        })
+        outcome.unwrap_or_else(|| Err(stopped(self.name(), operation)))
     }
 }
 
@@ -204,7 +204,9 @@ impl<R: Runtime> TaskLockGuard<R> {
     /// still counts from the start. [`Error::NotOwned`] if the lease was lost.
     pub async fn extend(&mut self) -> Result<(), Error> {
         let config = self.lock.config();
-        if let TaskLockEvent::Extended { fence, .. } = self.lock.command(|m, now| m.extend(now), &config).await? {
+        if let TaskLockEvent::Extended { fence, .. } =
+            self.lock.command(|m, now| m.extend(now), &config, "extend").await?
+        {
             self.fence = fence;
         }
         Ok(())
@@ -215,13 +217,18 @@ impl<R: Runtime> TaskLockGuard<R> {
     pub async fn exit(mut self) -> Result<(), Error> {
         self.done = true;
         let config = self.lock.config();
-        self.lock.command(|m, now| m.exit(now), &config).await.map(drop)
+        self.lock.command(|m, now| m.exit(now), &config, "release").await.map(drop)
     }
 
     /// Completes when the run's lease is lost (ran out, or found taken) or the run exited.
     pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
         let (cell, runtime) = (self.lock.shared.cell.clone(), self.lock.shared.runtime.clone());
-        async move { watch(&cell, &runtime, |m: &TaskLockMachine, now| m.valid_until().filter(|_| m.is_held(now))).await }
+        // This run: the instance's next run is another one.
+        let fence = Some(self.fence);
+        async move {
+            let held = |m: &TaskLockMachine, now| m.valid_until().filter(|_| m.is_held(now) && m.fence() == fence);
+            watch(&cell, &runtime, held).await;
+        }
     }
 }
 
@@ -230,12 +237,18 @@ impl<R: Runtime> Drop for TaskLockGuard<R> {
         if self.done {
             return;
         }
-        let lock = self.lock.clone();
-        self.lock.shared.runtime.spawn(async move {
-            let config = lock.config();
-            // Traced by the driver; nobody is left to tell.
-            let _ = lock.command(|m, now| m.exit(now), &config).await;
-        });
+        // Exit now (the instance is free for the next enter, which first finishes this exit),
+        // and drive the store call in the background; never blocks.
+        let shared = &self.lock.shared;
+        let config = self.lock.config();
+        {
+            let mut machine = shared.cell.lock();
+            let now = shared.runtime.now();
+            machine.set_config(&config);
+            // Refused only when the run is already over, which leaves nothing to exit.
+            let _ = machine.exit(now);
+        }
+        finish_in_background(&shared.runtime, &shared.cell, &self.lock.exec());
     }
 }
 

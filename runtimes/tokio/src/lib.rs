@@ -19,7 +19,7 @@
 #![deny(missing_docs)]
 
 pub use tenure::*;
-use tokio::runtime::Handle;
+use tokio::runtime::{Handle, RuntimeFlavor};
 
 /// The tokio runtime, as Tenure sees it: timers and background tasks on one runtime handle.
 #[derive(Clone, Debug)]
@@ -68,8 +68,19 @@ impl Runtime for Tokio {
     }
 
     fn blocks_runtime(&self) -> bool {
-        // On a runtime thread, blocking would stall the tasks it must run.
-        Handle::try_current().is_ok()
+        // A current-thread runtime's one thread cannot block; a multi-thread runtime's can,
+        // handing its tasks to the other workers (`block_in_place`).
+        Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::CurrentThread)
+    }
+
+    fn block_on<F: std::future::Future>(&self, what: &str, work: F) -> Result<F::Output, Error> {
+        match Handle::try_current() {
+            Err(_) => Ok(futures_lite::future::block_on(work)),
+            Ok(h) if h.runtime_flavor() == RuntimeFlavor::CurrentThread => {
+                Err(Error::Deadlock { what: what.to_owned() })
+            }
+            Ok(_) => Ok(tokio::task::block_in_place(|| futures_lite::future::block_on(work))),
+        }
     }
 }
 

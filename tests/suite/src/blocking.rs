@@ -79,3 +79,25 @@ pub async fn blocking_call_on_a_runtime_thread_is_refused_or_undetectable<R: Run
         guard.release().unwrap();
     }
 }
+
+pub async fn blocking_nested_acquire_on_a_thread_is_reentrant_and_a_lost_extend_not_owned<R: Runtime>(rt: R) {
+    let backend = MemoryBackend::new();
+    let short = lock(&rt, backend.clone(), "cart", ms(30));
+    let other = lock(&rt, backend, "cart", ms(1000));
+    let (blocking, other) = (short.blocking(), other.blocking());
+    let outcome = in_thread(move || {
+        let mut guard = blocking.acquire(None).unwrap();
+        let nested = blocking.acquire_nowait().unwrap_err();
+        std::thread::sleep(ms(40)); // the 30 ms lease runs out
+        let taken = other.acquire(Some(ms(1000))).unwrap();
+        let extend = guard.extend().unwrap_err();
+        drop(guard);
+        taken.release().unwrap();
+        let again = blocking.acquire_nowait().map(|g| g.release());
+        (nested, extend, matches!(again, Ok(Ok(()))))
+    })
+    .await;
+    assert!(outcome.0.is_reentrant(), "{}", outcome.0);
+    assert!(outcome.1.is_not_owned(), "{}", outcome.1);
+    assert!(outcome.2, "after the guard is gone the thread may acquire again");
+}

@@ -206,3 +206,30 @@ pub async fn election_start_stop_cycles_leave_nothing_behind<R: Runtime>(rt: R) 
     }
     assert!(LeaderElectionBackend::get(&backend, "leader:svc").await.unwrap().is_none());
 }
+
+pub async fn election_attempts_slower_than_backend_timeout_never_elect<R: Runtime>(rt: R) {
+    let backend = Faulty::default();
+    let e = election(&rt, backend.clone(), "w1"); // backend_timeout 20 ms
+    backend.slow(&rt, ms(60));
+    e.start();
+    sleep(&rt, ms(150)).await;
+    assert!(!e.is_leader() && e.record().is_none(), "abandoned attempts elect nobody");
+    let started = rt.now();
+    e.stop().await; // the release is bounded by backend_timeout too
+    assert!(rt.now().saturating_duration_since(started) < ms(1000));
+    assert!(!e.is_running());
+}
+
+pub async fn election_stop_with_a_frozen_store_is_bounded<R: Runtime>(rt: R) {
+    let backend = Faulty::default();
+    let e = election(&rt, backend.clone(), "w1");
+    e.start();
+    e.wait_for_leader().await;
+    backend.freeze();
+    let started = rt.now();
+    let stopping = e.stop();
+    assert!(!e.is_leader());
+    stopping.await;
+    assert!(rt.now().saturating_duration_since(started) < ms(1000), "the release gave up at backend_timeout");
+    backend.heal();
+}

@@ -42,6 +42,10 @@ macro_rules! suite {
             lock::lock_release_wakes_a_waiter_at_once,
             lock::lock_reconfigure_applies_to_the_next_acquire_and_keeps_the_worker,
             lock::lock_contenders_never_overlap,
+            lock::lock_cancelled_acquire_releases_a_grant_that_lands_late,
+            lock::lock_retry_after_a_backend_timeout_is_not_disturbed_by_the_late_answer,
+            lock::lock_second_acquire_on_the_same_lock_waits_instead_of_nesting,
+            lock::lock_dropping_a_guard_stops_belief_at_once,
             task_lock::task_lock_key_is_prefixed_and_separate_from_lock,
             task_lock::task_lock_nested_enter_is_reentrant,
             task_lock::task_lock_exit_after_min_hold_releases,
@@ -51,6 +55,9 @@ macro_rules! suite {
             task_lock::task_lock_extend_keeps_it_held,
             task_lock::task_lock_run_skips_when_held_elsewhere,
             task_lock::task_lock_dropped_guard_exits,
+            task_lock::task_lock_enter_after_a_backend_timeout_and_its_late_answer,
+            task_lock::task_lock_reconfigure_swaps_keeps_the_worker_and_applies_to_the_next_enter,
+            task_lock::task_lock_enter_right_after_a_dropped_guard,
             election::election_single_worker_leads_with_its_record,
             election::election_confirmation_age_and_freshness,
             election::election_lifecycle_and_stop_clears_at_once,
@@ -62,6 +69,8 @@ macro_rules! suite {
             election::election_reconfigure_keeps_the_worker,
             election::election_dropping_every_handle_stops_and_releases,
             election::election_start_stop_cycles_leave_nothing_behind,
+            election::election_attempts_slower_than_backend_timeout_never_elect,
+            election::election_stop_with_a_frozen_store_is_bounded,
             coordination::coordination_binds_each_slot,
             coordination::coordination_missing_slots_and_backends_are_errors,
             coordination::coordination_registry_resolves_default_and_named,
@@ -72,6 +81,7 @@ macro_rules! suite {
             blocking::blocking_holder_has_thread_semantics,
             blocking::blocking_task_lock_from_a_plain_thread,
             blocking::blocking_call_on_a_runtime_thread_is_refused_or_undetectable,
+            blocking::blocking_nested_acquire_on_a_thread_is_reentrant_and_a_lost_extend_not_owned,
         );
     };
     (@tests $runtime:expr, $block_on:expr; $($module:ident :: $test:ident),* $(,)?) => {

@@ -272,3 +272,61 @@ pub async fn lock_contenders_never_overlap<R: Runtime>(rt: R) {
     }
     eventually(&rt, "8 workers × 10 critical sections", || done.load(Ordering::SeqCst) == 8).await;
 }
+
+pub async fn lock_cancelled_acquire_releases_a_grant_that_lands_late<R: Runtime>(rt: R) {
+    let backend = Faulty::default();
+    let lock = lock(&rt, backend.clone(), "cart", ms(60_000));
+    backend.slow(&rt, ms(40));
+    let gave_up = future::or(async { Some(lock.acquire().await) }, async {
+        sleep(&rt, ms(10)).await;
+        None
+    })
+    .await;
+    assert!(gave_up.is_none(), "the acquire was still in flight");
+    // The store applies the acquire at 40 ms; the abandoned holder releases it when the grant lands.
+    let memory = backend.memory.clone();
+    eventually_async(&rt, "the late grant released", || {
+        let memory = memory.clone();
+        async move { !LockBackend::locked(&memory, "lock:cart").await.unwrap() && memory.lock_names() == 1 }
+    })
+    .await;
+    backend.heal();
+    lock.acquire_nowait().await.unwrap().release().await.unwrap();
+}
+
+pub async fn lock_retry_after_a_backend_timeout_is_not_disturbed_by_the_late_answer<R: Runtime>(rt: R) {
+    let backend = Faulty::default();
+    let lock = tenure::Lock::builder("cart", rt.clone())
+        .backend(backend.clone())
+        .backend_timeout(ms(20))
+        .env_load(false)
+        .build()
+        .unwrap();
+    backend.slow(&rt, ms(60));
+    let err = lock.acquire().await.unwrap_err();
+    assert!(matches!(&err, Error::Acquire { cause, .. } if cause.kind() == BackendErrorKind::Timeout), "{err}");
+    // The first attempt lands at 60 ms; meanwhile the store answers at once again.
+    backend.heal();
+    let guard = lock.acquire().await.unwrap();
+    sleep(&rt, ms(70)).await; // past the late answer of the first attempt
+    assert!(guard.is_valid() && guard.owned().await.unwrap(), "the late answer changed nothing");
+    guard.release().await.unwrap();
+}
+
+pub async fn lock_second_acquire_on_the_same_lock_waits_instead_of_nesting<R: Runtime>(rt: R) {
+    let lock = lock(&rt, MemoryBackend::new(), "cart", ms(1000));
+    let guard = lock.acquire().await.unwrap();
+    let err = lock.acquire_timeout(ms(20)).await.unwrap_err();
+    assert!(err.is_timeout() && !err.is_reentrant(), "another contender, not a nested one: {err}");
+    guard.release().await.unwrap();
+}
+
+pub async fn lock_dropping_a_guard_stops_belief_at_once<R: Runtime>(rt: R) {
+    let lock = lock(&rt, MemoryBackend::new(), "cart", ms(60_000));
+    let guard = lock.acquire().await.unwrap();
+    let holder = guard.holder().clone();
+    let lost = guard.lost();
+    drop(guard);
+    assert!(!holder.is_held(), "released when dropped, before the store answers");
+    lost.await;
+}

@@ -93,15 +93,38 @@ pub fn election<R: Runtime>(rt: &R, backend: impl LeaderElectionBackend, worker:
 const HEALTHY: u8 = 0;
 const FAILING: u8 = 1;
 const FROZEN: u8 = 2;
+const SLOW: u8 = 3;
 
-/// A memory backend that can be made to fail every call, or to never answer, and back.
-#[derive(Clone, Debug, Default)]
+/// Sleeps for a duration on the test's runtime.
+type Sleeper = Arc<dyn Fn(Duration) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// A memory backend that can be made to fail every call, to never answer, or to apply and answer
+/// each call only after a delay — and back.
+#[derive(Clone, Default)]
 pub struct Faulty {
     pub memory: MemoryBackend,
     mode: Arc<AtomicU8>,
+    slow: Arc<Mutex<Option<(Duration, Sleeper)>>>,
+}
+
+impl std::fmt::Debug for Faulty {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Faulty").field("mode", &self.mode.load(Ordering::SeqCst)).finish_non_exhaustive()
+    }
 }
 
 impl Faulty {
+    /// Every call is applied, and answered, `delay` after it is made (timed on `rt`).
+    pub fn slow<R: Runtime>(&self, rt: &R, delay: Duration) {
+        let rt = rt.clone();
+        let sleeper: Sleeper = Arc::new(move |d| {
+            let rt = rt.clone();
+            Box::pin(async move { sleep(&rt, d).await })
+        });
+        *self.slow.lock().unwrap() = Some((delay, sleeper));
+        self.mode.store(SLOW, Ordering::SeqCst);
+    }
+
     pub fn fail(&self) {
         self.mode.store(FAILING, Ordering::SeqCst);
     }
@@ -121,6 +144,16 @@ impl Faulty {
                 Box::pin(std::future::ready(Ok(reply)))
             }
             FAILING => Box::pin(std::future::ready(Err(BackendError::new(BackendErrorKind::Unavailable, "injected")))),
+            SLOW => {
+                let Some((delay, sleeper)) = self.slow.lock().unwrap().clone() else {
+                    return Box::pin(std::future::pending());
+                };
+                let (memory, op) = (self.memory.clone(), op.clone());
+                Box::pin(async move {
+                    sleeper(delay).await;
+                    Ok(memory.apply(&op))
+                })
+            }
             _ => Box::pin(std::future::pending()),
         }
     }
@@ -169,22 +202,25 @@ impl LeaderElectionBackend for Faulty {
     }
 }
 
-/// Runs blocking `work` on a new OS thread and awaits its result without blocking the executor.
+/// Runs blocking `work` on a new OS thread and awaits its result without blocking the executor;
+/// a panic in `work` fails the test.
 pub fn in_thread<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> impl Future<Output = T> {
     let done = Arc::new((Mutex::new(None), Event::new()));
     let signal = done.clone();
     std::thread::spawn(move || {
-        let value = work();
+        let value = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
         *signal.0.lock().unwrap() = Some(value);
         signal.1.notify(usize::MAX);
     });
     async move {
         loop {
             let listener = done.1.listen();
-            if let Some(value) = done.0.lock().unwrap().take() {
-                return value;
+            let finished = done.0.lock().unwrap().take();
+            match finished {
+                Some(Ok(value)) => return value,
+                Some(Err(panic)) => std::panic::resume_unwind(panic),
+                None => listener.await,
             }
-            listener.await;
         }
     }
 }

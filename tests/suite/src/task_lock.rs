@@ -119,3 +119,48 @@ pub async fn task_lock_dropped_guard_exits<R: Runtime>(rt: R) {
     .await;
     task.enter().await.unwrap().exit().await.unwrap();
 }
+
+pub async fn task_lock_enter_after_a_backend_timeout_and_its_late_answer<R: Runtime>(rt: R) {
+    let backend = Faulty::default();
+    let task = tenure::TaskLock::builder("cleanup", rt.clone())
+        .backend(backend.clone())
+        .min_hold_duration(ms(1))
+        .backend_timeout(ms(20))
+        .env_load(false)
+        .build()
+        .unwrap();
+    backend.slow(&rt, ms(50));
+    assert!(matches!(task.enter().await, Err(Error::Acquire { .. })));
+    backend.heal();
+    let guard = task.enter().await.unwrap();
+    sleep(&rt, ms(60)).await; // the first enter lands, refused: nothing changes
+    assert!(guard.is_valid());
+    guard.exit().await.unwrap();
+}
+
+pub async fn task_lock_reconfigure_swaps_keeps_the_worker_and_applies_to_the_next_enter<R: Runtime>(rt: R) {
+    let task = task_lock(&rt, MemoryBackend::new(), "cleanup", ms(1), ms(60_000));
+    let shorter =
+        task.config().to_builder().lease_duration(ms(30)).build(&mut tenure::core::SplitMix64::new(1)).unwrap();
+    task.reconfigure(shorter.clone()).unwrap();
+    task.reconfigure(shorter).unwrap();
+    let guard = task.enter().await.unwrap();
+    guard.lost().await; // the 30 ms lease of the new configuration runs out
+    let other = task
+        .config()
+        .to_builder()
+        .worker(tenure::WorkerId::new("w2").unwrap())
+        .build(&mut tenure::core::SplitMix64::new(2));
+    let err = task.reconfigure(other.unwrap()).unwrap_err();
+    assert!(err.to_string().contains("worker is immutable"), "{err}");
+    drop(guard);
+}
+
+pub async fn task_lock_enter_right_after_a_dropped_guard<R: Runtime>(rt: R) {
+    let task = task_lock(&rt, MemoryBackend::new(), "cleanup", ms(1), ms(60_000));
+    let guard = task.enter().await.unwrap();
+    sleep(&rt, ms(2)).await; // past the min hold
+    drop(guard);
+    let again = task.enter().await.unwrap();
+    again.exit().await.unwrap();
+}

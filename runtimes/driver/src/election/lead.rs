@@ -80,7 +80,8 @@ impl<R: Runtime> LeaderGuard<R> {
     }
 
     /// Completes when this worker stops leading.
-    pub async fn lost(&self) {
-        self.election.wait_lose_leader().await;
+    pub fn lost(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let election = self.election.clone();
+        async move { election.wait_lose_leader().await }
     }
 }

@@ -68,6 +68,22 @@ impl<R: Runtime> ElectionShared<R> {
         self.runtime.now()
     }
 
+    /// Starts the machine; false (with a warning) when it runs, or still stops.
+    fn start(&self) -> bool {
+        let mut machine = self.cell.lock();
+        let now = self.now();
+        if machine.start(now) {
+            return true;
+        }
+        let name = self.name.as_str();
+        if machine.is_stopping() {
+            tracing::warn!(election = name, "still stopping: await stop() before starting again");
+        } else {
+            tracing::warn!(election = name, "already running");
+        }
+        false
+    }
+
     /// Stops the machine now (leadership ends at once) and wakes the loop to release.
     fn request_stop(&self) {
         self.cell.lock().stop(self.now());
@@ -103,6 +119,10 @@ impl<R: Runtime> Purpose<ElectionMachine> for Loop<R> {
 
     fn event(&mut self, event: ElectionEvent) -> Option<()> {
         (event == ElectionEvent::Stopped).then_some(())
+    }
+
+    fn reached(&mut self, machine: &ElectionMachine) -> Option<()> {
+        (!machine.is_running()).then_some(())
     }
 
     fn refused(&mut self, _: Error) {}
@@ -175,8 +195,7 @@ impl<R: Runtime> LeaderElection<R> {
     /// does nothing) if it is already running.
     pub fn start(&self) -> bool {
         let shared = self.shared().clone();
-        if !shared.cell.lock().start(shared.now()) {
-            tracing::warn!(election = self.name().as_str(), "already running");
+        if !shared.start() {
             return false;
         }
         let runtime = shared.runtime.clone();
@@ -189,8 +208,7 @@ impl<R: Runtime> LeaderElection<R> {
     /// future stops the election.
     pub async fn run(&self) {
         let shared = self.shared().clone();
-        if !shared.cell.lock().start(shared.now()) {
-            tracing::warn!(election = self.name().as_str(), "already running");
+        if !shared.start() {
             return;
         }
         shared.run().await;

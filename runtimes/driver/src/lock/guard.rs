@@ -83,13 +83,9 @@ impl<R: Runtime> LockGuard<R> {
 
 impl<R: Runtime> Drop for LockGuard<R> {
     fn drop(&mut self) {
-        let Some(holder) = self.holder.take() else { return };
-        let runtime = holder.lock().shared.runtime.clone();
-        runtime.spawn(async move {
-            // The outcome is traced by the driver; nobody is left to tell.
-            let _ = holder.release().await;
-            holder.recycle();
-        });
+        if let Some(holder) = self.holder.take() {
+            holder.release_in_background();
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use tenure_core::{
 
 use super::{Lock, LockGuard};
 use crate::backend::Wakeup;
-use crate::drive::{Cell, Execute, Purpose, drive, watch};
+use crate::drive::{Cell, Execute, NoStart, Purpose, Quiet, drive, watch};
 use crate::identity::holder_token;
 use crate::runtime::Runtime;
 
@@ -24,6 +24,7 @@ use crate::runtime::Runtime;
 pub struct LockHolder<R: Runtime> {
     lock: Lock<R>,
     cell: Arc<Cell<LockMachine>>,
+    kind: HolderKind,
 }
 
 impl<R: Runtime> LockHolder<R> {
@@ -33,23 +34,50 @@ impl<R: Runtime> LockHolder<R> {
         let token = holder_token(config.worker(), kind, &mut rng);
         let machine = LockMachine::new(lock.shared.key.clone(), token, &config, &mut rng);
         let cell = Arc::new(Cell::new(machine));
-        Self { lock, cell }
+        Self { lock, cell, kind }
     }
 
     pub(crate) fn from_cell(lock: Lock<R>, cell: Arc<Cell<LockMachine>>) -> Self {
-        Self { lock, cell }
+        Self { lock, cell, kind: HolderKind::Task }
     }
 
-    /// Returns this holder to its lock's idle holders if nobody else refers to it and its
-    /// machine is quiescent (nothing held, nothing in flight, no late answer awaited).
+    /// Returns this task holder to its lock's idle holders if nobody else refers to it and its
+    /// machine is quiescent (nothing held, nothing in flight, no late answer awaited). Its token
+    /// then serves a later acquisition of the same lock in this process, as grelmicro reuses a
+    /// task's token across its acquisitions.
     pub(crate) fn recycle(self) {
-        if Arc::strong_count(&self.cell) != 1 || !self.cell.lock().is_quiescent() {
+        let reusable = self.kind == HolderKind::Task && Arc::strong_count(&self.cell) == 1;
+        if !reusable || !self.cell.lock().is_quiescent() {
             return;
         }
         let mut idle = self.lock.shared.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if idle.len() < super::IDLE_HOLDERS {
             idle.push(self.cell);
         }
+    }
+
+    /// Starts the release now (the holder stops counting on its lease at once, and a new command
+    /// on it waits for the release) and finishes it in the background; never blocks.
+    pub(crate) fn release_in_background(self) {
+        let runtime = self.lock.shared.runtime.clone();
+        let started = {
+            let mut machine = self.cell.lock();
+            let now = runtime.now();
+            machine.release(now)
+        };
+        let spawner = runtime.clone();
+        spawner.spawn(async move {
+            // Outcomes are traced by the driver; nobody is left to tell.
+            if started.is_ok() {
+                let shared = &self.lock.shared;
+                let quiet = Quiet { give_up_at: runtime.now() + crate::HAND_OFF_BOUND };
+                let _ = drive(&runtime, &self.cell, &shared.exec(), quiet, None, None::<NoStart<LockMachine>>).await;
+            } else {
+                // Another operation was under way: release after it.
+                let _ = self.release().await;
+            }
+            self.recycle();
+        });
     }
 
     /// The ownership token this holder writes in the store. A capability: do not log it.
@@ -112,7 +140,12 @@ impl<R: Runtime> LockHolder<R> {
     /// taken, or it was released. Completes at once if nothing is held.
     pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
         let (cell, runtime) = (self.cell.clone(), self.lock.shared.runtime.clone());
-        async move { watch(&cell, &runtime, |m: &LockMachine, now| m.valid_until().filter(|_| m.is_held(now))).await }
+        // The lease held now: a later acquisition by this holder is another lease.
+        let fence = cell.lock().fence();
+        async move {
+            let held = |m: &LockMachine, now| m.valid_until().filter(|_| m.is_held(now) && m.fence() == fence);
+            watch(&cell, &runtime, held).await;
+        }
     }
 
     pub(crate) async fn acquire_guard(self, timeout: Option<Duration>) -> Result<LockGuard<R>, Error> {
@@ -150,7 +183,7 @@ impl<R: Runtime> LockHolder<R> {
         };
         let purpose = Command { backend: &*shared.backend, key: shared.key.as_str() };
         let outcome = drive(&shared.runtime, &self.cell, &shared.exec(), purpose, wakeup, Some(start)).await;
-        outcome.unwrap_or_else(|| Err(stopped(self.lock.name().as_str(), operation)))
+        outcome.unwrap_or_else(|| Err(stopped(self.lock.name(), operation)))
     }
 
     /// The handle an acquire or extend yielded.
@@ -159,14 +192,14 @@ impl<R: Runtime> LockHolder<R> {
             LockEvent::Acquired { fence, .. } | LockEvent::Extended { fence, .. } => {
                 Ok(LockHandle { name: self.lock.name().clone(), token: self.token(), fencing_token: *fence })
             }
-            _ => Err(stopped(self.lock.name().as_str(), operation)),
+            _ => Err(stopped(self.lock.name(), operation)),
         }
     }
 }
 
 impl<R: Runtime> Clone for LockHolder<R> {
     fn clone(&self) -> Self {
-        Self { lock: self.lock.clone(), cell: self.cell.clone() }
+        Self { lock: self.lock.clone(), cell: self.cell.clone(), kind: self.kind }
     }
 }
 
@@ -204,10 +237,11 @@ impl Purpose<LockMachine> for Command<'_> {
     }
 }
 
-/// The error for a drive that ended without an answer (a bug, never expected).
-fn stopped(name: &str, operation: &'static str) -> Error {
+/// The error for a drive that ended without an answer (a bug, never expected), as the error of
+/// `operation` ("acquire", "enter", "extend" or "release").
+pub(crate) fn stopped(name: &tenure_core::Name, operation: &'static str) -> Error {
     let cause = BackendError::new(BackendErrorKind::Other, "the driver stopped before the operation finished");
-    let name = name.to_owned();
+    let name = name.as_str().to_owned();
     match operation {
         "extend" => Error::Extend { name, cause },
         "release" => Error::Release { name, cause },

@@ -10,7 +10,7 @@ use std::time::Duration;
 pub use builder::LockBuilder;
 pub use guard::LockGuard;
 pub use holder::LockHolder;
-pub(crate) use holder::ask;
+pub(crate) use holder::{ask, stopped};
 use tenure_core::config::ensure_same_worker;
 use tenure_core::{Error, HolderKind, Key, LockConfig, LockMachine, Name, StoreOp};
 
