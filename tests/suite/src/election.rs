@@ -210,7 +210,7 @@ pub async fn election_start_stop_cycles_leave_nothing_behind<R: Runtime>(rt: R) 
 pub async fn election_attempts_slower_than_backend_timeout_never_elect<R: Runtime>(rt: R) {
     let backend = Faulty::default();
     let e = election(&rt, backend.clone(), "w1"); // backend_timeout 20 ms
-    backend.slow(&rt, ms(60));
+    backend.slow(&rt, ms(300));
     e.start();
     sleep(&rt, ms(150)).await;
     assert!(!e.is_leader() && e.record().is_none(), "abandoned attempts elect nobody");

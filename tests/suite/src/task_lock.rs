@@ -129,11 +129,11 @@ pub async fn task_lock_enter_after_a_backend_timeout_and_its_late_answer<R: Runt
         .env_load(false)
         .build()
         .unwrap();
-    backend.slow(&rt, ms(50));
+    backend.slow(&rt, ms(300));
     assert!(matches!(task.enter().await, Err(Error::Acquire { .. })));
     backend.heal();
     let guard = task.enter().await.unwrap();
-    sleep(&rt, ms(60)).await; // the first enter lands, refused: nothing changes
+    sleep(&rt, ms(320)).await; // the first enter lands, refused: nothing changes
     assert!(guard.is_valid());
     guard.exit().await.unwrap();
 }

@@ -63,6 +63,11 @@ impl MemoryBackend {
         self.model().lock_names()
     }
 
+    /// The last fencing token issued for the lock key `name` (`lock:cart`), if any.
+    pub fn last_fence(&self, name: &str) -> Option<FencingToken> {
+        self.model().last_fence(name)
+    }
+
     /// Vacates expired lock leases, keeping fencing counters (the SQL backends' cleanup).
     pub fn vacate_expired(&self) {
         let mut model = self.model();
