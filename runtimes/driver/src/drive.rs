@@ -172,7 +172,8 @@ where
     } else {
         // Commands on one machine run one after the other: wait for a drive under way (another
         // command, or a background drive finishing what an earlier one left).
-        loop {
+        while cell.claim(FOREGROUND).is_err() {
+            // Listen, then try again: a release of the claim in between is not missed.
             let listener = cell.changed.listen();
             if cell.claim(FOREGROUND).is_ok() {
                 break;

@@ -56,18 +56,24 @@ fn lock<R: Runtime>(rt: &R, backend: &MemoryBackend, name: &str) -> Lock<R> {
         .expect("a valid lock")
 }
 
-/// Time of one acquire + release by a single task on a free lock.
-pub async fn one_task_cycle<R: Runtime>(rt: &R, cycles: u32) -> Duration {
+/// Time of one acquire + release by a single task on a free lock: the median of 21 batches of
+/// `batch` cycles (this machine is shared; the median resists the noise).
+pub async fn one_task_cycle<R: Runtime>(rt: &R, batch: u32) -> Duration {
     let backend = MemoryBackend::new();
     let lock = lock(rt, &backend, "bench");
-    for _ in 0..cycles / 10 {
+    for _ in 0..batch {
         lock.acquire().await.expect("acquired").release().await.expect("released");
     }
-    let started = Instant::now();
-    for _ in 0..cycles {
-        lock.acquire().await.expect("acquired").release().await.expect("released");
+    let mut batches = Vec::with_capacity(21);
+    for _ in 0..21 {
+        let started = Instant::now();
+        for _ in 0..batch {
+            lock.acquire().await.expect("acquired").release().await.expect("released");
+        }
+        batches.push(started.elapsed() / batch);
     }
-    started.elapsed() / cycles
+    batches.sort();
+    batches[batches.len() / 2]
 }
 
 /// Acquire + release cycles per second of `tasks` tasks spread over `names` lock names.
@@ -178,8 +184,8 @@ pub async fn start_stop_growth<R: Runtime>(rt: &R, cycles: usize) -> isize {
 /// Runs every benchmark and prints the table for `runtime_name`.
 pub async fn run_all<R: Runtime>(rt: R, runtime_name: &str) {
     println!("tenure driver benchmarks on {runtime_name} (memory backend)");
-    let one = one_task_cycle(&rt, 200_000).await;
-    println!("  one task, acquire + release:        {:>10.0} ns per cycle", one.as_nanos() as f64);
+    let one = one_task_cycle(&rt, 10_000).await;
+    println!("  one task, acquire + release:        {:>10.0} ns per cycle (median batch)", one.as_nanos() as f64);
     let same = contended_cycles_per_second(&rt, 8, 1, 20_000).await;
     println!("  8 tasks on one name:                {same:>10.0} cycles/s");
     let spread = contended_cycles_per_second(&rt, 8, 8, 50_000).await;
