@@ -427,7 +427,7 @@ where
             let now = rt.now();
             machine.handle_reply(now, id, answer);
         }
-        let _ = drive(&rt, &cell, &exec, Quiet { give_up_at }, None, None::<NoStart<M>>).await;
+        drive_quietly(&rt, &cell, &exec, give_up_at).await;
     });
 }
 
@@ -442,9 +442,18 @@ where
 {
     let (rt, cell, exec) = (runtime.clone(), cell.clone(), exec.clone());
     let give_up_at = rt.now() + crate::HAND_OFF_BOUND;
-    runtime.spawn(async move {
-        let _ = drive(&rt, &cell, &exec, Quiet { give_up_at }, None, None::<NoStart<M>>).await;
-    });
+    runtime.spawn(async move { drive_quietly(&rt, &cell, &exec, give_up_at).await });
+}
+
+/// Drives, with nobody waiting, what the machine has queued until it is idle or `give_up_at`.
+async fn drive_quietly<R, M, X>(rt: &R, cell: &Arc<Cell<M>>, exec: &X, give_up_at: Timestamp)
+where
+    R: Runtime,
+    M: Abandon + Send + 'static,
+    M::Event: Observe,
+    X: Execute,
+{
+    let _ = drive(rt, cell, exec, Quiet { give_up_at }, None, None::<NoStart<M>>).await;
 }
 
 /// Drives a machine nobody waits on until it is idle, or gives up.
