@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test of Tenure, as CI runs it on a clean clone: formatting, lints, the core's purity,
-# unit, property and doc tests, the behaviour suite on every runtime, the examples, and the main job. (Benchmarks are type-checked by clippy's
-# --all-targets; run them with `cargo bench`.)
+# unit, property and doc tests, the behaviour suite on every runtime, the examples, the
+# deterministic simulation (1000 fresh seeds, every injected bug caught), and the main job.
+# (Benchmarks are type-checked by clippy's --all-targets; run them with `cargo bench`.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,6 +43,25 @@ cargo run -q -p tenure-tokio --example quickstart
 cargo run -q -p tenure-tokio --example fenced_writes
 cargo run -q -p tenure-smol --example leader
 cargo run -q -p tenure-async-std --example nightly_job
+
+step "simulation: regressions, then 1000 fresh seeds derived from the commit"
+cargo build -q -p tenure-sim --profile sim
+sim=target/sim/tenure-sim
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo 0)
+seed=$((16#$commit))
+"$sim" --seed "$seed" --seeds 1000 --no-record
+
+step "simulation: every injected bug is caught within 1000 seeds"
+for bug in validity-from-reply fence-reset-on-release leader-ignores-deadline; do
+  status=0
+  "$sim" --seed "$seed" --seeds 1000 --inject-bug "$bug" --no-regressions > "target/sim-$bug.log" || status=$?
+  grep -E '^(FAIL|replay)' "target/sim-$bug.log" || true
+  if [ "$status" -ne 1 ]; then
+    echo "the simulator did not catch $bug (exit $status)" >&2
+    cat "target/sim-$bug.log" >&2
+    exit 1
+  fi
+done
 
 step "main job"
 cargo run -q -p tenure-core --example two_workers

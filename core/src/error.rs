@@ -434,6 +434,15 @@ impl BackendError {
         Self::new(BackendErrorKind::Timeout, format!("no answer within {}s", after.as_secs_f64()))
     }
 
+    /// A grant whose reply came back after the lease it granted had run out (counted from when the
+    /// request was sent): the holder cannot count on any of it.
+    pub fn late_grant() -> Self {
+        Self::new(
+            BackendErrorKind::Timeout,
+            "the grant arrived after its lease had run out (the reply took longer than the lease)",
+        )
+    }
+
     /// Attaches the underlying client error.
     #[must_use]
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {

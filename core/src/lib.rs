@@ -46,6 +46,23 @@
 
 #![deny(missing_docs)]
 
+/// Whether the deliberate defect `$bug` ([`bugs::Bugs`]) is switched on in `$owner`; always false
+/// without the `bug-injection` feature.
+#[cfg(feature = "bug-injection")]
+macro_rules! bug {
+    ($owner:expr, $bug:ident) => {
+        $owner.bugs.contains(crate::bugs::Bugs::$bug)
+    };
+}
+#[cfg(not(feature = "bug-injection"))]
+macro_rules! bug {
+    ($owner:expr, $bug:ident) => {
+        false
+    };
+}
+
+#[cfg(feature = "bug-injection")]
+pub mod bugs;
 pub mod config;
 pub mod error;
 pub mod ids;

@@ -290,3 +290,24 @@ fn a_wake_up_during_an_attempt_is_followed_by_another_attempt_at_once() {
     b.handle_reply(w.now, attempt.id, Ok(seen));
     assert_eq!(w.pump(&mut b), vec![ElectionEvent::Elected], "attempted again at once");
 }
+
+#[test]
+fn a_confirmation_that_arrives_after_the_instant_it_confirms_until_elects_nobody() {
+    let mut w = World::new();
+    let mut e = election(&mut w, "w1");
+    e.start(w.now);
+    let request = w.take(&mut e);
+    let reply = w.store.apply(&request.op, w.now);
+    w.advance(ms(80)); // past the 70 ms renew deadline
+    e.handle_reply(w.now, request.id, Ok(reply));
+    let events: Vec<_> = std::iter::from_fn(|| e.poll_event()).collect();
+    assert_eq!(events, vec![], "no Elected followed at once by Deposed");
+    assert!(!e.is_leader(w.now));
+    assert_eq!(e.record().map(|r| r.holder.as_str()), Some("w1"), "the record is still kept");
+    // The next attempt, answered in time, elects.
+    let at = e.poll_timeout().unwrap();
+    w.now = w.now.max(at);
+    e.handle_timeout(w.now);
+    let request = w.take(&mut e);
+    assert_eq!(w.answer(&mut e, &request), vec![ElectionEvent::Elected]);
+}

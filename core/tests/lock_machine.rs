@@ -562,3 +562,110 @@ fn a_wake_up_during_a_refused_attempt_is_not_lost() {
     assert_eq!(b.phase(), LockPhase::Acquiring, "retried at once, not after 500 ms");
     assert_eq!(acquired(&w.pump(&mut b)), FencingToken::new(2));
 }
+
+/// Applies `request` at the store now, then lets `delay` pass before the reply reaches `lock`
+/// (a reply slower than the lease, as after a process pause). The machine's own timers are not
+/// fired in between: the late reply comes first.
+fn answer_late(
+    w: &mut World,
+    lock: &mut LockMachine,
+    request: &tenure_core::StoreRequest,
+    delay: Duration,
+) -> Vec<LockEvent> {
+    let reply = w.store.apply(&request.op, w.now);
+    w.advance(delay);
+    lock.handle_reply(w.now, request.id, Ok(reply));
+    let mut events = Vec::new();
+    while let Some(event) = lock.poll_event() {
+        events.push(event);
+    }
+    events
+}
+
+#[test]
+fn a_grant_that_arrives_after_its_lease_ran_out_is_asked_again_by_a_blocking_acquire() {
+    let (mut w, _, mut lock) = setup(ms(100));
+    lock.acquire(w.now, None).unwrap();
+    let request = w.take(&mut lock);
+    assert_eq!(answer_late(&mut w, &mut lock, &request, ms(150)), vec![], "no worthless Acquired");
+    assert_eq!(lock.phase(), LockPhase::Acquiring, "asks again at once");
+    let again = w.take(&mut lock);
+    let fence = acquired(&w.answer(&mut lock, &again));
+    assert_eq!(fence, FencingToken::new(2), "the lapsed lease is granted anew");
+    assert!(lock.is_held(w.now));
+}
+
+#[test]
+fn a_late_grant_fails_a_nowait_or_expired_acquire_and_is_released() {
+    let (mut w, config, mut lock) = setup(ms(100));
+    lock.acquire_nowait(w.now).unwrap();
+    let request = w.take(&mut lock);
+    let events = answer_late(&mut w, &mut lock, &request, ms(99));
+    let error = failed(&events);
+    assert!(matches!(error, Error::Acquire { cause, .. } if cause.kind() == BackendErrorKind::Timeout), "{error:?}");
+    assert!(!lock.is_held(w.now) && lock.fence().is_none());
+    let release = w.take(&mut lock);
+    assert!(matches!(release.op, StoreOp::LockRelease { .. }), "the grant is given back");
+    assert_eq!(w.answer(&mut lock, &release), vec![], "quietly");
+    assert!(lock.is_quiescent());
+
+    let mut timed = w.lock("cart", "b", &config);
+    timed.acquire(w.now, Some(ms(50))).unwrap();
+    let request = w.take(&mut timed);
+    let events = answer_late(&mut w, &mut timed, &request, ms(120));
+    assert_eq!(failed(&events), &Error::Timeout { name: "cart".into(), timeout: ms(50) });
+    assert!(matches!(w.take(&mut timed).op, StoreOp::LockRelease { .. }));
+}
+
+#[test]
+fn an_extend_granted_too_late_fails_and_leaves_the_lease_stale() {
+    let (mut w, _, mut lock) = setup(ms(100));
+    lock.acquire(w.now, None).unwrap();
+    let fence = acquired(&w.pump(&mut lock));
+    lock.extend(w.now).unwrap();
+    let request = w.take(&mut lock);
+    let events = answer_late(&mut w, &mut lock, &request, ms(150));
+    assert_eq!(events[0], LockEvent::Lost { fence, reason: LossReason::Expired }, "the old lease ran out first");
+    assert!(
+        matches!(&events[1], LockEvent::Failed(Error::Extend { cause, .. }) if cause.kind() == BackendErrorKind::Timeout)
+    );
+    assert_eq!(lock.phase(), LockPhase::Stale);
+    assert!(!lock.is_held(w.now));
+}
+
+#[test]
+fn a_quiescent_machine_takes_a_new_token_and_a_busy_one_refuses() {
+    let (mut w, _, mut lock) = setup(ms(100));
+    lock.acquire(w.now, None).unwrap();
+    assert!(matches!(lock.set_token(support::token("b")), Err(Error::Busy { .. })));
+    w.pump(&mut lock);
+    assert!(matches!(lock.set_token(support::token("b")), Err(Error::Busy { .. })), "holding");
+    lock.release(w.now).unwrap();
+    w.pump(&mut lock);
+    lock.set_token(support::token("b")).unwrap();
+    lock.acquire(w.now, None).unwrap();
+    let request = w.take(&mut lock);
+    assert!(matches!(&request.op, StoreOp::LockAcquire { token, .. } if token.as_str() == "b"));
+}
+
+#[test]
+fn a_release_from_an_earlier_acquisition_cannot_free_the_next_one() {
+    // The simulator's seed 275 (tests/sim): a release that timed out reached the store after the
+    // same holder had acquired again, and freed the new lease. A new token per acquisition makes
+    // the stale release a no-op.
+    let (mut w, _, mut lock) = setup(ms(60_000));
+    lock.acquire(w.now, None).unwrap();
+    w.pump(&mut lock);
+    lock.release(w.now).unwrap();
+    let stale = w.take(&mut lock); // delayed in the network
+    w.fire(&mut lock); // and timed out
+    assert_eq!(lock.phase(), LockPhase::Stale, "the outcome is unknown");
+    lock.release(w.now).unwrap(); // released again, and answered
+    assert_eq!(w.pump(&mut lock), vec![LockEvent::Released { fence: Some(FencingToken::FIRST) }]);
+    lock.set_token(support::token("a-2")).unwrap();
+    lock.acquire(w.now, None).unwrap();
+    w.pump(&mut lock);
+    assert!(w.store.lock_lease(lock.key(), w.now).is_some());
+    assert_eq!(w.store.apply(&stale.op, w.now), StoreReply::Flag(false), "the late release misses");
+    assert!(w.store.lock_owned(lock.key(), lock.token(), w.now));
+}

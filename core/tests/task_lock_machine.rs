@@ -270,3 +270,47 @@ fn a_cancelled_enter_releases_a_grant_that_lands_afterwards() {
     assert!(w.answer(&mut a, &request).is_empty());
     assert!(!w.store.lock_locked(a.key(), w.now), "the late grant was released");
 }
+
+#[test]
+fn an_enter_granted_after_its_lease_ran_out_fails_and_gives_the_grant_back() {
+    // The simulator's seed 11 (tests/sim): the reply to an enter reached a worker paused for
+    // longer than the lease, and the task body started on a lease that had already run out.
+    let mut w = World::new();
+    let cfg = config(&mut w, ms(100), ms(200));
+    let mut a = machine(&cfg);
+    a.enter(w.now, token("a:task:1.x:1.y")).unwrap();
+    let request = w.take(&mut a);
+    let reply = w.store.apply(&request.op, w.now);
+    w.advance(ms(300)); // paused with the reply waiting
+    a.handle_reply(w.now, request.id, Ok(reply));
+    let events: Vec<_> = std::iter::from_fn(|| a.poll_event()).collect();
+    let error = failed(&events);
+    assert!(matches!(error, Error::Acquire { cause, .. } if cause.kind() == BackendErrorKind::Timeout), "{error:?}");
+    assert!(!events.iter().any(|e| matches!(e, TaskLockEvent::Entered { .. })), "no body starts");
+    assert!(!a.is_held(w.now) && a.fence().is_none());
+    let release = w.take(&mut a);
+    assert!(matches!(&release.op, StoreOp::LockRelease { token, .. } if token.as_str() == "a:task:1.x:1.y"));
+    assert_eq!(w.answer(&mut a, &release), vec![]);
+    assert_eq!(a.phase(), TaskLockPhase::Idle);
+    a.enter(w.now, token("a:task:1.x:2.y")).unwrap();
+    entered(&w.pump(&mut a));
+}
+
+#[test]
+fn an_extend_granted_too_late_fails_without_reviving_the_run() {
+    let mut w = World::new();
+    let cfg = config(&mut w, ms(100), ms(200));
+    let mut a = machine(&cfg);
+    a.enter(w.now, token("a:task:1.x:1.y")).unwrap();
+    let fence = entered(&w.pump(&mut a));
+    a.extend(w.now).unwrap();
+    let request = w.take(&mut a);
+    let reply = w.store.apply(&request.op, w.now);
+    w.advance(ms(300));
+    a.handle_reply(w.now, request.id, Ok(reply));
+    let events: Vec<_> = std::iter::from_fn(|| a.poll_event()).collect();
+    assert_eq!(events[0], TaskLockEvent::Lost { fence, reason: LossReason::Expired });
+    assert!(matches!(&events[1], TaskLockEvent::Failed(Error::Extend { .. })), "{events:?}");
+    assert_eq!(a.valid_until(), None, "the run no longer counts on a lease");
+    assert_eq!(a.phase(), TaskLockPhase::Held, "entered until exit");
+}

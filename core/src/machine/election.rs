@@ -118,6 +118,8 @@ pub struct ElectionMachine {
     wake_pending: bool,
     jitter: SplitMix64,
     out: Outbox<ElectionEvent, ElectionOp>,
+    #[cfg(feature = "bug-injection")]
+    bugs: crate::bugs::Bugs,
 }
 
 impl ElectionMachine {
@@ -147,7 +149,15 @@ impl ElectionMachine {
             wake_pending: false,
             jitter: SplitMix64::from_rng(rng),
             out,
+            #[cfg(feature = "bug-injection")]
+            bugs: crate::bugs::Bugs::NONE,
         }
+    }
+
+    /// Switches on deliberate defects, for the simulator to catch.
+    #[cfg(feature = "bug-injection")]
+    pub fn inject(&mut self, bugs: crate::bugs::Bugs) {
+        self.bugs = bugs;
     }
 
     // ---- getters -------------------------------------------------------------------------
@@ -191,7 +201,7 @@ impl ElectionMachine {
     /// `renew_deadline` ago. Advisory; fence writes or use [`Self::is_leader_confirmed_within`]
     /// for work that must not overlap a successor.
     pub fn is_leader(&self, now: Timestamp) -> bool {
-        self.leader && now < self.leader_until
+        self.leader && (now < self.leader_until || bug!(self, LEADER_IGNORES_DEADLINE))
     }
 
     /// While leading: the instant this worker stops believing it leads unless renewed.
@@ -337,7 +347,8 @@ impl ElectionMachine {
             | Run::Finishing(Attempt { flight, .. })
             | Run::Releasing(flight) => Some(flight.deadline),
         };
-        earliest([run, self.leader.then_some(self.leader_until)])
+        let deadline = self.leader && !bug!(self, LEADER_IGNORES_DEADLINE);
+        earliest([run, deadline.then_some(self.leader_until)])
     }
 
     // ---- internals -----------------------------------------------------------------------
@@ -376,7 +387,7 @@ impl ElectionMachine {
                 let leads = record.holder == self.token.as_str();
                 self.record = Some(record);
                 if count {
-                    self.update_state(leads, attempt, LeadershipLoss::NotHolder);
+                    self.update_state(now, leads, attempt, LeadershipLoss::NotHolder);
                 }
                 return;
             }
@@ -403,8 +414,12 @@ impl ElectionMachine {
         self.out.emit(ElectionEvent::Stopped);
     }
 
-    /// Records the verdict of an answered attempt: leading is confirmed as of its send.
-    fn update_state(&mut self, leads: bool, attempt: Attempt, reason: LeadershipLoss) {
+    /// Records the verdict of an answered attempt: leading is confirmed as of its send. A
+    /// confirmation that comes back after the instant it would confirm until says nothing.
+    fn update_state(&mut self, now: Timestamp, leads: bool, attempt: Attempt, reason: LeadershipLoss) {
+        if leads && now >= attempt.confirms_until {
+            return;
+        }
         if leads {
             self.last_confirmed_at = Some(attempt.flight.sent_at);
             self.leader_until = attempt.confirms_until;
@@ -425,7 +440,7 @@ impl ElectionMachine {
     }
 
     fn check_deadline(&mut self, now: Timestamp) {
-        if self.leader && now >= self.leader_until {
+        if self.leader && now >= self.leader_until && !bug!(self, LEADER_IGNORES_DEADLINE) {
             self.set_leader(false, LeadershipLoss::RenewDeadline);
         }
     }

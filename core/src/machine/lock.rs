@@ -166,6 +166,8 @@ pub struct LockMachine {
     wake_pending: bool,
     jitter: SplitMix64,
     out: Outbox<LockEvent, LockOp>,
+    #[cfg(feature = "bug-injection")]
+    bugs: crate::bugs::Bugs,
 }
 
 impl LockMachine {
@@ -184,7 +186,15 @@ impl LockMachine {
             wake_pending: false,
             jitter: SplitMix64::from_rng(rng),
             out: Outbox::new(),
+            #[cfg(feature = "bug-injection")]
+            bugs: crate::bugs::Bugs::NONE,
         }
+    }
+
+    /// Switches on deliberate defects, for the simulator to catch.
+    #[cfg(feature = "bug-injection")]
+    pub fn inject(&mut self, bugs: crate::bugs::Bugs) {
+        self.bugs = bugs;
     }
 
     // ---- getters -------------------------------------------------------------------------
@@ -220,9 +230,24 @@ impl LockMachine {
     }
 
     /// Whether the machine holds nothing, asks nothing and waits for nothing (not even a late
-    /// answer to an abandoned request): it may serve a new holder as if new.
+    /// answer to an abandoned request): it may serve a new holder, under a new token
+    /// ([`LockMachine::set_token`]).
     pub fn is_quiescent(&self) -> bool {
         self.state == State::Idle && self.orphan.is_none() && self.out.is_empty()
+    }
+
+    /// Gives a quiescent machine a new ownership token, for a new acquisition.
+    ///
+    /// Reuse a machine only this way. Under its old token, a request sent earlier may still
+    /// reach the store — a release that timed out, a retried or duplicated one — and would
+    /// free the new lease while the holder believes in it (found by the simulator, tests/sim).
+    /// grelmicro reuses a task's token across its acquisitions and is exposed to this.
+    pub fn set_token(&mut self, token: Token) -> Result<(), Error> {
+        if !self.is_quiescent() {
+            return Err(self.busy());
+        }
+        self.token = token;
+        Ok(())
     }
 
     /// Whether the holder may act as the lock's owner at `now`.
@@ -476,9 +501,27 @@ impl LockMachine {
                 Some(cause) => Error::Acquire { name: self.name(), cause },
                 None => {
                     self.note_fence(fence);
-                    let valid_until = flight.sent_at + local_validity(lease);
-                    self.state = State::Held { fence, valid_until };
-                    self.out.emit(LockEvent::Acquired { fence, valid_until });
+                    let valid_until = self.validity_start(now, flight) + local_validity(lease);
+                    if now < valid_until {
+                        self.state = State::Held { fence, valid_until };
+                        self.out.emit(LockEvent::Acquired { fence, valid_until });
+                        return;
+                    }
+                    // The grant came back too late to count on (a reply slower than the lease):
+                    // a blocking acquire asks again at once (renewing the lease if it is still
+                    // ours); otherwise the grant is released and the acquire fails.
+                    if !attempt.nowait && attempt.deadline.is_none_or(|deadline| now < deadline) {
+                        self.attempt(now, lease, attempt);
+                        return;
+                    }
+                    self.start_release(now, None, true);
+                    let error = match attempt {
+                        Attempt { nowait: false, timeout: Some(timeout), .. } => {
+                            Error::Timeout { name: self.name(), timeout }
+                        }
+                        _ => Error::Acquire { name: self.name(), cause: BackendError::late_grant() },
+                    };
+                    self.out.emit(LockEvent::Failed(error));
                     return;
                 }
             },
@@ -525,9 +568,18 @@ impl LockMachine {
                 Some(cause) => Error::Extend { name: self.name(), cause },
                 None => {
                     self.note_fence(granted);
-                    let until = flight.sent_at + local_validity(lease);
-                    self.state = State::Held { fence: granted, valid_until: until };
-                    self.out.emit(LockEvent::Extended { fence: granted, previous: fence, valid_until: until });
+                    let until = self.validity_start(now, flight) + local_validity(lease);
+                    if now < until {
+                        self.state = State::Held { fence: granted, valid_until: until };
+                        self.out.emit(LockEvent::Extended { fence: granted, previous: fence, valid_until: until });
+                        return;
+                    }
+                    // Too late to count on: the old lease has run out too (it ends no later).
+                    self.state = State::Stale { fence: granted };
+                    self.out.emit(LockEvent::Failed(Error::Extend {
+                        name: self.name(),
+                        cause: BackendError::late_grant(),
+                    }));
                     return;
                 }
             },
@@ -598,6 +650,11 @@ impl LockMachine {
         ))
     }
 
+    /// Where the validity of a grant starts: when its request was sent.
+    fn validity_start(&self, now: Timestamp, flight: Flight) -> Timestamp {
+        if bug!(self, VALIDITY_FROM_REPLY) { now } else { flight.sent_at }
+    }
+
     fn note_fence(&mut self, fence: FencingToken) {
         self.last_fence = Some(self.last_fence.map_or(fence, |last| last.max(fence)));
     }
@@ -612,7 +669,8 @@ impl LockMachine {
 
     fn busy(&self) -> Error {
         let operation = match self.state {
-            State::Acquiring { .. } | State::Waiting { .. } => "acquire",
+            State::Acquiring { .. } | State::Waiting { .. } | State::Cancelling { .. } => "acquire",
+            State::Idle if self.orphan.is_some() => "acquire",
             State::Extending { .. } => "extend",
             _ => "release",
         };

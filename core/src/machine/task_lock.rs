@@ -126,6 +126,8 @@ pub struct TaskLockMachine {
     /// the task is not blocked for a whole lease by a run that never started.
     orphan: Option<(OpId, Token)>,
     out: Outbox<TaskLockEvent>,
+    #[cfg(feature = "bug-injection")]
+    bugs: crate::bugs::Bugs,
 }
 
 impl TaskLockMachine {
@@ -140,7 +142,15 @@ impl TaskLockMachine {
             held_over: None,
             orphan: None,
             out: Outbox::new(),
+            #[cfg(feature = "bug-injection")]
+            bugs: crate::bugs::Bugs::NONE,
         }
+    }
+
+    /// Switches on deliberate defects, for the simulator to catch.
+    #[cfg(feature = "bug-injection")]
+    pub fn inject(&mut self, bugs: crate::bugs::Bugs) {
+        self.bugs = bugs;
     }
 
     // ---- getters -------------------------------------------------------------------------
@@ -379,10 +389,16 @@ impl TaskLockMachine {
         let error = match reply {
             Ok(StoreReply::Fence(Some(fence))) => {
                 self.held_over = None;
-                let valid_until = flight.sent_at + local_validity(lease);
-                self.state = State::Held(Run { token, fence, acquired_at: now, valid_until, lost: false });
-                self.out.emit(TaskLockEvent::Entered { fence, valid_until });
-                return;
+                let valid_until = self.validity_start(now, flight) + local_validity(lease);
+                if now < valid_until {
+                    self.state = State::Held(Run { token, fence, acquired_at: now, valid_until, lost: false });
+                    self.out.emit(TaskLockEvent::Entered { fence, valid_until });
+                    return;
+                }
+                // Too late to run the task under it: release the grant, the enter fails.
+                let op = StoreOp::LockRelease { key: self.key.clone(), token };
+                self.state = State::Abandoning { flight: self.out.send(now, op, self.backend_timeout) };
+                Error::Acquire { name: self.name(), cause: BackendError::late_grant() }
             }
             Ok(StoreReply::Fence(None)) => {
                 Error::WouldBlock { name: self.name(), reason: WouldBlockReason::TaskLockHeld }
@@ -404,10 +420,16 @@ impl TaskLockMachine {
         let event = match reply {
             Ok(StoreReply::Fence(Some(fence))) => {
                 let previous = run.fence;
-                run.valid_until = flight.sent_at + local_validity(lease);
+                let valid_until = self.validity_start(now, flight) + local_validity(lease);
                 run.fence = fence;
-                run.lost = false;
-                TaskLockEvent::Extended { fence, previous, valid_until: run.valid_until }
+                if now < valid_until {
+                    run.valid_until = valid_until;
+                    run.lost = false;
+                    TaskLockEvent::Extended { fence, previous, valid_until }
+                } else {
+                    // Too late to count on; the old lease, which ended no later, was reported lost.
+                    TaskLockEvent::Failed(Error::Extend { name: self.name(), cause: BackendError::late_grant() })
+                }
             }
             Ok(StoreReply::Fence(None)) => {
                 // Still entered (exit must run), but the lease is gone.
@@ -450,6 +472,11 @@ impl TaskLockMachine {
             (Err(cause), _) => TaskLockEvent::Failed(Error::Release { name: self.name(), cause }),
         };
         self.out.emit(event);
+    }
+
+    /// Where the validity of a grant starts: when its request was sent.
+    fn validity_start(&self, now: Timestamp, flight: Flight) -> Timestamp {
+        if bug!(self, VALIDITY_FROM_REPLY) { now } else { flight.sent_at }
     }
 
     fn check_expiry(&mut self, now: Timestamp) {

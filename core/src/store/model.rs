@@ -84,13 +84,28 @@ pub struct StoreModel {
     leaders: BTreeMap<Arc<str>, LeaderEntry>,
     schedules: BTreeMap<Arc<str>, f64>,
     wall_at_zero: WallTime,
+    #[cfg(feature = "bug-injection")]
+    bugs: crate::bugs::Bugs,
 }
 
 impl StoreModel {
     /// An empty store whose clock reads `wall_at_zero` at [`Timestamp::ZERO`]; leader records
     /// report calendar times from it, while every liveness decision uses the monotonic clock.
     pub fn new(wall_at_zero: WallTime) -> Self {
-        Self { locks: BTreeMap::new(), leaders: BTreeMap::new(), schedules: BTreeMap::new(), wall_at_zero }
+        Self {
+            locks: BTreeMap::new(),
+            leaders: BTreeMap::new(),
+            schedules: BTreeMap::new(),
+            wall_at_zero,
+            #[cfg(feature = "bug-injection")]
+            bugs: crate::bugs::Bugs::NONE,
+        }
+    }
+
+    /// Switches on deliberate defects, for the simulator to catch.
+    #[cfg(feature = "bug-injection")]
+    pub fn inject(&mut self, bugs: crate::bugs::Bugs) {
+        self.bugs = bugs;
     }
 
     /// Runs `op` at `now`.
@@ -150,6 +165,9 @@ impl StoreModel {
                     return false;
                 }
                 entry.lease = None;
+                if bug!(self, FENCE_RESET_ON_RELEASE) {
+                    self.locks.remove(key.text());
+                }
                 true
             }
             _ => {

@@ -42,9 +42,8 @@ impl<R: Runtime> LockHolder<R> {
     }
 
     /// Returns this task holder to its lock's idle holders if nobody else refers to it and its
-    /// machine is quiescent (nothing held, nothing in flight, no late answer awaited). Its token
-    /// then serves a later acquisition of the same lock in this process, as grelmicro reuses a
-    /// task's token across its acquisitions.
+    /// machine is quiescent (nothing held, nothing in flight, no late answer awaited). Its machine
+    /// then serves a later acquisition of the same lock in this process, under a fresh token.
     pub(crate) fn recycle(self) {
         let reusable = self.kind == HolderKind::Task && Arc::strong_count(&self.cell) == 1;
         if !reusable || !self.cell.lock().is_quiescent() {

@@ -1,0 +1,329 @@
+//! The invariants, checked after every event, the liveness check after the faults stop, and the
+//! coverage counters that show a green run exercised what it claims.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use tenure_core::{FencingToken, Key, Token};
+
+use crate::client::Target;
+use crate::profile::{Faults, Workload, as_nanos};
+
+/// What a run (or a batch of runs) exercised.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Coverage {
+    /// Acquires and enters refused because someone else held the lock.
+    pub contention: u64,
+    /// Leases that ran out while their holder's process was paused.
+    pub expired_in_pause: u64,
+    /// Writes the fenced resource rejected for a stale fencing token.
+    pub stale_rejected: u64,
+    /// Writes the fenced resource saw.
+    pub writes: u64,
+    /// Leadership passing from one worker to another.
+    pub leader_changes: u64,
+    /// Locks acquired.
+    pub acquisitions: u64,
+    /// Task bodies started.
+    pub bodies: u64,
+    /// Process pauses.
+    pub pauses: u64,
+    /// Worker crashes.
+    pub crashes: u64,
+    /// Partitions.
+    pub partitions: u64,
+    /// Forward clock jumps.
+    pub clock_jumps: u64,
+    /// Store restarts.
+    pub store_restarts: u64,
+    /// Events after which two holders believed at once, under clocks outside the bounds (not a
+    /// failure there; it shows the bounds matter).
+    pub overlaps_out_of_bounds: u64,
+}
+
+impl Coverage {
+    /// Adds `other` to `self`.
+    pub fn add(&mut self, other: &Self) {
+        let pairs = [
+            (&mut self.contention, other.contention),
+            (&mut self.expired_in_pause, other.expired_in_pause),
+            (&mut self.stale_rejected, other.stale_rejected),
+            (&mut self.writes, other.writes),
+            (&mut self.leader_changes, other.leader_changes),
+            (&mut self.acquisitions, other.acquisitions),
+            (&mut self.bodies, other.bodies),
+            (&mut self.pauses, other.pauses),
+            (&mut self.crashes, other.crashes),
+            (&mut self.partitions, other.partitions),
+            (&mut self.clock_jumps, other.clock_jumps),
+            (&mut self.store_restarts, other.store_restarts),
+            (&mut self.overlaps_out_of_bounds, other.overlaps_out_of_bounds),
+        ];
+        for (total, more) in pairs {
+            *total += more;
+        }
+    }
+}
+
+impl fmt::Display for Coverage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "contention {}, stale writes rejected {} of {}, leases expired in a pause {}, leadership changes {}, \
+             acquisitions {}, task bodies {}; faults: pauses {}, crashes {}, partitions {}, clock jumps {}, \
+             store restarts {}; overlaps under unbounded clocks {}",
+            self.contention,
+            self.stale_rejected,
+            self.writes,
+            self.expired_in_pause,
+            self.leader_changes,
+            self.acquisitions,
+            self.bodies,
+            self.pauses,
+            self.crashes,
+            self.partitions,
+            self.clock_jumps,
+            self.store_restarts,
+            self.overlaps_out_of_bounds
+        )
+    }
+}
+
+/// The checks of one run.
+#[derive(Debug)]
+pub(crate) struct Checker {
+    pub(crate) coverage: Coverage,
+    /// Clocks are inside the bounds: beliefs must exclude each other, task bodies keep windows.
+    exclusive: bool,
+    lock_names: Vec<String>,
+    /// The last fencing token the store issued per key, and to whom.
+    issued: BTreeMap<String, (FencingToken, Token)>,
+    /// The highest fencing token the resource accepted per lock name, and from whom.
+    resource: BTreeMap<usize, (FencingToken, Token)>,
+    /// Each task body: when the store applied its enter (in order), its worker, and how far that
+    /// worker's clock had jumped forward by then.
+    bodies: Vec<(u64, usize, u64)>,
+    /// The shortest gap two task bodies may have.
+    window: u64,
+    last_leader: Option<usize>,
+    /// After the faults stop: when, what to wait for, and what happened since.
+    quiet_at: Option<u64>,
+    bound: u64,
+    acquired_since: BTreeSet<usize>,
+    body_since: bool,
+    leader_since: bool,
+}
+
+impl Checker {
+    pub(crate) fn new(work: &Workload, faults: &Faults, lock_names: Vec<String>) -> Self {
+        let min_hold = as_nanos(work.task.min_hold_duration());
+        Self {
+            coverage: Coverage::default(),
+            exclusive: faults.clocks_in_bounds(),
+            lock_names,
+            issued: BTreeMap::new(),
+            resource: BTreeMap::new(),
+            bodies: Vec::new(),
+            // A min hold measured on a clock running up to `drift` fast ends that much sooner.
+            window: (min_hold as f64 / (1.0 + faults.drift)) as u64,
+            last_leader: None,
+            quiet_at: None,
+            bound: 0,
+            acquired_since: BTreeSet::new(),
+            body_since: false,
+            leader_since: false,
+        }
+    }
+
+    fn describe(&self, target: Target) -> String {
+        match target {
+            Target::Lock(name) => format!("lock {}", self.lock_names.get(name).map_or("?", String::as_str)),
+            Target::Task => "the task lock".to_owned(),
+            Target::Election => "the election".to_owned(),
+        }
+    }
+
+    /// At most one machine per name believes it holds (leads) at this instant.
+    pub(crate) fn beliefs(
+        &mut self,
+        now: u64,
+        believers: &[(Target, usize, Option<FencingToken>)],
+    ) -> Result<(), String> {
+        if self.quiet_at.is_some_and(|at| now >= at) && believers.iter().any(|(t, ..)| *t == Target::Election) {
+            self.leader_since = true;
+        }
+        let mut seen: BTreeMap<Target, (usize, Option<FencingToken>)> = BTreeMap::new();
+        for &(target, worker, fence) in believers {
+            let Some(&(other, other_fence)) = seen.get(&target) else {
+                seen.insert(target, (worker, fence));
+                continue;
+            };
+            if !self.exclusive {
+                self.coverage.overlaps_out_of_bounds += 1;
+                return Ok(());
+            }
+            return Err(format!(
+                "two holders believe they hold {} at once: worker {other} (fence {}) and worker {worker} (fence {})",
+                self.describe(target),
+                show(other_fence),
+                show(fence)
+            ));
+        }
+        Ok(())
+    }
+
+    /// The store granted `fence` on `key` to `token`; `renewal` when `token` held it already.
+    pub(crate) fn issued(
+        &mut self,
+        key: &Key,
+        token: &Token,
+        fence: FencingToken,
+        renewal: bool,
+    ) -> Result<(), String> {
+        if let Some((last, _)) = self.issued.get(key.as_str()) {
+            if renewal && fence != *last {
+                return Err(format!(
+                    "the store renewed {} under fencing token {fence} after issuing {last}",
+                    key.as_str()
+                ));
+            }
+            if !renewal && fence <= *last {
+                return Err(format!(
+                    "the store issued fencing token {fence} for {} after {last}: tokens must strictly increase",
+                    key.as_str()
+                ));
+            }
+        }
+        self.issued.insert(key.as_str().to_owned(), (fence, token.clone()));
+        Ok(())
+    }
+
+    /// The fenced resource: accepts a write only with a token at least the highest it has seen,
+    /// and one token value belongs to one holder.
+    pub(crate) fn write(&mut self, name: usize, fence: FencingToken, token: &Token) -> Result<(), String> {
+        self.coverage.writes += 1;
+        match self.resource.get(&name) {
+            Some((highest, _)) if fence < *highest => {
+                self.coverage.stale_rejected += 1;
+                Ok(())
+            }
+            Some((highest, holder)) if fence == *highest && holder != token => Err(format!(
+                "two holders wrote to {} under the same fencing token {fence}",
+                self.describe(Target::Lock(name))
+            )),
+            _ => {
+                self.resource.insert(name, (fence, token.clone()));
+                Ok(())
+            }
+        }
+    }
+
+    /// A task body starts on `worker`; `anchor` is when the store applied its enter; `jumped`
+    /// is how far each worker's clock has jumped forward so far.
+    ///
+    /// Two bodies start at least one min-hold window apart, as measured by the clock of the
+    /// earlier one's worker: less its fast drift and any forward jump it made since (a min hold
+    /// is measured on the local clock, which a jump shortens).
+    pub(crate) fn body(
+        &mut self,
+        now: u64,
+        anchor: u64,
+        valid: bool,
+        worker: usize,
+        jumped: &[u64],
+    ) -> Result<(), String> {
+        self.coverage.bodies += 1;
+        if self.quiet_at.is_some_and(|at| now >= at) {
+            self.body_since = true;
+        }
+        if !valid {
+            return Err(format!("worker {worker}: a task body started on a lease that had already run out"));
+        }
+        let at = self.bodies.partition_point(|&(b, ..)| b < anchor);
+        let mine = (anchor, worker, jumped[worker]);
+        if self.exclusive {
+            let neighbours =
+                [at.checked_sub(1).map(|i| (self.bodies[i], mine)), self.bodies.get(at).map(|&b| (mine, b))];
+            for ((first, w, jumped_then), (second, ..)) in neighbours.into_iter().flatten() {
+                let window = self.window.saturating_sub(jumped[w] - jumped_then);
+                if second - first < window {
+                    return Err(format!(
+                        "worker {worker}: two task bodies started {:.3} ms apart, within one min-hold window \
+                         ({:.3} ms, as worker {w} measures it)",
+                        (second - first) as f64 / 1e6,
+                        window as f64 / 1e6
+                    ));
+                }
+            }
+        }
+        self.bodies.insert(at, mine);
+        Ok(())
+    }
+
+    pub(crate) fn acquired(&mut self, now: u64, target: Target) {
+        self.coverage.acquisitions += 1;
+        if let (Target::Lock(name), Some(at)) = (target, self.quiet_at)
+            && now >= at
+        {
+            self.acquired_since.insert(name);
+        }
+    }
+
+    pub(crate) fn elected(&mut self, worker: usize) {
+        if self.last_leader.is_some_and(|last| last != worker) {
+            self.coverage.leader_changes += 1;
+        }
+        self.last_leader = Some(worker);
+    }
+
+    /// Faults stop; everything is quiet from `quiet_at`. Returns when to check liveness.
+    pub(crate) fn heal(&mut self, quiet_at: u64, work: &Workload, faults: &Faults) -> u64 {
+        self.quiet_at = Some(quiet_at);
+        self.bound = liveness_bound(work, faults);
+        quiet_at + self.bound
+    }
+
+    /// After the faults stop, every lock is taken, a task body runs and a leader is elected
+    /// within the bound.
+    pub(crate) fn liveness(&self) -> Result<(), String> {
+        let bound = format!("{:.0} ms", self.bound as f64 / 1e6);
+        let quiet = format!("{:.0} ms", self.quiet_at.unwrap_or(0) as f64 / 1e6);
+        for (name, lock) in self.lock_names.iter().enumerate() {
+            if !self.acquired_since.contains(&name) {
+                return Err(format!(
+                    "liveness: lock {lock} not acquired within {bound} after faults stopped at {quiet}"
+                ));
+            }
+        }
+        if !self.body_since {
+            return Err(format!("liveness: no task body ran within {bound} after faults stopped at {quiet}"));
+        }
+        if !self.leader_since {
+            return Err(format!("liveness: no leader elected within {bound} after faults stopped at {quiet}"));
+        }
+        Ok(())
+    }
+}
+
+/// How long after the faults stop every primitive must have made progress: the longest a lease
+/// left by a crashed holder or a busy holder can block, plus retries, timeouts and delays.
+pub(crate) fn liveness_bound(work: &Workload, faults: &Faults) -> u64 {
+    let lock = &work.lock;
+    let retry = |interval: std::time::Duration, jitter: f64| (as_nanos(interval) as f64 * (1.0 + jitter)) as u64;
+    let lock_bound = 3 * as_nanos(lock.lease_duration())
+        + 6 * as_nanos(lock.backend_timeout())
+        + 2 * retry(lock.retry_interval(), lock.retry_jitter());
+    let task = &work.task;
+    let task_bound =
+        as_nanos(task.lease_duration()) + 3 * as_nanos(task.min_hold_duration()) + 4 * as_nanos(task.backend_timeout());
+    let election = &work.election;
+    let election_bound = 2 * as_nanos(election.lease_duration())
+        + 2 * retry(election.retry_interval(), election.retry_jitter())
+        + 3 * as_nanos(election.backend_timeout());
+    let network = 2 * faults.spike_max + 8 * faults.delay.1;
+    lock_bound.max(task_bound).max(election_bound) + network + crate::profile::ms(10)
+}
+
+fn show(fence: Option<FencingToken>) -> String {
+    fence.map_or_else(|| "-".to_owned(), |f| f.to_string())
+}
