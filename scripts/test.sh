@@ -63,6 +63,23 @@ for bug in validity-from-reply fence-reset-on-release leader-ignores-deadline; d
   fi
 done
 
+step "fuzz targets: build with cargo-fuzz on stable, run each for ${FUZZ_SECONDS:=20} s"
+command -v cargo-fuzz >/dev/null || cargo install -q cargo-fuzz --locked
+export RUSTC_BOOTSTRAP=1 # cargo-fuzz's sanitizer flags; CI machines have no nightly
+cargo fuzz build -O
+for target in $(cargo fuzz list); do
+  status=0
+  cargo fuzz run -O "$target" -- -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 > "target/fuzz-$target.log" 2>&1 || status=$?
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "target/fuzz-$target.log")
+  echo "$target: ${runs:-?} inputs in $FUZZ_SECONDS s"
+  if [ "$status" -ne 0 ]; then
+    tail -40 "target/fuzz-$target.log" >&2
+    echo "fuzz target $target failed; reproduce with: RUSTC_BOOTSTRAP=1 cargo fuzz run -O $target fuzz/artifacts/$target/<file>" >&2
+    exit 1
+  fi
+done
+unset RUSTC_BOOTSTRAP
+
 step "main job"
 cargo run -q -p tenure-core --example two_workers
 

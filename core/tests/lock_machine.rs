@@ -636,13 +636,16 @@ fn an_extend_granted_too_late_fails_and_leaves_the_lease_stale() {
 #[test]
 fn a_quiescent_machine_takes_a_new_token_and_a_busy_one_refuses() {
     let (mut w, _, mut lock) = setup(ms(100));
+    assert!(lock.token_is_fresh());
     lock.acquire(w.now, None).unwrap();
+    assert!(!lock.token_is_fresh(), "sent in an acquire");
     assert!(matches!(lock.set_token(support::token("b")), Err(Error::Busy { .. })));
     w.pump(&mut lock);
     assert!(matches!(lock.set_token(support::token("b")), Err(Error::Busy { .. })), "holding");
     lock.release(w.now).unwrap();
     w.pump(&mut lock);
     lock.set_token(support::token("b")).unwrap();
+    assert!(lock.token_is_fresh());
     lock.acquire(w.now, None).unwrap();
     let request = w.take(&mut lock);
     assert!(matches!(&request.op, StoreOp::LockAcquire { token, .. } if token.as_str() == "b"));

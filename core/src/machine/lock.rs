@@ -164,6 +164,8 @@ pub struct LockMachine {
     /// A push wake-up arrived while an attempt was in flight: if it is refused, retry at once
     /// (the release may have come just after the store refused it).
     wake_pending: bool,
+    /// The token has been sent in an acquire: a new acquisition should take a new one.
+    token_used: bool,
     jitter: SplitMix64,
     out: Outbox<LockEvent, LockOp>,
     #[cfg(feature = "bug-injection")]
@@ -184,6 +186,7 @@ impl LockMachine {
             last_fence: None,
             orphan: None,
             wake_pending: false,
+            token_used: false,
             jitter: SplitMix64::from_rng(rng),
             out: Outbox::new(),
             #[cfg(feature = "bug-injection")]
@@ -247,7 +250,14 @@ impl LockMachine {
             return Err(self.busy());
         }
         self.token = token;
+        self.token_used = false;
         Ok(())
+    }
+
+    /// Whether the token has never been sent in an acquire: a new acquisition may use it
+    /// without [`LockMachine::set_token`].
+    pub fn token_is_fresh(&self) -> bool {
+        !self.token_used
     }
 
     /// Whether the holder may act as the lock's owner at `now`.
@@ -483,6 +493,7 @@ impl LockMachine {
     }
 
     fn attempt(&mut self, now: Timestamp, lease: Duration, attempt: Attempt) {
+        self.token_used = true;
         let flight = self.out.send(now, LockOp::Acquire(lease), self.backend_timeout);
         self.state = State::Acquiring { flight, lease, attempt };
     }

@@ -46,6 +46,7 @@ macro_rules! suite {
             lock::lock_retry_after_a_backend_timeout_is_not_disturbed_by_the_late_answer,
             lock::lock_second_acquire_on_the_same_lock_waits_instead_of_nesting,
             lock::lock_dropping_a_guard_stops_belief_at_once,
+            lock::lock_every_acquisition_takes_a_fresh_token,
             task_lock::task_lock_key_is_prefixed_and_separate_from_lock,
             task_lock::task_lock_nested_enter_is_reentrant,
             task_lock::task_lock_exit_after_min_hold_releases,

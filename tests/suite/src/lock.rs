@@ -336,3 +336,26 @@ pub async fn lock_dropping_a_guard_stops_belief_at_once<R: Runtime>(rt: R) {
     assert!(!holder.is_held(), "released when dropped, before the store answers");
     lost.await;
 }
+
+pub async fn lock_every_acquisition_takes_a_fresh_token<R: Runtime>(rt: R) {
+    // A request of an earlier acquisition (a release that timed out, a retried one) may still
+    // reach the store; under a new token it cannot free the current lease (tests/sim seed 275).
+    let backend = MemoryBackend::new();
+    let lock = lock(&rt, backend.clone(), "cart", ms(60_000));
+    let first = lock.acquire().await.unwrap();
+    let old = first.handle().token.clone();
+    first.release().await.unwrap();
+    let second = lock.acquire().await.unwrap();
+    assert_ne!(second.handle().token, old, "the pooled holder took a new token");
+    assert!(!LockBackend::release(&backend, "lock:cart", old.as_str()).await.unwrap(), "a stale release misses");
+    assert!(second.owned().await.unwrap());
+    second.release().await.unwrap();
+
+    let holder = lock.holder();
+    holder.acquire(None).await.unwrap();
+    let old = holder.token();
+    holder.release().await.unwrap();
+    holder.acquire_nowait().await.unwrap();
+    assert_ne!(holder.token(), old, "a holder's next acquisition too");
+    holder.release().await.unwrap();
+}

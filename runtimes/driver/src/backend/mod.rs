@@ -4,6 +4,14 @@
 //! Names arrive with their kind prefix (`lock:cart`, `tasklock:job`, `leader:svc`), tokens are
 //! opaque text. A backend answers the reference semantics of [`tenure_core::StoreModel`]; the
 //! conformance suite checks each one against it.
+//!
+//! **Order.** A backend runs the calls made under one token in the order they were made, even
+//! when an earlier one timed out on the caller's side: a late `release` must not overtake the
+//! `acquire_or_renew` of the same worker that followed it (an election's token is its worker
+//! identity), nor a late shortening of a task-lock hold the enter that reuses its token. One
+//! ordered connection per caller gives this; a pool must not let a later call of the same token
+//! overtake an earlier one still running. (Lock holders take a fresh token per acquisition and
+//! need no such care; the simulator, tests/sim, found what happens without it.)
 
 mod memory;
 

@@ -104,13 +104,23 @@ impl<R: Runtime> LockHolder<R> {
     pub async fn acquire(&self, timeout: Option<Duration>) -> Result<LockHandle, Error> {
         // Subscribe before the first attempt, so a release after a refusal is not missed.
         let wakeup = self.lock.shared.backend.wakeup(self.lock.shared.key.as_str());
-        let event = self.run(|m, now| m.acquire(now, timeout), wakeup, "acquire").await?;
+        let (worker, kind) = (self.lock.shared.config().worker().clone(), self.kind);
+        let start = move |m: &mut LockMachine, now| {
+            fresh_token(m, &worker, kind);
+            m.acquire(now, timeout)
+        };
+        let event = self.run(start, wakeup, "acquire").await?;
         self.handle_after(&event, "acquire")
     }
 
     /// One attempt; [`Error::WouldBlock`] if another holder has the lock.
     pub async fn acquire_nowait(&self) -> Result<LockHandle, Error> {
-        let event = self.run(LockMachine::acquire_nowait, None, "acquire").await?;
+        let (worker, kind) = (self.lock.shared.config().worker().clone(), self.kind);
+        let start = move |m: &mut LockMachine, now| {
+            fresh_token(m, &worker, kind);
+            m.acquire_nowait(now)
+        };
+        let event = self.run(start, None, "acquire").await?;
         self.handle_after(&event, "acquire")
     }
 
@@ -233,6 +243,16 @@ impl Purpose<LockMachine> for Command<'_> {
         let next = self.backend.wakeup(self.key);
         machine.wake(now);
         next
+    }
+}
+
+/// Gives a holder whose token served an earlier acquisition a new one: a request of that
+/// acquisition (a release that timed out, a retried one) may still reach the store, and must not
+/// free this one's lease (found by the simulator, tests/sim). A holder still awaiting the answer
+/// of an abandoned acquire keeps its token until that answer comes.
+fn fresh_token(machine: &mut LockMachine, worker: &tenure_core::WorkerId, kind: HolderKind) {
+    if !machine.token_is_fresh() && machine.is_quiescent() {
+        let _ = machine.set_token(holder_token(worker, kind, &mut rand::rng()));
     }
 }
 

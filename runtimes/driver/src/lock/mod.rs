@@ -152,12 +152,9 @@ impl<R: Runtime> Lock<R> {
     /// An idle holder left by an earlier acquisition, or a new one.
     fn pooled_holder(&self) -> LockHolder<R> {
         let idle = self.shared.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
-        // A fresh token per acquisition: a request of the last one (a release that timed out, a
-        // retried one) may still reach the store, and must not free this one's lease.
-        let token = || crate::identity::holder_token(self.shared.config().worker(), HolderKind::Task, &mut rand::rng());
         match idle {
-            Some(cell) if cell.lock().set_token(token()).is_ok() => LockHolder::from_cell(self.clone(), cell),
-            _ => self.holder(),
+            Some(cell) => LockHolder::from_cell(self.clone(), cell),
+            None => self.holder(),
         }
     }
 
