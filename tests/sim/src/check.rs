@@ -308,18 +308,28 @@ impl Checker {
 /// How long after the faults stop every primitive must have made progress: the longest a lease
 /// left by a crashed holder or a busy holder can block, plus retries, timeouts and delays.
 pub(crate) fn liveness_bound(work: &Workload, faults: &Faults) -> u64 {
-    let lock = &work.lock;
     let retry = |interval: std::time::Duration, jitter: f64| (as_nanos(interval) as f64 * (1.0 + jitter)) as u64;
-    let lock_bound = 3 * as_nanos(lock.lease_duration())
-        + 6 * as_nanos(lock.backend_timeout())
-        + 2 * retry(lock.retry_interval(), lock.retry_jitter());
+    let lock_bound = [&work.lock, &work.lock_alt]
+        .map(|lock| {
+            3 * as_nanos(lock.lease_duration())
+                + 6 * as_nanos(lock.backend_timeout())
+                + 2 * retry(lock.retry_interval(), lock.retry_jitter())
+        })
+        .into_iter()
+        .max()
+        .unwrap_or(0);
     let task = &work.task;
     let task_bound =
         as_nanos(task.lease_duration()) + 3 * as_nanos(task.min_hold_duration()) + 4 * as_nanos(task.backend_timeout());
-    let election = &work.election;
-    let election_bound = 2 * as_nanos(election.lease_duration())
-        + 2 * retry(election.retry_interval(), election.retry_jitter())
-        + 3 * as_nanos(election.backend_timeout());
+    let election_bound = [&work.election, &work.election_alt]
+        .map(|election| {
+            2 * as_nanos(election.lease_duration())
+                + 2 * retry(election.retry_interval(), election.retry_jitter())
+                + 3 * as_nanos(election.backend_timeout())
+        })
+        .into_iter()
+        .max()
+        .unwrap_or(0);
     let network = 2 * faults.spike_max + 8 * faults.delay.1;
     lock_bound.max(task_bound).max(election_bound) + network + crate::profile::ms(10)
 }

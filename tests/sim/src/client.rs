@@ -216,14 +216,23 @@ pub(crate) struct LockClient {
     stage: LockStage,
     pending: Option<Command>,
     lease: u64,
+    /// The configurations the application switches between (`set_config`).
+    configs: [tenure_core::LockConfig; 2],
     worker: tenure_core::WorkerId,
     tokens: u64,
     rng: Stream,
 }
 
 impl LockClient {
-    pub(crate) fn new(name: usize, m: LockMachine, lease: u64, worker: tenure_core::WorkerId, rng: Stream) -> Self {
-        Self { name, m, stage: LockStage::Idle, pending: None, lease, worker, tokens: 0, rng }
+    pub(crate) fn new(
+        name: usize,
+        m: LockMachine,
+        configs: [tenure_core::LockConfig; 2],
+        worker: tenure_core::WorkerId,
+        rng: Stream,
+    ) -> Self {
+        let lease = as_nanos(configs[0].lease_duration());
+        Self { name, m, stage: LockStage::Idle, pending: None, lease, configs, worker, tokens: 0, rng }
     }
 
     fn what(&self) -> String {
@@ -292,6 +301,12 @@ impl LockClient {
         self.tokens += 1;
         let token = Token::fresh_holder(&self.worker, tenure_core::HolderKind::Task, self.tokens, &mut self.rng.fork());
         cx.refused("set_token", self.m.set_token(token));
+        if self.rng.chance(0.1) {
+            // The application reconfigures the lock (another lease, retry, timeout).
+            let config = &self.configs[self.rng.between(0, 1) as usize];
+            self.m.set_config(config);
+            self.lease = as_nanos(config.lease_duration());
+        }
         let result = match self.rng.between(0, 4) {
             0 => self.m.acquire_nowait(cx.local),
             1 | 2 => {
@@ -559,12 +574,14 @@ enum ElectionStage {
 pub(crate) struct ElectionClient {
     pub(crate) m: ElectionMachine,
     stage: ElectionStage,
+    /// The configurations the application switches between (`reconfigure`).
+    configs: [tenure_core::LeaderElectionConfig; 2],
     rng: Stream,
 }
 
 impl ElectionClient {
-    pub(crate) fn new(m: ElectionMachine, rng: Stream) -> Self {
-        Self { m, stage: ElectionStage::Stopped, rng }
+    pub(crate) fn new(m: ElectionMachine, configs: [tenure_core::LeaderElectionConfig; 2], rng: Stream) -> Self {
+        Self { m, stage: ElectionStage::Stopped, configs, rng }
     }
 
     fn what(&self) -> String {
@@ -607,6 +624,12 @@ impl ElectionClient {
                 self.m.stop(cx.local);
             }
             ElectionStage::Running => {
+                if self.rng.chance(0.2) {
+                    let config = self.configs[self.rng.between(0, 1) as usize].clone();
+                    if let Err(e) = self.m.reconfigure(config) {
+                        cx.violation(format!("reconfigure with the same worker refused: {e}"));
+                    }
+                }
                 let next = self.rng.between(ms(500), ms(4_000));
                 cx.after(next);
             }

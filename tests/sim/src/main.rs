@@ -25,6 +25,8 @@ USAGE: tenure-sim [--seed S] [--seeds N] [--profile NAME] [--inject-bug NAME[,NA
   --no-regressions  skip the seeds of regressions.txt, which otherwise run first
   --no-record       do not add failing seeds to regressions.txt
 
+Environment: TENURE_SIM_REGRESSIONS names another regressions file.
+
 Exit status: 0 all seeds passed, 1 a seed failed, 2 bad usage, 3 a coverage counter stayed zero
 over a batch of 100 seeds or more (the run would prove nothing).";
 
@@ -93,8 +95,10 @@ fn number(text: &str, flag: &str) -> Result<u64, String> {
     text.parse().map_err(|_| format!("{flag} takes a whole number, not {text:?}"))
 }
 
+/// `regressions.txt` next to this crate's manifest, or `TENURE_SIM_REGRESSIONS`.
 fn regressions_file() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("regressions.txt")
+    std::env::var_os("TENURE_SIM_REGRESSIONS")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("regressions.txt"), PathBuf::from)
 }
 
 /// The seeds of the regressions file: `SEED PROFILE  # what failed`.

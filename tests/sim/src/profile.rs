@@ -217,10 +217,15 @@ pub struct Workload {
     pub lock_clients: usize,
     /// The locks' configuration.
     pub lock: LockConfig,
+    /// Another one, which holders switch to now and then (`set_config`).
+    pub lock_alt: LockConfig,
     /// The task lock's configuration (one task name, one instance per worker).
     pub task: TaskLockConfig,
     /// The election's configuration (one election, one participant per worker).
     pub election: LeaderElectionConfig,
+    /// Another one with the same worker, which participants switch to now and then
+    /// (`reconfigure`).
+    pub election_alt: LeaderElectionConfig,
     /// When faults stop (the liveness phase begins).
     pub heal_at: u64,
 }
@@ -229,43 +234,64 @@ impl Workload {
     /// The workload of one seed.
     pub fn draw(rng: &mut Stream) -> Self {
         let mut ids = rng.fork();
-        let lease = rng.between(ms(100), ms(1_000));
-        let lock = LockConfig::builder()
-            .lease_duration(nanos(lease))
-            .retry_interval(nanos(rng.between(ms(5), ms(60))))
-            .retry_jitter(rng.float(0.0, 0.5))
-            .backend_timeout(nanos(rng.between(lease / 10, lease / 2)))
-            .build(&mut ids);
+        let lock = |rng: &mut Stream, ids: &mut tenure_core::SplitMix64| {
+            let lease = rng.between(ms(100), ms(1_000));
+            LockConfig::builder()
+                .lease_duration(nanos(lease))
+                .retry_interval(nanos(rng.between(ms(5), ms(60))))
+                .retry_jitter(rng.float(0.0, 0.5))
+                .backend_timeout(nanos(rng.between(lease / 10, lease / 2)))
+                .build(ids)
+                .expect("lock timings drawn within the rules")
+        };
+        let election = |rng: &mut Stream, ids: &mut tenure_core::SplitMix64, worker: Option<tenure_core::WorkerId>| {
+            let lease = rng.between(ms(200), ms(1_000));
+            let renew_deadline = rng.between(lease / 2, lease * 9 / 10);
+            let mut builder = LeaderElectionConfig::builder()
+                .lease_duration(nanos(lease))
+                .renew_deadline(nanos(renew_deadline))
+                .retry_interval(nanos(rng.between(renew_deadline / 10, renew_deadline / 3)))
+                .backend_timeout(nanos(rng.between(renew_deadline / 10, renew_deadline / 2)))
+                .retry_jitter(rng.float(0.0, 0.3));
+            if let Some(worker) = worker {
+                builder = builder.worker(worker);
+            }
+            builder.build(ids).expect("election timings drawn within the rules")
+        };
+        let lock_config = lock(rng, &mut ids);
         let min_hold = rng.between(ms(50), ms(500));
         let task = TaskLockConfig::builder()
             .min_hold_duration(nanos(min_hold))
             .lease_duration(nanos(rng.between(min_hold, 2 * min_hold)))
             .backend_timeout(nanos(rng.between(min_hold / 10, min_hold / 2)))
             .build(&mut ids);
-        let lease = rng.between(ms(200), ms(1_000));
-        let renew_deadline = rng.between(lease / 2, lease * 9 / 10);
-        let election = LeaderElectionConfig::builder()
-            .lease_duration(nanos(lease))
-            .renew_deadline(nanos(renew_deadline))
-            .retry_interval(nanos(rng.between(renew_deadline / 10, renew_deadline / 3)))
-            .backend_timeout(nanos(rng.between(renew_deadline / 10, renew_deadline / 2)))
-            .retry_jitter(rng.float(0.0, 0.3))
-            .build(&mut ids);
+        let election_config = election(rng, &mut ids, None);
+        let workers = rng.between(2, 5) as usize;
+        let lock_names = rng.between(1, 2) as usize;
+        let lock_clients = rng.between(1, 2) as usize;
+        let heal_at = ms(rng.between(8_000, 12_000));
+        let lock_alt = lock(rng, &mut ids);
+        let election_alt = election(rng, &mut ids, Some(election_config.worker().clone()));
         Self {
-            workers: rng.between(2, 5) as usize,
-            lock_names: rng.between(1, 2) as usize,
-            lock_clients: rng.between(1, 2) as usize,
-            lock: lock.expect("lock timings drawn within the rules"),
+            workers,
+            lock_names,
+            lock_clients,
+            lock: lock_config,
+            lock_alt,
             task: task.expect("task-lock timings drawn within the rules"),
-            election: election.expect("election timings drawn within the rules"),
-            heal_at: ms(rng.between(8_000, 12_000)),
+            election: election_config,
+            election_alt,
+            heal_at,
         }
     }
 
     /// The longest lease of any primitive, in nanoseconds.
     pub fn longest_lease(&self) -> u64 {
-        [self.lock.lease_duration(), self.task.lease_duration(), self.election.lease_duration()]
+        [&self.lock, &self.lock_alt]
+            .map(LockConfig::lease_duration)
             .into_iter()
+            .chain([self.task.lease_duration()])
+            .chain([&self.election, &self.election_alt].map(LeaderElectionConfig::lease_duration))
             .map(as_nanos)
             .max()
             .unwrap_or(0)
@@ -273,8 +299,11 @@ impl Workload {
 
     /// The shortest backend timeout, in nanoseconds.
     pub fn shortest_timeout(&self) -> u64 {
-        [self.lock.backend_timeout(), self.task.backend_timeout(), self.election.backend_timeout()]
+        [&self.lock, &self.lock_alt]
+            .map(LockConfig::backend_timeout)
             .into_iter()
+            .chain([self.task.backend_timeout()])
+            .chain([&self.election, &self.election_alt].map(LeaderElectionConfig::backend_timeout))
             .map(as_nanos)
             .min()
             .unwrap_or(0)

@@ -525,10 +525,11 @@ impl Sim {
         slots.push(Client::Task(TaskClient::new(machine, min_hold, worker.id.clone(), self.spawn_rng.child())));
         let token = Token::leader(&worker.id);
         let config = self.work.election.clone();
+        let configs = [self.work.election.clone(), self.work.election_alt.clone()];
         let mut machine =
             ElectionMachine::new(self.election_key.clone(), token, config, Metadata::default(), local, &mut ids);
         machine.inject(self.bugs);
-        slots.push(Client::Election(ElectionClient::new(machine, self.spawn_rng.child())));
+        slots.push(Client::Election(ElectionClient::new(machine, configs, self.spawn_rng.child())));
         worker.slots =
             slots.into_iter().map(|client| Slot { client, action_round: 0, timer_round: 0, armed: None }).collect();
         for c in 0..self.workers[w].slots.len() {
@@ -548,8 +549,8 @@ impl Sim {
         let token = Token::fresh_holder(&worker.id, HolderKind::Task, worker.tokens, &mut ids);
         let mut machine = LockMachine::new(self.lock_keys[name].clone(), token, &self.work.lock, &mut ids);
         machine.inject(self.bugs);
-        let lease = as_nanos(self.work.lock.lease_duration());
-        Client::Lock(LockClient::new(name, machine, lease, worker.id.clone(), self.spawn_rng.child()))
+        let configs = [self.work.lock.clone(), self.work.lock_alt.clone()];
+        Client::Lock(LockClient::new(name, machine, configs, worker.id.clone(), self.spawn_rng.child()))
     }
 
     /// Every machine of every live worker that believes it holds or leads, with its name.
