@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use futures_lite::future;
 use tenure_core::{
-    BackendError, BackendErrorKind, Error, HolderKind, LockEvent, LockHandle, LockMachine, Query, StoreRequest,
-    Timestamp, Token,
+    BackendError, BackendErrorKind, Error, HolderKind, LockConfig, LockEvent, LockHandle, LockMachine, Query,
+    StoreRequest, Timestamp, Token,
 };
 
 use super::{Lock, LockGuard};
@@ -104,9 +104,9 @@ impl<R: Runtime> LockHolder<R> {
     pub async fn acquire(&self, timeout: Option<Duration>) -> Result<LockHandle, Error> {
         // Subscribe before the first attempt, so a release after a refusal is not missed.
         let wakeup = self.lock.shared.backend.wakeup(self.lock.shared.key.as_str());
-        let (worker, kind) = (self.lock.shared.config().worker().clone(), self.kind);
-        let start = move |m: &mut LockMachine, now| {
-            fresh_token(m, &worker, kind);
+        let kind = self.kind;
+        let start = move |m: &mut LockMachine, now, config: &LockConfig| {
+            fresh_token(m, config.worker(), kind);
             m.acquire(now, timeout)
         };
         let event = self.run(start, wakeup, "acquire").await?;
@@ -115,9 +115,9 @@ impl<R: Runtime> LockHolder<R> {
 
     /// One attempt; [`Error::WouldBlock`] if another holder has the lock.
     pub async fn acquire_nowait(&self) -> Result<LockHandle, Error> {
-        let (worker, kind) = (self.lock.shared.config().worker().clone(), self.kind);
-        let start = move |m: &mut LockMachine, now| {
-            fresh_token(m, &worker, kind);
+        let kind = self.kind;
+        let start = move |m: &mut LockMachine, now, config: &LockConfig| {
+            fresh_token(m, config.worker(), kind);
             m.acquire_nowait(now)
         };
         let event = self.run(start, None, "acquire").await?;
@@ -128,13 +128,13 @@ impl<R: Runtime> LockHolder<R> {
     /// lapsed one nobody took is granted again with a greater one (compare the handle's token);
     /// a lease taken by another holder is [`Error::NotOwned`].
     pub async fn extend(&self) -> Result<LockHandle, Error> {
-        let event = self.run(LockMachine::extend, None, "extend").await?;
+        let event = self.run(|m, now, _| m.extend(now), None, "extend").await?;
         self.handle_after(&event, "extend")
     }
 
     /// Releases the lease ([`Error::NotOwned`] if it was not held any more).
     pub async fn release(&self) -> Result<(), Error> {
-        self.run(LockMachine::release, None, "release").await.map(drop)
+        self.run(|m, now, _| m.release(now), None, "release").await.map(drop)
     }
 
     /// Whether this holder's token holds the lock in the store ([`Error::OwnedCheck`]).
@@ -180,7 +180,7 @@ impl<R: Runtime> LockHolder<R> {
     /// Runs a command, with the current configuration, to its completion event.
     async fn run(
         &self,
-        command: impl FnOnce(&mut LockMachine, Timestamp) -> Result<(), Error>,
+        command: impl FnOnce(&mut LockMachine, Timestamp, &LockConfig) -> Result<(), Error>,
         wakeup: Option<Wakeup>,
         operation: &'static str,
     ) -> Result<LockEvent, Error> {
@@ -188,7 +188,7 @@ impl<R: Runtime> LockHolder<R> {
         let config = shared.config();
         let start = move |machine: &mut LockMachine, now| {
             machine.set_config(&config);
-            command(machine, now)
+            command(machine, now, &config)
         };
         let purpose = Command { backend: &*shared.backend, key: shared.key.as_str() };
         let outcome = drive(&shared.runtime, &self.cell, &shared.exec(), purpose, wakeup, Some(start)).await;
