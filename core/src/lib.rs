@@ -87,4 +87,4 @@ pub use machine::{
 pub use record::{LeaderRecord, Metadata};
 pub use rng::SplitMix64;
 pub use store::{StoreModel, StoreOp, StoreReply, StoreRequest};
-pub use time::{Timestamp, WallTime};
+pub use time::{CivilTime, Timestamp, WallTime};

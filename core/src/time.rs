@@ -105,15 +105,75 @@ impl WallTime {
     }
 }
 
-impl fmt::Display for WallTime {
-    /// RFC 3339 in UTC with microseconds, e.g. `2026-11-29T07:35:24.350000Z`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl WallTime {
+    /// The calendar fields of this instant in UTC (proleptic Gregorian).
+    pub fn to_civil(self) -> CivilTime {
         let secs = self.0.div_euclid(1_000_000);
-        let micros = self.0.rem_euclid(1_000_000);
         let days = secs.div_euclid(86_400);
         let rem = secs.rem_euclid(86_400);
         let (year, month, day) = civil_from_days(days);
-        write!(f, "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}Z", rem / 3600, rem / 60 % 60, rem % 60)
+        // Every narrowing below is of a value already reduced to its field's range.
+        let field = |v: i64| u8::try_from(v).unwrap_or(u8::MAX);
+        CivilTime {
+            year,
+            month: field(month),
+            day: field(day),
+            hour: field(rem / 3600),
+            minute: field(rem / 60 % 60),
+            second: field(rem % 60),
+            micros: u32::try_from(self.0.rem_euclid(1_000_000)).unwrap_or(0),
+        }
+    }
+
+    /// The instant the calendar fields name in UTC, or `None` when a field is out of its range
+    /// (month 1–12, a day the month has, hour < 24, minute < 60, second < 60, micros < 10⁶) or
+    /// the instant is beyond the representable range.
+    pub fn from_civil(c: &CivilTime) -> Option<Self> {
+        let days_in_month = match c.month {
+            1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+            4 | 6 | 9 | 11 => 30,
+            2 if c.year % 4 == 0 && (c.year % 100 != 0 || c.year % 400 == 0) => 29,
+            2 => 28,
+            _ => return None,
+        };
+        if c.day == 0 || c.day > days_in_month || c.hour > 23 || c.minute > 59 || c.second > 59 || c.micros > 999_999 {
+            return None;
+        }
+        let days = days_from_civil(c.year, i64::from(c.month), i64::from(c.day))?;
+        let secs =
+            i128::from(days) * 86_400 + i128::from(c.hour) * 3600 + i128::from(c.minute) * 60 + i128::from(c.second);
+        i64::try_from(secs * 1_000_000 + i128::from(c.micros)).ok().map(Self)
+    }
+}
+
+/// An instant's calendar fields in UTC: what SQL stores keep as text or timestamps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CivilTime {
+    /// The year (proleptic Gregorian; may be negative).
+    pub year: i64,
+    /// 1–12.
+    pub month: u8,
+    /// 1–31.
+    pub day: u8,
+    /// 0–23.
+    pub hour: u8,
+    /// 0–59.
+    pub minute: u8,
+    /// 0–59.
+    pub second: u8,
+    /// 0–999,999.
+    pub micros: u32,
+}
+
+impl fmt::Display for WallTime {
+    /// RFC 3339 in UTC with microseconds, e.g. `2026-11-29T07:35:24.350000Z`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = self.to_civil();
+        write!(
+            f,
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
+            c.year, c.month, c.day, c.hour, c.minute, c.second, c.micros
+        )
     }
 }
 
@@ -130,6 +190,17 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
     (year, month, day)
+}
+
+/// The inverse of [`civil_from_days`] (Hinnant's `days_from_civil`); `None` on overflow.
+fn days_from_civil(year: i64, month: i64, day: i64) -> Option<i64> {
+    let y = if month <= 2 { year.checked_sub(1)? } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if month > 2 { month - 3 } else { month + 9 };
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era.checked_mul(146_097)?.checked_add(doe - 719_468)
 }
 
 /// Turns a number of seconds from a user (a Python float, a JS number) into a duration.
@@ -201,6 +272,29 @@ mod tests {
         // Leap day and a negative instant.
         assert_eq!(WallTime::from_unix_micros(951_782_400_000_000).to_string(), "2000-02-29T00:00:00.000000Z");
         assert_eq!(WallTime::from_unix_micros(-1).to_string(), "1969-12-31T23:59:59.999999Z");
+    }
+
+    #[test]
+    fn civil_fields_round_trip_and_refuse_impossible_dates() {
+        for micros in [0, -1, 951_782_400_000_000, 1_795_937_724_350_123, -62_135_596_800_000_000, i64::MAX, i64::MIN] {
+            let t = WallTime::from_unix_micros(micros);
+            assert_eq!(WallTime::from_civil(&t.to_civil()), Some(t), "{micros}");
+        }
+        let c = WallTime::from_unix_micros(1_795_937_724_350_000).to_civil();
+        assert_eq!((c.year, c.month, c.day, c.hour, c.minute, c.second, c.micros), (2026, 11, 29, 7, 35, 24, 350_000));
+        let bad = |f: fn(&mut CivilTime)| {
+            let mut c = c;
+            f(&mut c);
+            WallTime::from_civil(&c)
+        };
+        assert_eq!(bad(|c| c.month = 13), None);
+        assert_eq!(bad(|c| c.day = 31), None); // November has 30 days
+        assert_eq!(bad(|c| (c.year, c.month, c.day) = (2025, 2, 29)), None);
+        assert!(bad(|c| (c.year, c.month, c.day) = (2024, 2, 29)).is_some());
+        assert_eq!(bad(|c| c.hour = 24), None);
+        assert_eq!(bad(|c| c.second = 60), None);
+        assert_eq!(bad(|c| c.micros = 1_000_000), None);
+        assert_eq!(bad(|c| c.year = i64::MAX), None);
     }
 
     #[test]

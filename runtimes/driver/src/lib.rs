@@ -25,7 +25,10 @@ mod task_lock;
 
 use std::time::Duration;
 
-pub use backend::{BackendFuture, LeaderElectionBackend, LockBackend, MemoryBackend, ScheduleBackend, Signal, Wakeup};
+pub use backend::{
+    BackendFuture, Inspect, LeaderElectionBackend, LeaderState, LockBackend, LockState, MemoryBackend, ReleaseSignals,
+    ScheduleBackend, Signal, Wakeup,
+};
 pub use blocking::{BlockingLock, BlockingLockGuard, BlockingLockHolder, BlockingTaskLock, BlockingTaskLockGuard};
 pub use coordination::{Coordination, Provider, Registry};
 pub use election::{LeaderElection, LeaderElectionBuilder, LeaderGuard};

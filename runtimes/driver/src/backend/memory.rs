@@ -9,10 +9,7 @@ use tenure_core::{
     Token, WallTime,
 };
 
-use super::{BackendFuture, LeaderElectionBackend, LockBackend, ScheduleBackend, Signal, Wakeup};
-
-/// Wake-up channels, shared by names that hash alike (a stray wake-up costs one early attempt).
-const CHANNELS: usize = 64;
+use super::{BackendFuture, LeaderElectionBackend, LockBackend, ReleaseSignals, ScheduleBackend, Wakeup};
 
 /// Locks, leader elections and schedules for the tasks and threads of **one process**
 /// (grelmicro's scope `process`), usable from any runtime and from plain threads.
@@ -30,7 +27,7 @@ pub struct MemoryBackend {
 struct Shared {
     model: Mutex<StoreModel>,
     epoch: Instant,
-    released: [Arc<Signal>; CHANNELS],
+    released: ReleaseSignals,
 }
 
 impl MemoryBackend {
@@ -40,7 +37,7 @@ impl MemoryBackend {
         let since_unix = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
         let wall = WallTime::from_unix_micros(i64::try_from(since_unix.as_micros()).unwrap_or(i64::MAX));
         let model = Mutex::new(StoreModel::new(wall));
-        Self { shared: Arc::new(Shared { model, epoch, released: std::array::from_fn(|_| Arc::new(Signal::new())) }) }
+        Self { shared: Arc::new(Shared { model, epoch, released: ReleaseSignals::new() }) }
     }
 
     /// Runs `op` now, from any thread, and wakes waiters when it released something.
@@ -85,19 +82,12 @@ impl MemoryBackend {
         Timestamp::from_nanos(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX))
     }
 
-    fn channel(&self, name: &str) -> &Arc<Signal> {
-        // FNV-1a: stable and cheap; any spread will do.
-        let hash =
-            name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-        &self.shared.released[usize::try_from(hash % CHANNELS as u64).unwrap_or_default()]
-    }
-
     fn notify(&self, name: &str) {
-        self.channel(name).ring();
+        self.shared.released.ring(name);
     }
 
     fn listen(&self, name: &str) -> Option<Wakeup> {
-        Some(self.channel(name).ticket())
+        Some(self.shared.released.ticket(name))
     }
 
     fn run(&self, op: &StoreOp) -> BackendFuture<'static, StoreReply> {

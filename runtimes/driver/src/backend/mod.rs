@@ -25,7 +25,9 @@ use event_listener::{Event, EventListener};
 use std::time::Duration;
 
 pub use memory::MemoryBackend;
-use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, StoreOp, StoreReply};
+use tenure_core::{
+    BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, StoreOp, StoreReply, WallTime,
+};
 
 /// The future a backend method returns.
 pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BackendError>> + Send + 'a>>;
@@ -106,6 +108,46 @@ impl Signal {
     pub fn ticket(self: &Arc<Self>) -> Wakeup {
         let seen = self.rung.load(Ordering::SeqCst);
         Wakeup(WakeupInner::Ticket { signal: self.clone(), seen, listener: None })
+    }
+}
+
+/// Release signals for any number of names, shared by names that hash alike (a stray wake-up
+/// costs one early attempt): what a backend that sees releases in-process rings, and what its
+/// [`LockBackend::wakeup`] hands out.
+#[derive(Debug)]
+pub struct ReleaseSignals {
+    channels: [Arc<Signal>; RELEASE_CHANNELS],
+}
+
+const RELEASE_CHANNELS: usize = 64;
+
+impl ReleaseSignals {
+    /// Signals nobody rang yet.
+    pub fn new() -> Self {
+        Self { channels: std::array::from_fn(|_| Arc::new(Signal::new())) }
+    }
+
+    /// Wakes every waiter on `name` (and on the names that share its channel).
+    pub fn ring(&self, name: &str) {
+        self.channel(name).ring();
+    }
+
+    /// A wake-up for the next ring of `name`.
+    pub fn ticket(&self, name: &str) -> Wakeup {
+        self.channel(name).ticket()
+    }
+
+    fn channel(&self, name: &str) -> &Arc<Signal> {
+        // FNV-1a: stable and cheap; any spread will do.
+        let hash =
+            name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        &self.channels[usize::try_from(hash % RELEASE_CHANNELS as u64).unwrap_or_default()]
+    }
+}
+
+impl Default for ReleaseSignals {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -226,6 +268,45 @@ pub trait ScheduleBackend: Send + Sync + 'static {
 
     /// The last claimed fire time.
     fn last_fired<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<f64>>;
+}
+
+/// A lock name as a store holds it, for people and tools (`tenure status`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockState {
+    /// The key, with its kind prefix (`lock:cart`, `tasklock:nightly`).
+    pub key: String,
+    /// The last fencing token issued for the name (kept after release), if any was.
+    pub fence: Option<FencingToken>,
+    /// The token of the live holder, if a lease is live. A token is a capability: show people
+    /// [`holder_worker`] of it, not the token.
+    pub holder: Option<String>,
+    /// When the live lease ends, by the store's clock.
+    pub expires_at: Option<WallTime>,
+}
+
+/// A live leader record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderState {
+    /// The key (`leader:scheduler`).
+    pub key: String,
+    /// The record.
+    pub record: LeaderRecord,
+}
+
+/// The worker part of a holder token (`3f2a…:task:1.9c…` → `3f2a…`): who holds, without the
+/// capability to release.
+pub fn holder_worker(token: &str) -> &str {
+    token.split(':').next().unwrap_or(token)
+}
+
+/// A store that can list what it holds (what `tenure status` shows).
+pub trait Inspect: Send + Sync + 'static {
+    /// The state of the lock keys `keys` that the store knows, or of every lock key when `keys`
+    /// is empty; in key order.
+    fn lock_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<LockState>>;
+
+    /// The live leader records of `keys`, or all of them when `keys` is empty; in key order.
+    fn leader_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<LeaderState>>;
 }
 
 fn unsupported(what: &str, op: &StoreOp) -> BackendError {

@@ -1,0 +1,306 @@
+//! # tenure-sqlite
+//!
+//! Tenure's embedded default store: locks with fencing tokens, leader elections and schedule
+//! claims in one SQLite file, shared by every process on the host that opens it.
+//!
+//! The layout is grelmicro 0.44's — tables `locks(name, token, expire_at, fence)`,
+//! `grelmicro_leader_election(name, holder, lease_ms, acquired_at, renewed_at, expire_at,
+//! transitions, metadata)` and `schedules(name, last_fired)`, times as UTC text to the
+//! millisecond — so grelmicro services and Tenure services coordinate on the same file.
+//!
+//! - One connection per backend on its own thread: calls run in the order they were made (the
+//!   ordering the driver requires), and no async runtime is needed or assumed.
+//! - WAL journal; every write in `BEGIN IMMEDIATE`, waiting up to the busy timeout (5 s) for
+//!   another process; the store's instant is read once the write lock is held.
+//! - Leases to the millisecond (rounded up, never zero); a lock is live through its expiry
+//!   instant, a leader record expired at it (grelmicro's boundaries).
+//! - Fencing counters are kept in the file: they survive release, expiry and restarts.
+//! - On close (or when the last handle drops) expired leases are vacated, counters kept.
+//! - A release wakes this process's waiters at once; other processes notice within their
+//!   `retry_interval`.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use tenure::Coordination;
+//! use tenure_sqlite::SqliteBackend;
+//!
+//! let store = SqliteBackend::open("/var/lib/app/locks.db").await?;
+//! let coordination = Coordination::new(tenure_tokio::Tokio::current()).source(&store);
+//! let lock = coordination.lock("cart")?.build()?;
+//! # Ok(()) }
+//! ```
+
+#![deny(missing_docs)]
+
+mod db;
+mod options;
+mod time;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use futures_channel::oneshot;
+use tenure::backend::{BackendFuture, LeaderElectionBackend, LockBackend, ReleaseSignals, ScheduleBackend, Wakeup};
+use tenure::{Inspect, LeaderState, LockState, Provider};
+use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, SettingsError};
+
+use db::Db;
+pub use options::{DEFAULT_BUSY_TIMEOUT, SqliteOptions, Synchronous};
+
+/// Why a store could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// An option or URL is wrong; the message names it.
+    #[error("{0}")]
+    Settings(#[from] SettingsError),
+    /// The file could not be opened or prepared.
+    #[error("{0}")]
+    Store(#[from] BackendError),
+}
+
+/// A job for the connection's thread; `true` stops the thread after it.
+type Job = Box<dyn FnOnce(&mut Db) -> bool + Send>;
+
+/// A lease store in one SQLite file. Clones share one connection.
+#[derive(Clone)]
+pub struct SqliteBackend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    jobs: mpsc::Sender<Job>,
+    released: ReleaseSignals,
+    options: SqliteOptions,
+}
+
+impl SqliteBackend {
+    /// Opens (creating if needed) the store in the file at `path` with the default options.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
+        SqliteOptions::new(path).open().await
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &SqliteOptions {
+        &self.inner.options
+    }
+
+    /// Vacates expired leases (fencing counters kept) and closes the connection. Calls made
+    /// afterwards, through any clone, fail with [`BackendErrorKind::Closed`]. Dropping the last
+    /// clone does the same without waiting.
+    pub async fn close(&self) -> Result<(), BackendError> {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |db| {
+            let _ = tx.send(db.lock_vacate_expired().map(drop));
+            true
+        });
+        if self.inner.jobs.send(job).is_err() {
+            return Ok(()); // already closed
+        }
+        rx.await.unwrap_or(Ok(()))
+    }
+
+    /// Runs `f` on the connection's thread, after every call made before it.
+    fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Db) -> Result<T, BackendError> + Send + 'static,
+    ) -> BackendFuture<'static, T> {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |db| {
+            let _ = tx.send(f(db));
+            false
+        });
+        let sent = self.inner.jobs.send(job).is_ok();
+        Box::pin(async move {
+            if !sent {
+                return Err(closed());
+            }
+            rx.await.unwrap_or_else(|_| Err(closed()))
+        })
+    }
+
+    fn released(&self, name: &str, released: BackendFuture<'static, bool>) -> BackendFuture<'static, bool> {
+        let this = self.clone();
+        let name = name.to_owned();
+        Box::pin(async move {
+            let released = released.await;
+            if released == Ok(true) {
+                this.inner.released.ring(&name);
+            }
+            released
+        })
+    }
+}
+
+impl SqliteOptions {
+    /// Opens the store: validates the options, opens the file on the backend's own thread,
+    /// switches it to WAL and creates missing tables.
+    pub async fn open(self) -> Result<SqliteBackend, OpenError> {
+        self.validate()?;
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let thread_options = self.clone();
+        std::thread::Builder::new()
+            .name("tenure-sqlite".into())
+            .spawn(move || serve(&thread_options, ready_tx, &queue))
+            .map_err(|e| BackendError::new(BackendErrorKind::Other, format!("cannot start the SQLite thread: {e}")))?;
+        let opened = ready_rx.await.unwrap_or_else(|_| {
+            Err(BackendError::new(BackendErrorKind::Other, "the SQLite thread stopped while opening"))
+        });
+        opened?;
+        Ok(SqliteBackend { inner: Arc::new(Inner { jobs, released: ReleaseSignals::new(), options: self }) })
+    }
+
+    /// [`SqliteOptions::open`] for code without an async runtime.
+    pub fn open_blocking(self) -> Result<SqliteBackend, OpenError> {
+        futures_lite_block_on(self.open())
+    }
+}
+
+/// The connection's thread: opens, reports, then runs jobs in order until closed or dropped.
+fn serve(options: &SqliteOptions, ready: oneshot::Sender<Result<(), BackendError>>, queue: &mpsc::Receiver<Job>) {
+    let mut db = match Db::open(options) {
+        Ok(db) => db,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(()));
+    while let Ok(job) = queue.recv() {
+        if job(&mut db) {
+            return;
+        }
+    }
+    // Every handle dropped without close(): vacate on the way out, as close() does.
+    if let Err(e) = db.lock_vacate_expired() {
+        tracing::warn!(path = %options.path().display(), error = %e, "could not vacate expired SQLite leases on close");
+    }
+}
+
+fn closed() -> BackendError {
+    BackendError::new(BackendErrorKind::Closed, "the SQLite backend is closed")
+}
+
+/// A tiny executor for [`SqliteOptions::open_blocking`]: the open needs no runtime, only a
+/// thread to wait on.
+fn futures_lite_block_on<F: std::future::Future>(future: F) -> F::Output {
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(value) = future.as_mut().poll(&mut cx) {
+            return value;
+        }
+        std::thread::park();
+    }
+}
+
+impl std::fmt::Debug for SqliteBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteBackend").field("path", &self.inner.options.path()).finish_non_exhaustive()
+    }
+}
+
+impl LockBackend for SqliteBackend {
+    fn acquire<'a>(
+        &'a self,
+        name: &'a str,
+        token: &'a str,
+        duration: Duration,
+    ) -> BackendFuture<'a, Option<FencingToken>> {
+        let (name, token) = (name.to_owned(), token.to_owned());
+        self.call(move |db| db.lock_acquire(&name, &token, duration))
+    }
+
+    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
+        let (owned_name, token) = (name.to_owned(), token.to_owned());
+        self.released(name, self.call(move |db| db.lock_release(&owned_name, &token)))
+    }
+
+    fn locked<'a>(&'a self, name: &'a str) -> BackendFuture<'a, bool> {
+        let name = name.to_owned();
+        self.call(move |db| db.lock_locked(&name))
+    }
+
+    fn owned<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
+        let (name, token) = (name.to_owned(), token.to_owned());
+        self.call(move |db| db.lock_owned(&name, &token))
+    }
+
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        Some(self.inner.released.ticket(name))
+    }
+}
+
+impl LeaderElectionBackend for SqliteBackend {
+    fn acquire_or_renew<'a>(
+        &'a self,
+        name: &'a str,
+        token: &'a str,
+        duration: Duration,
+        metadata: &'a Metadata,
+    ) -> BackendFuture<'a, LeaderRecord> {
+        let (name, token, metadata) = (name.to_owned(), token.to_owned(), metadata.clone());
+        self.call(move |db| db.leader_acquire_or_renew(&name, &token, duration, &metadata))
+    }
+
+    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
+        let (owned_name, token) = (name.to_owned(), token.to_owned());
+        self.released(name, self.call(move |db| db.leader_release(&owned_name, &token)))
+    }
+
+    fn get<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<LeaderRecord>> {
+        let name = name.to_owned();
+        self.call(move |db| db.leader_get(&name))
+    }
+
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        Some(self.inner.released.ticket(name))
+    }
+}
+
+impl ScheduleBackend for SqliteBackend {
+    fn claim<'a>(&'a self, name: &'a str, due: f64) -> BackendFuture<'a, bool> {
+        let name = name.to_owned();
+        self.call(move |db| db.schedule_claim(&name, due))
+    }
+
+    fn last_fired<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<f64>> {
+        let name = name.to_owned();
+        self.call(move |db| db.schedule_last_fired(&name))
+    }
+}
+
+impl Inspect for SqliteBackend {
+    fn lock_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<LockState>> {
+        self.call(move |db| db.lock_states(&keys))
+    }
+
+    fn leader_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<LeaderState>> {
+        self.call(move |db| db.leader_states(&keys))
+    }
+}
+
+impl Provider for SqliteBackend {
+    fn lock_backend(&self) -> Option<Arc<dyn LockBackend>> {
+        Some(Arc::new(self.clone()))
+    }
+
+    fn leader_election_backend(&self) -> Option<Arc<dyn LeaderElectionBackend>> {
+        Some(Arc::new(self.clone()))
+    }
+
+    fn schedule_backend(&self) -> Option<Arc<dyn ScheduleBackend>> {
+        Some(Arc::new(self.clone()))
+    }
+}

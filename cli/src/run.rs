@@ -1,0 +1,187 @@
+//! `tenure lock`, `tenure elect` and `tenure task`: a command run under a lease.
+
+use std::time::Duration;
+
+use tenure_tokio::{Coordination, Tokio};
+use tokio::time::Instant;
+
+use crate::child::{self, exit_code};
+use crate::hold::{self, Ended, Timing};
+use crate::store::Store;
+use crate::{EXIT_HELD, EXIT_LOST, EXIT_TIMEOUT, ElectArgs, Failure, LockArgs, TaskArgs, say};
+
+async fn coordination(backend: Option<&str>) -> Result<(Store, Coordination), Failure> {
+    let store = Store::open(backend).await?;
+    let coordination = Coordination::new(Tokio::current()).source(store.provider());
+    Ok((store, coordination))
+}
+
+fn usage(e: &tenure::Error) -> Failure {
+    Failure::from_error(e)
+}
+
+/// The exit code of a held run, after saying how it ended.
+fn finish(ended: Ended) -> i32 {
+    match ended {
+        Ended::Exited(status) => exit_code(status),
+        Ended::Stopped(why) => {
+            say!("{why}");
+            EXIT_LOST
+        }
+    }
+}
+
+pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, Failure> {
+    let (store, coordination) = coordination(backend).await?;
+    let mut builder = coordination.lock(&args.name).map_err(|e| usage(&e))?;
+    if let Some(lease) = args.lease {
+        builder = builder.lease_duration(lease);
+    }
+    let lock = builder.env_load(false).build().map_err(|e| usage(&e))?;
+    let timing = Timing::for_lease(lock.config().lease_duration());
+    let sent = Instant::now();
+    let acquired = if args.no_wait {
+        lock.acquire_nowait().await
+    } else if let Some(timeout) = args.timeout {
+        lock.acquire_timeout(timeout).await
+    } else {
+        lock.acquire().await
+    };
+    let mut guard = match acquired {
+        Ok(guard) => guard,
+        Err(e) if e.is_timeout() => {
+            store.close().await;
+            let waited = args.timeout.unwrap_or_default().as_secs_f64();
+            return Err(Failure::new(EXIT_TIMEOUT, format!("lock {} not acquired within {waited}s", args.name)));
+        }
+        Err(e) if e.is_would_block() => {
+            store.close().await;
+            return Err(Failure::new(EXIT_HELD, format!("lock {} is held by another holder", args.name)));
+        }
+        Err(e) => return Err(usage(&e)),
+    };
+    let fence = guard.fencing_token().get();
+    say!("acquired lock {} (fencing token {fence})", args.name);
+    let env = [("TENURE_LOCK_NAME", args.name.clone()), ("TENURE_FENCING_TOKEN", fence.to_string())];
+    let started = child::start(&args.command, &env);
+    let mut running = match started {
+        Ok(running) => running,
+        Err(failure) => {
+            let _ = guard.release().await;
+            store.close().await;
+            return Err(failure);
+        }
+    };
+    // The grant may have come from a request sent at `sent` (a blocking acquire retries later,
+    // but never sends earlier), so the lease is counted from there: early, hence safe.
+    let ended = hold::keep(&mut guard, &mut running, timing, sent).await?;
+    if let Ended::Exited(_) = ended
+        && let Err(e) = guard.release().await
+    {
+        say!("releasing lock {} failed: {e}", args.name);
+    }
+    store.close().await;
+    Ok(finish(ended))
+}
+
+pub(crate) async fn task(backend: Option<&str>, args: TaskArgs) -> Result<i32, Failure> {
+    let (store, coordination) = coordination(backend).await?;
+    let mut builder = coordination.task_lock(&args.name).map_err(|e| usage(&e))?.min_hold_duration(args.min_hold);
+    if let Some(lease) = args.lease {
+        builder = builder.lease_duration(lease);
+    }
+    let task = builder.env_load(false).build().map_err(|e| usage(&e))?;
+    let timing = Timing::for_lease(task.config().lease_duration());
+    let sent = Instant::now();
+    let mut guard = match task.enter().await {
+        Ok(guard) => guard,
+        Err(e) if e.is_would_block() => {
+            say!("skipped task {}: it ran within the last {}s", args.name, args.min_hold.as_secs_f64());
+            store.close().await;
+            return Ok(0);
+        }
+        Err(e) => return Err(usage(&e)),
+    };
+    let fence = guard.fencing_token().get();
+    say!("running task {} (fencing token {fence})", args.name);
+    let env = [("TENURE_LOCK_NAME", args.name.clone()), ("TENURE_FENCING_TOKEN", fence.to_string())];
+    let mut running = match child::start(&args.command, &env) {
+        Ok(running) => running,
+        Err(failure) => {
+            let _ = guard.exit().await;
+            store.close().await;
+            return Err(failure);
+        }
+    };
+    let ended = hold::keep(&mut guard, &mut running, timing, sent).await?;
+    // Exiting keeps the claim for what is left of the min-hold window.
+    if let Ended::Exited(_) = ended
+        && let Err(e) = guard.exit().await
+    {
+        say!("ending task {} failed: {e}", args.name);
+    }
+    store.close().await;
+    Ok(finish(ended))
+}
+
+pub(crate) async fn elect(backend: Option<&str>, args: ElectArgs) -> Result<i32, Failure> {
+    let (store, coordination) = coordination(backend).await?;
+    let mut builder = coordination.leader_election(&args.name).map_err(|e| usage(&e))?;
+    if let Some(lease) = args.lease {
+        builder = builder.lease_duration(lease);
+    }
+    if let Some(deadline) = args.renew_deadline {
+        // Each store call must fit inside the renew deadline: bound it by half of it.
+        let bound = tenure::LeaderElectionConfig::DEFAULT_BACKEND_TIMEOUT.min(deadline / 2);
+        builder = builder.renew_deadline(deadline).backend_timeout(bound);
+    }
+    if let Some(retry) = args.retry_interval {
+        builder = builder.retry_interval(retry);
+    }
+    let election = builder.env_load(false).build().map_err(|e| usage(&e))?;
+    let config = election.config();
+    // Leadership ends locally at the renew deadline; the lease lasts until lease_duration. The
+    // command gets half of that gap to stop before KILL, so it is gone before a successor leads.
+    let grace = config.lease_duration().saturating_sub(config.renew_deadline()) / 2;
+    election.start();
+    let mut interrupts = hold::signals()?;
+    let code = loop {
+        tokio::select! {
+            () = election.wait_for_leader() => {}
+            Some(signal) = interrupts.next() => {
+                say!("stopping on {signal} before leading");
+                break 128 + signal as i32;
+            }
+        }
+        say!("leading election {}", args.name);
+        let env = [("TENURE_LEADER_NAME", args.name.clone())];
+        let mut running = match child::start(&args.command, &env) {
+            Ok(running) => running,
+            Err(failure) => {
+                election.stop().await;
+                store.close().await;
+                return Err(failure);
+            }
+        };
+        let lost = loop {
+            tokio::select! {
+                status = running.wait() => break Ok(status?),
+                () = election.wait_lose_leader() => break Err(()),
+                Some(signal) = interrupts.next() => {
+                    say!("passing {signal} on to the command");
+                    running.signal(signal);
+                }
+            }
+        };
+        match lost {
+            Ok(status) => break exit_code(status),
+            Err(()) => {
+                let status = running.stop(grace.max(Duration::from_millis(10))).await?;
+                say!("lost leadership of {}; the command was stopped (exit {})", args.name, exit_code(status));
+            }
+        }
+    };
+    election.stop().await;
+    store.close().await;
+    Ok(code)
+}

@@ -1,0 +1,267 @@
+//! `tenure` driven as a user drives it: real processes on a SQLite file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+
+const TENURE: &str = env!("CARGO_BIN_EXE_tenure");
+
+/// A fresh directory holding a fresh store.
+fn workspace() -> (PathBuf, String) {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir =
+        std::env::temp_dir().join(format!("tenure-cli-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst)));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let url = format!("sqlite://{}", dir.join("store.db").display());
+    (dir, url)
+}
+
+fn tenure(url: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(TENURE);
+    command.arg("--backend").arg(url).args(args).env_remove("TENURE_BACKEND");
+    command
+}
+
+fn run(url: &str, args: &[&str]) -> Output {
+    tenure(url, args).output().expect("run tenure")
+}
+
+fn code(output: &Output) -> i32 {
+    output.status.code().unwrap_or(-1)
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn db(dir: &Path) -> Connection {
+    Connection::open(dir.join("store.db")).expect("open the store file")
+}
+
+/// Waits until `check` holds, or fails after 10 s.
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < Duration::from_secs(10), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn held_by_someone(dir: &Path, key: &str) -> bool {
+    db(dir)
+        .query_row("SELECT count(*) FROM locks WHERE name = ?1 AND token IS NOT NULL", [key], |r| r.get::<_, i64>(0))
+        .map(|n| n == 1)
+        .unwrap_or(false)
+}
+
+#[test]
+fn contending_processes_never_overlap_and_fences_strictly_increase() {
+    let (dir, url) = workspace();
+    let log = dir.join("sections.log");
+    let script = format!(
+        "echo \"start $TENURE_FENCING_TOKEN $TENURE_LOCK_NAME\" >> {log}; sleep 0.05; echo \"end $TENURE_FENCING_TOKEN\" >> {log}",
+        log = log.display()
+    );
+    let workers: Vec<Child> = (0..4)
+        .map(|_| {
+            let rounds =
+                format!("for i in 1 2 3; do {TENURE} --backend {url} lock counter -- sh -c '{script}' || exit 1; done");
+            Command::new("sh").arg("-c").arg(rounds).spawn().expect("spawn a worker")
+        })
+        .collect();
+    for mut worker in workers {
+        assert!(worker.wait().expect("wait").success(), "a worker failed");
+    }
+    let text = std::fs::read_to_string(&log).expect("log");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 24, "12 sections of 2 lines:\n{text}");
+    let mut last = 0;
+    for pair in lines.chunks(2) {
+        let start: Vec<&str> = pair[0].split(' ').collect();
+        let end: Vec<&str> = pair[1].split(' ').collect();
+        assert_eq!((start[0], end[0]), ("start", "end"), "sections interleaved:\n{text}");
+        assert_eq!(start[1], end[1], "sections interleaved:\n{text}");
+        assert_eq!(start[2], "counter", "TENURE_LOCK_NAME");
+        let fence: u64 = start[1].parse().expect("a fencing token");
+        assert!(fence > last, "fencing tokens went {last} then {fence}:\n{text}");
+        last = fence;
+    }
+}
+
+#[test]
+fn the_command_status_and_the_failure_codes() {
+    let (dir, url) = workspace();
+    assert_eq!(code(&run(&url, &["lock", "x", "--", "sh", "-c", "exit 7"])), 7);
+    assert_eq!(code(&run(&url, &["lock", "x", "--", "sh", "-c", "kill -9 $$"])), 137, "killed by signal 9");
+    assert_eq!(code(&run(&url, &["lock", "x", "--", "/no/such/program"])), 127);
+
+    // Held by someone else: --no-wait exits 75 at once, --timeout 124 after it.
+    let mut holder = tenure(&url, &["lock", "x", "--", "sleep", "30"]).spawn().expect("holder");
+    eventually("the holder to take the lock", || held_by_someone(&dir, "lock:x"));
+    let busy = run(&url, &["lock", "x", "--no-wait", "--", "true"]);
+    assert_eq!(code(&busy), 75, "{}", stderr(&busy));
+    assert!(stderr(&busy).contains("held"), "{}", stderr(&busy));
+    let start = Instant::now();
+    let late = run(&url, &["lock", "x", "--timeout", "0.3", "--", "true"]);
+    assert_eq!(code(&late), 124, "{}", stderr(&late));
+    assert!(start.elapsed() >= Duration::from_millis(300), "gave up early");
+    let _ = holder.kill();
+    let _ = holder.wait();
+}
+
+#[test]
+fn bad_urls_and_durations_exit_2_naming_the_problem() {
+    let (_dir, url) = workspace();
+    for (args, needle) in [
+        (vec!["--backend", "mysql://x", "lock", "x", "--", "true"], "not a store URL"),
+        (vec!["--backend", "sqlite://", "lock", "x", "--", "true"], "names no file"),
+        (vec!["--backend", "sqlite:///tmp/a.db?busy_timeout=-1", "lock", "x", "--", "true"], "busy_timeout"),
+        (vec!["--backend", "redis://:secret@host", "lock", "x", "--", "true"], "redis"),
+        (vec!["--backend", &url, "lock", "x", "--lease", "0", "--", "true"], "--lease"),
+        (vec!["--backend", &url, "lock", "x", "--lease", "-1", "--", "true"], "--lease"),
+        (vec!["--backend", &url, "lock", "x", "--timeout", "NaN", "--", "true"], "--timeout"),
+        (vec!["--backend", &url, "lock", "x", "--lease", "inf", "--", "true"], "--lease"),
+        (vec!["--backend", &url, "lock", "x", "--lease", "soon", "--", "true"], "--lease"),
+        (vec!["--backend", &url, "lock", "bad name!", "--", "true"], "bad name!"),
+        (vec!["--backend", &url, "lock", "x"], "CMD"),
+        (vec!["--backend", &url, "task", "t", "--", "true"], "--min-hold"),
+    ] {
+        let output = Command::new(TENURE).args(&args).output().expect("run");
+        assert_eq!(code(&output), 2, "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(needle), "{args:?}: {}", stderr(&output));
+        assert!(!stderr(&output).contains("secret"), "a password was shown: {}", stderr(&output));
+    }
+}
+
+#[test]
+fn the_lease_is_renewed_while_the_command_runs() {
+    let (dir, url) = workspace();
+    let mut child = tenure(&url, &["lock", "long", "--lease", "0.4", "--", "sleep", "1.5"]).spawn().expect("spawn");
+    eventually("the lock to be taken", || held_by_someone(&dir, "lock:long"));
+    std::thread::sleep(Duration::from_millis(1000)); // 2.5 leases
+    let busy = run(&url, &["lock", "long", "--no-wait", "--", "true"]);
+    assert_eq!(code(&busy), 75, "the lease lapsed while the command ran: {}", stderr(&busy));
+    assert!(child.wait().expect("wait").success());
+    assert!(!held_by_someone(&dir, "lock:long"), "not released after the command");
+}
+
+#[test]
+fn a_lock_lost_while_the_command_runs_stops_it() {
+    let (dir, url) = workspace();
+    let marker = dir.join("stopped");
+    let script = format!("trap 'echo term > {}; exit 143' TERM; sleep 30 & wait", marker.display());
+    let child = tenure(&url, &["lock", "victim", "--lease", "1", "--", "sh", "-c", &script])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    eventually("the lock to be taken", || held_by_someone(&dir, "lock:victim"));
+    let start = Instant::now();
+    // Another holder takes the name (as after an expiry the holder did not notice).
+    db(&dir)
+        .execute(
+            "UPDATE locks SET token = 'thief', expire_at = '2999-01-01 00:00:00.000' WHERE name = 'lock:victim'",
+            [],
+        )
+        .expect("steal");
+    let output = child.wait_with_output().expect("wait");
+    assert_eq!(code(&output), 70, "{}", stderr(&output));
+    assert!(stderr(&output).contains("lost"), "{}", stderr(&output));
+    assert!(start.elapsed() < Duration::from_secs(5), "stopped only after {:?}", start.elapsed());
+    assert_eq!(std::fs::read_to_string(&marker).ok().as_deref(), Some("term\n"), "the command got no TERM");
+}
+
+#[test]
+fn a_task_runs_once_per_window_and_says_when_it_skips() {
+    let (dir, url) = workspace();
+    let ran = dir.join("ran");
+    let script = format!("echo run >> {}", ran.display());
+    let first = run(&url, &["task", "nightly", "--min-hold", "30", "--", "sh", "-c", &script]);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let second = run(&url, &["task", "nightly", "--min-hold", "30", "--", "sh", "-c", &script]);
+    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    assert!(stderr(&second).contains("skipped"), "{}", stderr(&second));
+    assert_eq!(std::fs::read_to_string(&ran).expect("marker"), "run\n", "the body ran twice in one window");
+}
+
+#[test]
+fn elect_runs_the_command_while_leading_and_stops_it_on_loss() {
+    let (dir, url) = workspace();
+    let led = dir.join("led");
+    let fast = ["--lease", "1", "--renew-deadline", "0.6", "--retry-interval", "0.1"];
+    let mut args = vec!["elect", "svc"];
+    args.extend(fast);
+    let script = format!("echo $TENURE_LEADER_NAME > {}", led.display());
+    args.extend(["--", "sh", "-c", &script]);
+    let output = run(&url, &args);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(std::fs::read_to_string(&led).expect("marker"), "svc\n");
+
+    let marker = dir.join("stopped");
+    let script = format!("trap 'echo term > {}; exit 143' TERM; sleep 30 & wait", marker.display());
+    let mut args = vec!["elect", "svc2"];
+    args.extend(fast);
+    args.extend(["--", "sh", "-c", &script]);
+    let mut leader = tenure(&url, &args).stderr(Stdio::piped()).spawn().expect("spawn");
+    let leading = || {
+        db(&dir)
+            .query_row("SELECT count(*) FROM grelmicro_leader_election WHERE name = 'leader:svc2'", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .unwrap_or(0)
+            == 1
+    };
+    eventually("leadership", leading);
+    db(&dir)
+        .execute(
+            "UPDATE grelmicro_leader_election SET holder = 'thief', expire_at = '2999-01-01 00:00:00.000' WHERE name = 'leader:svc2'",
+            [],
+        )
+        .expect("take over");
+    eventually("the command to be stopped", || marker.exists());
+    let _ = leader.kill();
+    let output = leader.wait_with_output().expect("wait");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("lost leadership"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn status_shows_holders_fences_and_leaders() {
+    let (dir, url) = workspace();
+    let mut holder = tenure(&url, &["lock", "cart", "--", "sleep", "30"]).spawn().expect("holder");
+    eventually("the lock", || held_by_someone(&dir, "lock:cart"));
+    let output = run(&url, &["status", "cart", "--json"]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains(r#""key":"lock:cart""#) && text.contains(r#""held":true"#), "{text}");
+    assert!(text.contains(r#""fencing_token":1"#), "{text}");
+    assert!(!text.contains(":task:"), "a whole token was shown: {text}");
+    let table = run(&url, &["status"]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("lock:cart") && table.contains("held"), "{table}");
+    let _ = holder.kill();
+    let _ = holder.wait();
+}
+
+#[test]
+fn the_demo_shows_exclusion_fences_and_failover() {
+    let (dir, _url) = workspace();
+    // The default store: a file in the state directory.
+    let output = Command::new(TENURE)
+        .arg("demo")
+        .env("XDG_STATE_HOME", &dir)
+        .env_remove("TENURE_BACKEND")
+        .output()
+        .expect("demo");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(code(&output), 0, "{text}\n{}", stderr(&output));
+    assert!(text.contains("ok   mutual exclusion: 9 critical sections, 0 overlapping"), "{text}");
+    assert!(text.contains("ok   fencing tokens strictly increase"), "{text}");
+    assert!(text.contains("ok   leader failover"), "{text}");
+    assert!(dir.join("tenure/tenure.db").exists(), "the default store is not in the state directory");
+}

@@ -1,0 +1,222 @@
+//! Random operation sequences, applied to a backend and to [`StoreModel`] side by side; every
+//! answer must agree. Instants fall on a grid: on a manual clock every 10 ms (so leases end
+//! exactly on operations often, testing each boundary); on a real clock every quantum, with
+//! leases ending half a quantum off the grid, so scheduling delays cannot change an answer.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use rand_core::Rng as _;
+use tenure_core::{LeaderRecord, Metadata, SplitMix64, StoreModel, Timestamp, Token};
+
+use crate::{Clock, Harness};
+
+#[derive(Clone, Debug)]
+enum Op {
+    Advance(Duration),
+    Acquire { key: &'static str, token: &'static str, lease: Duration },
+    Release { key: &'static str, token: &'static str },
+    Locked { key: &'static str },
+    Owned { key: &'static str, token: &'static str },
+    LeaderAcquire { key: &'static str, holder: &'static str, lease: Duration, pod: Option<&'static str> },
+    LeaderRelease { key: &'static str, holder: &'static str },
+    LeaderGet { key: &'static str },
+    Claim { key: &'static str, due: f64 },
+    LastFired { key: &'static str },
+}
+
+const LOCKS: [&str; 2] = ["lock:a", "tasklock:b"];
+const LEADERS: [&str; 2] = ["leader:a", "leader:b"];
+const SCHEDULES: [&str; 2] = ["a", "b"];
+const TOKENS: [&str; 3] = ["w1:task:1.aa", "w2:task:1.bb", "w3:thread:7.cc"];
+const HOLDERS: [&str; 3] = ["w1", "w2", "w3"];
+const PODS: [&str; 2] = ["p1", "p2"];
+const DUES: [f64; 4] = [1.0, 2.0, 2.5, 1_767_229_200.25];
+
+struct Gen {
+    rng: SplitMix64,
+    /// The grid step, and the offset of lease ends from it.
+    step: Duration,
+    lease_offset: Duration,
+}
+
+impl Gen {
+    fn below(&mut self, n: u64) -> u64 {
+        self.rng.next_u64() % n
+    }
+
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[usize::try_from(self.below(items.len() as u64)).unwrap_or(0)]
+    }
+
+    fn lease(&mut self) -> Duration {
+        self.step * u32::try_from(1 + self.below(30)).unwrap_or(1) + self.lease_offset
+    }
+
+    fn op(&mut self) -> Op {
+        match self.below(20) {
+            0..=3 => {
+                let steps = if self.below(3) == 0 { 0 } else { 1 + self.below(15) };
+                Op::Advance(self.step * u32::try_from(steps).unwrap_or(0))
+            }
+            4..=6 => Op::Acquire { key: self.pick(&LOCKS), token: self.pick(&TOKENS), lease: self.lease() },
+            7..=8 => Op::Release { key: self.pick(&LOCKS), token: self.pick(&TOKENS) },
+            9 => Op::Locked { key: self.pick(&LOCKS) },
+            10 => Op::Owned { key: self.pick(&LOCKS), token: self.pick(&TOKENS) },
+            11..=13 => {
+                let pod = if self.below(2) == 0 { None } else { Some(self.pick(&PODS)) };
+                Op::LeaderAcquire { key: self.pick(&LEADERS), holder: self.pick(&HOLDERS), lease: self.lease(), pod }
+            }
+            14 => Op::LeaderRelease { key: self.pick(&LEADERS), holder: self.pick(&HOLDERS) },
+            15..=16 => Op::LeaderGet { key: self.pick(&LEADERS) },
+            17..=18 => Op::Claim { key: self.pick(&SCHEDULES), due: self.pick(&DUES) },
+            _ => Op::LastFired { key: self.pick(&SCHEDULES) },
+        }
+    }
+}
+
+fn token(text: &str) -> Token {
+    match Token::new(text) {
+        Ok(t) => t,
+        Err(e) => panic!("test token {text:?}: {e}"),
+    }
+}
+
+fn metadata(pod: Option<&str>) -> Metadata {
+    Metadata::from_pairs(pod.map(|p| ("pod", p))).unwrap_or_default()
+}
+
+/// Runs sequence `seed` of `ops` operations on a fresh store and on the model, comparing every
+/// answer; panics with the replay seed and the operations so far on the first difference.
+pub async fn compare(h: &Harness, seed: u64, ops: usize) {
+    let (step, lease_offset) = match h.clock {
+        Clock::Manual(_) => (Duration::from_millis(10), Duration::ZERO),
+        Clock::Real { quantum } => (quantum, quantum / 2),
+    };
+    let mut generator = Gen { rng: SplitMix64::new(seed), step, lease_offset };
+    let store = h.store().await;
+    let wall_at_zero = match &h.clock {
+        Clock::Manual(clock) => clock.now(),
+        Clock::Real { .. } => tenure_core::WallTime::UNIX_EPOCH, // absolute times are not compared
+    };
+    let mut model = StoreModel::new(wall_at_zero);
+    let mut timeline = h.timeline();
+    let mut log = String::new();
+    for i in 0..ops {
+        let op = generator.op();
+        let _ = writeln!(log, "  {i}: {op:?}");
+        let now = Timestamp::from_nanos(u64::try_from(timeline.at().as_nanos()).unwrap_or(u64::MAX));
+        let fail = |what: String| -> ! {
+            panic!(
+                "{}: sequence {seed} differs from the store model at operation {i}: {what}\n\
+                 replay: TENURE_CONFORMANCE_SEED={seed} (first sequence)\noperations:\n{log}",
+                h.name
+            )
+        };
+        macro_rules! got {
+            ($call:expr) => {
+                match $call.await {
+                    Ok(v) => v,
+                    Err(e) => fail(format!("the backend failed: {e}")),
+                }
+            };
+        }
+        match op {
+            Op::Advance(d) => {
+                let at = timeline.at() + d;
+                timeline.go_to(at).await;
+            }
+            Op::Acquire { key, token: t, lease } => {
+                let got = got!(store.lock.acquire(key, t, lease));
+                let want = model.lock_acquire(key, &token(t), lease, now);
+                if got != want {
+                    fail(format!("acquire: backend {got:?}, model {want:?}"));
+                }
+            }
+            Op::Release { key, token: t } => {
+                let got = got!(store.lock.release(key, t));
+                let want = model.lock_release(key, &token(t), now);
+                if got != want {
+                    fail(format!("release: backend {got}, model {want}"));
+                }
+            }
+            Op::Locked { key } => {
+                let got = got!(store.lock.locked(key));
+                let want = model.lock_locked(key, now);
+                if got != want {
+                    fail(format!("locked: backend {got}, model {want}"));
+                }
+            }
+            Op::Owned { key, token: t } => {
+                let got = got!(store.lock.owned(key, t));
+                let want = model.lock_owned(key, &token(t), now);
+                if got != want {
+                    fail(format!("owned: backend {got}, model {want}"));
+                }
+            }
+            Op::LeaderAcquire { key, holder, lease, pod } => {
+                let m = metadata(pod);
+                let got = got!(store.leader.acquire_or_renew(key, holder, lease, &m));
+                let want = model.leader_acquire_or_renew(key, &token(holder), lease, &std::sync::Arc::new(m), now);
+                if let Err(why) = same_record(h, &got, &want) {
+                    fail(format!("acquire_or_renew: {why}: backend {got:?}, model {want:?}"));
+                }
+            }
+            Op::LeaderRelease { key, holder } => {
+                let got = got!(store.leader.release(key, holder));
+                let want = model.leader_release(key, &token(holder), now);
+                if got != want {
+                    fail(format!("leader release: backend {got}, model {want}"));
+                }
+            }
+            Op::LeaderGet { key } => {
+                let got = got!(store.leader.get(key));
+                let want = model.leader_get(key, now);
+                let agree = match (&got, &want) {
+                    (Some(g), Some(w)) => same_record(h, g, w).is_ok(),
+                    (None, None) => true,
+                    _ => false,
+                };
+                if !agree {
+                    fail(format!("leader get: backend {got:?}, model {want:?}"));
+                }
+            }
+            Op::Claim { key, due } => {
+                let got = got!(store.schedule.claim(key, due));
+                let want = model.schedule_claim(key, due);
+                if got != want {
+                    fail(format!("claim: backend {got}, model {want}"));
+                }
+            }
+            Op::LastFired { key } => {
+                let got = got!(store.schedule.last_fired(key));
+                let want = model.schedule_last_fired(key);
+                if got != want {
+                    fail(format!("last_fired: backend {got:?}, model {want:?}"));
+                }
+            }
+        }
+    }
+}
+
+/// Whether two records agree: exactly on a manual clock; on a real one, the times only as far as
+/// `renewed_at - acquired_at`, within the harness's tolerance.
+fn same_record(h: &Harness, got: &LeaderRecord, want: &LeaderRecord) -> Result<(), &'static str> {
+    if (&got.holder, got.transitions, &got.metadata) != (&want.holder, want.transitions, &want.metadata) {
+        return Err("holder, transitions or metadata differ");
+    }
+    if got.lease_duration != want.lease_duration {
+        return Err("leases differ");
+    }
+    match h.clock {
+        Clock::Manual(_) if (got.acquired_at, got.renewed_at) != (want.acquired_at, want.renewed_at) => {
+            Err("times differ")
+        }
+        Clock::Manual(_) => Ok(()),
+        Clock::Real { .. } => {
+            let held = |r: &LeaderRecord| r.renewed_at.as_unix_micros() - r.acquired_at.as_unix_micros();
+            let tolerance = i64::try_from(h.tolerance().as_micros()).unwrap_or(i64::MAX);
+            if (held(got) - held(want)).abs() > tolerance { Err("renewed_at - acquired_at differ") } else { Ok(()) }
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! The conformance suite on the in-process memory backend (real time).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tenure::MemoryBackend;
+use tenure_conformance::{Clock, Harness, Store};
+
+fn memory() -> Harness {
+    Harness {
+        name: "memory",
+        clock: Clock::Real { quantum: Duration::from_millis(40) },
+        make: Box::new(|| {
+            Box::pin(async {
+                let store = MemoryBackend::new();
+                Store {
+                    lock: Arc::new(store.clone()),
+                    leader: Arc::new(store.clone()),
+                    schedule: Arc::new(store),
+                    keep: None,
+                }
+            })
+        }),
+    }
+}
+
+tenure_conformance::conformance_tests!(memory());
