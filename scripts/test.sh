@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test of Tenure, as CI runs it on a clean clone: formatting, lints, the core's purity,
-# unit, property and doc tests, the behaviour suite on every runtime, the examples, the
-# deterministic simulation (1000 fresh seeds, every injected bug caught), and the main job.
+# unit, property and doc tests, the behaviour suite on every runtime, the backend conformance
+# suite, the CLI tests, the examples, the deterministic simulation (1000 fresh seeds, every
+# injected bug caught), the fuzz targets, grelmicro 0.44 interop, and the main job.
 # (Benchmarks are type-checked by clippy's --all-targets; run them with `cargo bench`.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +39,8 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 step "tests"
 cargo test --workspace
 
-step "runtime examples"
+step "examples"
+cargo run -q -p tenure-core --example two_workers
 cargo run -q -p tenure-tokio --example quickstart
 cargo run -q -p tenure-tokio --example fenced_writes
 cargo run -q -p tenure-smol --example leader
@@ -80,8 +82,13 @@ for target in $(cargo fuzz list); do
 done
 unset RUSTC_BOOTSTRAP
 
-step "main job"
-cargo run -q -p tenure-core --example two_workers
+step "interop: grelmicro 0.44 processes and tenure processes on one SQLite file"
+py=$(bash scripts/grelmicro-env.sh | tail -1)
+cargo build -q -p tenure-cli
+tests/interop/sqlite.sh "$py" target/debug/tenure
+
+step "main job: tenure demo on the default store"
+cargo run -q -p tenure-cli -- demo
 
 echo
 echo "all tests passed"

@@ -17,13 +17,22 @@ use crate::{Failure, say};
 
 /// A lease the command runs under.
 pub(crate) trait Lease {
+    /// The fencing token of the lease.
+    fn fence(&self) -> u64;
     /// Renews it for another lease.
     fn renew(&mut self) -> impl Future<Output = Result<(), Error>> + Send;
     /// Completes when it is lost.
     fn lost(&self) -> impl Future<Output = ()> + Send + 'static;
+    /// Ends it when the command is done: a lock is released; a task lock keeps its claim for
+    /// what is left of the min-hold window.
+    fn end(self) -> impl Future<Output = Result<(), Error>> + Send;
 }
 
 impl Lease for LockGuard {
+    fn fence(&self) -> u64 {
+        self.fencing_token().get()
+    }
+
     async fn renew(&mut self) -> Result<(), Error> {
         self.extend().await.map(drop)
     }
@@ -31,15 +40,27 @@ impl Lease for LockGuard {
     fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
         LockGuard::lost(self)
     }
+
+    fn end(self) -> impl Future<Output = Result<(), Error>> + Send {
+        self.release()
+    }
 }
 
 impl Lease for TaskLockGuard {
+    fn fence(&self) -> u64 {
+        self.fencing_token().get()
+    }
+
     async fn renew(&mut self) -> Result<(), Error> {
         self.extend().await
     }
 
     fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
         TaskLockGuard::lost(self)
+    }
+
+    fn end(self) -> impl Future<Output = Result<(), Error>> + Send {
+        self.exit()
     }
 }
 

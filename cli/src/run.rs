@@ -6,7 +6,7 @@ use tenure_tokio::{Coordination, Tokio};
 use tokio::time::Instant;
 
 use crate::child::{self, exit_code};
-use crate::hold::{self, Ended, Timing};
+use crate::hold::{self, Ended, Lease, Timing};
 use crate::store::Store;
 use crate::{EXIT_HELD, EXIT_LOST, EXIT_TIMEOUT, ElectArgs, Failure, LockArgs, TaskArgs, say};
 
@@ -47,7 +47,7 @@ pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, F
     } else {
         lock.acquire().await
     };
-    let mut guard = match acquired {
+    let guard = match acquired {
         Ok(guard) => guard,
         Err(e) if e.is_timeout() => {
             store.close().await;
@@ -60,28 +60,10 @@ pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, F
         }
         Err(e) => return Err(usage(&e)),
     };
-    let fence = guard.fencing_token().get();
-    say!("acquired lock {} (fencing token {fence})", args.name);
-    let env = [("TENURE_LOCK_NAME", args.name.clone()), ("TENURE_FENCING_TOKEN", fence.to_string())];
-    let started = child::start(&args.command, &env);
-    let mut running = match started {
-        Ok(running) => running,
-        Err(failure) => {
-            let _ = guard.release().await;
-            store.close().await;
-            return Err(failure);
-        }
-    };
+    say!("acquired lock {} (fencing token {})", args.name, guard.fence());
     // The grant may have come from a request sent at `sent` (a blocking acquire retries later,
     // but never sends earlier), so the lease is counted from there: early, hence safe.
-    let ended = hold::keep(&mut guard, &mut running, timing, sent).await?;
-    if let Ended::Exited(_) = ended
-        && let Err(e) = guard.release().await
-    {
-        say!("releasing lock {} failed: {e}", args.name);
-    }
-    store.close().await;
-    Ok(finish(ended))
+    run_held(&store, guard, &args.name, &args.command, timing, sent).await
 }
 
 pub(crate) async fn task(backend: Option<&str>, args: TaskArgs) -> Result<i32, Failure> {
@@ -93,7 +75,7 @@ pub(crate) async fn task(backend: Option<&str>, args: TaskArgs) -> Result<i32, F
     let task = builder.env_load(false).build().map_err(|e| usage(&e))?;
     let timing = Timing::for_lease(task.config().lease_duration());
     let sent = Instant::now();
-    let mut guard = match task.enter().await {
+    let guard = match task.enter().await {
         Ok(guard) => guard,
         Err(e) if e.is_would_block() => {
             say!("skipped task {}: it ran within the last {}s", args.name, args.min_hold.as_secs_f64());
@@ -102,26 +84,37 @@ pub(crate) async fn task(backend: Option<&str>, args: TaskArgs) -> Result<i32, F
         }
         Err(e) => return Err(usage(&e)),
     };
-    let fence = guard.fencing_token().get();
-    say!("running task {} (fencing token {fence})", args.name);
-    let env = [("TENURE_LOCK_NAME", args.name.clone()), ("TENURE_FENCING_TOKEN", fence.to_string())];
-    let mut running = match child::start(&args.command, &env) {
+    say!("running task {} (fencing token {})", args.name, guard.fence());
+    run_held(&store, guard, &args.name, &args.command, timing, sent).await
+}
+
+/// Runs `command` under `lease` (with `TENURE_LOCK_NAME` and `TENURE_FENCING_TOKEN`), keeps the
+/// lease while it runs, ends the lease when it exits, and closes the store.
+async fn run_held(
+    store: &Store,
+    mut lease: impl Lease,
+    name: &str,
+    command: &[String],
+    timing: Timing,
+    sent: Instant,
+) -> Result<i32, Failure> {
+    let env = [("TENURE_LOCK_NAME", name.to_owned()), ("TENURE_FENCING_TOKEN", lease.fence().to_string())];
+    let mut running = match child::start(command, &env) {
         Ok(running) => running,
         Err(failure) => {
-            let _ = guard.exit().await;
+            let _ = lease.end().await;
             store.close().await;
             return Err(failure);
         }
     };
-    let ended = hold::keep(&mut guard, &mut running, timing, sent).await?;
-    // Exiting keeps the claim for what is left of the min-hold window.
-    if let Ended::Exited(_) = ended
-        && let Err(e) = guard.exit().await
+    let ended = hold::keep(&mut lease, &mut running, timing, sent).await;
+    if let Ok(Ended::Exited(_)) = ended
+        && let Err(e) = lease.end().await
     {
-        say!("ending task {} failed: {e}", args.name);
+        say!("ending the lease of {name} failed: {e}");
     }
     store.close().await;
-    Ok(finish(ended))
+    Ok(finish(ended?))
 }
 
 pub(crate) async fn elect(backend: Option<&str>, args: ElectArgs) -> Result<i32, Failure> {

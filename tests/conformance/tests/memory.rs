@@ -9,7 +9,7 @@ use tenure_conformance::{Clock, Harness, Store};
 fn memory() -> Harness {
     Harness {
         name: "memory",
-        clock: Clock::Real { quantum: Duration::from_millis(40) },
+        clock: Clock::Real { quantum: Duration::from_millis(100) },
         make: Box::new(|| {
             Box::pin(async {
                 let store = MemoryBackend::new();

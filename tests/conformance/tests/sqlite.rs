@@ -41,7 +41,7 @@ fn sqlite_manual() -> Harness {
 fn sqlite_real() -> Harness {
     Harness {
         name: "sqlite (system clock)",
-        clock: Clock::Real { quantum: Duration::from_millis(60) },
+        clock: Clock::Real { quantum: Duration::from_millis(100) },
         make: Box::new(|| Box::pin(open(SqliteOptions::new(fresh_path())))),
     }
 }
