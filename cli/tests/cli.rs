@@ -139,9 +139,9 @@ fn bad_urls_and_durations_exit_2_naming_the_problem() {
 #[test]
 fn the_lease_is_renewed_while_the_command_runs() {
     let (dir, url) = workspace();
-    let mut child = tenure(&url, &["lock", "long", "--lease", "0.4", "--", "sleep", "1.5"]).spawn().expect("spawn");
+    let mut child = tenure(&url, &["lock", "long", "--lease", "0.8", "--", "sleep", "2.5"]).spawn().expect("spawn");
     eventually("the lock to be taken", || held_by_someone(&dir, "lock:long"));
-    std::thread::sleep(Duration::from_millis(1000)); // 2.5 leases
+    std::thread::sleep(Duration::from_millis(1800)); // over 2 leases
     let busy = run(&url, &["lock", "long", "--no-wait", "--", "true"]);
     assert_eq!(code(&busy), 75, "the lease lapsed while the command ran: {}", stderr(&busy));
     assert!(child.wait().expect("wait").success());

@@ -119,13 +119,13 @@ async fn fences_survive_reopening_and_close_vacates_expired_leases() {
 #[tokio::test]
 async fn sub_second_leases_expire_to_the_millisecond() {
     let store = open(&fresh_path()).await;
-    let lease = Duration::from_millis(80);
+    let lease = Duration::from_millis(300);
     let start = Instant::now();
     LockBackend::acquire(&store, "lock:quick", "t1", lease).await.expect("acquire");
     assert_eq!(LockBackend::acquire(&store, "lock:quick", "t2", lease).await.ok(), Some(None));
-    tokio::time::sleep(Duration::from_millis(120).saturating_sub(start.elapsed())).await;
+    tokio::time::sleep(Duration::from_millis(400).saturating_sub(start.elapsed())).await;
     let next = LockBackend::acquire(&store, "lock:quick", "t2", lease).await.ok().flatten();
-    assert_eq!(next.map(|f| f.get()), Some(2), "an 80 ms lease was still held after 120 ms");
+    assert_eq!(next.map(|f| f.get()), Some(2), "a 300 ms lease was still held after 400 ms");
 }
 
 #[tokio::test]
