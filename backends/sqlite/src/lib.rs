@@ -155,7 +155,7 @@ impl SqliteOptions {
 
     /// [`SqliteOptions::open`] for code without an async runtime.
     pub fn open_blocking(self) -> Result<SqliteBackend, OpenError> {
-        futures_lite_block_on(self.open())
+        futures_lite::future::block_on(self.open())
     }
 }
 
@@ -182,27 +182,6 @@ fn serve(options: &SqliteOptions, ready: oneshot::Sender<Result<(), BackendError
 
 fn closed() -> BackendError {
     BackendError::new(BackendErrorKind::Closed, "the SQLite backend is closed")
-}
-
-/// A tiny executor for [`SqliteOptions::open_blocking`]: the open needs no runtime, only a
-/// thread to wait on.
-fn futures_lite_block_on<F: std::future::Future>(future: F) -> F::Output {
-    use std::task::{Context, Poll, Wake, Waker};
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        if let Poll::Ready(value) = future.as_mut().poll(&mut cx) {
-            return value;
-        }
-        std::thread::park();
-    }
 }
 
 impl std::fmt::Debug for SqliteBackend {

@@ -34,8 +34,6 @@ pub struct Store {
     pub leader: Arc<dyn LeaderElectionBackend>,
     /// Its schedule interface.
     pub schedule: Arc<dyn ScheduleBackend>,
-    /// Something to keep alive while the store is used (a temporary directory), if any.
-    pub keep: Option<Box<dyn std::any::Any + Send>>,
 }
 
 /// The future a harness returns a store from.

@@ -13,12 +13,7 @@ fn memory() -> Harness {
         make: Box::new(|| {
             Box::pin(async {
                 let store = MemoryBackend::new();
-                Store {
-                    lock: Arc::new(store.clone()),
-                    leader: Arc::new(store.clone()),
-                    schedule: Arc::new(store),
-                    keep: None,
-                }
+                Store { lock: Arc::new(store.clone()), leader: Arc::new(store.clone()), schedule: Arc::new(store) }
             })
         }),
     }

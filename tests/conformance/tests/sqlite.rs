@@ -22,7 +22,7 @@ async fn open(options: SqliteOptions) -> Store {
         Ok(store) => store,
         Err(e) => panic!("cannot open the SQLite store: {e}"),
     };
-    Store { lock: Arc::new(store.clone()), leader: Arc::new(store.clone()), schedule: Arc::new(store), keep: None }
+    Store { lock: Arc::new(store.clone()), leader: Arc::new(store.clone()), schedule: Arc::new(store) }
 }
 
 fn sqlite_manual() -> Harness {
