@@ -212,3 +212,30 @@ async fn bad_options_and_unopenable_files_name_the_problem() {
     let err = SqliteBackend::open("/proc/no/such/dir/x.db").await.expect_err("opened the impossible");
     assert!(err.to_string().contains("/proc/no/such/dir/x.db"), "{err}");
 }
+
+#[tokio::test]
+async fn a_release_wakes_a_waiter_of_the_same_process_at_once() {
+    use tenure_tokio::{Lock, Tokio};
+    let store = open(&fresh_path()).await;
+    // A retry interval far beyond the test's patience: only the push wake-up can hand over.
+    let lock = |store: &SqliteBackend| {
+        Lock::builder("handoff", Tokio::current())
+            .backend(store.clone())
+            .retry_interval(Duration::from_secs(60))
+            .env_load(false)
+            .build()
+            .expect("a lock")
+    };
+    let (first, second) = (lock(&store), lock(&store));
+    let held = first.acquire().await.expect("first");
+    let waiter =
+        tokio::spawn(
+            async move { second.acquire_timeout(Duration::from_secs(5)).await.map(|g| g.fencing_token().get()) },
+        );
+    tokio::time::sleep(Duration::from_millis(100)).await; // the waiter made its failing attempt
+    held.release().await.expect("release");
+    let start = Instant::now();
+    let fence = waiter.await.expect("the waiter task").expect("the waiter was not woken");
+    assert_eq!(fence, 2);
+    assert!(start.elapsed() < Duration::from_secs(2), "handed over after {:?}", start.elapsed());
+}
