@@ -96,7 +96,7 @@ impl Timing {
 }
 
 /// Runs until the command exits, renewing `lease`; `acquired` is an instant before the request
-/// that granted the lease was sent.
+/// that last granted or renewed the lease was sent.
 pub(crate) async fn keep(
     lease: &mut impl Lease,
     command: &mut Running,

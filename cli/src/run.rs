@@ -39,7 +39,6 @@ pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, F
     }
     let lock = builder.env_load(false).build().map_err(|e| usage(&e))?;
     let timing = Timing::for_lease(lock.config().lease_duration());
-    let sent = Instant::now();
     let acquired = if args.no_wait {
         lock.acquire_nowait().await
     } else if let Some(timeout) = args.timeout {
@@ -61,9 +60,7 @@ pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, F
         Err(e) => return Err(usage(&e)),
     };
     say!("acquired lock {} (fencing token {})", args.name, guard.fence());
-    // The grant may have come from a request sent at `sent` (a blocking acquire retries later,
-    // but never sends earlier), so the lease is counted from there: early, hence safe.
-    run_held(&store, guard, &args.name, &args.command, timing, sent).await
+    run_held(&store, guard, &args.name, &args.command, timing).await
 }
 
 pub(crate) async fn task(backend: Option<&str>, args: TaskArgs) -> Result<i32, Failure> {
@@ -74,7 +71,6 @@ pub(crate) async fn task(backend: Option<&str>, args: TaskArgs) -> Result<i32, F
     }
     let task = builder.env_load(false).build().map_err(|e| usage(&e))?;
     let timing = Timing::for_lease(task.config().lease_duration());
-    let sent = Instant::now();
     let guard = match task.enter().await {
         Ok(guard) => guard,
         Err(e) if e.is_would_block() => {
@@ -85,19 +81,29 @@ pub(crate) async fn task(backend: Option<&str>, args: TaskArgs) -> Result<i32, F
         Err(e) => return Err(usage(&e)),
     };
     say!("running task {} (fencing token {})", args.name, guard.fence());
-    run_held(&store, guard, &args.name, &args.command, timing, sent).await
+    run_held(&store, guard, &args.name, &args.command, timing).await
 }
 
 /// Runs `command` under `lease` (with `TENURE_LOCK_NAME` and `TENURE_FENCING_TOKEN`), keeps the
 /// lease while it runs, ends the lease when it exits, and closes the store.
+///
+/// The lease is renewed once before the command starts: the grant may have answered an attempt
+/// sent long ago (a blocking acquire waits for as long as it takes), and only a renewal whose
+/// send instant is known here tells how long the lease can be counted on.
 async fn run_held(
     store: &Store,
     mut lease: impl Lease,
     name: &str,
     command: &[String],
     timing: Timing,
-    sent: Instant,
 ) -> Result<i32, Failure> {
+    let sent = Instant::now();
+    if let Err(e) = lease.renew().await {
+        let _ = lease.end().await;
+        store.close().await;
+        let code = if e.is_not_owned() || e.is_would_block() { EXIT_LOST } else { 1 };
+        return Err(Failure::new(code, format!("the lease of {name} could not be renewed before the command: {e}")));
+    }
     let env = [("TENURE_LOCK_NAME", name.to_owned()), ("TENURE_FENCING_TOKEN", lease.fence().to_string())];
     let mut running = match child::start(command, &env) {
         Ok(running) => running,
