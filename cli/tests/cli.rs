@@ -219,7 +219,7 @@ fn elect_runs_the_command_while_leading_and_stops_it_on_loss() {
     let mut args = vec!["elect", "svc2"];
     args.extend(fast);
     args.extend(["--", "sh", "-c", &script]);
-    let mut leader = tenure(&url, &args).stderr(Stdio::piped()).spawn().expect("spawn");
+    let leader = tenure(&url, &args).stderr(Stdio::piped()).spawn().expect("spawn");
     let leading = || {
         db(&dir)
             .query_row("SELECT count(*) FROM grelmicro_leader_election WHERE name = 'leader:svc2'", [], |r| {
@@ -236,13 +236,12 @@ fn elect_runs_the_command_while_leading_and_stops_it_on_loss() {
         )
         .expect("take over");
     eventually("the command to be stopped", || marker.exists());
-    let _ = leader.kill();
+    // Now a follower waiting to lead again; TERM ends it (after it has reported the loss).
+    let terminated = Command::new("kill").arg("-TERM").arg(leader.id().to_string()).status().expect("kill");
+    assert!(terminated.success());
     let output = leader.wait_with_output().expect("wait");
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("lost leadership"),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_eq!(code(&output), 143, "{}", stderr(&output));
+    assert!(stderr(&output).contains("lost leadership"), "{}", stderr(&output));
 }
 
 #[test]
