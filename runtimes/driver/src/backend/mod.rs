@@ -132,6 +132,13 @@ impl ReleaseSignals {
         self.channel(name).ring();
     }
 
+    /// Wakes every waiter on every name (after a lost connection: releases may have been missed).
+    pub fn ring_all(&self) {
+        for channel in &self.channels {
+            channel.ring();
+        }
+    }
+
     /// A wake-up for the next ring of `name`.
     pub fn ticket(&self, name: &str) -> Wakeup {
         self.channel(name).ticket()

@@ -1,0 +1,114 @@
+//! What `tenure status` shows of a Redis store: every lock name with a fencing counter (a name
+//! once acquired keeps its `fence:` key), its live holder and expiry, and the live leader records.
+
+use std::time::Duration;
+
+use tenure::{LeaderState, LockState};
+use tenure_core::{BackendError, WallTime};
+
+use crate::{RedisBackend, error, record};
+
+impl RedisBackend {
+    pub(crate) async fn inspect_locks(&self, keys: Vec<String>) -> Result<Vec<LockState>, BackendError> {
+        let mut names = if keys.is_empty() {
+            let mut names = Vec::new();
+            for kind in ["lock:", "tasklock:"] {
+                let fences = self.scan(&format!("fence:{kind}")).await?;
+                names.extend(fences.into_iter().filter_map(|k| k.strip_prefix("fence:").map(str::to_owned)));
+            }
+            names
+        } else {
+            keys
+        };
+        names.sort();
+        names.dedup();
+        let mut con = self.connection()?;
+        let now = self.server_now().await?;
+        let mut states = Vec::with_capacity(names.len());
+        for name in names {
+            let (value, ttl_ms, fence): (Option<String>, i64, Option<i64>) = redis::pipe()
+                .get(self.key(&name))
+                .pttl(self.key(&name))
+                .get(self.key(&format!("fence:{name}")))
+                .query_async(&mut con)
+                .await
+                .map_err(|e| error("lock status", &name, &e))?;
+            let fence = fence.map(|f| record::fence(&name, f)).transpose()?;
+            let (holder, expires_at) = match &value {
+                Some(v) => {
+                    let (_, token) = record::lock_value(&name, v)?;
+                    let ttl = Duration::from_millis(u64::try_from(ttl_ms).unwrap_or(0));
+                    (Some(token.to_owned()), Some(now.saturating_add(ttl)))
+                }
+                None => (None, None),
+            };
+            if fence.is_some() || holder.is_some() {
+                states.push(LockState { key: name, fence, holder, expires_at });
+            }
+        }
+        Ok(states)
+    }
+
+    pub(crate) async fn inspect_leaders(&self, keys: Vec<String>) -> Result<Vec<LeaderState>, BackendError> {
+        let mut names = if keys.is_empty() {
+            let records = self.scan("le_us:leader:").await?;
+            records.into_iter().filter_map(|k| k.strip_prefix("le_us:").map(str::to_owned)).collect()
+        } else {
+            keys
+        };
+        names.sort();
+        names.dedup();
+        let mut states = Vec::new();
+        for key in names {
+            if let Some(record) = self.leader_get(&key).await? {
+                states.push(LeaderState { key, record });
+            }
+        }
+        Ok(states)
+    }
+
+    /// The keys (without the backend's prefix) that start with `start`.
+    async fn scan(&self, start: &str) -> Result<Vec<String>, BackendError> {
+        let mut con = self.connection()?;
+        let pattern = format!("{}*", glob_escape(&self.key(start)));
+        let prefix_len = self.key("").len();
+        let mut keys = Vec::new();
+        let mut cursor = 0_u64;
+        loop {
+            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut con)
+                .await
+                .map_err(|e| error("status scan", start, &e))?;
+            keys.extend(batch.into_iter().filter_map(|k| k.get(prefix_len..).map(str::to_owned)));
+            if next == 0 {
+                return Ok(keys);
+            }
+            cursor = next;
+        }
+    }
+
+    /// The server's clock.
+    async fn server_now(&self) -> Result<WallTime, BackendError> {
+        let mut con = self.connection()?;
+        let (secs, micros): (i64, i64) =
+            redis::cmd("TIME").query_async(&mut con).await.map_err(|e| error("TIME", "the server", &e))?;
+        Ok(WallTime::from_unix_micros(secs.saturating_mul(1_000_000).saturating_add(micros)))
+    }
+}
+
+/// `text` with Redis glob characters escaped.
+fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}

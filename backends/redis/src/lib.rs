@@ -1,0 +1,418 @@
+//! # tenure-redis
+//!
+//! Tenure's Redis store: locks with fencing tokens, leader elections and schedule claims on a
+//! Redis (6 or later) or Valkey server, shared by every process that reaches it.
+//!
+//! The layout is grelmicro 0.44's, so grelmicro services and Tenure services coordinate on the
+//! same names:
+//!
+//! - a lock is the string `lock:<name>` (`tasklock:<name>`) = `"<fence>:<token>"` with a TTL in
+//!   whole milliseconds, rounded up and never zero; its fencing counter is `fence:lock:<name>`,
+//!   which never expires and is never deleted, so tokens keep climbing across releases;
+//! - a leader record is the hash `le_us:leader:<name>` with integer-microsecond fields, judged
+//!   live by the server's clock (`TIME`), never the client's;
+//! - a schedule claim is the string `<name>` holding the last fired epoch.
+//!
+//! Every decision runs in one Lua script, loaded once and called by hash. A release publishes on
+//! `tenure:released:<name>`: a waiter subscribes (on the same connection, before the attempt that
+//! fails) and retries at once, with `retry_interval` polling as the fallback for releases that
+//! publish nothing (grelmicro's, lease expiry). Connections are RESP3, reconnect after a server
+//! restart (subscriptions restored, every waiter woken to look again), and every command is
+//! bounded by the command timeout.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use tenure::Coordination;
+//! use tenure_redis::RedisBackend;
+//!
+//! let store = RedisBackend::open("redis://127.0.0.1:6379/0").await?;
+//! let coordination = Coordination::new(tenure_tokio::Tokio::current()).source(&store);
+//! let lock = coordination.lock("cart")?.build()?;
+//! # Ok(()) }
+//! ```
+
+#![deny(missing_docs)]
+
+mod inspect;
+mod options;
+mod record;
+mod scripts;
+mod wake;
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{Client, IntoConnectionInfo, ProtocolVersion, RedisError, TlsCertificates};
+use tenure::backend::{BackendFuture, LeaderElectionBackend, LockBackend, ScheduleBackend, Wakeup};
+use tenure::{Inspect, LeaderState, LockState, Provider};
+use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, SettingsError};
+
+pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, RedisOptions};
+use scripts::Scripts;
+use wake::Subscriptions;
+
+/// Why a store could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// An option or URL is wrong; the message names it.
+    #[error("{0}")]
+    Settings(#[from] SettingsError),
+    /// The server could not be reached or refused the connection.
+    #[error("{0}")]
+    Store(#[from] BackendError),
+}
+
+/// A lease store on a Redis server. Clones share one multiplexed connection.
+#[derive(Clone)]
+pub struct RedisBackend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    connection: Mutex<Option<ConnectionManager>>,
+    scripts: Scripts,
+    subscriptions: Arc<Subscriptions>,
+    options: RedisOptions,
+}
+
+impl RedisBackend {
+    /// Connects to the server at `url` (see [`RedisOptions::from_url`]) with default options.
+    pub async fn open(url: &str) -> Result<Self, OpenError> {
+        RedisOptions::from_url(url)?.open().await
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &RedisOptions {
+        &self.inner.options
+    }
+
+    /// Closes the connection. Calls made afterwards, through any clone, fail with
+    /// [`BackendErrorKind::Closed`]. Leases need no cleanup: their TTLs end them.
+    pub fn close(&self) {
+        self.inner.connection.lock().unwrap_or_else(PoisonError::into_inner).take();
+    }
+
+    fn connection(&self) -> Result<ConnectionManager, BackendError> {
+        self.inner
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| BackendError::new(BackendErrorKind::Closed, "the Redis backend is closed"))
+    }
+
+    fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.inner.options.key_prefix())
+    }
+
+    async fn lock_acquire(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+    ) -> Result<Option<FencingToken>, BackendError> {
+        let mut con = self.connection()?;
+        self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
+        let fence: Option<i64> = self
+            .inner
+            .scripts
+            .lock_acquire
+            .key(self.key(name))
+            .key(self.key(&format!("fence:{name}")))
+            .arg(token)
+            .arg(tenure_core::time::ceil_millis(lease).max(1))
+            .invoke_async(&mut con)
+            .await
+            .map_err(|e| error("lock acquire", name, &e))?;
+        fence.map(|f| record::fence(name, f)).transpose()
+    }
+
+    async fn lock_release(&self, name: &str, token: &str) -> Result<bool, BackendError> {
+        let mut con = self.connection()?;
+        let released: i64 = self
+            .inner
+            .scripts
+            .lock_release
+            .key(self.key(name))
+            .arg(token)
+            .arg(self.inner.subscriptions.channel(name))
+            .invoke_async(&mut con)
+            .await
+            .map_err(|e| error("lock release", name, &e))?;
+        Ok(released == 1)
+    }
+
+    /// The holder token of `name`'s live lease, if any.
+    async fn lock_holder(&self, name: &str) -> Result<Option<String>, BackendError> {
+        let mut con = self.connection()?;
+        let value: Option<String> = redis::cmd("GET")
+            .arg(self.key(name))
+            .query_async(&mut con)
+            .await
+            .map_err(|e| error("lock read", name, &e))?;
+        value.map(|v| record::lock_value(name, &v).map(|(_, token)| token.to_owned())).transpose()
+    }
+
+    async fn leader_acquire_or_renew(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        metadata: &Metadata,
+    ) -> Result<LeaderRecord, BackendError> {
+        let mut con = self.connection()?;
+        self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
+        let raw: Vec<Option<String>> = self
+            .inner
+            .scripts
+            .leader_acquire_or_renew
+            .key(self.key(&format!("le_us:{name}")))
+            .arg(token)
+            .arg(record::ceil_micros(lease))
+            .arg(record::metadata_json(metadata))
+            .invoke_async(&mut con)
+            .await
+            .map_err(|e| error("leader acquire_or_renew", name, &e))?;
+        record::leader(name, &raw)
+    }
+
+    async fn leader_release(&self, name: &str, token: &str) -> Result<bool, BackendError> {
+        let mut con = self.connection()?;
+        let released: i64 = self
+            .inner
+            .scripts
+            .leader_release
+            .key(self.key(&format!("le_us:{name}")))
+            .arg(token)
+            .arg(self.inner.subscriptions.channel(name))
+            .invoke_async(&mut con)
+            .await
+            .map_err(|e| error("leader release", name, &e))?;
+        Ok(released == 1)
+    }
+
+    async fn leader_get(&self, name: &str) -> Result<Option<LeaderRecord>, BackendError> {
+        let mut con = self.connection()?;
+        let raw: Option<Vec<Option<String>>> = self
+            .inner
+            .scripts
+            .leader_get
+            .key(self.key(&format!("le_us:{name}")))
+            .invoke_async(&mut con)
+            .await
+            .map_err(|e| error("leader get", name, &e))?;
+        raw.map(|raw| record::leader(name, &raw)).transpose()
+    }
+
+    async fn schedule_claim(&self, name: &str, due: f64) -> Result<bool, BackendError> {
+        if !due.is_finite() {
+            return Err(BackendError::new(
+                BackendErrorKind::Rejected,
+                format!("schedule due {due} is not a finite time"),
+            ));
+        }
+        let mut con = self.connection()?;
+        let won: i64 = self
+            .inner
+            .scripts
+            .schedule_claim
+            .key(self.key(name))
+            .arg(record::python_float(due))
+            .invoke_async(&mut con)
+            .await
+            .map_err(|e| error("schedule claim", name, &e))?;
+        Ok(won == 1)
+    }
+
+    async fn schedule_last_fired(&self, name: &str) -> Result<Option<f64>, BackendError> {
+        let mut con = self.connection()?;
+        let value: Option<String> = redis::cmd("GET")
+            .arg(self.key(name))
+            .query_async(&mut con)
+            .await
+            .map_err(|e| error("schedule last_fired", name, &e))?;
+        value
+            .map(|v| {
+                v.trim().parse::<f64>().ok().filter(|f| f.is_finite()).ok_or_else(|| {
+                    BackendError::new(
+                        BackendErrorKind::MalformedRecord,
+                        format!("the schedule key {} holds no number", self.key(name)),
+                    )
+                })
+            })
+            .transpose()
+    }
+}
+
+impl RedisOptions {
+    /// Connects: validates the options, opens one RESP3 connection (TLS for `rediss://`) within
+    /// the connect timeout, and loads the scripts.
+    pub async fn open(self) -> Result<RedisBackend, OpenError> {
+        self.validate()?;
+        // rustls needs a process-wide crypto provider; keep the application's if it set one.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let shown = self.shown_url();
+        let settings = |e: RedisError| SettingsError::field("url", format!("{shown} cannot be used: {}", e));
+        let info = self.url().into_connection_info().map_err(settings)?;
+        let redis = info
+            .redis_settings()
+            .clone()
+            .set_protocol(ProtocolVersion::RESP3)
+            .set_lib_name("tenure", env!("CARGO_PKG_VERSION"));
+        let info = info.set_redis_settings(redis);
+        let client = match self.root_certificate() {
+            None => Client::open(info).map_err(settings)?,
+            Some(path) => {
+                let root = std::fs::read(path).map_err(|e| {
+                    SettingsError::field("tls_root_cert", format!("cannot read {}: {e}", path.display()))
+                })?;
+                Client::build_with_tls(info, TlsCertificates { client_tls: None, root_cert: Some(root) })
+                    .map_err(settings)?
+            }
+        };
+        let subscriptions = Arc::new(Subscriptions::new(self.key_prefix()));
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(self.connect_timeout_value()))
+            .set_response_timeout(Some(self.command_timeout_value()))
+            .set_number_of_retries(1)
+            .set_min_delay(Duration::from_millis(10))
+            .set_max_delay(Duration::from_millis(100))
+            .set_push_sender(Subscriptions::push_sender(&subscriptions))
+            .set_automatic_resubscription();
+        let unreachable =
+            |e: RedisError| BackendError::new(kind(&e), format!("cannot connect to Redis at {shown}: {}", e));
+        let mut connection = client.get_connection_manager_with_config(config).await.map_err(unreachable)?;
+        let scripts = Scripts::new();
+        scripts.load(&mut connection).await.map_err(unreachable)?;
+        Ok(RedisBackend {
+            inner: Arc::new(Inner { connection: Mutex::new(Some(connection)), scripts, subscriptions, options: self }),
+        })
+    }
+}
+
+fn kind(e: &RedisError) -> BackendErrorKind {
+    let text = e.to_string();
+    if e.is_timeout() {
+        BackendErrorKind::Timeout
+    } else if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
+        BackendErrorKind::Unavailable
+    } else if text.contains(scripts::MALFORMED) || text.contains("WRONGTYPE") || text.contains("not an integer") {
+        BackendErrorKind::MalformedRecord
+    } else if matches!(e.kind(), redis::ErrorKind::Parse | redis::ErrorKind::UnexpectedReturnType) {
+        BackendErrorKind::Protocol
+    } else if matches!(e.kind(), redis::ErrorKind::Server(_) | redis::ErrorKind::AuthenticationFailed) {
+        BackendErrorKind::Rejected
+    } else {
+        BackendErrorKind::Other
+    }
+}
+
+/// The backend error for `e`, raised by `what` on `name`.
+fn error(what: &str, name: &str, e: &RedisError) -> BackendError {
+    let kind = kind(e);
+    let message = match kind {
+        BackendErrorKind::MalformedRecord => {
+            format!("{what} of {name}: the record in Redis is not in grelmicro's layout: {}", e)
+        }
+        _ => format!("{what} of {name} on Redis: {}", e),
+    };
+    BackendError::new(kind, message)
+}
+
+impl std::fmt::Debug for RedisBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisBackend")
+            .field("url", &self.inner.options.shown_url())
+            .field("prefix", &self.inner.options.key_prefix())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LockBackend for RedisBackend {
+    fn acquire<'a>(
+        &'a self,
+        name: &'a str,
+        token: &'a str,
+        duration: Duration,
+    ) -> BackendFuture<'a, Option<FencingToken>> {
+        Box::pin(self.lock_acquire(name, token, duration))
+    }
+
+    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
+        Box::pin(self.lock_release(name, token))
+    }
+
+    fn locked<'a>(&'a self, name: &'a str) -> BackendFuture<'a, bool> {
+        Box::pin(async move { self.lock_holder(name).await.map(|h| h.is_some()) })
+    }
+
+    fn owned<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
+        Box::pin(async move { self.lock_holder(name).await.map(|h| h.as_deref() == Some(token)) })
+    }
+
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        Some(self.inner.subscriptions.wakeup(name))
+    }
+}
+
+impl LeaderElectionBackend for RedisBackend {
+    fn acquire_or_renew<'a>(
+        &'a self,
+        name: &'a str,
+        token: &'a str,
+        duration: Duration,
+        metadata: &'a Metadata,
+    ) -> BackendFuture<'a, LeaderRecord> {
+        Box::pin(self.leader_acquire_or_renew(name, token, duration, metadata))
+    }
+
+    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
+        Box::pin(self.leader_release(name, token))
+    }
+
+    fn get<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<LeaderRecord>> {
+        Box::pin(self.leader_get(name))
+    }
+
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        Some(self.inner.subscriptions.wakeup(name))
+    }
+}
+
+impl ScheduleBackend for RedisBackend {
+    fn claim<'a>(&'a self, name: &'a str, due: f64) -> BackendFuture<'a, bool> {
+        Box::pin(self.schedule_claim(name, due))
+    }
+
+    fn last_fired<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<f64>> {
+        Box::pin(self.schedule_last_fired(name))
+    }
+}
+
+impl Inspect for RedisBackend {
+    fn lock_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<LockState>> {
+        let this = self.clone();
+        Box::pin(async move { this.inspect_locks(keys).await })
+    }
+
+    fn leader_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<LeaderState>> {
+        let this = self.clone();
+        Box::pin(async move { this.inspect_leaders(keys).await })
+    }
+}
+
+impl Provider for RedisBackend {
+    fn lock_backend(&self) -> Option<Arc<dyn LockBackend>> {
+        Some(Arc::new(self.clone()))
+    }
+
+    fn leader_election_backend(&self) -> Option<Arc<dyn LeaderElectionBackend>> {
+        Some(Arc::new(self.clone()))
+    }
+
+    fn schedule_backend(&self) -> Option<Arc<dyn ScheduleBackend>> {
+        Some(Arc::new(self.clone()))
+    }
+}

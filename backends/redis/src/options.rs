@@ -1,0 +1,263 @@
+//! How a Redis store is reached: the server URL (with credentials, database and TLS), the key
+//! prefix, the connect and command timeouts, and a private root certificate.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tenure_core::SettingsError;
+
+/// How long connecting (TCP, TLS, `HELLO`, `AUTH`) may take by default.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one command may wait for its answer by default.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Options for opening a [`RedisBackend`](crate::RedisBackend).
+///
+/// ```no_run
+/// # async fn example() -> Result<(), tenure_redis::OpenError> {
+/// use std::time::Duration;
+/// use tenure_redis::RedisOptions;
+/// let store = RedisOptions::from_url("redis://:secret@cache.internal:6379/2")?
+///     .prefix("billing:")
+///     .command_timeout(Duration::from_secs(2))
+///     .open()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisOptions {
+    url: String,
+    prefix: String,
+    connect_timeout: Duration,
+    command_timeout: Duration,
+    root_certificate: Option<PathBuf>,
+}
+
+impl RedisOptions {
+    /// The server at `url`: `redis://[user[:password]@]host[:port][/db]`, `rediss://…` for TLS
+    /// (add `#insecure` to skip certificate checks — tests only), or `redis+unix:///path.sock`.
+    /// Tenure's own query parameters are read and removed: `prefix`, `connect_timeout` and
+    /// `command_timeout` (seconds), `tls_root_cert` (a PEM file trusted instead of the system's).
+    pub fn from_url(url: &str) -> Result<Self, SettingsError> {
+        let (base, fragment) = url.split_once('#').map_or((url, None), |(b, f)| (b, Some(f)));
+        let (base, query) = base.split_once('?').unwrap_or((base, ""));
+        let scheme = base.split_once("://").map(|(s, _)| s).unwrap_or_default();
+        if !matches!(scheme, "redis" | "rediss" | "redis+unix" | "unix" | "valkey" | "valkeys") {
+            return Err(bad_url(format!("{} is not a redis://, rediss:// or redis+unix:// URL", shown_url(url))));
+        }
+        let mut options = Self::new(String::new());
+        let mut kept = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            match key {
+                "prefix" => {
+                    options.prefix = percent_decode(value).ok_or_else(|| bad_url("the prefix has a broken escape"))?;
+                }
+                "connect_timeout" => options.connect_timeout = seconds("connect_timeout", value)?,
+                "command_timeout" => options.command_timeout = seconds("command_timeout", value)?,
+                "tls_root_cert" => {
+                    let path = percent_decode(value).ok_or_else(|| bad_url("tls_root_cert has a broken escape"))?;
+                    options.root_certificate = Some(path.into());
+                }
+                _ => kept.push(pair),
+            }
+        }
+        let mut server = base.to_owned();
+        if !kept.is_empty() {
+            server = format!("{server}?{}", kept.join("&"));
+        }
+        if let Some(fragment) = fragment {
+            server = format!("{server}#{fragment}");
+        }
+        options.url = server;
+        options.validate()?;
+        Ok(options)
+    }
+
+    fn new(url: String) -> Self {
+        Self {
+            url,
+            prefix: String::new(),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            root_certificate: None,
+        }
+    }
+
+    /// Prepends `prefix` to every key (and to the release channels), to share one server between
+    /// applications. On Redis Cluster it must hold a hash tag (`{app}:`) so a name's lock key
+    /// and fence key land in one slot; a prefix with a `{` must have a well-formed tag.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// How long connecting (and reconnecting) may take before calls fail (default 5 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long a command may wait for its answer before it fails with a timeout (default 5 s).
+    /// The lock and election calls are also bounded by their own `backend_timeout`.
+    pub fn command_timeout(mut self, timeout: Duration) -> Self {
+        self.command_timeout = timeout;
+        self
+    }
+
+    /// Trusts the PEM certificate(s) in `path` instead of the system's roots for `rediss://`.
+    pub fn tls_root_certificate(mut self, path: impl Into<PathBuf>) -> Self {
+        self.root_certificate = Some(path.into());
+        self
+    }
+
+    /// The key prefix.
+    pub fn key_prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The server URL without Tenure's parameters; the password is in it.
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The server URL with any password hidden, for messages and logs.
+    pub fn shown_url(&self) -> String {
+        shown_url(&self.url)
+    }
+
+    pub(crate) fn connect_timeout_value(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    pub(crate) fn command_timeout_value(&self) -> Duration {
+        self.command_timeout
+    }
+
+    pub(crate) fn root_certificate(&self) -> Option<&PathBuf> {
+        self.root_certificate.as_ref()
+    }
+
+    /// Checks every option; the message names the one that is wrong.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        for (field, value) in [("connect_timeout", self.connect_timeout), ("command_timeout", self.command_timeout)] {
+            if value.is_zero() {
+                return Err(SettingsError::field(field, format!("{field} must be greater than zero")));
+            }
+        }
+        check_prefix(&self.prefix)?;
+        if redis::parse_redis_url(&self.url).is_none() && !self.url.starts_with("redis+unix:") {
+            return Err(bad_url(format!("{} is not a valid Redis URL", shown_url(&self.url))));
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for RedisOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisOptions")
+            .field("url", &self.shown_url())
+            .field("prefix", &self.prefix)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("command_timeout", &self.command_timeout)
+            .field("root_certificate", &self.root_certificate)
+            .finish()
+    }
+}
+
+/// The Redis Cluster hash-tag rule: a `{` in the prefix opens a tag that must close on a
+/// non-empty name, or the keys of one lock would silently spread over slots.
+fn check_prefix(prefix: &str) -> Result<(), SettingsError> {
+    let Some(open) = prefix.find('{') else {
+        return Ok(());
+    };
+    match prefix[open + 1..].find('}') {
+        Some(0) | None => Err(SettingsError::field(
+            "prefix",
+            "the prefix opens a Redis Cluster hash tag without a non-empty closing `{…}` (write e.g. `{app}:`)",
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+fn seconds(field: &str, text: &str) -> Result<Duration, SettingsError> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .ok_or_else(|| SettingsError::field(field, format!("{field} must be a positive number of seconds")))
+}
+
+fn bad_url(message: impl Into<String>) -> SettingsError {
+    SettingsError::field("url", message)
+}
+
+/// `url` with the password (if any) replaced by `***`.
+pub(crate) fn shown_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "the URL".into();
+    };
+    let (authority, path) = rest.find(['/', '?', '#']).map_or((rest, ""), |i| rest.split_at(i));
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let hidden = userinfo.split_once(':').map_or_else(|| "***".to_owned(), |(user, _)| format!("{user}:***"));
+            format!("{scheme}://{hidden}@{host}{path}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenure_parameters_are_read_and_removed() {
+        let o = RedisOptions::from_url("redis://h:6380/2?prefix=%7Bapp%7D%3A&command_timeout=0.5&protocol=resp3")
+            .expect("valid");
+        assert_eq!(o.key_prefix(), "{app}:");
+        assert_eq!(o.command_timeout_value(), Duration::from_millis(500));
+        assert_eq!(o.connect_timeout_value(), DEFAULT_CONNECT_TIMEOUT);
+        assert_eq!(o.url(), "redis://h:6380/2?protocol=resp3");
+    }
+
+    #[test]
+    fn bad_urls_and_values_are_named_without_the_password() {
+        let e = RedisOptions::from_url("http://u:hunter2@h").expect_err("not redis");
+        assert_eq!(e.field_name(), Some("url"));
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+        for bad in ["redis://h?command_timeout=0", "redis://h?connect_timeout=nan", "redis://h?command_timeout=-1"] {
+            let e = RedisOptions::from_url(bad).expect_err(bad);
+            assert!(e.to_string().contains("timeout"), "{bad}: {e}");
+        }
+        let e = RedisOptions::from_url("redis://h?prefix=%7Bapp:").expect_err("open tag");
+        assert!(e.to_string().contains("hash tag"), "{e}");
+        let e = RedisOptions::from_url("redis://h?prefix=%7B%7D:").expect_err("empty tag");
+        assert!(e.to_string().contains("hash tag"), "{e}");
+    }
+
+    #[test]
+    fn passwords_are_hidden() {
+        assert_eq!(shown_url("redis://:pw@h:1/0"), "redis://:***@h:1/0");
+        assert_eq!(shown_url("rediss://u:pw@h"), "rediss://u:***@h");
+        assert_eq!(shown_url("redis://pw@h"), "redis://***@h");
+        assert_eq!(shown_url("redis://h:1"), "redis://h:1");
+    }
+}

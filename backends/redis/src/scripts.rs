@@ -1,0 +1,191 @@
+//! The Lua scripts: grelmicro 0.44's, answer for answer, with two additions — a release
+//! publishes on the name's channel (push wake-ups), and a record that cannot be read is reported
+//! as such instead of failing inside Lua. Loaded once per server and called by hash
+//! ([`redis::Script`] sends `EVALSHA`, and loads the script again after a server restart).
+
+use redis::Script;
+
+/// Marks an error reply of ours about a record that does not have grelmicro's layout.
+pub(crate) const MALFORMED: &str = "TENURE_MALFORMED";
+
+/// `KEYS[1]` lock key, `KEYS[2]` fence key; `ARGV[1]` token, `ARGV[2]` lease in whole ms.
+/// Free → `INCR` the fence and store `"<fence>:<token>"` with the TTL; held by the token →
+/// `PEXPIRE`, same fence; held by another → nil.
+const LOCK_ACQUIRE: &str = r"
+local stored = redis.call('get', KEYS[1])
+if not stored then
+    local fence = redis.call('incr', KEYS[2])
+    redis.call('set', KEYS[1], fence .. ':' .. ARGV[1], 'px', ARGV[2])
+    return fence
+end
+local sep = string.find(stored, ':', 1, true)
+local fence = sep and tonumber(string.sub(stored, 1, sep - 1))
+if not fence then
+    return redis.error_reply('TENURE_MALFORMED ' .. KEYS[1] .. ' holds no <fence>:<token> value')
+end
+if string.sub(stored, sep + 1) == ARGV[1] then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    return fence
+end
+return nil
+";
+
+/// `KEYS[1]` lock key; `ARGV[1]` token, `ARGV[2]` release channel. Deletes the key iff the token
+/// holds it (the fence key stays), then publishes the release.
+const LOCK_RELEASE: &str = r"
+local stored = redis.call('get', KEYS[1])
+if not stored then
+    return 0
+end
+local sep = string.find(stored, ':', 1, true)
+if not sep then
+    return redis.error_reply('TENURE_MALFORMED ' .. KEYS[1] .. ' holds no <fence>:<token> value')
+end
+if string.sub(stored, sep + 1) ~= ARGV[1] then
+    return 0
+end
+redis.call('del', KEYS[1])
+redis.call('publish', ARGV[2], '')
+return 1
+";
+
+/// The server clock in µs, and a check that a stored record's numbers are numbers.
+const LEADER_PRELUDE: &str = r"
+local now_pair = redis.call('TIME')
+local now = tonumber(now_pair[1]) * 1000000 + tonumber(now_pair[2])
+local fields = {'holder', 'lease_us', 'acquired_at_us', 'renewed_at_us', 'transitions', 'metadata'}
+local function read(key)
+    local stored = redis.call('HMGET', key, unpack(fields))
+    if stored[1] == false then
+        return nil
+    end
+    for i = 2, 6 do
+        if stored[i] == false or (i < 6 and tonumber(stored[i]) == nil) then
+            return redis.error_reply('TENURE_MALFORMED ' .. key .. ' has no numeric ' .. fields[i])
+        end
+    end
+    return stored
+end
+";
+
+/// `KEYS[1]` record key; `ARGV[1]` token, `ARGV[2]` lease µs, `ARGV[3]` metadata JSON.
+/// grelmicro 0.44's acquire-or-renew: live iff `now < renewed_at + lease`.
+const LEADER_ACQUIRE_OR_RENEW: &str = r"
+local key, token, lease, metadata = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+local now_text = string.format('%.0f', now)
+local stored = read(key)
+if stored == nil then
+    redis.call('HSET', key, 'holder', token, 'lease_us', lease, 'acquired_at_us', now_text,
+        'renewed_at_us', now_text, 'transitions', '0', 'metadata', metadata)
+    return redis.call('HMGET', key, unpack(fields))
+end
+if stored.err then
+    return stored
+end
+local holder = stored[1]
+local live = now < (tonumber(stored[4]) + tonumber(stored[2]))
+if live and holder ~= token then
+    return stored
+end
+if live then
+    redis.call('HSET', key, 'lease_us', lease, 'renewed_at_us', now_text, 'metadata', metadata)
+    return redis.call('HMGET', key, unpack(fields))
+end
+local transitions = tonumber(stored[5])
+if holder ~= token then
+    transitions = transitions + 1
+end
+redis.call('HSET', key, 'holder', token, 'lease_us', lease, 'acquired_at_us', now_text,
+    'renewed_at_us', now_text, 'transitions', string.format('%d', transitions), 'metadata', metadata)
+return redis.call('HMGET', key, unpack(fields))
+";
+
+/// `KEYS[1]` record key; `ARGV[1]` token, `ARGV[2]` release channel. Deletes a live record held
+/// by the token, then publishes the release.
+const LEADER_RELEASE: &str = r"
+local stored = read(KEYS[1])
+if stored == nil then
+    return 0
+end
+if stored.err then
+    return stored
+end
+if now < (tonumber(stored[4]) + tonumber(stored[2])) and stored[1] == ARGV[1] then
+    redis.call('DEL', KEYS[1])
+    redis.call('publish', ARGV[2], '')
+    return 1
+end
+return 0
+";
+
+/// `KEYS[1]` record key. The live record, or nil.
+const LEADER_GET: &str = r"
+local stored = read(KEYS[1])
+if stored == nil then
+    return nil
+end
+if stored.err then
+    return stored
+end
+if now < (tonumber(stored[4]) + tonumber(stored[2])) then
+    return stored
+end
+return nil
+";
+
+/// `KEYS[1]` schedule key; `ARGV[1]` due epoch. grelmicro's claim: writes iff nothing or
+/// something strictly earlier is stored.
+const SCHEDULE_CLAIM: &str = r"
+local stored = redis.call('get', KEYS[1])
+if stored then
+    local last = tonumber(stored)
+    if last == nil then
+        return redis.error_reply('TENURE_MALFORMED ' .. KEYS[1] .. ' holds no number')
+    end
+    if last >= tonumber(ARGV[1]) then
+        return 0
+    end
+end
+redis.call('set', KEYS[1], ARGV[1])
+return 1
+";
+
+/// The scripts, hashed once.
+#[derive(Debug)]
+pub(crate) struct Scripts {
+    pub(crate) lock_acquire: Script,
+    pub(crate) lock_release: Script,
+    pub(crate) leader_acquire_or_renew: Script,
+    pub(crate) leader_release: Script,
+    pub(crate) leader_get: Script,
+    pub(crate) schedule_claim: Script,
+}
+
+impl Scripts {
+    pub(crate) fn new() -> Self {
+        let leader = |body: &str| Script::new(&format!("{LEADER_PRELUDE}{body}"));
+        Self {
+            lock_acquire: Script::new(LOCK_ACQUIRE),
+            lock_release: Script::new(LOCK_RELEASE),
+            leader_acquire_or_renew: leader(LEADER_ACQUIRE_OR_RENEW),
+            leader_release: leader(LEADER_RELEASE),
+            leader_get: leader(LEADER_GET),
+            schedule_claim: Script::new(SCHEDULE_CLAIM),
+        }
+    }
+
+    /// Loads every script into the server's cache, so the first calls need no second trip.
+    pub(crate) async fn load(&self, con: &mut impl redis::aio::ConnectionLike) -> redis::RedisResult<()> {
+        for script in [
+            &self.lock_acquire,
+            &self.lock_release,
+            &self.leader_acquire_or_renew,
+            &self.leader_release,
+            &self.leader_get,
+            &self.schedule_claim,
+        ] {
+            script.load_async(con).await?;
+        }
+        Ok(())
+    }
+}
