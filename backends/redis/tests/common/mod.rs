@@ -35,3 +35,4 @@ pub async fn open() -> (RedisBackend, String) {
 pub fn raw(url: &str) -> redis::Connection {
     redis::Client::open(url).and_then(|c| c.get_connection()).unwrap_or_else(|e| panic!("raw connection: {e}"))
 }
+pub mod server;
