@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use tenure::{Inspect, MemoryBackend, Provider};
+use tenure_redis::{RedisBackend, RedisOptions};
 use tenure_sqlite::{SqliteBackend, SqliteOptions};
 
 use crate::Failure;
@@ -13,6 +14,7 @@ use crate::Failure;
 pub(crate) enum Store {
     Memory(MemoryBackend),
     Sqlite(SqliteBackend),
+    Redis(RedisBackend),
 }
 
 impl Store {
@@ -41,12 +43,20 @@ impl Store {
                 })?;
                 Ok(Self::Sqlite(store))
             }
-            "redis" | "rediss" | "postgres" | "postgresql" | "etcd" => Err(Failure::usage(format!(
-                "--backend {}: the {scheme} backend is not built into this tenure yet (available: sqlite:, memory:)",
+            "redis" | "rediss" | "redis+unix" | "valkey" | "valkeys" => {
+                let options = RedisOptions::from_url(&url).map_err(|e| Failure::usage(format!("--backend: {e}")))?;
+                let store = options.open().await.map_err(|e| match e {
+                    tenure_redis::OpenError::Settings(e) => Failure::usage(format!("--backend: {e}")),
+                    e => Failure::store(e.to_string()),
+                })?;
+                Ok(Self::Redis(store))
+            }
+            "postgres" | "postgresql" | "etcd" => Err(Failure::usage(format!(
+                "--backend {}: the {scheme} backend is not built into this tenure yet (available: sqlite:, redis:, rediss:, memory:)",
                 shown(&url)
             ))),
             _ => Err(Failure::usage(format!(
-                "--backend {}: not a store URL (expected sqlite:///path/to/file.db or memory:)",
+                "--backend {}: not a store URL (expected sqlite:///path/to/file.db, redis://host:6379/0 or memory:)",
                 shown(&url)
             ))),
         }
@@ -56,6 +66,7 @@ impl Store {
         match self {
             Self::Memory(m) => m,
             Self::Sqlite(s) => s,
+            Self::Redis(r) => r,
         }
     }
 
@@ -64,13 +75,18 @@ impl Store {
         match self {
             Self::Memory(_) => None,
             Self::Sqlite(s) => Some(Arc::new(s.clone())),
+            Self::Redis(r) => Some(Arc::new(r.clone())),
         }
     }
 
     /// Vacates expired leases and closes.
     pub(crate) async fn close(&self) {
-        if let Self::Sqlite(s) = self {
-            let _ = s.close().await;
+        match self {
+            Self::Sqlite(s) => {
+                let _ = s.close().await;
+            }
+            Self::Redis(r) => r.close(),
+            Self::Memory(_) => {}
         }
     }
 }

@@ -119,7 +119,8 @@ fn bad_urls_and_durations_exit_2_naming_the_problem() {
         (vec!["--backend", "mysql://x", "lock", "x", "--", "true"], "not a store URL"),
         (vec!["--backend", "sqlite://", "lock", "x", "--", "true"], "names no file"),
         (vec!["--backend", "sqlite:///tmp/a.db?busy_timeout=-1", "lock", "x", "--", "true"], "busy_timeout"),
-        (vec!["--backend", "redis://:secret@host", "lock", "x", "--", "true"], "redis"),
+        (vec!["--backend", "redis://:secret@host?command_timeout=0", "lock", "x", "--", "true"], "command_timeout"),
+        (vec!["--backend", "postgres://u:secret@host/db", "lock", "x", "--", "true"], "not built into"),
         (vec!["--backend", &url, "lock", "x", "--lease", "0", "--", "true"], "--lease"),
         (vec!["--backend", &url, "lock", "x", "--lease", "-1", "--", "true"], "--lease"),
         (vec!["--backend", &url, "lock", "x", "--timeout", "NaN", "--", "true"], "--timeout"),
@@ -260,6 +261,48 @@ fn status_shows_holders_fences_and_leaders() {
     assert!(table.contains("lock:cart") && table.contains("held"), "{table}");
     let _ = holder.kill();
     let _ = holder.wait();
+}
+
+/// A fresh key prefix on the machine's Redis (`TENURE_REDIS_URL`, default 127.0.0.1:6379).
+fn redis_store() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let server = std::env::var("TENURE_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    format!("{server}/?prefix=tenure-cli-{nanos}-{}:", NEXT.fetch_add(1, Ordering::SeqCst))
+}
+
+#[test]
+fn redis_urls_run_commands_under_the_same_locks() {
+    let url = redis_store();
+    let first = run(&url, &["lock", "x", "--", "sh", "-c", "echo fence=$TENURE_FENCING_TOKEN"]);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    assert!(String::from_utf8_lossy(&first.stdout).contains("fence=1"), "{first:?}");
+    let mut holder = tenure(&url, &["lock", "x", "--", "sleep", "30"]).spawn().expect("holder");
+    let held = || String::from_utf8_lossy(&run(&url, &["status", "x", "--json"]).stdout).contains(r#""held":true"#);
+    eventually("the holder to take the lock", held);
+    let busy = run(&url, &["lock", "x", "--no-wait", "--", "true"]);
+    assert_eq!(code(&busy), 75, "{}", stderr(&busy));
+    let status = run(&url, &["status", "--json"]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains(r#""key":"lock:x""#) && text.contains(r#""fencing_token":2"#), "{text}");
+    let _ = holder.kill();
+    let _ = holder.wait();
+
+    let demo = Command::new(TENURE).args(["--backend", &redis_store(), "demo"]).output().expect("demo");
+    let text = String::from_utf8_lossy(&demo.stdout);
+    assert_eq!(code(&demo), 0, "{text}\n{}", stderr(&demo));
+    assert!(text.contains("ok   mutual exclusion: 9 critical sections, 0 overlapping"), "{text}");
+    assert!(text.contains("ok   leader failover"), "{text}");
+}
+
+#[test]
+fn an_unreachable_redis_exits_1_without_showing_the_password() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let url = format!("redis://:secret@127.0.0.1:{port}/?connect_timeout=0.5");
+    let output = run(&url, &["lock", "x", "--", "true"]);
+    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    assert!(stderr(&output).contains(&format!("127.0.0.1:{port}")), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("secret"), "a password was shown: {}", stderr(&output));
 }
 
 #[test]
