@@ -302,7 +302,9 @@ fn kind(e: &RedisError) -> BackendErrorKind {
         BackendErrorKind::MalformedRecord
     } else if matches!(e.kind(), redis::ErrorKind::Parse | redis::ErrorKind::UnexpectedReturnType) {
         BackendErrorKind::Protocol
-    } else if matches!(e.kind(), redis::ErrorKind::Server(_) | redis::ErrorKind::AuthenticationFailed) {
+    } else if e.code().is_some()
+        || matches!(e.kind(), redis::ErrorKind::Server(_) | redis::ErrorKind::AuthenticationFailed)
+    {
         BackendErrorKind::Rejected
     } else {
         BackendErrorKind::Other

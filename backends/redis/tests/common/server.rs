@@ -14,45 +14,121 @@ pub struct Server {
     port: u16,
     dir: PathBuf,
     child: Option<Child>,
+    extra: Vec<String>,
+    scheme: &'static str,
+    password: Option<String>,
 }
 
 impl Server {
     /// Starts one and waits until it answers.
     pub fn start() -> Self {
+        Self::configured(|_| {})
+    }
+
+    /// One that requires `password`.
+    pub fn with_password(password: &str) -> Self {
+        Self::configured(|s| {
+            s.extra.extend(["--requirepass".into(), password.into()]);
+            s.password = Some(password.into());
+        })
+    }
+
+    /// One that speaks only TLS, with a certificate for `localhost` and 127.0.0.1 signed by
+    /// [`Server::ca`].
+    pub fn with_tls() -> Self {
+        Self::configured(|s| {
+            let dir = s.dir.display().to_string();
+            let openssl = |args: &str| {
+                let ok = Command::new("sh")
+                    .arg("-c")
+                    .arg(format!("cd {dir} && openssl {args}"))
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|status| status.success());
+                assert!(ok, "openssl {args}");
+            };
+            openssl("req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=tenure-test-ca");
+            openssl("req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost");
+            std::fs::write(s.dir.join("ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n").expect("ext");
+            openssl(
+                "x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile ext",
+            );
+            let file = |name: &str| s.dir.join(name).display().to_string();
+            s.extra = vec![
+                "--tls-port".into(),
+                s.port.to_string(),
+                "--port".into(),
+                "0".into(),
+                "--tls-cert-file".into(),
+                file("server.pem"),
+                "--tls-key-file".into(),
+                file("server.key"),
+                "--tls-ca-cert-file".into(),
+                file("ca.pem"),
+                "--tls-auth-clients".into(),
+                "no".into(),
+            ];
+            s.scheme = "rediss";
+        })
+    }
+
+    fn configured(configure: impl FnOnce(&mut Self)) -> Self {
         let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
         let dir = std::env::temp_dir().join(format!("tenure-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("server dir");
-        let mut server = Self { port, dir, child: None };
+        let mut server = Self { port, dir, child: None, extra: Vec::new(), scheme: "redis", password: None };
+        configure(&mut server);
         server.spawn();
         server
     }
 
+    /// The URL of the server (without its password).
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        format!("{}://127.0.0.1:{}", self.scheme, self.port)
+    }
+
+    /// The PEM file of the certificate authority of a TLS server.
+    pub fn ca(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+
+    /// A URL the test's own probes connect with.
+    fn probe_url(&self) -> String {
+        let auth = self.password.as_ref().map(|p| format!(":{p}@")).unwrap_or_default();
+        let insecure = if self.scheme == "rediss" { "#insecure" } else { "" };
+        format!("{}://{auth}127.0.0.1:{}{insecure}", self.scheme, self.port)
     }
 
     fn spawn(&mut self) {
+        // The probes' TLS needs a crypto provider, as the backend's does.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", ""])
             .args(["--appendonly", "yes", "--appendfsync", "always", "--daemonize", "no"])
+            .args(&self.extra)
             .arg("--dir")
             .arg(&self.dir)
+            .args(["--logfile", "server.log"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server (apt-get install redis-server)");
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
+        let mut last = None;
         while Instant::now() < deadline {
-            let ready = redis::Client::open(self.url())
+            let ready = redis::Client::open(self.probe_url())
                 .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
                 .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
-            if ready.is_ok() {
-                return;
+            match ready {
+                Ok(_) => return,
+                Err(e) => last = Some(e),
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("redis-server on port {} did not start", self.port);
+        let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+        panic!("redis-server on port {} did not start: {last:?}\n{log}", self.port);
     }
 
     fn signal(&self, signal: Signal) {
