@@ -36,6 +36,17 @@ echo "$deps" | tr '\n' ' '; echo
 step "docs (no broken links)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
+step "stores: Redis on 127.0.0.1:6379 (started if down); redis-server and openssl for the fault and TLS tests"
+command -v redis-server > /dev/null && command -v redis-cli > /dev/null && command -v openssl > /dev/null \
+  || { apt-get update -qq && apt-get install -y -qq redis-server redis-tools openssl > /dev/null; }
+if ! redis-cli -h 127.0.0.1 -p 6379 ping > /dev/null 2>&1; then
+  mkdir -p /var/lib/redis /var/log/redis
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+    --dir /var/lib/redis --logfile /var/log/redis/ci.log
+  for _ in $(seq 100); do redis-cli -h 127.0.0.1 -p 6379 ping > /dev/null 2>&1 && break; sleep 0.1; done
+fi
+redis-cli -h 127.0.0.1 -p 6379 info server | grep -E '^redis_version'
+
 step "tests"
 cargo test --workspace
 
@@ -82,10 +93,11 @@ for target in $(cargo fuzz list); do
 done
 unset RUSTC_BOOTSTRAP
 
-step "interop: grelmicro 0.44 processes and tenure processes on one SQLite file"
+step "interop: grelmicro 0.44 processes and tenure processes on one SQLite file, then on one Redis"
 py=$(bash scripts/grelmicro-env.sh | tail -1)
 cargo build -q -p tenure-cli
 tests/interop/sqlite.sh "$py" target/debug/tenure
+tests/interop/redis.sh "$py" target/debug/tenure
 
 step "main job: tenure demo on the default store"
 cargo run -q -p tenure-cli -- demo
