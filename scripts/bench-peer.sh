@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Tenure beside grelmicro 0.44, measured in the same run and reported as ratios:
 #   - one task, acquire + release on the memory backend (tenure on tokio vs grelmicro's asyncio);
-#   - one task, acquire + release on a SQLite file (synchronous=full, both libraries' default).
-# Usage: scripts/bench-peer.sh   (builds the grelmicro venv on first use, about 1-2 min)
+#   - one task, acquire + release on a SQLite file (synchronous=full, both libraries' default);
+#   - on Redis: one task's cycle against two round trips of redis-benchmark, 8 tasks on one name
+#     and on 8 names against grelmicro, a release's hand-off to the next waiter, a leader's
+#     hand-over after a clean stop.
+# Usage: scripts/bench-peer.sh [redis]   (redis: that part only; builds the grelmicro venv on
+# first use, about 1-2 min)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=$(bash scripts/grelmicro-env.sh | tail -1)
 
+if [ "${1:-all}" != redis ]; then
 peer=$("$py" benches/peer/grelmicro_lock.py)
 ours=$(cargo bench -q -p tenure-tokio --bench driver 2>/dev/null | sed -n 's/.*one task, acquire + release: *\([0-9]*\) ns.*/\1/p')
 echo "one task, acquire + release (memory backend, median batch)"
@@ -26,3 +31,34 @@ for mode in full normal; do
   echo "  tenure on tokio:           $ours us per cycle (floor: the same statements on one connection, $floor us)"
   awk -v p="$peer" -v o="$ours" 'BEGIN { printf "  tenure / grelmicro = %.2f\n", o / p }'
 done
+fi
+
+# Redis: tenure's bench, grelmicro's and redis-benchmark's round trip, in this run.
+server=${TENURE_REDIS_URL:-redis://127.0.0.1:6379}
+hostport=${server#*://}; hostport=${hostport%%/*}; hostport=${hostport##*@}
+rps=$(redis-benchmark -h "${hostport%:*}" -p "${hostport##*:}" -c 1 -n 20000 -q -t ping --csv 2>/dev/null \
+  | awk -F'"' '/PING_MBULK/ { print $4 }')
+rtt=$(awk -v r="$rps" 'BEGIN { printf "%.1f", 1e6 / r }')
+redis=$(cargo bench -q -p tenure-redis --bench redis 2>/dev/null)
+peer=$("$py" benches/peer/grelmicro_redis_lock.py "$server")
+field() { echo "$redis" | grep -v "current thread" | sed -n "s/.*$1 *\([0-9.]*\).*/\1/p"; }
+single() { echo "$redis" | sed -n "s/.*$1, current thread: *\([0-9.]*\).*/\1/p"; }
+peer_field() { echo "$peer" | sed -n "s/^$1 \([0-9.]*\)/\1/p"; }
+one=$(field "one task, acquire + release:") contended=$(field "8 tasks on one name:") spread=$(field "8 tasks on 8 names:")
+handoff=$(field "release to next waiter's grant:") handover=$(field "leader hand-over after a clean stop:")
+echo "Redis ($server): one round trip by redis-benchmark (1 client, PING) $rtt us; the redis crate's own: $(field "client round trip (redis crate PING):") us"
+awk -v o="$one" -v p="$(peer_field one)" -v r="$rtt" 'BEGIN {
+  printf "  one task, acquire + release: tenure %.1f us = %.2f x two round trips (target <= 1.25); grelmicro %.1f us\n", o, o / (2 * r), p }'
+awk -v o="$contended" -v p="$(peer_field contended)" 'BEGIN {
+  printf "  8 tasks on one name: tenure %.0f/s, grelmicro %.0f/s: %.1fx (target >= 2)\n", o, p, o / p }'
+awk -v o="$spread" -v p="$(peer_field spread)" 'BEGIN {
+  printf "  8 tasks on 8 names: tenure %.0f/s, grelmicro %.0f/s: %.1fx (target >= 5)\n", o, p, o / p }'
+awk -v h="$handoff" -v r="$rtt" 'BEGIN {
+  printf "  release to the next waiter'"'"'s grant: %.1f us = %.2f round trips (target <= 2)\n", h, h / r }'
+awk -v h="$handover" 'BEGIN { printf "  leader hand-over after a clean stop: %.2f ms (target <= 20)\n", h / 1000 }'
+crate=$(field "client round trip (redis crate PING):")
+awk -v o="$one" -v h="$handoff" -v c="$crate" 'BEGIN {
+  printf "  against the redis crate'"'"'s own round trip (%.1f us): a cycle is %.2f round trips, a hand-off %.2f\n", c, o / c, h / c }'
+awk -v c="$(single "client round trip (redis crate PING)")" -v o="$(single "one task, acquire + release")" \
+    -v h="$(single "release to next waiter's grant")" -v r="$rtt" 'BEGIN {
+  printf "  on a current-thread runtime: round trip %.1f us, a cycle %.1f us = %.2f x two redis-benchmark round trips, a hand-off %.1f us = %.2f round trips\n", c, o, o / (2 * r), h, h / r }'
