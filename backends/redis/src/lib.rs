@@ -20,6 +20,23 @@
 //! restart (subscriptions restored, every waiter woken to look again), and every command is
 //! bounded by the command timeout.
 //!
+//! **Connecting.** [`RedisOptions::from_url`] reads `redis://[user:password@]host:6379/0`,
+//! `rediss://` (TLS, trusting the system's roots, or `?tls_root_cert=/path/ca.pem`; `#insecure`
+//! skips the check, for tests only), `redis+unix:///path.sock`, and Tenure's own parameters
+//! `prefix`, `connect_timeout` and `command_timeout` (seconds, default 5). Passwords are never
+//! shown in errors or `Debug` output. The connection speaks RESP3, so the server must be Redis 6
+//! or later (or Valkey). One multiplexed connection per backend carries every call in order, as
+//! the driver requires of calls made under one token.
+//!
+//! **Durability.** Fencing tokens only increase as long as the server keeps the `fence:` keys:
+//! run Redis with `appendonly yes` and `appendfsync always` where a crash must not lose a fence
+//! (the fault tests run so). A failover to a replica that missed the last `INCR` can repeat a
+//! fence, as with grelmicro; the driver then refuses the lower token as `FenceRegression`.
+//!
+//! **Not yet:** Redis Cluster and Sentinel clients (a prefix with a `{…}` hash tag is already
+//! checked, so keys of one name will share a slot), and wake-ups on lease expiry (waiters notice
+//! an expired lease at their next `retry_interval` attempt).
+//!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! use tenure::Coordination;

@@ -194,6 +194,47 @@ async fn a_release_wakes_a_waiter_at_once() {
     assert_eq!(fence, 2);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_wakeup_is_lost_over_many_handoffs_between_processes() {
+    use tenure_tokio::{Lock, Tokio};
+    let (store, prefix) = open().await;
+    let other = common::open_at(&url(), &prefix).await;
+    // Two "processes" (connections) pass one lock back and forth as fast as they can; each
+    // waits with a retry interval of a minute, so one lost wake-up stalls the run past its
+    // acquire timeout and fails it.
+    let lock = |store: &RedisBackend| {
+        Lock::builder("pingpong", Tokio::current())
+            .backend(store.clone())
+            .retry_interval(Duration::from_secs(60))
+            .env_load(false)
+            .build()
+            .expect("a lock")
+    };
+    let rounds = 200;
+    let worker = |lock: Lock, who: u8| {
+        tokio::spawn(async move {
+            let mut grants = Vec::new();
+            for _ in 0..rounds {
+                let guard = lock.acquire_timeout(Duration::from_secs(10)).await.expect("a wake-up was lost");
+                grants.push((guard.fencing_token().get(), who));
+                // Held long enough for the other to be refused and wait.
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                guard.release().await.expect("release");
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            grants
+        })
+    };
+    let (a, b) = (worker(lock(&store), 0), worker(lock(&other), 1));
+    let (a, b) = (a.await.expect("a"), b.await.expect("b"));
+    let mut all: Vec<(u64, u8)> = a.into_iter().chain(b).collect();
+    all.sort_unstable();
+    all.dedup_by_key(|g| g.0);
+    assert_eq!(all.len(), 2 * rounds, "every grant had its own fence");
+    let handoffs = all.windows(2).filter(|w| w[0].1 != w[1].1).count();
+    assert!(handoffs >= rounds / 2, "only {handoffs} hand-offs between the two");
+}
+
 #[tokio::test]
 async fn a_follower_takes_over_as_soon_as_the_leader_releases() {
     use tenure_tokio::{LeaderElection, Tokio};
