@@ -43,7 +43,7 @@ impl Store {
                 })?;
                 Ok(Self::Sqlite(store))
             }
-            "redis" | "rediss" | "redis+unix" | "valkey" | "valkeys" => {
+            "redis" | "rediss" | "redis+unix" | "redis+cluster" | "rediss+cluster" | "valkey" | "valkeys" => {
                 let options = RedisOptions::from_url(&url).map_err(|e| Failure::usage(format!("--backend: {e}")))?;
                 let store = options.open().await.map_err(|e| match e {
                     tenure_redis::OpenError::Settings(e) => Failure::usage(format!("--backend: {e}")),

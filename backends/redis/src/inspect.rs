@@ -67,29 +67,32 @@ impl RedisBackend {
         Ok(states)
     }
 
-    /// The keys (without the backend's prefix) that start with `start`.
+    /// The keys (without the backend's prefix) that start with `start`, on every primary of a
+    /// cluster.
     async fn scan(&self, start: &str) -> Result<Vec<String>, BackendError> {
         let mut con = self.connection()?;
+        let failed = |e: redis::RedisError| error("status scan", start, &e);
+        let primaries = con.primaries().await.map_err(failed)?;
+        let nodes: Vec<Option<&(String, u16)>> =
+            if primaries.is_empty() { vec![None] } else { primaries.iter().map(Some).collect() };
         let pattern = format!("{}*", glob_escape(&self.key(start)));
         let prefix_len = self.key("").len();
         let mut keys = Vec::new();
-        let mut cursor = 0_u64;
-        loop {
-            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(&pattern)
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut con)
-                .await
-                .map_err(|e| error("status scan", start, &e))?;
-            keys.extend(batch.into_iter().filter_map(|k| k.get(prefix_len..).map(str::to_owned)));
-            if next == 0 {
-                return Ok(keys);
+        for node in nodes {
+            let mut cursor = 0_u64;
+            loop {
+                let mut scan = redis::cmd("SCAN");
+                scan.arg(cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(1000);
+                let reply = con.on_node(node, scan).await.map_err(failed)?;
+                let (next, batch): (u64, Vec<String>) = redis::from_redis_value(reply).map_err(|e| failed(e.into()))?;
+                keys.extend(batch.into_iter().filter_map(|k| k.get(prefix_len..).map(str::to_owned)));
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
             }
-            cursor = next;
         }
+        Ok(keys)
     }
 
     /// The server's clock.

@@ -1,7 +1,7 @@
 //! # tenure-redis
 //!
 //! Tenure's Redis store: locks with fencing tokens, leader elections and schedule claims on a
-//! Redis (6 or later) or Valkey server, shared by every process that reaches it.
+//! Redis (6 or later) or Valkey server or cluster, shared by every process that reaches it.
 //!
 //! The layout is grelmicro 0.44's, so grelmicro services and Tenure services coordinate on the
 //! same names:
@@ -33,9 +33,13 @@
 //! (the fault tests run so). A failover to a replica that missed the last `INCR` can repeat a
 //! fence, as with grelmicro; the driver then refuses the lower token as `FenceRegression`.
 //!
-//! **Not yet:** Redis Cluster and Sentinel clients (a prefix with a `{…}` hash tag is already
-//! checked, so keys of one name will share a slot), and wake-ups on lease expiry (waiters notice
-//! an expired lease at their next `retry_interval` attempt).
+//! **Redis Cluster.** `redis+cluster://host:port,host:port` (or [`RedisOptions::cluster`]) routes
+//! each call by its key; the key prefix must then hold a hash tag (`?prefix={app}:`), so a
+//! name's lock key and fence key — which one script touches together — land in one slot
+//! (grelmicro's rule). Releases are published cluster-wide.
+//!
+//! **Not yet:** Sentinel, and wake-ups on lease expiry (waiters notice an expired lease at their
+//! next `retry_interval` attempt).
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
@@ -50,6 +54,7 @@
 
 #![deny(missing_docs)]
 
+mod connection;
 mod inspect;
 mod options;
 mod record;
@@ -59,12 +64,14 @@ mod wake;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManagerConfig;
+use redis::cluster::ClusterClientBuilder;
 use redis::{Client, IntoConnectionInfo, ProtocolVersion, RedisError, TlsCertificates};
 use tenure::backend::{BackendFuture, LeaderElectionBackend, LockBackend, ScheduleBackend, Wakeup};
 use tenure::{Inspect, LeaderState, LockState, Provider};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, SettingsError};
 
+use connection::Connection;
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, RedisOptions};
 use scripts::Scripts;
 use wake::Subscriptions;
@@ -88,7 +95,7 @@ pub struct RedisBackend {
 }
 
 struct Inner {
-    connection: Mutex<Option<ConnectionManager>>,
+    connection: Mutex<Option<Connection>>,
     scripts: Scripts,
     subscriptions: Arc<Subscriptions>,
     options: RedisOptions,
@@ -111,7 +118,7 @@ impl RedisBackend {
         self.inner.connection.lock().unwrap_or_else(PoisonError::into_inner).take();
     }
 
-    fn connection(&self) -> Result<ConnectionManager, BackendError> {
+    fn connection(&self) -> Result<Connection, BackendError> {
         self.inner
             .connection
             .lock()
@@ -271,41 +278,82 @@ impl RedisOptions {
         // rustls needs a process-wide crypto provider; keep the application's if it set one.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let shown = self.shown_url();
-        let settings = |e: RedisError| SettingsError::field("url", format!("{shown} cannot be used: {}", e));
-        let info = self.url().into_connection_info().map_err(settings)?;
+        let root =
+            match self.root_certificate() {
+                None => None,
+                Some(path) => Some(std::fs::read(path).map_err(|e| {
+                    SettingsError::field("tls_root_cert", format!("cannot read {}: {e}", path.display()))
+                })?),
+            };
+        let subscriptions = Arc::new(Subscriptions::new(self.key_prefix()));
+        let unreachable =
+            |e: RedisError| BackendError::new(kind(&e), format!("cannot connect to Redis at {shown}: {e}"));
+        let mut connection = if self.is_cluster() {
+            self.connect_cluster(root, &subscriptions).await?
+        } else {
+            self.connect_single(root, &subscriptions).await?
+        };
+        let scripts = Scripts::new();
+        scripts.load(&mut connection).await.map_err(unreachable)?;
+        Ok(RedisBackend {
+            inner: Arc::new(Inner { connection: Mutex::new(Some(connection)), scripts, subscriptions, options: self }),
+        })
+    }
+
+    fn settings_error(&self, e: &RedisError) -> SettingsError {
+        SettingsError::field("url", format!("{} cannot be used: {e}", self.shown_url()))
+    }
+
+    async fn connect_single(
+        &self,
+        root: Option<Vec<u8>>,
+        subscriptions: &Arc<Subscriptions>,
+    ) -> Result<Connection, OpenError> {
+        let info = self.url().into_connection_info().map_err(|e| self.settings_error(&e))?;
         let redis = info
             .redis_settings()
             .clone()
             .set_protocol(ProtocolVersion::RESP3)
             .set_lib_name("tenure", env!("CARGO_PKG_VERSION"));
         let info = info.set_redis_settings(redis);
-        let client = match self.root_certificate() {
-            None => Client::open(info).map_err(settings)?,
-            Some(path) => {
-                let root = std::fs::read(path).map_err(|e| {
-                    SettingsError::field("tls_root_cert", format!("cannot read {}: {e}", path.display()))
-                })?;
-                Client::build_with_tls(info, TlsCertificates { client_tls: None, root_cert: Some(root) })
-                    .map_err(settings)?
-            }
-        };
-        let subscriptions = Arc::new(Subscriptions::new(self.key_prefix()));
+        let client = match root {
+            None => Client::open(info),
+            Some(root) => Client::build_with_tls(info, TlsCertificates { client_tls: None, root_cert: Some(root) }),
+        }
+        .map_err(|e| self.settings_error(&e))?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.connect_timeout_value()))
             .set_response_timeout(Some(self.command_timeout_value()))
             .set_number_of_retries(1)
             .set_min_delay(Duration::from_millis(10))
             .set_max_delay(Duration::from_millis(100))
-            .set_push_sender(Subscriptions::push_sender(&subscriptions))
+            .set_push_sender(Subscriptions::push_sender(subscriptions))
             .set_automatic_resubscription();
-        let unreachable =
-            |e: RedisError| BackendError::new(kind(&e), format!("cannot connect to Redis at {shown}: {}", e));
-        let mut connection = client.get_connection_manager_with_config(config).await.map_err(unreachable)?;
-        let scripts = Scripts::new();
-        scripts.load(&mut connection).await.map_err(unreachable)?;
-        Ok(RedisBackend {
-            inner: Arc::new(Inner { connection: Mutex::new(Some(connection)), scripts, subscriptions, options: self }),
-        })
+        let manager = client.get_connection_manager_with_config(config).await.map_err(|e| self.unreachable(&e))?;
+        Ok(Connection::Single(manager))
+    }
+
+    async fn connect_cluster(
+        &self,
+        root: Option<Vec<u8>>,
+        subscriptions: &Arc<Subscriptions>,
+    ) -> Result<Connection, OpenError> {
+        let mut builder = ClusterClientBuilder::new(self.cluster_nodes().iter().map(String::as_str))
+            .use_protocol(ProtocolVersion::RESP3)
+            .connection_timeout(self.connect_timeout_value())
+            .response_timeout(self.command_timeout_value())
+            .retries(1)
+            .push_sender(Subscriptions::push_sender(subscriptions));
+        if let Some(root) = root {
+            builder = builder.certs(TlsCertificates { client_tls: None, root_cert: Some(root) });
+        }
+        let client = builder.build().map_err(|e| self.settings_error(&e))?;
+        let cluster = client.get_async_connection().await.map_err(|e| self.unreachable(&e))?;
+        Ok(Connection::Cluster(cluster))
+    }
+
+    fn unreachable(&self, e: &RedisError) -> BackendError {
+        BackendError::new(kind(e), format!("cannot connect to Redis at {}: {e}", self.shown_url()))
     }
 }
 

@@ -27,6 +27,7 @@ pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Clone)]
 pub struct RedisOptions {
     url: String,
+    cluster: Vec<String>,
     prefix: String,
     connect_timeout: Duration,
     command_timeout: Duration,
@@ -35,22 +36,30 @@ pub struct RedisOptions {
 
 impl RedisOptions {
     /// The server at `url`: `redis://[user[:password]@]host[:port][/db]`, `rediss://…` for TLS
-    /// (add `#insecure` to skip certificate checks — tests only), or `redis+unix:///path.sock`.
+    /// (add `#insecure` to skip certificate checks — tests only), or `redis+unix:///path.sock`;
+    /// or a Redis Cluster: `redis+cluster://[user:password@]host:port,host:port,…` (and
+    /// `rediss+cluster://`), whose nodes are the seeds the cluster's layout is read from.
     /// Tenure's own query parameters are read and removed: `prefix`, `connect_timeout` and
     /// `command_timeout` (seconds), `tls_root_cert` (a PEM file trusted instead of the system's).
     pub fn from_url(url: &str) -> Result<Self, SettingsError> {
         let (base, fragment) = url.split_once('#').map_or((url, None), |(b, f)| (b, Some(f)));
         let (base, query) = base.split_once('?').unwrap_or((base, ""));
         let scheme = base.split_once("://").map(|(s, _)| s).unwrap_or_default();
-        if !matches!(scheme, "redis" | "rediss" | "redis+unix" | "unix" | "valkey" | "valkeys") {
-            return Err(bad_url(format!("{} is not a redis://, rediss:// or redis+unix:// URL", shown_url(url))));
+        let cluster = matches!(scheme, "redis+cluster" | "rediss+cluster" | "valkey+cluster" | "valkeys+cluster");
+        if !cluster && !matches!(scheme, "redis" | "rediss" | "redis+unix" | "unix" | "valkey" | "valkeys") {
+            return Err(bad_url(format!(
+                "{} is not a redis://, rediss://, redis+unix:// or redis+cluster:// URL",
+                shown_url(url)
+            )));
         }
         let mut options = Self::new(String::new());
+        let mut prefix_given = false;
         let mut kept = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             match key {
                 "prefix" => {
+                    prefix_given = true;
                     options.prefix = percent_decode(value).ok_or_else(|| bad_url("the prefix has a broken escape"))?;
                 }
                 "connect_timeout" => options.connect_timeout = seconds("connect_timeout", value)?,
@@ -69,14 +78,37 @@ impl RedisOptions {
         if let Some(fragment) = fragment {
             server = format!("{server}#{fragment}");
         }
+        if cluster {
+            options.cluster = cluster_nodes(&server)?;
+        }
         options.url = server;
-        options.validate()?;
+        // A cluster's prefix may still come from `.prefix()`: its hash tag is checked on open.
+        options.check(prefix_given)?;
         Ok(options)
+    }
+
+    /// A Redis Cluster reached through the seed nodes `nodes` (`redis://host:port` URLs, all with
+    /// the same credentials and TLS). The key prefix must then hold a hash tag.
+    pub fn cluster(nodes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let nodes: Vec<String> = nodes.into_iter().map(Into::into).collect();
+        let mut options = Self::new(nodes.first().cloned().unwrap_or_default());
+        options.cluster = nodes;
+        options
+    }
+
+    /// Whether this is a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        !self.cluster.is_empty()
+    }
+
+    pub(crate) fn cluster_nodes(&self) -> &[String] {
+        &self.cluster
     }
 
     fn new(url: String) -> Self {
         Self {
             url,
+            cluster: Vec::new(),
             prefix: String::new(),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
@@ -140,14 +172,21 @@ impl RedisOptions {
 
     /// Checks every option; the message names the one that is wrong.
     pub fn validate(&self) -> Result<(), SettingsError> {
+        self.check(true)
+    }
+
+    fn check(&self, cluster_prefix_final: bool) -> Result<(), SettingsError> {
         for (field, value) in [("connect_timeout", self.connect_timeout), ("command_timeout", self.command_timeout)] {
             if value.is_zero() {
                 return Err(SettingsError::field(field, format!("{field} must be greater than zero")));
             }
         }
-        check_prefix(&self.prefix)?;
-        if redis::parse_redis_url(&self.url).is_none() && !self.url.starts_with("redis+unix:") {
-            return Err(bad_url(format!("{} is not a valid Redis URL", shown_url(&self.url))));
+        check_prefix(&self.prefix, self.is_cluster() && cluster_prefix_final)?;
+        let nodes = if self.is_cluster() { self.cluster.as_slice() } else { std::slice::from_ref(&self.url) };
+        for node in nodes {
+            if redis::parse_redis_url(node).is_none() && !node.starts_with("redis+unix:") {
+                return Err(bad_url(format!("{} is not a valid Redis URL", shown_url(node))));
+            }
         }
         Ok(())
     }
@@ -165,19 +204,46 @@ impl std::fmt::Debug for RedisOptions {
     }
 }
 
-/// The Redis Cluster hash-tag rule: a `{` in the prefix opens a tag that must close on a
-/// non-empty name, or the keys of one lock would silently spread over slots.
-fn check_prefix(prefix: &str) -> Result<(), SettingsError> {
-    let Some(open) = prefix.find('{') else {
-        return Ok(());
-    };
-    match prefix[open + 1..].find('}') {
-        Some(0) | None => Err(SettingsError::field(
+/// The Redis Cluster hash-tag rule: a script touches a name's lock key and fence key together,
+/// so on a cluster both must land in one slot: the prefix must hold a hash tag (`{app}:`). Any
+/// prefix with a `{` must close the tag on a non-empty name, or the keys would silently spread.
+fn check_prefix(prefix: &str, cluster: bool) -> Result<(), SettingsError> {
+    let tag = prefix.find('{').map(|open| prefix[open + 1..].find('}'));
+    match tag {
+        Some(Some(0) | None) => Err(SettingsError::field(
             "prefix",
             "the prefix opens a Redis Cluster hash tag without a non-empty closing `{…}` (write e.g. `{app}:`)",
         )),
-        Some(_) => Ok(()),
+        None if cluster => Err(SettingsError::field(
+            "prefix",
+            "a Redis Cluster needs a hash tag in the key prefix (e.g. `{app}:`) so every key of a lock \
+             lands in one slot",
+        )),
+        _ => Ok(()),
     }
+}
+
+/// The node URLs of `redis+cluster://[userinfo@]h1:p1,h2:p2[/0][?params][#fragment]`.
+fn cluster_nodes(url: &str) -> Result<Vec<String>, SettingsError> {
+    let (scheme, rest) = url.split_once("://").unwrap_or((url, ""));
+    let scheme = scheme.replace("+cluster", "");
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let (userinfo, hosts) = authority.rsplit_once('@').map_or(("", authority), |(u, h)| (u, h));
+    let path_end = tail.find(['?', '#']).unwrap_or(tail.len());
+    if !matches!(&tail[..path_end], "" | "/" | "/0") {
+        return Err(bad_url("a Redis Cluster has only database 0"));
+    }
+    let at = if userinfo.is_empty() { String::new() } else { format!("{userinfo}@") };
+    let nodes: Vec<String> = hosts
+        .split(',')
+        .filter(|h| !h.is_empty())
+        .map(|h| format!("{scheme}://{at}{h}{}", &tail[path_end..]))
+        .collect();
+    if nodes.is_empty() {
+        return Err(bad_url(format!("{} names no cluster node", shown_url(url))));
+    }
+    Ok(nodes)
 }
 
 fn seconds(field: &str, text: &str) -> Result<Duration, SettingsError> {
@@ -251,6 +317,23 @@ mod tests {
         assert!(e.to_string().contains("hash tag"), "{e}");
         let e = RedisOptions::from_url("redis://h?prefix=%7B%7D:").expect_err("empty tag");
         assert!(e.to_string().contains("hash tag"), "{e}");
+        let e = RedisOptions::from_url("redis+cluster://h1:7000,h2:7001?prefix=app:").expect_err("no tag");
+        assert!(e.to_string().contains("hash tag"), "{e}");
+        let e = RedisOptions::from_url("redis+cluster://h1:7000/3?prefix=%7Bapp%7D:").expect_err("db 3");
+        assert!(e.to_string().contains("database 0"), "{e}");
+    }
+
+    #[test]
+    fn cluster_urls_name_their_seed_nodes() {
+        let o =
+            RedisOptions::from_url("rediss+cluster://:pw@h1:7000,h2:7001/?prefix=%7Bapp%7D:&protocol=resp3#insecure")
+                .expect("valid");
+        assert!(o.is_cluster());
+        assert_eq!(
+            o.cluster_nodes(),
+            ["rediss://:pw@h1:7000?protocol=resp3#insecure", "rediss://:pw@h2:7001?protocol=resp3#insecure"]
+        );
+        assert_eq!(o.key_prefix(), "{app}:");
     }
 
     #[test]

@@ -13,9 +13,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use redis::aio::ConnectionManager;
 use redis::{Msg, PushInfo, PushKind};
 use tenure::backend::{ReleaseSignals, Wakeup};
+
+use crate::connection::Connection;
 
 /// How many channels nobody waits on may stay subscribed.
 const MAX_IDLE: usize = 1024;
@@ -89,12 +90,12 @@ impl Subscriptions {
     /// Subscribes `con` to `name`'s channel if someone waits on it and it is not subscribed:
     /// called before an attempt, on the connection the attempt is then sent on. A failure only
     /// costs the push (the waiter polls), so it is logged, not returned.
-    pub(crate) async fn subscribe_wanted(&self, con: &mut ConnectionManager, name: &str) {
+    pub(crate) async fn subscribe_wanted(&self, con: &mut Connection, name: &str) {
         let wanted = self.names().get(name).is_some_and(|e| e.waiters > 0 && !e.subscribed);
         if !wanted {
             return;
         }
-        match con.subscribe(self.channel(name)).await {
+        match con.subscribe(&self.channel(name)).await {
             Ok(()) => {
                 if let Some(entry) = self.names().get_mut(name) {
                     entry.subscribed = true;
@@ -107,7 +108,7 @@ impl Subscriptions {
 
     /// Unsubscribes channels nobody waits on once there are more than [`MAX_IDLE`]. A name
     /// waited on again meanwhile is woken to subscribe afresh.
-    async fn drop_idle(&self, con: &mut ConnectionManager) {
+    async fn drop_idle(&self, con: &mut Connection) {
         let idle: Vec<String> = {
             let mut names = self.names();
             let idle: Vec<String> =

@@ -152,11 +152,19 @@ impl Timeline<'_> {
 }
 
 /// Instantiates every conformance case as a `#[tokio::test]` for the harness `$harness`
-/// (an expression of type [`Harness`], evaluated per test).
+/// (an expression of type [`Harness`], evaluated per test). With `sequential`, one test runs
+/// every case in turn on one harness, evaluated once (for a store the test starts itself, such
+/// as a cluster, stopped when the harness drops).
 #[macro_export]
 macro_rules! conformance_tests {
     ($harness:expr) => {
-        $crate::conformance_tests!(@cases $harness;
+        $crate::conformance_tests!(@list parallel $harness);
+    };
+    (sequential $harness:expr) => {
+        $crate::conformance_tests!(@list sequential $harness);
+    };
+    (@list $mode:ident $harness:expr) => {
+        $crate::conformance_tests!(@$mode $harness;
             fresh_acquire_returns_a_fence_of_at_least_one,
             the_same_token_extends_with_the_same_fence,
             another_token_is_refused_while_held,
@@ -177,7 +185,7 @@ macro_rules! conformance_tests {
             random_sequences_match_the_store_model,
         );
     };
-    (@cases $harness:expr; $($case:ident),* $(,)?) => {
+    (@parallel $harness:expr; $($case:ident),* $(,)?) => {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
@@ -185,5 +193,14 @@ macro_rules! conformance_tests {
                 $crate::cases::$case(&harness).await;
             }
         )*
+    };
+    (@sequential $harness:expr; $($case:ident),* $(,)?) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn every_conformance_case_in_turn() {
+            let harness: $crate::Harness = $harness;
+            $(
+                $crate::cases::$case(&harness).await;
+            )*
+        }
     };
 }

@@ -170,3 +170,66 @@ impl Drop for Server {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// A Redis Cluster of three primaries of the test's own, on free loopback ports (each with its
+/// cluster bus on port + 10000).
+pub struct Cluster {
+    nodes: Vec<Server>,
+}
+
+impl Cluster {
+    pub fn start() -> Self {
+        let mut nodes = Vec::new();
+        while nodes.len() < 3 {
+            let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+            let bus_free = port < 55_000 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok();
+            if !bus_free {
+                continue;
+            }
+            let dir = std::env::temp_dir().join(format!("tenure-redis-cluster-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("node dir");
+            let mut node = Server { port, dir, child: None, extra: Vec::new(), scheme: "redis", password: None };
+            node.extra = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--appendonly", "no"]
+                .map(String::from)
+                .to_vec();
+            node.spawn();
+            nodes.push(node);
+        }
+        let addresses: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        let created = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(created, "redis-cli --cluster create {addresses:?}");
+        let cluster = Self { nodes };
+        cluster.wait_until_ok();
+        cluster
+    }
+
+    fn wait_until_ok(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for node in &self.nodes {
+            loop {
+                let info: Result<String, _> = redis::Client::open(node.url())
+                    .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
+                    .and_then(|mut c| redis::cmd("CLUSTER").arg("INFO").query(&mut c));
+                if info.is_ok_and(|i| i.contains("cluster_state:ok")) {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "the cluster did not become ready");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+
+    /// `redis+cluster://` naming every node as a seed.
+    pub fn url(&self) -> String {
+        let nodes: Vec<String> = self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        format!("redis+cluster://{}", nodes.join(","))
+    }
+}

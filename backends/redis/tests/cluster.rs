@@ -1,0 +1,75 @@
+//! The store on a Redis Cluster of three primaries the test starts itself: the whole conformance
+//! suite, a pushed hand-off between two connections, inspection across primaries, and the
+//! hash-tag rule for the key prefix.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tenure::Inspect;
+use tenure::backend::LockBackend;
+use tenure_conformance::{Clock, Harness, Store};
+use tenure_redis::{RedisBackend, RedisOptions};
+
+use common::server::Cluster;
+
+async fn open(url: &str, prefix: &str) -> RedisBackend {
+    let options = RedisOptions::from_url(url).expect("url").prefix(prefix);
+    options.open().await.unwrap_or_else(|e| panic!("cannot reach the cluster: {e}"))
+}
+
+/// A tagged prefix no other store uses.
+fn tagged() -> String {
+    format!("{{{}}}:", common::fresh_prefix().trim_end_matches(':'))
+}
+
+fn cluster_harness() -> Harness {
+    let cluster = Arc::new(Cluster::start());
+    Harness {
+        name: "redis cluster",
+        clock: Clock::Real { quantum: Duration::from_millis(100) },
+        make: Box::new(move || {
+            let url = cluster.url();
+            Box::pin(async move {
+                let store = open(&url, &tagged()).await;
+                Store { lock: Arc::new(store.clone()), leader: Arc::new(store.clone()), schedule: Arc::new(store) }
+            })
+        }),
+    }
+}
+
+tenure_conformance::conformance_tests!(sequential cluster_harness());
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_hands_over_by_push_lists_its_locks_and_requires_a_hash_tag() {
+    use tenure_tokio::{Lock, Tokio};
+    let cluster = Cluster::start();
+    let prefix = tagged();
+    let (store, other) = (open(&cluster.url(), &prefix).await, open(&cluster.url(), &prefix).await);
+    let lock = |store: &RedisBackend| {
+        Lock::builder("handoff", Tokio::current())
+            .backend(store.clone())
+            .retry_interval(Duration::from_secs(60))
+            .env_load(false)
+            .build()
+            .expect("a lock")
+    };
+    let (first, second) = (lock(&store), lock(&other));
+    let held = first.acquire().await.expect("first");
+    let waiter =
+        tokio::spawn(
+            async move { second.acquire_timeout(Duration::from_secs(5)).await.map(|g| g.fencing_token().get()) },
+        );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    held.release().await.expect("release");
+    assert_eq!(waiter.await.expect("the waiter task").expect("the waiter was not woken"), 2);
+
+    LockBackend::acquire(&store, "lock:listed", "w1:task:0.1", Duration::from_secs(30)).await.expect("acquire");
+    let states = store.lock_states(Vec::new()).await.expect("inspection across primaries");
+    let keys: Vec<&str> = states.iter().map(|s| s.key.as_str()).collect();
+    assert_eq!(keys, ["lock:handoff", "lock:listed"]);
+
+    let e = RedisOptions::from_url(&cluster.url()).expect("url").prefix("app:").open().await.expect_err("no tag");
+    assert!(e.to_string().contains("hash tag"), "{e}");
+}
