@@ -67,6 +67,7 @@ use std::time::Duration;
 use redis::aio::ConnectionManagerConfig;
 use redis::cluster::ClusterClientBuilder;
 use redis::{Client, IntoConnectionInfo, ProtocolVersion, RedisError, TlsCertificates};
+pub use tenure::OpenError;
 use tenure::backend::{BackendFuture, LeaderElectionBackend, LockBackend, ScheduleBackend, Wakeup};
 use tenure::{Inspect, LeaderState, LockState, Provider};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, SettingsError};
@@ -75,18 +76,6 @@ use connection::Connection;
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, RedisOptions};
 use scripts::Scripts;
 use wake::Subscriptions;
-
-/// Why a store could not be opened.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum OpenError {
-    /// An option or URL is wrong; the message names it.
-    #[error("{0}")]
-    Settings(#[from] SettingsError),
-    /// The server could not be reached or refused the connection.
-    #[error("{0}")]
-    Store(#[from] BackendError),
-}
 
 /// A lease store on a Redis server. Clones share one multiplexed connection.
 #[derive(Clone)]
@@ -153,19 +142,29 @@ impl RedisBackend {
         fence.map(|f| record::fence(name, f)).transpose()
     }
 
-    async fn lock_release(&self, name: &str, token: &str) -> Result<bool, BackendError> {
+    /// Runs a release script on `key`: deletes it iff `token` holds it, and publishes on
+    /// `name`'s channel if it did.
+    async fn release_by(
+        &self,
+        script: &redis::Script,
+        key: String,
+        name: &str,
+        token: &str,
+        what: &str,
+    ) -> Result<bool, BackendError> {
         let mut con = self.connection()?;
-        let released: i64 = self
-            .inner
-            .scripts
-            .lock_release
-            .key(self.key(name))
+        let released: i64 = script
+            .key(key)
             .arg(token)
             .arg(self.inner.subscriptions.channel(name))
             .invoke_async(&mut con)
             .await
-            .map_err(|e| error("lock release", name, &e))?;
+            .map_err(|e| error(what, name, &e))?;
         Ok(released == 1)
+    }
+
+    async fn lock_release(&self, name: &str, token: &str) -> Result<bool, BackendError> {
+        self.release_by(&self.inner.scripts.lock_release, self.key(name), name, token, "lock release").await
     }
 
     /// The holder token of `name`'s live lease, if any.
@@ -203,18 +202,8 @@ impl RedisBackend {
     }
 
     async fn leader_release(&self, name: &str, token: &str) -> Result<bool, BackendError> {
-        let mut con = self.connection()?;
-        let released: i64 = self
-            .inner
-            .scripts
-            .leader_release
-            .key(self.key(&format!("le_us:{name}")))
-            .arg(token)
-            .arg(self.inner.subscriptions.channel(name))
-            .invoke_async(&mut con)
-            .await
-            .map_err(|e| error("leader release", name, &e))?;
-        Ok(released == 1)
+        let key = self.key(&format!("le_us:{name}"));
+        self.release_by(&self.inner.scripts.leader_release, key, name, token, "leader release").await
     }
 
     async fn leader_get(&self, name: &str) -> Result<Option<LeaderRecord>, BackendError> {

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use tenure::backend::percent_decode;
 use tenure_core::SettingsError;
 
 /// How long connecting (TCP, TLS, `HELLO`, `AUTH`) may take by default.
@@ -271,23 +272,6 @@ pub(crate) fn shown_url(url: &str) -> String {
         }
         None => url.to_owned(),
     }
-}
-
-fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = text.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]

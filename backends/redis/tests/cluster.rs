@@ -43,27 +43,10 @@ tenure_conformance::conformance_tests!(sequential cluster_harness());
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_hands_over_by_push_lists_its_locks_and_requires_a_hash_tag() {
-    use tenure_tokio::{Lock, Tokio};
     let cluster = Cluster::start();
     let prefix = tagged();
     let (store, other) = (open(&cluster.url(), &prefix).await, open(&cluster.url(), &prefix).await);
-    let lock = |store: &RedisBackend| {
-        Lock::builder("handoff", Tokio::current())
-            .backend(store.clone())
-            .retry_interval(Duration::from_secs(60))
-            .env_load(false)
-            .build()
-            .expect("a lock")
-    };
-    let (first, second) = (lock(&store), lock(&other));
-    let held = first.acquire().await.expect("first");
-    let waiter =
-        tokio::spawn(
-            async move { second.acquire_timeout(Duration::from_secs(5)).await.map(|g| g.fencing_token().get()) },
-        );
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    held.release().await.expect("release");
-    assert_eq!(waiter.await.expect("the waiter task").expect("the waiter was not woken"), 2);
+    common::pushed_handoff(&store, &other).await;
 
     LockBackend::acquire(&store, "lock:listed", "w1:task:0.1", Duration::from_secs(30)).await.expect("acquire");
     let states = store.lock_states(Vec::new()).await.expect("inspection across primaries");

@@ -169,47 +169,21 @@ async fn unreachable_servers_and_bad_urls_fail_fast_naming_the_problem() {
 
 #[tokio::test]
 async fn a_release_wakes_a_waiter_at_once() {
-    use tenure_tokio::{Lock, Tokio};
     let (store, _) = open().await;
     // A second connection, as another process would have: the push crosses the server.
     let other = common::open_at(&url(), store.options().key_prefix()).await;
-    // A retry interval far beyond the test's patience: only the push can hand over.
-    let lock = |store: &RedisBackend| {
-        Lock::builder("handoff", Tokio::current())
-            .backend(store.clone())
-            .retry_interval(Duration::from_secs(60))
-            .env_load(false)
-            .build()
-            .expect("a lock")
-    };
-    let (first, second) = (lock(&store), lock(&other));
-    let held = first.acquire().await.expect("first");
-    let waiter =
-        tokio::spawn(
-            async move { second.acquire_timeout(Duration::from_secs(5)).await.map(|g| g.fencing_token().get()) },
-        );
-    tokio::time::sleep(Duration::from_millis(200)).await; // the waiter made its failing attempt
-    held.release().await.expect("release");
-    let fence = waiter.await.expect("the waiter task").expect("the waiter was not woken");
-    assert_eq!(fence, 2);
+    common::pushed_handoff(&store, &other).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_wakeup_is_lost_over_many_handoffs_between_processes() {
-    use tenure_tokio::{Lock, Tokio};
+    use tenure_tokio::Lock;
     let (store, prefix) = open().await;
     let other = common::open_at(&url(), &prefix).await;
     // Two "processes" (connections) pass one lock back and forth as fast as they can; each
     // waits with a retry interval of a minute, so one lost wake-up stalls the run past its
     // acquire timeout and fails it.
-    let lock = |store: &RedisBackend| {
-        Lock::builder("pingpong", Tokio::current())
-            .backend(store.clone())
-            .retry_interval(Duration::from_secs(60))
-            .env_load(false)
-            .build()
-            .expect("a lock")
-    };
+    let lock = |store: &RedisBackend| common::patient_lock(store, "pingpong");
     let rounds = 200;
     let worker = |lock: Lock, who: u8| {
         tokio::spawn(async move {

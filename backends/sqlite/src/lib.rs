@@ -42,24 +42,13 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use futures_channel::oneshot;
+pub use tenure::OpenError;
 use tenure::backend::{BackendFuture, LeaderElectionBackend, LockBackend, ReleaseSignals, ScheduleBackend, Wakeup};
 use tenure::{Inspect, LeaderState, LockState, Provider};
-use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, SettingsError};
+use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata};
 
 use db::Db;
 pub use options::{DEFAULT_BUSY_TIMEOUT, SqliteOptions, Synchronous};
-
-/// Why a store could not be opened.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum OpenError {
-    /// An option or URL is wrong; the message names it.
-    #[error("{0}")]
-    Settings(#[from] SettingsError),
-    /// The file could not be opened or prepared.
-    #[error("{0}")]
-    Store(#[from] BackendError),
-}
 
 /// A job for the connection's thread; `true` stops the thread after it.
 type Job = Box<dyn FnOnce(&mut Db) -> bool + Send>;

@@ -14,6 +14,7 @@
 //! need no such care; the simulator, tests/sim, found what happens without it.)
 
 mod memory;
+mod open;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -25,6 +26,7 @@ use event_listener::{Event, EventListener};
 use std::time::Duration;
 
 pub use memory::MemoryBackend;
+pub use open::{OpenError, percent_decode};
 use tenure_core::{
     BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, StoreOp, StoreReply, WallTime,
 };

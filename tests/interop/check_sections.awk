@@ -1,0 +1,18 @@
+# Checks a log of critical sections written by grelmicro and tenure workers: lines
+# `start <fence> <who>` and `end <fence>` must alternate (no section inside another), fencing
+# tokens must strictly increase, and `want` sections must come from both libraries.
+# Usage: awk -v want=N -v store=NAME -f check_sections.awk LOG
+NR % 2 == 1 {
+  if ($1 != "start") { print "line " NR ": a section started inside another: " $0; bad = 1 }
+  if ($2 + 0 <= last) { print "line " NR ": fencing token " $2 " after " last; bad = 1 }
+  last = $2 + 0; fence = $2; who[$3]++
+}
+NR % 2 == 0 {
+  if ($1 != "end" || $2 != fence) { print "line " NR ": sections interleaved: " $0; bad = 1 }
+}
+END {
+  sections = NR / 2
+  printf "%s: %d sections (grelmicro %d, tenure %d), fencing tokens 1..%d strictly increasing, none overlapping\n", store, sections, who["grelmicro"], who["tenure"], last
+  if (sections != want || who["grelmicro"] == 0 || who["tenure"] == 0) { print "expected " want " sections from both"; bad = 1 }
+  exit bad
+}
