@@ -70,9 +70,23 @@ async fn one_task(store: &RedisBackend) -> Duration {
     median(samples)
 }
 
+/// How many scripts the server has run so far (`INFO commandstats`).
+async fn scripts_run() -> u64 {
+    let url = std::env::var("TENURE_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let client = redis::Client::open(url).expect("client");
+    let mut con = client.get_multiplexed_async_connection().await.expect("connection");
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut con).await.expect("info");
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 /// `TASKS` tasks, each acquiring and releasing in a loop for `RUN`, on one name or on one name
-/// each. Returns cycles per second.
-async fn many_tasks(store: &RedisBackend, names: usize) -> f64 {
+/// each. Returns cycles per second and the scripts the server ran per cycle.
+async fn many_tasks(store: &RedisBackend, names: usize) -> (f64, f64) {
+    let scripts_before = scripts_run().await;
     let cycles = Arc::new(AtomicU64::new(0));
     let locks: Vec<Lock> = (0..names).map(|i| lock(store, &format!("many-{names}-{i}"))).collect();
     let start = Instant::now();
@@ -92,7 +106,10 @@ async fn many_tasks(store: &RedisBackend, names: usize) -> f64 {
     for task in tasks {
         task.await.expect("task");
     }
-    cycles.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
+    let elapsed = start.elapsed().as_secs_f64();
+    let cycles = cycles.load(Ordering::Relaxed) as f64;
+    let scripts = (scripts_run().await - scripts_before) as f64;
+    (cycles / elapsed, scripts / cycles)
 }
 
 /// From the start of a release to the grant of the waiter it wakes (another connection, a
@@ -170,8 +187,12 @@ fn main() {
         );
         println!("  client round trip (redis crate PING): {:>8.1} us", us(rtt));
         println!("  one task, acquire + release:          {:>8.1} us", us(one));
-        println!("  {TASKS} tasks on one name:                {contended:>8.0} cycles/s");
-        println!("  {TASKS} tasks on {TASKS} names:                 {spread:>8.0} cycles/s");
+        println!("  {TASKS} tasks on one name:                {:>8.0} cycles/s", contended.0);
+        println!("  {TASKS} tasks on {TASKS} names:                 {:>8.0} cycles/s", spread.0);
+        println!(
+            "  scripts the server ran per cycle: {:.2} on one name, {:.2} on {TASKS} names",
+            contended.1, spread.1
+        );
         println!("  release to next waiter's grant:       {:>8.1} us", us(handoff));
         println!("  leader hand-over after a clean stop:  {:>8.1} us", us(handover));
     });

@@ -16,7 +16,8 @@
 //! Every decision runs in one Lua script, loaded once and called by hash. A release publishes on
 //! `tenure:released:<name>`: a waiter subscribes (on the same connection, before the attempt that
 //! fails) and retries at once, with `retry_interval` polling as the fallback for releases that
-//! publish nothing (grelmicro's, lease expiry). Connections are RESP3, reconnect after a server
+//! publish nothing (grelmicro's, lease expiry). A release wakes one lock waiter per process —
+//! the longest waiting; the others would only be refused — and every election follower. Connections are RESP3, reconnect after a server
 //! restart (subscriptions restored, every waiter woken to look again), and every command is
 //! bounded by the command timeout.
 //!
@@ -75,7 +76,7 @@ use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Me
 use connection::Connection;
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, RedisOptions};
 use scripts::Scripts;
-use wake::Subscriptions;
+use wake::{Subscriptions, Wake};
 
 /// A lease store on a Redis server. Clones share one multiplexed connection.
 #[derive(Clone)]
@@ -409,7 +410,7 @@ impl LockBackend for RedisBackend {
     }
 
     fn wakeup(&self, name: &str) -> Option<Wakeup> {
-        Some(self.inner.subscriptions.wakeup(name))
+        Some(self.inner.subscriptions.wakeup(name, Wake::One))
     }
 }
 
@@ -433,7 +434,7 @@ impl LeaderElectionBackend for RedisBackend {
     }
 
     fn wakeup(&self, name: &str) -> Option<Wakeup> {
-        Some(self.inner.subscriptions.wakeup(name))
+        Some(self.inner.subscriptions.wakeup(name, Wake::All))
     }
 }
 

@@ -209,6 +209,32 @@ async fn no_wakeup_is_lost_over_many_handoffs_between_processes() {
     assert!(handoffs >= rounds / 2, "only {handoffs} hand-offs between the two");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_waiters_of_one_process_each_get_their_turn() {
+    // One release wakes one waiter of a process, not all: 6 tasks on one connection take one
+    // lock 25 times each, with a retry interval of a minute, so a wake-up lost to one of them
+    // stalls it past its acquire timeout.
+    let (store, _) = open().await;
+    let lock = common::patient_lock(&store, "queue");
+    let tasks: Vec<_> = (0..6)
+        .map(|_| {
+            let lock = lock.clone();
+            tokio::spawn(async move {
+                for _ in 0..25 {
+                    let guard = lock.acquire_timeout(Duration::from_secs(10)).await.expect("a wake-up was lost");
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    guard.release().await.expect("release");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("a waiter");
+    }
+    let fence = LockBackend::acquire(&store, "lock:queue", "last", Duration::from_secs(1)).await.expect("acquire");
+    assert_eq!(fence.map(|f| f.get()), Some(151), "150 grants, each its own fence");
+}
+
 #[tokio::test]
 async fn a_follower_takes_over_as_soon_as_the_leader_releases() {
     use tenure_tokio::{LeaderElection, Tokio};
