@@ -17,9 +17,9 @@
 //! `tenure:released:<name>`: a waiter subscribes (on the same connection, before the attempt that
 //! fails) and retries at once, with `retry_interval` polling as the fallback for releases that
 //! publish nothing (grelmicro's, lease expiry). A release wakes one lock waiter per process —
-//! the longest waiting; the others would only be refused — and every election follower. Connections are RESP3, reconnect after a server
-//! restart (subscriptions restored, every waiter woken to look again), and every command is
-//! bounded by the command timeout.
+//! the longest waiting; the others would only be refused — and every election follower.
+//! Connections are RESP3, reconnect after a server restart (subscriptions restored, every waiter
+//! woken to look again), and every command is bounded by the command timeout.
 //!
 //! **Connecting.** [`RedisOptions::from_url`] reads `redis://[user:password@]host:6379/0`,
 //! `rediss://` (TLS, trusting the system's roots, or `?tls_root_cert=/path/ca.pem`; `#insecure`
@@ -267,7 +267,6 @@ impl RedisOptions {
         self.validate()?;
         // rustls needs a process-wide crypto provider; keep the application's if it set one.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let shown = self.shown_url();
         let root =
             match self.root_certificate() {
                 None => None,
@@ -276,15 +275,13 @@ impl RedisOptions {
                 })?),
             };
         let subscriptions = Arc::new(Subscriptions::new(self.key_prefix()));
-        let unreachable =
-            |e: RedisError| BackendError::new(kind(&e), format!("cannot connect to Redis at {shown}: {e}"));
         let mut connection = if self.is_cluster() {
             self.connect_cluster(root, &subscriptions).await?
         } else {
             self.connect_single(root, &subscriptions).await?
         };
         let scripts = Scripts::new();
-        scripts.load(&mut connection).await.map_err(unreachable)?;
+        scripts.load(&mut connection).await.map_err(|e| self.unreachable(&e))?;
         Ok(RedisBackend {
             inner: Arc::new(Inner { connection: Mutex::new(Some(connection)), scripts, subscriptions, options: self }),
         })
