@@ -2,7 +2,8 @@
 # Every test of Tenure, as CI runs it on a clean clone: formatting, lints, the core's purity,
 # unit, property and doc tests, the behaviour suite on every runtime, the backend conformance
 # suite, the CLI tests, the examples, the deterministic simulation (1000 fresh seeds, every
-# injected bug caught), the fuzz targets, grelmicro 0.44 interop, and the main job.
+# injected bug caught), the fuzz targets, the Python package's suite on its built wheel, grelmicro
+# 0.44 interop, and the main job.
 # (Benchmarks are type-checked by clippy's --all-targets; run them with `cargo bench`.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -92,6 +93,16 @@ for target in $(cargo fuzz list); do
   fi
 done
 unset RUSTC_BOOTSTRAP
+
+step "python: build the abi3 wheel with maturin, install it in a fresh venv, run its suite"
+pyenv_dir=target/python-test-venv
+rm -rf "$pyenv_dir" target/wheels
+python3 -m venv "$pyenv_dir"
+"$pyenv_dir/bin/pip" install -q --upgrade pip
+"$pyenv_dir/bin/pip" install -q "maturin>=1.16,<2" pytest
+"$pyenv_dir/bin/maturin" build -q -m bindings/python/Cargo.toml -o target/wheels
+"$pyenv_dir/bin/pip" install -q target/wheels/tenure-*.whl
+(cd bindings/python/tests && "../../../$pyenv_dir/bin/python" -m pytest -q -p no:cacheprovider)
 
 step "interop: grelmicro 0.44 processes and tenure processes on one SQLite file, then on one Redis"
 py=$(bash scripts/grelmicro-env.sh | tail -1)

@@ -1,0 +1,43 @@
+"""Tenure: distributed locks with fencing tokens, task locks and leader election — grelmicro's
+coordination API on a Rust core, on memory, SQLite and Redis."""
+
+import atexit
+
+from tenure import _tenure
+from tenure._lock import Lock, LockHandle
+from tenure._providers import LockAdapter, MemoryLockAdapter, MemoryProvider, RedisProvider, SQLiteProvider
+from tenure.errors import (
+    CoordinationError,
+    LockAcquireError,
+    LockNotOwnedError,
+    LockReentrantError,
+    LockReleaseError,
+    LockTimeoutError,
+    OutOfContextError,
+    SettingsValidationError,
+    TenureError,
+    WouldBlockError,
+)
+
+# At exit, the runtime's threads stop handing results to Python before the interpreter goes.
+atexit.register(_tenure.shutdown)
+
+__all__ = [
+    "CoordinationError",
+    "Lock",
+    "LockAcquireError",
+    "LockAdapter",
+    "LockHandle",
+    "LockNotOwnedError",
+    "LockReentrantError",
+    "LockReleaseError",
+    "LockTimeoutError",
+    "MemoryLockAdapter",
+    "MemoryProvider",
+    "OutOfContextError",
+    "RedisProvider",
+    "SQLiteProvider",
+    "SettingsValidationError",
+    "TenureError",
+    "WouldBlockError",
+]

@@ -1,0 +1,144 @@
+"""`Lock`: a distributed lock with fencing tokens, grelmicro's `Lock` on Tenure's core."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import Any, NamedTuple, Optional, Union
+from uuid import UUID
+
+from tenure import _tenure
+from tenure._durations import Seconds, seconds
+from tenure._providers import LockAdapter, MemoryLockAdapter
+from tenure.errors import LockNotOwnedError, OutOfContextError
+
+
+class LockHandle(NamedTuple):
+    """One acquisition: the lock name, the ownership token kept in the store for this holder, and
+    the fencing token (strictly increasing per name; unchanged by renewals). Immutable."""
+
+    name: str
+    token: str
+    fencing_token: int
+
+
+class Lock:
+    """A distributed lock. Each asyncio task is its own holder: a nested acquire in one task raises
+    `LockReentrantError`, other tasks wait. Use `async with lock as handle:` and send
+    `handle.fencing_token` with every write the lock protects."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        backend: Optional[LockAdapter] = None,
+        worker: Union[str, UUID, None] = None,
+        lease_duration: Optional[Seconds] = None,
+        retry_interval: Optional[Seconds] = None,
+        retry_jitter: Optional[float] = None,
+        backend_timeout: Optional[Seconds] = None,
+        env_prefix: Optional[str] = None,
+        env_load: Optional[bool] = None,
+    ) -> None:
+        self._settings: dict[str, Any] = {
+            "worker": None if worker is None else str(worker),
+            "lease_duration": seconds("lease_duration", lease_duration),
+            "retry_interval": seconds("retry_interval", retry_interval),
+            "retry_jitter": retry_jitter,
+            "backend_timeout": seconds("backend_timeout", backend_timeout),
+            "env_prefix": env_prefix,
+            "env_load": env_load,
+        }
+        self._name = name
+        self._backend = backend
+        # Built now so a bad name or setting fails here, as in grelmicro.
+        probe = _tenure.Lock(name, _tenure.memory_backend(), **self._settings)
+        if self._settings["worker"] is None:
+            self._settings["worker"] = probe.config()["worker"]
+        self._native: Optional[_tenure.Lock] = None
+        self._native_backend: Optional[_tenure.Backend] = None
+        self._holders: weakref.WeakKeyDictionary[Any, _tenure.Holder] = weakref.WeakKeyDictionary()
+
+    @property
+    def name(self) -> str:
+        """The lock name."""
+        return self._name
+
+    @property
+    def backend(self) -> LockAdapter:
+        """The lock backend."""
+        if self._backend is None:
+            raise OutOfContextError(
+                f"Lock('{self._name}') resolved no backend. Pass backend= (a MemoryLockAdapter() for a "
+                "per-process lock, or provider.lock() of an open provider)."
+            )
+        return self._backend
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The resolved settings (seconds as floats)."""
+        return dict(self._lock().config()) if self._backend is not None else dict(self._settings)
+
+    def _lock(self) -> _tenure.Lock:
+        native = self.backend._native()
+        if self._native is None or self._native_backend is not native:
+            self._native = _tenure.Lock(self._name, native, **self._settings)
+            self._native_backend = native
+            self._holders = weakref.WeakKeyDictionary()
+        return self._native
+
+    def _holder(self, create: bool) -> Optional[_tenure.Holder]:
+        lock = self._lock()
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("Lock must be used from an asyncio task (use from_thread from other threads)")
+        holder = self._holders.get(task)
+        if holder is None and create:
+            holder = lock.holder()
+            self._holders[task] = holder
+        return holder
+
+    async def acquire(self, *, timeout: Optional[Seconds] = None) -> LockHandle:
+        """Acquires, waiting up to `timeout` (forever by default): `LockTimeoutError` (a
+        `TimeoutError`) when it passes, `LockReentrantError` if this task holds it already."""
+        holder = self._holder(create=True)
+        assert holder is not None
+        return LockHandle(*await holder.acquire(seconds("timeout", timeout)))
+
+    async def acquire_nowait(self) -> LockHandle:
+        """One attempt: `WouldBlockError` if another holder has it."""
+        holder = self._holder(create=True)
+        assert holder is not None
+        return LockHandle(*await holder.acquire_nowait())
+
+    async def extend(self) -> LockHandle:
+        """Renews the lease for another `lease_duration`; the fencing token stays."""
+        holder = self._holder(create=False)
+        if holder is None:
+            raise LockNotOwnedError(name=self._name)
+        return LockHandle(*await holder.extend())
+
+    async def release(self) -> None:
+        """Releases: `LockNotOwnedError` if this task does not hold it."""
+        holder = self._holder(create=False)
+        if holder is None:
+            raise LockNotOwnedError(name=self._name)
+        await holder.release()
+
+    async def locked(self) -> bool:
+        """Whether anyone holds the lock."""
+        return bool(await self._lock().locked())
+
+    async def owned(self) -> bool:
+        """Whether this task holds a live lease."""
+        holder = self._holder(create=False)
+        return False if holder is None else bool(await holder.owned())
+
+    async def __aenter__(self) -> LockHandle:
+        return await self.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.release()
+
+
+__all__ = ["Lock", "LockHandle", "MemoryLockAdapter"]

@@ -1,0 +1,157 @@
+"""Where leases are kept: providers (`MemoryProvider`, `SQLiteProvider`, `RedisProvider`) and the
+lock adapters they hand out. A provider other than memory is opened with `async with provider:`
+(or `await provider.open()`) and closed the same way; an adapter used while its provider is not
+open raises `OutOfContextError`."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+from urllib.parse import quote
+
+from tenure import _tenure
+from tenure.errors import OutOfContextError, SettingsValidationError
+
+
+class _Provider:
+    """A store reached through one native backend, opened once."""
+
+    kind = "provider"
+
+    def __init__(self) -> None:
+        self._backend: Optional[_tenure.Backend] = None
+
+    def _url(self) -> str:
+        raise NotImplementedError
+
+    async def open(self) -> None:
+        """Connects (idempotent)."""
+        if self._backend is None:
+            self._backend = await _tenure.open_backend(self._url())
+
+    async def close(self) -> None:
+        """Disconnects; adapters fail until it is opened again."""
+        backend, self._backend = self._backend, None
+        if backend is not None:
+            await backend.close()
+
+    async def __aenter__(self) -> Any:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _native(self, method: str) -> _tenure.Backend:
+        if self._backend is None:
+            name = type(self).__name__
+            raise OutOfContextError(
+                f"Could not call {name}.{method}: the {name} is not open. It was never opened, or it already "
+                f"closed. Open it with `async with {name}(...):` and make the call while it is open."
+            )
+        return self._backend
+
+    def lock(self) -> LockAdapter:
+        """The lock backend of this store."""
+        return LockAdapter(self)
+
+
+class LockAdapter:
+    """A lock backend: pass it as `Lock(..., backend=...)`."""
+
+    def __init__(self, provider: _Provider) -> None:
+        self._provider = provider
+
+    def _native(self) -> _tenure.Backend:
+        return self._provider._native("lock")
+
+    @property
+    def provider(self) -> _Provider:
+        """The provider it belongs to."""
+        return self._provider
+
+
+class MemoryProvider(_Provider):
+    """Leases in this process's memory: for tests, and for one process."""
+
+    kind = "memory"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._backend = _tenure.memory_backend()
+
+    async def open(self) -> None:
+        if self._backend is None:
+            self._backend = _tenure.memory_backend()
+
+    async def close(self) -> None:
+        """Nothing to close: the leases live as long as the provider."""
+
+
+class MemoryLockAdapter(LockAdapter):
+    """An in-process lock backend of its own."""
+
+    def __init__(self) -> None:
+        super().__init__(MemoryProvider())
+
+
+class SQLiteProvider(_Provider):
+    """Leases in one SQLite file, shared by every process on the host (grelmicro 0.44's tables).
+
+    `path` or the environment variable `{env_prefix}PATH` (default `SQLITE_PATH`) names the file.
+    """
+
+    kind = "sqlite"
+
+    def __init__(self, path: Optional[str] = None, *, env_prefix: str = "SQLITE_") -> None:
+        super().__init__()
+        path = path if path is not None else os.environ.get(f"{env_prefix}PATH")
+        if not path:
+            raise SettingsValidationError(f"no SQLite path given and {env_prefix}PATH is not set")
+        self.path = str(path)
+
+    def _url(self) -> str:
+        if self.path == ":memory:":
+            return "sqlite::memory:"
+        return "sqlite://" + quote(os.path.abspath(self.path))
+
+
+class RedisProvider(_Provider):
+    """Leases on a Redis (6+) or Valkey server (grelmicro 0.44's keys).
+
+    `url` (`redis://`, `rediss://`, `redis+cluster://`), or `host`/`port`/`db`/`password`, or the
+    environment variables `{env_prefix}URL` xor `{env_prefix}HOST` (+ `PORT`, `DB`, `PASSWORD`).
+    """
+
+    kind = "redis"
+
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        *,
+        host: Optional[str] = None,
+        port: Optional[int] = None,
+        db: Optional[int] = None,
+        password: Optional[str] = None,
+        env_prefix: str = "REDIS_",
+    ) -> None:
+        super().__init__()
+        if url is not None and host is not None:
+            raise SettingsValidationError("pass either `url` or `host`, not both")
+        if url is None and host is None:
+            url = os.environ.get(f"{env_prefix}URL") or None
+            host = os.environ.get(f"{env_prefix}HOST") or None
+            if url is not None and host is not None:
+                raise SettingsValidationError(f"set either {env_prefix}URL or {env_prefix}HOST, not both")
+            if url is None and host is None:
+                raise SettingsValidationError(f"either {env_prefix}URL or {env_prefix}HOST must be set")
+            port = port if port is not None else int(os.environ.get(f"{env_prefix}PORT", "6379"))
+            db = db if db is not None else int(os.environ.get(f"{env_prefix}DB", "0"))
+            password = password if password is not None else os.environ.get(f"{env_prefix}PASSWORD")
+        if url is None:
+            auth = f":{quote(password, safe='')}@" if password else ""
+            url = f"redis://{auth}{host}:{port or 6379}/{db or 0}"
+        self.url = url
+
+    def _url(self) -> str:
+        return self.url

@@ -1,0 +1,93 @@
+//! The stores, opened from URLs: `memory:`, `sqlite:…`, `redis://…` / `rediss://…`.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use tenure::MemoryBackend;
+use tenure::backend::LockBackend;
+
+use crate::bridge::{Fail, awaitable};
+
+/// An open store.
+#[pyclass(frozen, module = "tenure._tenure")]
+pub(crate) struct Backend {
+    pub(crate) lock: Arc<dyn LockBackend>,
+    kind: &'static str,
+    closer: Closer,
+}
+
+enum Closer {
+    Nothing,
+    Sqlite(tenure_sqlite::SqliteBackend),
+    Redis(tenure_redis::RedisBackend),
+}
+
+impl Backend {
+    fn memory() -> Self {
+        Self { lock: Arc::new(MemoryBackend::new()), kind: "memory", closer: Closer::Nothing }
+    }
+}
+
+#[pymethods]
+impl Backend {
+    /// `memory`, `sqlite` or `redis`.
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// Closes the store (SQLite vacates expired leases); later calls fail.
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let closing = match &self.closer {
+            Closer::Nothing => None,
+            Closer::Sqlite(s) => Some(Ok(s.clone())),
+            Closer::Redis(r) => Some(Err(r.clone())),
+        };
+        awaitable(py, async move {
+            match closing {
+                Some(Ok(sqlite)) => sqlite.close().await.map_err(|e| Fail::Connection(e.to_string()))?,
+                Some(Err(redis)) => redis.close(),
+                None => {}
+            }
+            Ok(())
+        })
+    }
+}
+
+/// A private in-process store.
+#[pyfunction]
+pub(crate) fn memory_backend() -> Backend {
+    Backend::memory()
+}
+
+/// Opens the store at `url`; an awaitable of a [`Backend`].
+#[pyfunction]
+pub(crate) fn open_backend(py: Python<'_>, url: String) -> PyResult<Bound<'_, PyAny>> {
+    awaitable(py, async move {
+        let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or_default();
+        match scheme {
+            "memory" => Ok(Backend::memory()),
+            "sqlite" => {
+                let options = tenure_sqlite::SqliteOptions::from_url(&url).map_err(settings)?;
+                let store = options.open().await.map_err(open_error)?;
+                Ok(Backend { lock: Arc::new(store.clone()), kind: "sqlite", closer: Closer::Sqlite(store) })
+            }
+            _ => {
+                let options = tenure_redis::RedisOptions::from_url(&url).map_err(settings)?;
+                let store = options.open().await.map_err(open_error)?;
+                Ok(Backend { lock: Arc::new(store.clone()), kind: "redis", closer: Closer::Redis(store) })
+            }
+        }
+    })
+}
+
+fn settings(e: tenure::core::SettingsError) -> Fail {
+    Fail::Core(tenure::Error::Settings(e))
+}
+
+fn open_error(e: tenure::OpenError) -> Fail {
+    match e {
+        tenure::OpenError::Settings(e) => settings(e),
+        other => Fail::Connection(other.to_string()),
+    }
+}

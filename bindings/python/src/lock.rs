@@ -1,0 +1,155 @@
+//! `Lock` and its per-task `Holder`: the Python `Lock` keeps one holder per asyncio task, so a
+//! nested acquire in one task is refused (`LockReentrantError`) and other tasks wait.
+
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use tenure::{LockHandle, WorkerId};
+use tenure_tokio::Tokio;
+
+use crate::backend::Backend;
+use crate::bridge::{Fail, awaitable};
+use crate::{py_error, runtime, seconds};
+
+/// A lock on a backend, configured as grelmicro's `Lock(...)` is.
+#[pyclass(frozen, module = "tenure._tenure")]
+pub(crate) struct Lock {
+    inner: tenure::Lock<Tokio>,
+}
+
+#[pymethods]
+impl Lock {
+    #[new]
+    #[pyo3(signature = (name, backend, *, worker=None, lease_duration=None, retry_interval=None, retry_jitter=None, backend_timeout=None, env_prefix=None, env_load=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        name: &str,
+        backend: &Backend,
+        worker: Option<&str>,
+        lease_duration: Option<f64>,
+        retry_interval: Option<f64>,
+        retry_jitter: Option<f64>,
+        backend_timeout: Option<f64>,
+        env_prefix: Option<&str>,
+        env_load: Option<bool>,
+    ) -> PyResult<Self> {
+        let mut builder = tenure::Lock::builder(name, runtime()).shared_backend(backend.lock.clone());
+        if let Some(worker) = worker {
+            builder = builder.worker(WorkerId::new(worker).map_err(|e| py_error(py, &e))?);
+        }
+        if let Some(value) = lease_duration {
+            builder = builder.lease_duration(seconds(py, "lease_duration", value)?);
+        }
+        if let Some(value) = retry_interval {
+            builder = builder.retry_interval(seconds(py, "retry_interval", value)?);
+        }
+        if let Some(value) = retry_jitter {
+            builder = builder.retry_jitter(value);
+        }
+        if let Some(value) = backend_timeout {
+            builder = builder.backend_timeout(seconds(py, "backend_timeout", value)?);
+        }
+        if let Some(prefix) = env_prefix {
+            builder = builder.env_prefix(prefix);
+        }
+        if let Some(load) = env_load {
+            builder = builder.env_load(load);
+        }
+        Ok(Self { inner: builder.build().map_err(|e| py_error(py, &e))? })
+    }
+
+    /// The lock name.
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name().as_str().to_owned()
+    }
+
+    /// The resolved configuration: worker, lease_duration, retry_interval, retry_jitter,
+    /// backend_timeout (seconds as floats).
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let config = self.inner.config();
+        let dict = PyDict::new(py);
+        dict.set_item("worker", config.worker().as_str())?;
+        dict.set_item("lease_duration", config.lease_duration().as_secs_f64())?;
+        dict.set_item("retry_interval", config.retry_interval().as_secs_f64())?;
+        dict.set_item("retry_jitter", config.retry_jitter())?;
+        dict.set_item("backend_timeout", config.backend_timeout().as_secs_f64())?;
+        Ok(dict)
+    }
+
+    /// A new holder (one per task).
+    fn holder(&self) -> Holder {
+        Holder { inner: self.inner.holder() }
+    }
+
+    /// Whether anyone holds the lock.
+    fn locked<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let lock = self.inner.clone();
+        awaitable(py, async move { lock.locked().await.map_err(Fail::from) })
+    }
+}
+
+/// One holder of a lock: its own ownership token per acquisition.
+#[pyclass(frozen, module = "tenure._tenure")]
+pub(crate) struct Holder {
+    inner: tenure::LockHolder<Tokio>,
+}
+
+/// A handle as Python receives it: `(name, token, fencing_token)`.
+type HandleTuple = (String, String, u64);
+
+fn handle(h: &LockHandle) -> HandleTuple {
+    (h.name.as_str().to_owned(), h.token.as_str().to_owned(), h.fencing_token.get())
+}
+
+impl Holder {
+    fn run<'py, T, F>(
+        &self,
+        py: Python<'py>,
+        call: impl FnOnce(tenure::LockHolder<Tokio>) -> F,
+    ) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: std::future::Future<Output = Result<T, tenure::Error>> + Send + 'static,
+        T: for<'a> IntoPyObject<'a> + Send + 'static,
+    {
+        let future = call(self.inner.clone());
+        awaitable(py, async move { future.await.map_err(Fail::from) })
+    }
+}
+
+#[pymethods]
+impl Holder {
+    /// Acquires, waiting up to `timeout` seconds (`None`: forever).
+    #[pyo3(signature = (timeout=None))]
+    fn acquire<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyAny>> {
+        let timeout: Option<Duration> = timeout.map(|t| seconds(py, "timeout", t)).transpose()?;
+        self.run(py, move |h| async move { h.acquire(timeout).await.map(|x| handle(&x)) })
+    }
+
+    /// One attempt; `WouldBlockError` if another holder has the lock.
+    fn acquire_nowait<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.run(py, |h| async move { h.acquire_nowait().await.map(|x| handle(&x)) })
+    }
+
+    /// Renews the lease for another `lease_duration`.
+    fn extend<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.run(py, |h| async move { h.extend().await.map(|x| handle(&x)) })
+    }
+
+    /// Releases; `LockNotOwnedError` if this holder does not hold it.
+    fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.run(py, |h| async move { h.release().await })
+    }
+
+    /// Whether this holder holds a live lease on the store.
+    fn owned<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.run(py, |h| async move { h.owned().await })
+    }
+
+    /// Whether this holder believes it holds the lock now (no store call).
+    fn is_held(&self) -> bool {
+        self.inner.is_held()
+    }
+}

@@ -1,0 +1,100 @@
+"""`Lock` on SQLite and Redis: providers open and close, and several processes contend through
+one store with strictly increasing fencing tokens and no overlapping critical sections."""
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from tenure import Lock, OutOfContextError, RedisProvider, SQLiteProvider
+
+REDIS_URL = os.environ.get("TENURE_REDIS_URL", "redis://127.0.0.1:6379")
+
+WORKER = r"""
+import asyncio, sys
+from tenure import Lock, RedisProvider, SQLiteProvider
+
+async def main(kind, where, log, rounds):
+    provider = SQLiteProvider(where) if kind == "sqlite" else RedisProvider(where)
+    async with provider:
+        lock = Lock("shared", backend=provider.lock(), retry_interval=0.01, env_load=False)
+        for _ in range(rounds):
+            async with lock as handle:
+                with open(log, "a") as f:
+                    f.write(f"start {handle.fencing_token}\n")
+                await asyncio.sleep(0.01)
+                with open(log, "a") as f:
+                    f.write(f"end {handle.fencing_token}\n")
+
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
+"""
+
+
+def contend(kind, where, tmp_path, processes=3, rounds=5):
+    log = tmp_path / "sections.log"
+    workers = [
+        subprocess.Popen([sys.executable, "-c", WORKER, kind, where, str(log), str(rounds)])
+        for _ in range(processes)
+    ]
+    for worker in workers:
+        assert worker.wait(timeout=60) == 0
+    words = log.read_text().split()
+    pairs = list(zip(words[0::2], words[1::2]))  # ("start" | "end", fence)
+    assert len(pairs) == 2 * processes * rounds
+    last = 0
+    for (start, fence), (end, same) in zip(pairs[0::2], pairs[1::2]):
+        assert (start, end) == ("start", "end"), "a section started inside another"
+        assert fence == same
+        assert int(fence) > last, "fencing tokens must strictly increase"
+        last = int(fence)
+
+
+def test_processes_contend_through_one_sqlite_file(tmp_path):
+    contend("sqlite", str(tmp_path / "locks.db"), tmp_path)
+
+
+def test_processes_contend_through_one_redis(tmp_path):
+    prefix = f"tenure-py-{uuid.uuid4().hex}:"
+    contend("redis", f"{REDIS_URL}/?prefix={prefix}", tmp_path)
+
+
+def test_a_provider_must_be_open_to_be_used(tmp_path):
+    async def main():
+        provider = SQLiteProvider(str(tmp_path / "x.db"))
+        lock = Lock("cart", backend=provider.lock(), env_load=False)
+        with pytest.raises(OutOfContextError) as caught:
+            await lock.acquire()
+        assert "SQLiteProvider" in str(caught.value)
+        async with provider:
+            handle = await lock.acquire()
+            assert handle.fencing_token == 1
+            await lock.release()
+        with pytest.raises(OutOfContextError):
+            await lock.acquire()
+
+    asyncio.run(main())
+
+
+def test_redis_settings_come_from_arguments_or_the_environment(monkeypatch):
+    assert RedisProvider(host="h", port=7000, db=2, password="p@ss").url == "redis://:p%40ss@h:7000/2"
+    monkeypatch.setenv("REDIS_URL", "redis://cache:6379/1")
+    assert RedisProvider().url == "redis://cache:6379/1"
+    monkeypatch.setenv("REDIS_HOST", "cache")
+    with pytest.raises(ValueError, match="not both"):
+        RedisProvider()
+
+
+def test_an_unreachable_redis_fails_fast_without_the_password():
+    async def main():
+        started = time.monotonic()
+        with pytest.raises(ConnectionError) as caught:
+            async with RedisProvider("redis://:hunter2@127.0.0.1:1/0?connect_timeout=0.5"):
+                pass
+        assert time.monotonic() - started < 5
+        assert "hunter2" not in str(caught.value)
+
+    asyncio.run(main())
