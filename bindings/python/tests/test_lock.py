@@ -85,6 +85,33 @@ def test_another_task_waits_until_the_release():
     run(main())
 
 
+def test_a_cancelled_acquire_does_not_take_the_lock_later():
+    async def main():
+        l = lock(retry_interval=60)
+        await l.acquire()
+
+        async def waiter():
+            await l.acquire()
+
+        task = asyncio.create_task(waiter())
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.create_task(waiter()), 0.05)
+        await l.release()
+
+        async def third():
+            handle = await l.acquire_nowait()  # nobody took it on the release
+            await l.release()
+            return handle.fencing_token
+
+        assert await asyncio.create_task(third()) == 2
+
+    run(main())
+
+
 def test_a_bounded_acquire_raises_a_lock_timeout_error_that_is_a_timeout_error():
     async def main():
         l = lock()
