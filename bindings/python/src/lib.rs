@@ -8,6 +8,7 @@
 mod backend;
 mod bridge;
 mod lock;
+mod task_lock;
 
 use std::time::Duration;
 
@@ -40,11 +41,36 @@ pub(crate) fn seconds(py: Python<'_>, field: &str, value: f64) -> PyResult<Durat
     tenure::core::time::seconds(field, value).map_err(|e| py_error(py, &e))
 }
 
+/// Applies the settings `Lock` and `TaskLock` share to `builder`: the worker, the lease, the
+/// backend timeout and the environment options.
+#[macro_export]
+macro_rules! common_settings {
+    ($py:expr, $builder:ident, $worker:ident, $lease:ident, $backend_timeout:ident, $env_prefix:ident, $env_load:ident) => {
+        if let Some(worker) = $worker {
+            $builder = $builder.worker(tenure::WorkerId::new(worker).map_err(|e| $crate::py_error($py, &e))?);
+        }
+        if let Some(value) = $lease {
+            $builder = $builder.lease_duration($crate::seconds($py, "lease_duration", value)?);
+        }
+        if let Some(value) = $backend_timeout {
+            $builder = $builder.backend_timeout($crate::seconds($py, "backend_timeout", value)?);
+        }
+        if let Some(prefix) = $env_prefix {
+            $builder = $builder.env_prefix(prefix);
+        }
+        if let Some(load) = $env_load {
+            $builder = $builder.env_load(load);
+        }
+    };
+}
+
 #[pymodule]
 fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<backend::Backend>()?;
     m.add_class::<lock::Lock>()?;
     m.add_class::<lock::Holder>()?;
+    m.add_class::<task_lock::TaskLock>()?;
+    m.add_class::<task_lock::TaskGuard>()?;
     m.add_function(wrap_pyfunction!(backend::memory_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backend::open_backend, m)?)?;
     m.add_function(wrap_pyfunction!(bridge::shutdown, m)?)?;

@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use tenure::{LockHandle, WorkerId};
+use tenure::LockHandle;
 use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
 use crate::bridge::{Fail, awaitable};
-use crate::{py_error, runtime, seconds};
+use crate::{common_settings, py_error, runtime, seconds};
 
 /// A lock on a backend, configured as grelmicro's `Lock(...)` is.
 #[pyclass(frozen, module = "tenure._tenure")]
@@ -36,26 +36,12 @@ impl Lock {
         env_load: Option<bool>,
     ) -> PyResult<Self> {
         let mut builder = tenure::Lock::builder(name, runtime()).shared_backend(backend.lock.clone());
-        if let Some(worker) = worker {
-            builder = builder.worker(WorkerId::new(worker).map_err(|e| py_error(py, &e))?);
-        }
-        if let Some(value) = lease_duration {
-            builder = builder.lease_duration(seconds(py, "lease_duration", value)?);
-        }
+        common_settings!(py, builder, worker, lease_duration, backend_timeout, env_prefix, env_load);
         if let Some(value) = retry_interval {
             builder = builder.retry_interval(seconds(py, "retry_interval", value)?);
         }
         if let Some(value) = retry_jitter {
             builder = builder.retry_jitter(value);
-        }
-        if let Some(value) = backend_timeout {
-            builder = builder.backend_timeout(seconds(py, "backend_timeout", value)?);
-        }
-        if let Some(prefix) = env_prefix {
-            builder = builder.env_prefix(prefix);
-        }
-        if let Some(load) = env_load {
-            builder = builder.env_load(load);
         }
         Ok(Self { inner: builder.build().map_err(|e| py_error(py, &e))? })
     }

@@ -5,6 +5,7 @@ import atexit
 
 from tenure import _tenure
 from tenure._lock import Lock, LockHandle
+from tenure._task_lock import TaskLock
 from tenure._providers import LockAdapter, MemoryLockAdapter, MemoryProvider, RedisProvider, SQLiteProvider
 from tenure.errors import (
     CoordinationError,
@@ -38,6 +39,7 @@ __all__ = [
     "RedisProvider",
     "SQLiteProvider",
     "SettingsValidationError",
+    "TaskLock",
     "TenureError",
     "WouldBlockError",
 ]

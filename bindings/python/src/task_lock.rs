@@ -1,0 +1,109 @@
+//! `TaskLock`: at most one run per `min_hold_duration` window across every worker.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use tenure_tokio::Tokio;
+
+use crate::backend::Backend;
+use crate::bridge::{Fail, awaitable};
+use crate::{common_settings, py_error, runtime};
+
+/// A task lock on a backend, configured as grelmicro's `TaskLock(...)` is.
+#[pyclass(frozen, module = "tenure._tenure")]
+pub(crate) struct TaskLock {
+    inner: tenure::TaskLock<Tokio>,
+}
+
+#[pymethods]
+impl TaskLock {
+    #[new]
+    #[pyo3(signature = (name, backend, *, worker=None, min_hold_duration=None, lease_duration=None, backend_timeout=None, env_prefix=None, env_load=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        name: &str,
+        backend: &Backend,
+        worker: Option<&str>,
+        min_hold_duration: Option<f64>,
+        lease_duration: Option<f64>,
+        backend_timeout: Option<f64>,
+        env_prefix: Option<&str>,
+        env_load: Option<bool>,
+    ) -> PyResult<Self> {
+        let mut builder = tenure::TaskLock::builder(name, runtime()).shared_backend(backend.lock.clone());
+        common_settings!(py, builder, worker, lease_duration, backend_timeout, env_prefix, env_load);
+        if let Some(value) = min_hold_duration {
+            builder = builder.min_hold_duration(crate::seconds(py, "min_hold_duration", value)?);
+        }
+        Ok(Self { inner: builder.build().map_err(|e| py_error(py, &e))? })
+    }
+
+    /// The resolved configuration (seconds as floats).
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let config = self.inner.config();
+        let dict = PyDict::new(py);
+        dict.set_item("worker", config.worker().as_str())?;
+        dict.set_item("min_hold_duration", config.min_hold_duration().as_secs_f64())?;
+        dict.set_item("lease_duration", config.lease_duration().as_secs_f64())?;
+        dict.set_item("backend_timeout", config.backend_timeout().as_secs_f64())?;
+        Ok(dict)
+    }
+
+    /// Takes the lock or fails at once (`WouldBlockError`): an awaitable of a [`TaskGuard`].
+    fn enter<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let lock = self.inner.clone();
+        awaitable(py, async move {
+            let guard = lock.enter().await?;
+            let fencing_token = guard.fencing_token().get();
+            let name = lock.name().as_str().to_owned();
+            Ok(TaskGuard { guard: Arc::new(tokio::sync::Mutex::new(Some(guard))), fencing_token, name })
+        })
+    }
+
+    /// Whether anyone holds the task lock.
+    fn locked<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let lock = self.inner.clone();
+        awaitable(py, async move { lock.locked().await.map_err(Fail::from) })
+    }
+}
+
+/// One run under a task lock.
+#[pyclass(frozen, module = "tenure._tenure")]
+pub(crate) struct TaskGuard {
+    guard: Arc<tokio::sync::Mutex<Option<tenure::TaskLockGuard<Tokio>>>>,
+    fencing_token: u64,
+    name: String,
+}
+
+#[pymethods]
+impl TaskGuard {
+    /// The fencing token of this run.
+    #[getter]
+    fn fencing_token(&self) -> u64 {
+        self.fencing_token
+    }
+
+    /// Renews the lease for another `lease_duration`.
+    fn extend<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let (guard, name) = (self.guard.clone(), self.name.clone());
+        awaitable(py, async move {
+            match guard.lock().await.as_mut() {
+                Some(guard) => guard.extend().await.map_err(Fail::from),
+                None => Err(Fail::Core(tenure::Error::NotOwned { name })),
+            }
+        })
+    }
+
+    /// Ends the run, keeping the lock until the minimum hold has passed.
+    fn exit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let (guard, name) = (self.guard.clone(), self.name.clone());
+        awaitable(py, async move {
+            match guard.lock().await.take() {
+                Some(guard) => guard.exit().await.map_err(Fail::from),
+                None => Err(Fail::Core(tenure::Error::NotOwned { name })),
+            }
+        })
+    }
+}

@@ -1,0 +1,67 @@
+"""`TaskLock`: one run per `min_hold_duration` window across workers (spec §1.5, §3.4, §8.5)."""
+
+import asyncio
+
+import pytest
+
+from tenure import LockNotOwnedError, LockReentrantError, MemoryProvider, SettingsValidationError, TaskLock, WouldBlockError
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def task_lock(provider, **kwargs):
+    return TaskLock("nightly", backend=provider.lock(), env_load=False, **kwargs)
+
+
+def test_a_second_worker_is_refused_within_the_min_hold_and_runs_after_it():
+    async def main():
+        provider = MemoryProvider()
+        first, second = task_lock(provider, min_hold_duration=0.2), task_lock(provider, min_hold_duration=0.2)
+        async with first:
+            assert first.fencing_token == 1
+        # The run is over but the window is not: another worker is turned away.
+        with pytest.raises(WouldBlockError):
+            async with second:
+                pass
+        assert await second.locked()
+        await asyncio.sleep(0.3)
+        async with second:
+            assert second.fencing_token == 2
+
+    run(main())
+
+
+def test_an_instance_cannot_be_entered_twice():
+    async def main():
+        lock = task_lock(MemoryProvider(), min_hold_duration=0.05)
+        async with lock:
+            with pytest.raises(LockReentrantError):
+                async with lock:
+                    pass
+
+    run(main())
+
+
+def test_extend_renews_the_run_and_needs_one():
+    async def main():
+        lock = task_lock(MemoryProvider(), min_hold_duration=0.05, lease_duration=1)
+        with pytest.raises(LockNotOwnedError):
+            await lock.extend()
+        async with lock:
+            await lock.extend()
+            await lock.refresh()
+
+    run(main())
+
+
+def test_the_min_hold_may_not_exceed_the_lease():
+    with pytest.raises(SettingsValidationError):
+        task_lock(MemoryProvider(), min_hold_duration=10, lease_duration=5)
+
+
+def test_the_environment_configures_a_task_lock(monkeypatch):
+    monkeypatch.setenv("GREL_TASKLOCK_NIGHTLY_MIN_HOLD_DURATION", "3")
+    lock = TaskLock("nightly", backend=MemoryProvider().lock())
+    assert lock.config["min_hold_duration"] == 3.0
