@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use tenure::MemoryBackend;
-use tenure::backend::LockBackend;
+use tenure::backend::{LeaderElectionBackend, LockBackend};
 
 use crate::bridge::{Fail, awaitable};
 
@@ -12,6 +12,7 @@ use crate::bridge::{Fail, awaitable};
 #[pyclass(frozen, module = "tenure._tenure")]
 pub(crate) struct Backend {
     pub(crate) lock: Arc<dyn LockBackend>,
+    pub(crate) leader: Arc<dyn LeaderElectionBackend>,
     kind: &'static str,
     closer: Closer,
 }
@@ -24,7 +25,8 @@ enum Closer {
 
 impl Backend {
     fn memory() -> Self {
-        Self { lock: Arc::new(MemoryBackend::new()), kind: "memory", closer: Closer::Nothing }
+        let store = MemoryBackend::new();
+        Self { lock: Arc::new(store.clone()), leader: Arc::new(store), kind: "memory", closer: Closer::Nothing }
     }
 }
 
@@ -70,12 +72,14 @@ pub(crate) fn open_backend(py: Python<'_>, url: String) -> PyResult<Bound<'_, Py
             "sqlite" => {
                 let options = tenure_sqlite::SqliteOptions::from_url(&url).map_err(settings)?;
                 let store = options.open().await.map_err(open_error)?;
-                Ok(Backend { lock: Arc::new(store.clone()), kind: "sqlite", closer: Closer::Sqlite(store) })
+                let (lock, leader) = (Arc::new(store.clone()), Arc::new(store.clone()));
+                Ok(Backend { lock, leader, kind: "sqlite", closer: Closer::Sqlite(store) })
             }
             _ => {
                 let options = tenure_redis::RedisOptions::from_url(&url).map_err(settings)?;
                 let store = options.open().await.map_err(open_error)?;
-                Ok(Backend { lock: Arc::new(store.clone()), kind: "redis", closer: Closer::Redis(store) })
+                let (lock, leader) = (Arc::new(store.clone()), Arc::new(store.clone()));
+                Ok(Backend { lock, leader, kind: "redis", closer: Closer::Redis(store) })
             }
         }
     })

@@ -7,6 +7,7 @@
 
 mod backend;
 mod bridge;
+mod election;
 mod lock;
 mod task_lock;
 
@@ -41,6 +42,20 @@ pub(crate) fn seconds(py: Python<'_>, field: &str, value: f64) -> PyResult<Durat
     tenure::core::time::seconds(field, value).map_err(|e| py_error(py, &e))
 }
 
+/// A resolved configuration as Python sees it: the worker and the given numbers.
+pub(crate) fn config_dict<'py>(
+    py: Python<'py>,
+    worker: &tenure::WorkerId,
+    values: &[(&str, f64)],
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    let dict = pyo3::types::PyDict::new(py);
+    dict.set_item("worker", worker.as_str())?;
+    for (key, value) in values {
+        dict.set_item(*key, *value)?;
+    }
+    Ok(dict)
+}
+
 /// Applies the settings `Lock` and `TaskLock` share to `builder`: the worker, the lease, the
 /// backend timeout and the environment options.
 #[macro_export]
@@ -71,6 +86,7 @@ fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lock::Holder>()?;
     m.add_class::<task_lock::TaskLock>()?;
     m.add_class::<task_lock::TaskGuard>()?;
+    m.add_class::<election::LeaderElection>()?;
     m.add_function(wrap_pyfunction!(backend::memory_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backend::open_backend, m)?)?;
     m.add_function(wrap_pyfunction!(bridge::shutdown, m)?)?;

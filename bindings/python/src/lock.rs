@@ -55,14 +55,14 @@ impl Lock {
     /// The resolved configuration: worker, lease_duration, retry_interval, retry_jitter,
     /// backend_timeout (seconds as floats).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let config = self.inner.config();
-        let dict = PyDict::new(py);
-        dict.set_item("worker", config.worker().as_str())?;
-        dict.set_item("lease_duration", config.lease_duration().as_secs_f64())?;
-        dict.set_item("retry_interval", config.retry_interval().as_secs_f64())?;
-        dict.set_item("retry_jitter", config.retry_jitter())?;
-        dict.set_item("backend_timeout", config.backend_timeout().as_secs_f64())?;
-        Ok(dict)
+        let c = self.inner.config();
+        let values = [
+            ("lease_duration", c.lease_duration().as_secs_f64()),
+            ("retry_interval", c.retry_interval().as_secs_f64()),
+            ("retry_jitter", c.retry_jitter()),
+            ("backend_timeout", c.backend_timeout().as_secs_f64()),
+        ];
+        crate::config_dict(py, c.worker(), &values)
     }
 
     /// A new holder (one per task).

@@ -42,13 +42,13 @@ impl TaskLock {
 
     /// The resolved configuration (seconds as floats).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let config = self.inner.config();
-        let dict = PyDict::new(py);
-        dict.set_item("worker", config.worker().as_str())?;
-        dict.set_item("min_hold_duration", config.min_hold_duration().as_secs_f64())?;
-        dict.set_item("lease_duration", config.lease_duration().as_secs_f64())?;
-        dict.set_item("backend_timeout", config.backend_timeout().as_secs_f64())?;
-        Ok(dict)
+        let c = self.inner.config();
+        let values = [
+            ("min_hold_duration", c.min_hold_duration().as_secs_f64()),
+            ("lease_duration", c.lease_duration().as_secs_f64()),
+            ("backend_timeout", c.backend_timeout().as_secs_f64()),
+        ];
+        crate::config_dict(py, c.worker(), &values)
     }
 
     /// Takes the lock or fails at once (`WouldBlockError`): an awaitable of a [`TaskGuard`].

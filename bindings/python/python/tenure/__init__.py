@@ -5,8 +5,17 @@ import atexit
 
 from tenure import _tenure
 from tenure._lock import Lock, LockHandle
+from tenure._election import LeaderElection, LeaderRecord
 from tenure._task_lock import TaskLock
-from tenure._providers import LockAdapter, MemoryLockAdapter, MemoryProvider, RedisProvider, SQLiteProvider
+from tenure._providers import (
+    LeaderElectionAdapter,
+    LockAdapter,
+    MemoryLeaderElectionAdapter,
+    MemoryLockAdapter,
+    MemoryProvider,
+    RedisProvider,
+    SQLiteProvider,
+)
 from tenure.errors import (
     CoordinationError,
     LockAcquireError,
@@ -25,6 +34,9 @@ atexit.register(_tenure.shutdown)
 
 __all__ = [
     "CoordinationError",
+    "LeaderElection",
+    "LeaderElectionAdapter",
+    "LeaderRecord",
     "Lock",
     "LockAcquireError",
     "LockAdapter",
@@ -33,6 +45,7 @@ __all__ = [
     "LockReentrantError",
     "LockReleaseError",
     "LockTimeoutError",
+    "MemoryLeaderElectionAdapter",
     "MemoryLockAdapter",
     "MemoryProvider",
     "OutOfContextError",

@@ -9,8 +9,9 @@ from uuid import UUID
 
 from tenure import _tenure
 from tenure._durations import Seconds, seconds
+from tenure._primitive import Primitive
 from tenure._providers import LockAdapter, MemoryLockAdapter
-from tenure.errors import LockNotOwnedError, OutOfContextError
+from tenure.errors import LockNotOwnedError
 
 
 class LockHandle(NamedTuple):
@@ -22,10 +23,13 @@ class LockHandle(NamedTuple):
     fencing_token: int
 
 
-class Lock:
+class Lock(Primitive):
     """A distributed lock. Each asyncio task is its own holder: a nested acquire in one task raises
     `LockReentrantError`, other tasks wait. Use `async with lock as handle:` and send
     `handle.fencing_token` with every write the lock protects."""
+
+    _native_class = _tenure.Lock
+    _backend_hint = "a MemoryLockAdapter() for a per-process lock, or provider.lock() of an open provider"
 
     def __init__(
         self,
@@ -40,55 +44,24 @@ class Lock:
         env_prefix: Optional[str] = None,
         env_load: Optional[bool] = None,
     ) -> None:
-        self._settings: dict[str, Any] = {
-            "worker": None if worker is None else str(worker),
-            "lease_duration": seconds("lease_duration", lease_duration),
-            "retry_interval": seconds("retry_interval", retry_interval),
-            "retry_jitter": retry_jitter,
-            "backend_timeout": seconds("backend_timeout", backend_timeout),
-            "env_prefix": env_prefix,
-            "env_load": env_load,
-        }
-        self._name = name
-        self._backend = backend
-        # Built now so a bad name or setting fails here, as in grelmicro.
-        probe = _tenure.Lock(name, _tenure.memory_backend(), **self._settings)
-        if self._settings["worker"] is None:
-            self._settings["worker"] = probe.config()["worker"]
-        self._native: Optional[_tenure.Lock] = None
-        self._native_backend: Optional[_tenure.Backend] = None
+        super().__init__(
+            name,
+            backend,
+            worker,
+            env_prefix,
+            env_load,
+            lease_duration=lease_duration,
+            retry_interval=retry_interval,
+            retry_jitter=retry_jitter,
+            backend_timeout=backend_timeout,
+        )
         self._holders: weakref.WeakKeyDictionary[Any, _tenure.Holder] = weakref.WeakKeyDictionary()
 
-    @property
-    def name(self) -> str:
-        """The lock name."""
-        return self._name
-
-    @property
-    def backend(self) -> LockAdapter:
-        """The lock backend."""
-        if self._backend is None:
-            raise OutOfContextError(
-                f"Lock('{self._name}') resolved no backend. Pass backend= (a MemoryLockAdapter() for a "
-                "per-process lock, or provider.lock() of an open provider)."
-            )
-        return self._backend
-
-    @property
-    def config(self) -> dict[str, Any]:
-        """The resolved settings (seconds as floats)."""
-        return dict(self._lock().config()) if self._backend is not None else dict(self._settings)
-
-    def _lock(self) -> _tenure.Lock:
-        native = self.backend._native()
-        if self._native is None or self._native_backend is not native:
-            self._native = _tenure.Lock(self._name, native, **self._settings)
-            self._native_backend = native
-            self._holders = weakref.WeakKeyDictionary()
-        return self._native
+    def _rebuilt(self) -> None:
+        self._holders = weakref.WeakKeyDictionary()
 
     def _holder(self, create: bool) -> Optional[_tenure.Holder]:
-        lock = self._lock()
+        lock = self._built()
         task = asyncio.current_task()
         if task is None:
             raise RuntimeError("Lock must be used from an asyncio task (use from_thread from other threads)")
@@ -127,7 +100,7 @@ class Lock:
 
     async def locked(self) -> bool:
         """Whether anyone holds the lock."""
-        return bool(await self._lock().locked())
+        return bool(await self._built().locked())
 
     async def owned(self) -> bool:
         """Whether this task holds a live lease."""

@@ -55,6 +55,10 @@ class _Provider:
         """The lock backend of this store."""
         return LockAdapter(self)
 
+    def leaderelection(self) -> LeaderElectionAdapter:
+        """The leader-election backend of this store."""
+        return LeaderElectionAdapter(self)
+
 
 class LockAdapter:
     """A lock backend: pass it as `Lock(..., backend=...)`."""
@@ -69,6 +73,13 @@ class LockAdapter:
     def provider(self) -> _Provider:
         """The provider it belongs to."""
         return self._provider
+
+
+class LeaderElectionAdapter(LockAdapter):
+    """A leader-election backend: pass it as `LeaderElection(..., backend=...)`."""
+
+    def _native(self) -> _tenure.Backend:
+        return self._provider._native("leaderelection")
 
 
 class MemoryProvider(_Provider):
@@ -90,6 +101,13 @@ class MemoryProvider(_Provider):
 
 class MemoryLockAdapter(LockAdapter):
     """An in-process lock backend of its own."""
+
+    def __init__(self) -> None:
+        super().__init__(MemoryProvider())
+
+
+class MemoryLeaderElectionAdapter(LeaderElectionAdapter):
+    """An in-process leader-election backend of its own."""
 
     def __init__(self) -> None:
         super().__init__(MemoryProvider())

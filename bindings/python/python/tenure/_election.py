@@ -1,0 +1,186 @@
+"""`LeaderElection`: one leader among the workers sharing a name, renewed in the background.
+
+Run it as a task — `asyncio.create_task(election())` — and cancel the task (or pass `stop=`
+an `asyncio.Event`) to stop: leadership ends at once and the lease is released, so a follower
+takes over without waiting for it to expire."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta, timezone
+from typing import Any, Awaitable, Callable, Mapping, NamedTuple, Optional, TypeVar, Union
+from uuid import UUID
+
+from tenure import _tenure
+from tenure._durations import Seconds
+from tenure._primitive import Primitive
+from tenure._providers import LeaderElectionAdapter
+from tenure.errors import WouldBlockError
+
+T = TypeVar("T")
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+class LeaderRecord(NamedTuple):
+    """The lease as the store reports it (shaped like Kubernetes' `LeaderElectionRecord`)."""
+
+    holder: str
+    lease_duration: timedelta
+    acquired_at: datetime
+    renewed_at: datetime
+    transitions: int
+    metadata: Mapping[str, str]
+
+
+class _LeaderGuard:
+    """`async with election.guard():` enters only while this worker leads."""
+
+    def __init__(self, election: LeaderElection) -> None:
+        self._election = election
+
+    async def __aenter__(self) -> _LeaderGuard:
+        if not self._election.is_leader():
+            error = WouldBlockError(f"Not leader: {self._election.name}")
+            error.name = self._election.name
+            raise error
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+class LeaderElection(Primitive):
+    """A leader election (grelmicro's `LeaderElection`)."""
+
+    _native_class = _tenure.LeaderElection
+    _backend_hint = (
+        "a MemoryLeaderElectionAdapter() for one process, or provider.leaderelection() of an open provider"
+    )
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        backend: Optional[LeaderElectionAdapter] = None,
+        worker: Union[str, UUID, None] = None,
+        lease_duration: Optional[Seconds] = None,
+        renew_deadline: Optional[Seconds] = None,
+        retry_interval: Optional[Seconds] = None,
+        retry_jitter: Optional[float] = None,
+        backend_timeout: Optional[Seconds] = None,
+        error_interval: Optional[Seconds] = None,
+        env_prefix: Optional[str] = None,
+        env_load: Optional[bool] = None,
+        metadata: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        super().__init__(
+            name,
+            backend,
+            worker,
+            env_prefix,
+            env_load,
+            lease_duration=lease_duration,
+            renew_deadline=renew_deadline,
+            retry_interval=retry_interval,
+            retry_jitter=retry_jitter,
+            backend_timeout=backend_timeout,
+            error_interval=error_interval,
+            metadata=None if metadata is None else dict(metadata),
+        )
+
+    def _election(self) -> Any:
+        return self._built()
+
+    async def __call__(self, *, ready: Optional[asyncio.Event] = None, stop: Optional[asyncio.Event] = None) -> None:
+        """Runs the election until `stop` is set or the task is cancelled; then releases."""
+        election = self._election()
+        running = asyncio.ensure_future(election.run())
+        if ready is not None:
+            ready.set()
+        try:
+            if stop is None:
+                await running
+            else:
+                stopping = asyncio.ensure_future(stop.wait())
+                await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                stopping.cancel()
+        finally:
+            await election.stop()
+            running.cancel()
+
+    def is_running(self) -> bool:
+        """Whether the loop runs."""
+        return self._native is not None and self._native.is_running()
+
+    def is_leader(self) -> bool:
+        """Whether this worker leads now (advisory: fence your writes)."""
+        return self._native is not None and self._native.is_leader()
+
+    def last_confirmation_age(self) -> Optional[float]:
+        """Seconds since the store last confirmed this worker's leadership; `None` if not leading."""
+        return None if self._native is None else self._native.last_confirmation_age()
+
+    def is_leader_confirmed_within(self, max_age: float) -> bool:
+        """Whether this worker leads and the store confirmed it at most `max_age` seconds ago."""
+        return self._native is not None and self._native.is_leader_confirmed_within(float(max_age))
+
+    async def wait_for_leader(self) -> None:
+        """Waits until this worker leads (the loop must be running)."""
+        await self._election().wait_for_leader()
+
+    async def wait_lose_leader(self) -> None:
+        """Waits until this worker does not lead."""
+        await self._election().wait_lose_leader()
+
+    @property
+    def record(self) -> Optional[LeaderRecord]:
+        """The last record the store returned, if any."""
+        raw = None if self._native is None else self._native.record()
+        if raw is None:
+            return None
+        holder, lease, acquired_us, renewed_us, transitions, metadata = raw
+        return LeaderRecord(
+            holder,
+            timedelta(seconds=lease),
+            _EPOCH + timedelta(microseconds=acquired_us),
+            _EPOCH + timedelta(microseconds=renewed_us),
+            transitions,
+            metadata,
+        )
+
+    def guard(self) -> _LeaderGuard:
+        """A guard that enters only while this worker leads (`WouldBlockError` otherwise)."""
+        return _LeaderGuard(self)
+
+    async def __aenter__(self) -> LeaderElection:
+        await self.wait_for_leader()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def lead(self, func: Callable[..., Awaitable[T]], *args: Any, repeat: bool = False) -> Optional[T]:
+        """Runs `func(*args)` while this worker leads: waits for leadership, and cancels the work
+        when leadership is lost (then returns `None`, or with `repeat` waits to lead again). With
+        `repeat`, runs it again after each completion, until it raises."""
+        while True:
+            await self.wait_for_leader()
+            work = asyncio.ensure_future(func(*args))
+            lost = asyncio.ensure_future(self.wait_lose_leader())
+            try:
+                await asyncio.wait({work, lost}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                lost.cancel()
+            if work.done():
+                result = work.result()
+                if not repeat:
+                    return result
+                continue
+            work.cancel()
+            try:
+                await work
+            except asyncio.CancelledError:
+                pass
+            if not repeat:
+                return None

@@ -1,0 +1,74 @@
+"""What `Lock`, `TaskLock` and `LeaderElection` share: their settings (checked at construction, by
+building the native object once on a scratch memory backend, so a bad name or value fails there
+as in grelmicro), the backend they were given, and the native object built on it at first use."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+from uuid import UUID
+
+from tenure import _tenure
+from tenure._durations import seconds
+from tenure._providers import LockAdapter
+from tenure.errors import OutOfContextError
+
+_DURATIONS = {"lease_duration", "retry_interval", "backend_timeout", "renew_deadline", "error_interval", "min_hold_duration"}
+
+
+class Primitive:
+    """Base of the coordination primitives."""
+
+    _native_class: Any
+    _backend_hint: str
+
+    def __init__(
+        self,
+        name: str,
+        backend: Optional[LockAdapter],
+        worker: Union[str, UUID, None],
+        env_prefix: Optional[str],
+        env_load: Optional[bool],
+        **values: Any,
+    ) -> None:
+        settings: dict[str, Any] = {"worker": None if worker is None else str(worker), "env_prefix": env_prefix, "env_load": env_load}
+        for key, value in values.items():
+            settings[key] = seconds(key, value) if key in _DURATIONS else value
+        probe = self._native_class(name, _tenure.memory_backend(), **settings)
+        if settings["worker"] is None:
+            settings["worker"] = probe.config()["worker"]
+        self._name = name
+        self._backend = backend
+        self._settings = settings
+        self._native: Any = None
+        self._native_backend: Optional[_tenure.Backend] = None
+
+    @property
+    def name(self) -> str:
+        """The name."""
+        return self._name
+
+    @property
+    def backend(self) -> LockAdapter:
+        """The backend it was given."""
+        if self._backend is None:
+            raise OutOfContextError(
+                f"{type(self).__name__}('{self._name}') resolved no backend. Pass backend= ({self._backend_hint})."
+            )
+        return self._backend
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The resolved settings (seconds as floats)."""
+        return dict(self._built().config()) if self._backend is not None else dict(self._settings)
+
+    def _built(self) -> Any:
+        """The native object, built on the backend's open store (again if it was reopened)."""
+        native_backend = self.backend._native()
+        if self._native is None or self._native_backend is not native_backend:
+            self._native = self._native_class(self._name, native_backend, **self._settings)
+            self._native_backend = native_backend
+            self._rebuilt()
+        return self._native
+
+    def _rebuilt(self) -> None:
+        """Called when a new native object replaced the old one."""

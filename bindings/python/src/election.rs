@@ -1,0 +1,147 @@
+//! `LeaderElection`: the renew loop runs on the package's runtime; Python awaits it, asks who
+//! leads, and waits for leadership to come or go.
+
+use std::collections::BTreeMap;
+
+use pyo3::prelude::*;
+use tenure::Metadata;
+use tenure_tokio::Tokio;
+
+use crate::backend::Backend;
+use crate::bridge::{Fail, awaitable};
+use crate::{py_error, runtime, seconds};
+
+/// A leader election on a backend, configured as grelmicro's `LeaderElection(...)` is.
+#[pyclass(frozen, module = "tenure._tenure")]
+pub(crate) struct LeaderElection {
+    inner: tenure::LeaderElection<Tokio>,
+}
+
+/// A record as Python receives it: `(holder, lease_seconds, acquired_at_us, renewed_at_us,
+/// transitions, metadata)`.
+type RecordTuple = (String, f64, i64, i64, u64, BTreeMap<String, String>);
+
+#[pymethods]
+impl LeaderElection {
+    #[new]
+    #[pyo3(signature = (name, backend, *, worker=None, lease_duration=None, renew_deadline=None, retry_interval=None, retry_jitter=None, backend_timeout=None, error_interval=None, env_prefix=None, env_load=None, metadata=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        name: &str,
+        backend: &Backend,
+        worker: Option<&str>,
+        lease_duration: Option<f64>,
+        renew_deadline: Option<f64>,
+        retry_interval: Option<f64>,
+        retry_jitter: Option<f64>,
+        backend_timeout: Option<f64>,
+        error_interval: Option<f64>,
+        env_prefix: Option<&str>,
+        env_load: Option<bool>,
+        metadata: Option<BTreeMap<String, String>>,
+    ) -> PyResult<Self> {
+        let mut builder = tenure::LeaderElection::builder(name, runtime()).shared_backend(backend.leader.clone());
+        crate::common_settings!(py, builder, worker, lease_duration, backend_timeout, env_prefix, env_load);
+        if let Some(value) = renew_deadline {
+            builder = builder.renew_deadline(seconds(py, "renew_deadline", value)?);
+        }
+        if let Some(value) = retry_interval {
+            builder = builder.retry_interval(seconds(py, "retry_interval", value)?);
+        }
+        if let Some(value) = error_interval {
+            builder = builder.error_interval(seconds(py, "error_interval", value)?);
+        }
+        if let Some(jitter) = retry_jitter {
+            builder = builder.retry_jitter(jitter);
+        }
+        if let Some(metadata) = metadata {
+            builder = builder.metadata(Metadata::try_from(metadata).map_err(|e| py_error(py, &e))?);
+        }
+        Ok(Self { inner: builder.build().map_err(|e| py_error(py, &e))? })
+    }
+
+    /// The resolved configuration (seconds as floats).
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let c = self.inner.config();
+        let values = [
+            ("lease_duration", c.lease_duration().as_secs_f64()),
+            ("renew_deadline", c.renew_deadline().as_secs_f64()),
+            ("retry_interval", c.retry_interval().as_secs_f64()),
+            ("retry_jitter", c.retry_jitter()),
+            ("backend_timeout", c.backend_timeout().as_secs_f64()),
+            ("error_interval", c.error_interval().as_secs_f64()),
+        ];
+        crate::config_dict(py, c.worker(), &values)
+    }
+
+    /// Runs the loop until it is stopped; cancelling the awaitable stops the election (and
+    /// releases the lease).
+    fn run<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let election = self.inner.clone();
+        awaitable(py, async move {
+            election.run().await;
+            Ok::<(), Fail>(())
+        })
+    }
+
+    /// Stops the election: leadership ends now; the awaitable completes once the lease is released.
+    fn stop<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let stopped = self.inner.stop();
+        awaitable(py, async move {
+            stopped.await;
+            Ok::<(), Fail>(())
+        })
+    }
+
+    fn is_running(&self) -> bool {
+        self.inner.is_running()
+    }
+
+    fn is_leader(&self) -> bool {
+        self.inner.is_leader()
+    }
+
+    fn last_confirmation_age(&self) -> Option<f64> {
+        self.inner.last_confirmation_age().map(|d| d.as_secs_f64())
+    }
+
+    fn is_leader_confirmed_within(&self, max_age: f64) -> bool {
+        // grelmicro: a negative age is never within; NaN neither.
+        if max_age.is_nan() || max_age < 0.0 {
+            return false;
+        }
+        let max_age = std::time::Duration::try_from_secs_f64(max_age).unwrap_or(std::time::Duration::MAX);
+        self.inner.is_leader_confirmed_within(max_age)
+    }
+
+    fn wait_for_leader<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let election = self.inner.clone();
+        awaitable(py, async move {
+            election.wait_for_leader().await;
+            Ok::<(), Fail>(())
+        })
+    }
+
+    fn wait_lose_leader<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let election = self.inner.clone();
+        awaitable(py, async move {
+            election.wait_lose_leader().await;
+            Ok::<(), Fail>(())
+        })
+    }
+
+    /// The last record the store returned.
+    fn record(&self) -> Option<RecordTuple> {
+        self.inner.record().map(|r| {
+            (
+                r.holder,
+                r.lease_duration.as_secs_f64(),
+                r.acquired_at.as_unix_micros(),
+                r.renewed_at.as_unix_micros(),
+                r.transitions,
+                r.metadata.as_map().clone(),
+            )
+        })
+    }
+}
