@@ -5,6 +5,7 @@ import atexit
 
 from tenure import _tenure
 from tenure._lock import Lock, LockHandle
+from tenure._coordination import Coordination
 from tenure._election import LeaderElection, LeaderRecord
 from tenure._task_lock import TaskLock
 from tenure._providers import (
@@ -17,6 +18,7 @@ from tenure._providers import (
     SQLiteProvider,
 )
 from tenure.errors import (
+    CoordinationBackendError,
     CoordinationError,
     LockAcquireError,
     LockNotOwnedError,
@@ -33,6 +35,8 @@ from tenure.errors import (
 atexit.register(_tenure.shutdown)
 
 __all__ = [
+    "Coordination",
+    "CoordinationBackendError",
     "CoordinationError",
     "LeaderElection",
     "LeaderElectionAdapter",

@@ -8,6 +8,7 @@ from typing import Any, Optional, Union
 from uuid import UUID
 
 from tenure import _tenure
+from tenure._coordination import current
 from tenure._durations import seconds
 from tenure._providers import LockAdapter
 from tenure.errors import OutOfContextError
@@ -20,6 +21,7 @@ class Primitive:
 
     _native_class: Any
     _backend_hint: str
+    _slot = "lock"
 
     def __init__(
         self,
@@ -49,17 +51,25 @@ class Primitive:
 
     @property
     def backend(self) -> LockAdapter:
-        """The backend it was given."""
-        if self._backend is None:
-            raise OutOfContextError(
-                f"{type(self).__name__}('{self._name}') resolved no backend. Pass backend= ({self._backend_hint})."
-            )
-        return self._backend
+        """The backend given at construction, else the one of the innermost
+        `async with Coordination(...)` block, resolved on each call."""
+        if self._backend is not None:
+            return self._backend
+        coordination = current()
+        if coordination is not None:
+            return coordination.lock_backend if self._slot == "lock" else coordination.election_backend
+        raise OutOfContextError(
+            f"{type(self).__name__}('{self._name}') resolved no backend. Pass backend= ({self._backend_hint}), "
+            "or use it inside `async with Coordination(provider):`."
+        )
 
     @property
     def config(self) -> dict[str, Any]:
         """The resolved settings (seconds as floats)."""
-        return dict(self._built().config()) if self._backend is not None else dict(self._settings)
+        try:
+            return dict(self._built().config())
+        except OutOfContextError:
+            return dict(self._settings)
 
     def _built(self) -> Any:
         """The native object, built on the backend's open store (again if it was reopened)."""
