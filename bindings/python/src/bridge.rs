@@ -98,6 +98,17 @@ where
     Ok(py_future)
 }
 
+/// Runs `fut` on the runtime and blocks the calling thread (without the interpreter lock) until
+/// it is done: the `from_thread` adapters.
+pub(crate) fn block_on<T, F>(py: Python<'_>, fut: F) -> PyResult<T>
+where
+    T: Send,
+    F: Future<Output = Result<T, Fail>> + Send,
+{
+    let outcome = py.detach(|| pyo3_async_runtimes::tokio::get_runtime().block_on(fut));
+    outcome.map_err(|fail| fail.into_py(py))
+}
+
 /// Hands `outcome` to the event loop from a runtime thread, unless the interpreter is exiting.
 fn complete(event_loop: &Py<PyAny>, target: Py<PyAny>, outcome: Outcome) {
     IN_PYTHON.fetch_add(1, Ordering::SeqCst);

@@ -9,7 +9,7 @@ use tenure::LockHandle;
 use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
-use crate::bridge::{Fail, awaitable};
+use crate::bridge::{Fail, awaitable, block_on};
 use crate::{common_settings, py_error, runtime, seconds};
 
 /// A lock on a backend, configured as grelmicro's `Lock(...)` is.
@@ -68,6 +68,12 @@ impl Lock {
     /// A new holder (one per task).
     fn holder(&self) -> Holder {
         Holder { inner: self.inner.holder() }
+    }
+
+    /// [`Lock::locked`], blocking the calling thread.
+    fn locked_blocking(&self, py: Python<'_>) -> PyResult<bool> {
+        let lock = self.inner.clone();
+        block_on(py, async move { lock.locked().await.map_err(Fail::from) })
     }
 
     /// Whether anyone holds the lock.
@@ -132,6 +138,38 @@ impl Holder {
     /// Whether this holder holds a live lease on the store.
     fn owned<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.run(py, |h| async move { h.owned().await })
+    }
+
+    /// [`Holder::acquire`], blocking the calling thread.
+    #[pyo3(signature = (timeout=None))]
+    fn acquire_blocking(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<HandleTuple> {
+        let timeout: Option<Duration> = timeout.map(|t| seconds(py, "timeout", t)).transpose()?;
+        let holder = self.inner.clone();
+        block_on(py, async move { holder.acquire(timeout).await.map(|x| handle(&x)).map_err(Fail::from) })
+    }
+
+    /// [`Holder::acquire_nowait`], blocking the calling thread.
+    fn acquire_nowait_blocking(&self, py: Python<'_>) -> PyResult<HandleTuple> {
+        let holder = self.inner.clone();
+        block_on(py, async move { holder.acquire_nowait().await.map(|x| handle(&x)).map_err(Fail::from) })
+    }
+
+    /// [`Holder::extend`], blocking the calling thread.
+    fn extend_blocking(&self, py: Python<'_>) -> PyResult<HandleTuple> {
+        let holder = self.inner.clone();
+        block_on(py, async move { holder.extend().await.map(|x| handle(&x)).map_err(Fail::from) })
+    }
+
+    /// [`Holder::release`], blocking the calling thread.
+    fn release_blocking(&self, py: Python<'_>) -> PyResult<()> {
+        let holder = self.inner.clone();
+        block_on(py, async move { holder.release().await.map_err(Fail::from) })
+    }
+
+    /// [`Holder::owned`], blocking the calling thread.
+    fn owned_blocking(&self, py: Python<'_>) -> PyResult<bool> {
+        let holder = self.inner.clone();
+        block_on(py, async move { holder.owned().await.map_err(Fail::from) })
     }
 
     /// Whether this holder believes it holds the lock now (no store call).

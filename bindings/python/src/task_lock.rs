@@ -7,7 +7,7 @@ use pyo3::types::PyDict;
 use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
-use crate::bridge::{Fail, awaitable};
+use crate::bridge::{Fail, awaitable, block_on};
 use crate::{common_settings, py_error, runtime};
 
 /// A task lock on a backend, configured as grelmicro's `TaskLock(...)` is.
@@ -53,13 +53,18 @@ impl TaskLock {
 
     /// Takes the lock or fails at once (`WouldBlockError`): an awaitable of a [`TaskGuard`].
     fn enter<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        awaitable(py, enter(self.inner.clone()))
+    }
+
+    /// [`TaskLock::enter`], blocking the calling thread.
+    fn enter_blocking(&self, py: Python<'_>) -> PyResult<TaskGuard> {
+        block_on(py, enter(self.inner.clone()))
+    }
+
+    /// [`TaskLock::locked`], blocking the calling thread.
+    fn locked_blocking(&self, py: Python<'_>) -> PyResult<bool> {
         let lock = self.inner.clone();
-        awaitable(py, async move {
-            let guard = lock.enter().await?;
-            let fencing_token = guard.fencing_token().get();
-            let name = lock.name().as_str().to_owned();
-            Ok(TaskGuard { guard: Arc::new(tokio::sync::Mutex::new(Some(guard))), fencing_token, name })
-        })
+        block_on(py, async move { lock.locked().await.map_err(Fail::from) })
     }
 
     /// Whether anyone holds the task lock.
@@ -72,7 +77,7 @@ impl TaskLock {
 /// One run under a task lock.
 #[pyclass(frozen, module = "tenure._tenure")]
 pub(crate) struct TaskGuard {
-    guard: Arc<tokio::sync::Mutex<Option<tenure::TaskLockGuard<Tokio>>>>,
+    guard: SharedGuard,
     fencing_token: u64,
     name: String,
 }
@@ -96,14 +101,31 @@ impl TaskGuard {
         })
     }
 
+    /// [`TaskGuard::exit`], blocking the calling thread.
+    fn exit_blocking(&self, py: Python<'_>) -> PyResult<()> {
+        block_on(py, exit(self.guard.clone(), self.name.clone()))
+    }
+
     /// Ends the run, keeping the lock until the minimum hold has passed.
     fn exit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let (guard, name) = (self.guard.clone(), self.name.clone());
-        awaitable(py, async move {
-            match guard.lock().await.take() {
-                Some(guard) => guard.exit().await.map_err(Fail::from),
-                None => Err(Fail::Core(tenure::Error::NotOwned { name })),
-            }
-        })
+        awaitable(py, exit(self.guard.clone(), self.name.clone()))
+    }
+}
+
+type SharedGuard = Arc<tokio::sync::Mutex<Option<tenure::TaskLockGuard<Tokio>>>>;
+
+/// Takes the task lock for one run.
+async fn enter(lock: tenure::TaskLock<Tokio>) -> Result<TaskGuard, Fail> {
+    let guard = lock.enter().await?;
+    let fencing_token = guard.fencing_token().get();
+    let name = lock.name().as_str().to_owned();
+    Ok(TaskGuard { guard: Arc::new(tokio::sync::Mutex::new(Some(guard))), fencing_token, name })
+}
+
+/// Ends a run (once: a second exit is `LockNotOwnedError`).
+async fn exit(guard: SharedGuard, name: String) -> Result<(), Fail> {
+    match guard.lock().await.take() {
+        Some(guard) => guard.exit().await.map_err(Fail::from),
+        None => Err(Fail::Core(tenure::Error::NotOwned { name })),
     }
 }

@@ -11,6 +11,7 @@ from tenure import _tenure
 from tenure._durations import Seconds, seconds
 from tenure._primitive import Primitive
 from tenure._providers import LockAdapter, MemoryLockAdapter
+from tenure._thread import ThreadLockAdapter
 from tenure.errors import LockNotOwnedError
 
 
@@ -59,6 +60,14 @@ class Lock(Primitive):
 
     def _rebuilt(self) -> None:
         self._holders = weakref.WeakKeyDictionary()
+
+    @property
+    def from_thread(self) -> ThreadLockAdapter:
+        """The blocking adapter for plain threads (each thread its own holder)."""
+        adapter = self.__dict__.get("_from_thread")
+        if adapter is None:
+            adapter = self.__dict__["_from_thread"] = ThreadLockAdapter(self)
+        return adapter
 
     def _holder(self, create: bool) -> Optional[_tenure.Holder]:
         lock = self._built()

@@ -11,6 +11,7 @@ from tenure import _tenure
 from tenure._durations import Seconds
 from tenure._primitive import Primitive
 from tenure._providers import LockAdapter
+from tenure._thread import ThreadTaskLockAdapter
 from tenure.errors import LockNotOwnedError
 
 
@@ -43,6 +44,14 @@ class TaskLock(Primitive):
             backend_timeout=backend_timeout,
         )
         self._guard: Optional[_tenure.TaskGuard] = None
+
+    @property
+    def from_thread(self) -> ThreadTaskLockAdapter:
+        """The blocking adapter for plain threads."""
+        adapter = self.__dict__.get("_from_thread")
+        if adapter is None:
+            adapter = self.__dict__["_from_thread"] = ThreadTaskLockAdapter(self)
+        return adapter
 
     @property
     def fencing_token(self) -> Optional[int]:
