@@ -31,6 +31,7 @@ class Lock(Primitive):
 
     _native_class = _tenure.Lock
     _backend_hint = "a MemoryLockAdapter() for a per-process lock, or provider.lock() of an open provider"
+    _thread_adapter = ThreadLockAdapter
 
     def __init__(
         self,
@@ -60,14 +61,6 @@ class Lock(Primitive):
 
     def _rebuilt(self) -> None:
         self._holders = weakref.WeakKeyDictionary()
-
-    @property
-    def from_thread(self) -> ThreadLockAdapter:
-        """The blocking adapter for plain threads (each thread its own holder)."""
-        adapter = self.__dict__.get("_from_thread")
-        if adapter is None:
-            adapter = self.__dict__["_from_thread"] = ThreadLockAdapter(self)
-        return adapter
 
     def _holder(self, create: bool) -> Optional[_tenure.Holder]:
         lock = self._built()

@@ -22,6 +22,7 @@ class Primitive:
     _native_class: Any
     _backend_hint: str
     _slot = "lock"
+    _thread_adapter: Any = None
 
     def __init__(
         self,
@@ -70,6 +71,14 @@ class Primitive:
             return dict(self._built().config())
         except OutOfContextError:
             return dict(self._settings)
+
+    @property
+    def from_thread(self) -> Any:
+        """The blocking adapter for plain threads (each thread its own holder)."""
+        adapter = self.__dict__.get("_from_thread")
+        if adapter is None:
+            adapter = self.__dict__["_from_thread"] = self._thread_adapter(self)
+        return adapter
 
     def _built(self) -> Any:
         """The native object, built on the backend's open store (again if it was reopened)."""

@@ -20,6 +20,7 @@ class TaskLock(Primitive):
 
     _native_class = _tenure.TaskLock
     _backend_hint = "a MemoryLockAdapter() for a per-process lock, or provider.lock() of an open provider"
+    _thread_adapter = ThreadTaskLockAdapter
 
     def __init__(
         self,
@@ -44,14 +45,6 @@ class TaskLock(Primitive):
             backend_timeout=backend_timeout,
         )
         self._guard: Optional[_tenure.TaskGuard] = None
-
-    @property
-    def from_thread(self) -> ThreadTaskLockAdapter:
-        """The blocking adapter for plain threads."""
-        adapter = self.__dict__.get("_from_thread")
-        if adapter is None:
-            adapter = self.__dict__["_from_thread"] = ThreadTaskLockAdapter(self)
-        return adapter
 
     @property
     def fencing_token(self) -> Optional[int]:
