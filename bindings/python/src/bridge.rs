@@ -76,7 +76,7 @@ where
         Box::pin(async move { fut.await.map(|v| Box::new(v) as Box<dyn ToPy>) });
     let event_loop = get_running_loop(py)?;
     let py_future = event_loop.call_method0("create_future")?;
-    let runtime = pyo3_async_runtimes::tokio::get_runtime();
+    let runtime = crate::tokio_handle();
     let first = {
         let _context = runtime.enter();
         fut.as_mut().poll(&mut Context::from_waker(Waker::noop()))
@@ -105,7 +105,8 @@ where
     T: Send,
     F: Future<Output = Result<T, Fail>> + Send,
 {
-    let outcome = py.detach(|| pyo3_async_runtimes::tokio::get_runtime().block_on(fut));
+    let handle = crate::tokio_handle();
+    let outcome = py.detach(|| handle.block_on(fut));
     outcome.map_err(|fail| fail.into_py(py))
 }
 

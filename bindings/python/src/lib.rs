@@ -16,9 +16,34 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use tenure_tokio::Tokio;
 
+/// The tokio runtime of this process: made on first use, and made again in a child after
+/// `fork()` (the parent's worker threads do not exist there). The parent's runtime is leaked in
+/// the child, never dropped: its threads are gone, so dropping it could wait forever.
+pub(crate) fn tokio_handle() -> tokio::runtime::Handle {
+    static RUNTIME: std::sync::Mutex<Option<(u32, tokio::runtime::Runtime)>> = std::sync::Mutex::new(None);
+    let pid = std::process::id();
+    let mut slot = RUNTIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((owner, runtime)) = slot.as_ref()
+        && *owner == pid
+    {
+        return runtime.handle().clone();
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("tenure")
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("cannot start tenure's runtime threads: {e}"));
+    let handle = runtime.handle().clone();
+    if let Some(parents) = slot.replace((pid, runtime)) {
+        std::mem::forget(parents);
+    }
+    handle
+}
+
 /// The runtime every Tenure task of this process runs on.
 pub(crate) fn runtime() -> Tokio {
-    Tokio::from_handle(pyo3_async_runtimes::tokio::get_runtime().handle().clone())
+    Tokio::from_handle(tokio_handle())
 }
 
 /// The Python exception for a Tenure error: `tenure.errors._from_rust` picks the class by the

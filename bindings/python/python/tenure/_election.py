@@ -112,19 +112,23 @@ class LeaderElection(Primitive):
 
     def is_running(self) -> bool:
         """Whether the loop runs."""
-        return self._native is not None and self._native.is_running()
+        native = self._own_native()
+        return native is not None and native.is_running()
 
     def is_leader(self) -> bool:
         """Whether this worker leads now (advisory: fence your writes)."""
-        return self._native is not None and self._native.is_leader()
+        native = self._own_native()
+        return native is not None and native.is_leader()
 
     def last_confirmation_age(self) -> Optional[float]:
         """Seconds since the store last confirmed this worker's leadership; `None` if not leading."""
-        return None if self._native is None else self._native.last_confirmation_age()
+        native = self._own_native()
+        return None if native is None else native.last_confirmation_age()
 
     def is_leader_confirmed_within(self, max_age: float) -> bool:
         """Whether this worker leads and the store confirmed it at most `max_age` seconds ago."""
-        return self._native is not None and self._native.is_leader_confirmed_within(float(max_age))
+        native = self._own_native()
+        return native is not None and native.is_leader_confirmed_within(float(max_age))
 
     async def wait_for_leader(self) -> None:
         """Waits until this worker leads (the loop must be running)."""
@@ -137,7 +141,8 @@ class LeaderElection(Primitive):
     @property
     def record(self) -> Optional[LeaderRecord]:
         """The last record the store returned, if any."""
-        raw = None if self._native is None else self._native.record()
+        native = self._own_native()
+        raw = None if native is None else native.record()
         if raw is None:
             return None
         holder, lease, acquired_us, renewed_us, transitions, metadata = raw

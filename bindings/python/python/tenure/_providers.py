@@ -20,14 +20,16 @@ class _Provider:
 
     def __init__(self) -> None:
         self._backend: Optional[_tenure.Backend] = None
+        self._pid = os.getpid()
 
     def _url(self) -> str:
         raise NotImplementedError
 
     async def open(self) -> None:
         """Connects (idempotent)."""
-        if self._backend is None:
+        if self._backend is None or self._pid != os.getpid():
             self._backend = await _tenure.open_backend(self._url())
+            self._pid = os.getpid()
 
     async def close(self) -> None:
         """Disconnects; adapters fail until it is opened again."""
@@ -43,6 +45,12 @@ class _Provider:
         await self.close()
 
     def _native(self, method: str) -> _tenure.Backend:
+        if self._backend is not None and self._pid != os.getpid():
+            raise OutOfContextError(
+                f"{type(self).__name__}.{method} was called in process {os.getpid()}, but the "
+                f"{type(self).__name__} was opened in process {self._pid}, before a fork. A forked child never "
+                "renews or releases its parent's leases: open the provider again in this process."
+            )
         if self._backend is None:
             name = type(self).__name__
             raise OutOfContextError(
@@ -94,6 +102,12 @@ class MemoryProvider(_Provider):
     async def open(self) -> None:
         if self._backend is None:
             self._backend = _tenure.memory_backend()
+
+    def _native(self, method: str) -> _tenure.Backend:
+        if self._pid != os.getpid():
+            # Memory is per process: a forked child starts with an empty store of its own.
+            self._backend, self._pid = _tenure.memory_backend(), os.getpid()
+        return super()._native(method)
 
     async def close(self) -> None:
         """Nothing to close: the leases live as long as the provider."""

@@ -56,16 +56,19 @@ class TaskLock(Primitive):
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        guard, self._guard = self._guard, None
-        if guard is None:
-            raise LockNotOwnedError(name=self._name)
+        guard, self._guard = self._own_guard(), None
         await guard.exit()
 
     async def extend(self) -> None:
         """Renews the lease of the run in progress for another `lease_duration`."""
-        if self._guard is None:
+        await self._own_guard().extend()
+
+    def _own_guard(self) -> _tenure.TaskGuard:
+        """The run in progress, if it began in this process (a forked child never renews or
+        exits its parent's run)."""
+        if self._guard is None or self._own_native() is None:
             raise LockNotOwnedError(name=self._name)
-        await self._guard.extend()
+        return self._guard
 
     refresh = extend
 

@@ -8,6 +8,7 @@ it would freeze that loop; use the async API there."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -93,15 +94,18 @@ class ThreadTaskLockAdapter:
     def __init__(self, lock: TaskLock) -> None:
         self._lock = lock
         self._guard: Any = None
+        self._pid = os.getpid()
 
     def __enter__(self) -> ThreadTaskLockAdapter:
         _refuse_on_loop("TaskLock.from_thread.__enter__")
         self._guard = self._lock._built().enter_blocking()
+        self._pid = os.getpid()
         return self
 
     def __exit__(self, *exc: object) -> None:
         guard, self._guard = self._guard, None
-        if guard is None:
+        if guard is None or self._pid != os.getpid():
+            # A forked child never exits (nor renews) its parent's run.
             raise LockNotOwnedError(name=self._lock.name)
         guard.exit_blocking()
 
