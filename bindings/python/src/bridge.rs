@@ -112,18 +112,24 @@ where
 
 /// Hands `outcome` to the event loop from a runtime thread, unless the interpreter is exiting.
 fn complete(event_loop: &Py<PyAny>, target: Py<PyAny>, outcome: Outcome) {
+    with_python(|py| {
+        let handed = result_args(py, outcome).and_then(|(error, value)| {
+            let setter = completer(py)?;
+            event_loop.call_method1(py, "call_soon_threadsafe", (setter, target, error, value))
+        });
+        if let Err(e) = handed {
+            // The loop is closed: nobody awaits this future any more.
+            e.print(py);
+        }
+    });
+}
+
+/// Runs `f` with the interpreter, unless it is exiting ([`shutdown`]): how a thread of this
+/// module other than Python's own touches Python.
+pub(crate) fn with_python(f: impl FnOnce(Python<'_>)) {
     IN_PYTHON.fetch_add(1, Ordering::SeqCst);
     if !SHUTTING_DOWN.load(Ordering::SeqCst) {
-        Python::attach(|py| {
-            let handed = result_args(py, outcome).and_then(|(error, value)| {
-                let setter = completer(py)?;
-                event_loop.call_method1(py, "call_soon_threadsafe", (setter, target, error, value))
-            });
-            if let Err(e) = handed {
-                // The loop is closed: nobody awaits this future any more.
-                e.print(py);
-            }
-        });
+        Python::attach(f);
     }
     IN_PYTHON.fetch_sub(1, Ordering::SeqCst);
 }

@@ -9,6 +9,7 @@ mod backend;
 mod bridge;
 mod election;
 mod lock;
+mod logging;
 mod task_lock;
 
 use std::time::Duration;
@@ -106,6 +107,7 @@ macro_rules! common_settings {
 
 #[pymodule]
 fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    logging::install(std::env::var("TENURE_LOG_DEBUG").is_ok_and(|v| v == "1"));
     m.add_class::<backend::Backend>()?;
     m.add_class::<lock::Lock>()?;
     m.add_class::<lock::Holder>()?;
