@@ -9,7 +9,7 @@ use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
 use crate::bridge::{Fail, awaitable};
-use crate::{py_error, runtime, seconds};
+use crate::{py_error, runtime};
 
 /// A leader election on a backend, configured as grelmicro's `LeaderElection(...)` is.
 #[pyclass(frozen, module = "tenure._tenure")]
@@ -43,15 +43,7 @@ impl LeaderElection {
     ) -> PyResult<Self> {
         let mut builder = tenure::LeaderElection::builder(name, runtime()).shared_backend(backend.leader.clone());
         crate::common_settings!(py, builder, worker, lease_duration, backend_timeout, env_prefix, env_load);
-        if let Some(value) = renew_deadline {
-            builder = builder.renew_deadline(seconds(py, "renew_deadline", value)?);
-        }
-        if let Some(value) = retry_interval {
-            builder = builder.retry_interval(seconds(py, "retry_interval", value)?);
-        }
-        if let Some(value) = error_interval {
-            builder = builder.error_interval(seconds(py, "error_interval", value)?);
-        }
+        crate::set_seconds!(py, builder, renew_deadline, retry_interval, error_interval);
         if let Some(jitter) = retry_jitter {
             builder = builder.retry_jitter(jitter);
         }
@@ -73,6 +65,29 @@ impl LeaderElection {
             ("error_interval", c.error_interval().as_secs_f64()),
         ];
         crate::config_dict(py, c.worker(), &values)
+    }
+
+    /// Applies new settings at the loop's next turn (the worker stays).
+    #[pyo3(signature = (*, lease_duration=None, renew_deadline=None, retry_interval=None, retry_jitter=None, backend_timeout=None, error_interval=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn reconfigure(
+        &self,
+        py: Python<'_>,
+        lease_duration: Option<f64>,
+        renew_deadline: Option<f64>,
+        retry_interval: Option<f64>,
+        retry_jitter: Option<f64>,
+        backend_timeout: Option<f64>,
+        error_interval: Option<f64>,
+    ) -> PyResult<()> {
+        let mut b = self.inner.config().to_builder();
+        crate::set_seconds!(py, b, lease_duration, renew_deadline, retry_interval);
+        if let Some(v) = retry_jitter {
+            b = b.retry_jitter(v);
+        }
+        crate::set_seconds!(py, b, backend_timeout, error_interval);
+        let config = b.build(&mut rand::rng()).map_err(|e| py_error(py, &e))?;
+        self.inner.reconfigure(config).map_err(|e| py_error(py, &e))
     }
 
     /// Runs the loop until it is stopped; cancelling the awaitable stops the election (and

@@ -37,9 +37,7 @@ impl Lock {
     ) -> PyResult<Self> {
         let mut builder = tenure::Lock::builder(name, runtime()).shared_backend(backend.lock.clone());
         common_settings!(py, builder, worker, lease_duration, backend_timeout, env_prefix, env_load);
-        if let Some(value) = retry_interval {
-            builder = builder.retry_interval(seconds(py, "retry_interval", value)?);
-        }
+        crate::set_seconds!(py, builder, retry_interval);
         if let Some(value) = retry_jitter {
             builder = builder.retry_jitter(value);
         }
@@ -63,6 +61,26 @@ impl Lock {
             ("backend_timeout", c.backend_timeout().as_secs_f64()),
         ];
         crate::config_dict(py, c.worker(), &values)
+    }
+
+    /// Applies new settings from the next call on (the worker stays).
+    #[pyo3(signature = (*, lease_duration=None, retry_interval=None, retry_jitter=None, backend_timeout=None))]
+    fn reconfigure(
+        &self,
+        py: Python<'_>,
+        lease_duration: Option<f64>,
+        retry_interval: Option<f64>,
+        retry_jitter: Option<f64>,
+        backend_timeout: Option<f64>,
+    ) -> PyResult<()> {
+        let mut b = self.inner.config().to_builder();
+        crate::set_seconds!(py, b, lease_duration, retry_interval);
+        if let Some(v) = retry_jitter {
+            b = b.retry_jitter(v);
+        }
+        crate::set_seconds!(py, b, backend_timeout);
+        let config = b.build(&mut rand::rng()).map_err(|e| py_error(py, &e))?;
+        self.inner.reconfigure(config).map_err(|e| py_error(py, &e))
     }
 
     /// A new holder (one per task).

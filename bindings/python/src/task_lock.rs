@@ -34,9 +34,7 @@ impl TaskLock {
     ) -> PyResult<Self> {
         let mut builder = tenure::TaskLock::builder(name, runtime()).shared_backend(backend.lock.clone());
         common_settings!(py, builder, worker, lease_duration, backend_timeout, env_prefix, env_load);
-        if let Some(value) = min_hold_duration {
-            builder = builder.min_hold_duration(crate::seconds(py, "min_hold_duration", value)?);
-        }
+        crate::set_seconds!(py, builder, min_hold_duration);
         Ok(Self { inner: builder.build().map_err(|e| py_error(py, &e))? })
     }
 
@@ -49,6 +47,21 @@ impl TaskLock {
             ("backend_timeout", c.backend_timeout().as_secs_f64()),
         ];
         crate::config_dict(py, c.worker(), &values)
+    }
+
+    /// Applies new settings from the next enter on (the worker stays).
+    #[pyo3(signature = (*, min_hold_duration=None, lease_duration=None, backend_timeout=None))]
+    fn reconfigure(
+        &self,
+        py: Python<'_>,
+        min_hold_duration: Option<f64>,
+        lease_duration: Option<f64>,
+        backend_timeout: Option<f64>,
+    ) -> PyResult<()> {
+        let mut b = self.inner.config().to_builder();
+        crate::set_seconds!(py, b, min_hold_duration, lease_duration, backend_timeout);
+        let config = b.build(&mut rand::rng()).map_err(|e| py_error(py, &e))?;
+        self.inner.reconfigure(config).map_err(|e| py_error(py, &e))
     }
 
     /// Takes the lock or fails at once (`WouldBlockError`): an awaitable of a [`TaskGuard`].

@@ -78,7 +78,7 @@ def test_the_scope_opens_and_closes_its_providers(tmp_path):
         async with Coordination(provider):
             assert (await TaskLock("job", min_hold_duration=0.01, env_load=False).locked()) is False
             election = LeaderElection("svc", env_load=False)
-            assert election.config["lease_duration"] == 15.0
+            assert election.config.lease_duration.total_seconds() == 15.0
         with pytest.raises(OutOfContextError):
             await Lock("x", backend=provider.lock(), env_load=False).locked()
 

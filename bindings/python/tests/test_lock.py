@@ -213,7 +213,7 @@ def test_bad_names_are_settings_errors():
 
 def test_durations_take_seconds_fractions_and_timedeltas():
     l = lock(lease_duration=timedelta(seconds=2.5), retry_interval=0.25)
-    assert (l.config["lease_duration"], l.config["retry_interval"]) == (2.5, 0.25)
+    assert (l.config.lease_duration, l.config.retry_interval) == (timedelta(seconds=2.5), 0.25)
 
 
 def test_a_lock_without_a_backend_says_how_to_give_it_one():
@@ -240,4 +240,4 @@ def test_a_memory_provider_shares_its_leases_between_locks():
 def test_the_environment_configures_a_lock(monkeypatch):
     monkeypatch.setenv("GREL_LOCK_CART_LEASE_DURATION", "7")
     l = Lock("cart", backend=MemoryLockAdapter())
-    assert l.config["lease_duration"] == 7.0
+    assert l.config.lease_duration == timedelta(seconds=7)

@@ -64,4 +64,4 @@ def test_the_min_hold_may_not_exceed_the_lease():
 def test_the_environment_configures_a_task_lock(monkeypatch):
     monkeypatch.setenv("GREL_TASKLOCK_NIGHTLY_MIN_HOLD_DURATION", "3")
     lock = TaskLock("nightly", backend=MemoryProvider().lock())
-    assert lock.config["min_hold_duration"] == 3.0
+    assert lock.config.min_hold_duration.total_seconds() == 3.0

@@ -5,6 +5,7 @@ import atexit
 
 from tenure import _tenure
 from tenure._lock import Lock, LockHandle
+from tenure._config import LeaderElectionConfig, LockConfig, TaskLockConfig
 from tenure._coordination import Coordination
 from tenure._election import LeaderElection, LeaderRecord
 from tenure._task_lock import TaskLock
@@ -40,10 +41,12 @@ __all__ = [
     "CoordinationError",
     "LeaderElection",
     "LeaderElectionAdapter",
+    "LeaderElectionConfig",
     "LeaderRecord",
     "Lock",
     "LockAcquireError",
     "LockAdapter",
+    "LockConfig",
     "LockHandle",
     "LockNotOwnedError",
     "LockReentrantError",
@@ -57,6 +60,7 @@ __all__ = [
     "SQLiteProvider",
     "SettingsValidationError",
     "TaskLock",
+    "TaskLockConfig",
     "TenureError",
     "WouldBlockError",
 ]

@@ -13,6 +13,7 @@ from uuid import UUID
 
 from tenure import _tenure
 from tenure._durations import Seconds
+from tenure._config import LeaderElectionConfig
 from tenure._primitive import Primitive
 from tenure._providers import LeaderElectionAdapter
 from tenure.errors import WouldBlockError
@@ -55,6 +56,7 @@ class LeaderElection(Primitive):
 
     _native_class = _tenure.LeaderElection
     _slot = "election"
+    _config_class = LeaderElectionConfig
     _backend_hint = (
         "a MemoryLeaderElectionAdapter() for one process, or provider.leaderelection() of an open provider"
     )

@@ -9,6 +9,7 @@ from uuid import UUID
 
 from tenure import _tenure
 from tenure._durations import Seconds, seconds
+from tenure._config import LockConfig
 from tenure._primitive import Primitive
 from tenure._providers import LockAdapter, MemoryLockAdapter
 from tenure._thread import ThreadLockAdapter
@@ -30,6 +31,7 @@ class Lock(Primitive):
     `handle.fencing_token` with every write the lock protects."""
 
     _native_class = _tenure.Lock
+    _config_class = LockConfig
     _backend_hint = "a MemoryLockAdapter() for a per-process lock, or provider.lock() of an open provider"
     _thread_adapter = ThreadLockAdapter
 

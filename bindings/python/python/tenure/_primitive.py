@@ -4,6 +4,7 @@ as in grelmicro), the backend they were given, and the native object built on it
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any, Optional, Union
 from uuid import UUID
@@ -12,7 +13,7 @@ from tenure import _tenure
 from tenure._coordination import current
 from tenure._durations import seconds
 from tenure._providers import LockAdapter
-from tenure.errors import OutOfContextError
+from tenure.errors import OutOfContextError, SettingsValidationError
 
 _DURATIONS = {"lease_duration", "retry_interval", "backend_timeout", "renew_deadline", "error_interval", "min_hold_duration"}
 
@@ -24,6 +25,7 @@ class Primitive:
     _backend_hint: str
     _slot = "lock"
     _thread_adapter: Any = None
+    _config_class: Any = None
 
     def __init__(
         self,
@@ -38,14 +40,15 @@ class Primitive:
         for key, value in values.items():
             settings[key] = seconds(key, value) if key in _DURATIONS else value
         probe = self._native_class(name, _tenure.memory_backend(), **settings)
-        if settings["worker"] is None:
-            settings["worker"] = probe.config()["worker"]
+        # The environment is read once, here: later builds use the values it resolved.
+        settings.update(probe.config())
         self._name = name
         self._backend = backend
         self._settings = settings
         self._native: Any = None
         self._native_backend: Optional[_tenure.Backend] = None
         self._native_pid = os.getpid()
+        self._config: Any = None
 
     @property
     def name(self) -> str:
@@ -67,12 +70,40 @@ class Primitive:
         )
 
     @property
-    def config(self) -> dict[str, Any]:
-        """The resolved settings (seconds as floats)."""
-        try:
-            return dict(self._built().config())
-        except OutOfContextError:
-            return dict(self._settings)
+    def config(self) -> Any:
+        """The settings in force (the object given to `from_config` or `reconfigure`, if any)."""
+        if self._config is None:
+            names = [f.name for f in dataclasses.fields(self._config_class)]
+            self._config = self._config_class._from_native({k: self._settings[k] for k in names})
+        return self._config
+
+    @classmethod
+    def from_config(cls, name: str, config: Any, *, backend: Any = None, **extra: Any) -> Any:
+        """Builds it from a config object, reading no environment (`config` is kept as is)."""
+        if not isinstance(config, cls._config_class):
+            raise TypeError(f"from_config requires {cls._config_class.__name__}, got {type(config).__name__}")
+        primitive = cls(name, backend=backend, env_load=False, **config._native_kwargs(), **extra)
+        primitive._config = config
+        return primitive
+
+    async def reconfigure(self, config: Any) -> None:
+        """Applies `config` from the next call on (a running election at its next turn). The
+        worker cannot change."""
+        if not isinstance(config, self._config_class):
+            raise TypeError(f"reconfigure requires {self._config_class.__name__}, got {type(config).__name__}")
+        if config == self.config:
+            return
+        if config.worker != self._settings["worker"]:
+            raise SettingsValidationError(
+                f"the worker is immutable and cannot change ({self._settings['worker']!r} -> {config.worker!r})"
+            )
+        values = config._native_kwargs()
+        values.pop("worker")
+        native = self._own_native()
+        if native is not None:
+            native.reconfigure(**values)
+        self._settings.update(values)
+        self._config = config
 
     @property
     def from_thread(self) -> Any:

@@ -9,6 +9,7 @@ from uuid import UUID
 
 from tenure import _tenure
 from tenure._durations import Seconds
+from tenure._config import TaskLockConfig
 from tenure._primitive import Primitive
 from tenure._providers import LockAdapter
 from tenure._thread import ThreadTaskLockAdapter
@@ -19,6 +20,7 @@ class TaskLock(Primitive):
     """A lock for scheduled tasks (grelmicro's `TaskLock`)."""
 
     _native_class = _tenure.TaskLock
+    _config_class = TaskLockConfig
     _backend_hint = "a MemoryLockAdapter() for a per-process lock, or provider.lock() of an open provider"
     _thread_adapter = ThreadTaskLockAdapter
 
