@@ -94,15 +94,17 @@ for target in $(cargo fuzz list); do
 done
 unset RUSTC_BOOTSTRAP
 
-step "python: build the abi3 wheel with maturin, install it in a fresh venv, run its suite"
+step "python: build the abi3 wheel with maturin, install it in a fresh venv, run its suite and stubtest"
 pyenv_dir=target/python-test-venv
 rm -rf "$pyenv_dir" target/wheels
 python3 -m venv "$pyenv_dir"
 "$pyenv_dir/bin/pip" install -q --upgrade pip
-"$pyenv_dir/bin/pip" install -q "maturin>=1.16,<2" pytest
+"$pyenv_dir/bin/pip" install -q "maturin>=1.16,<2" pytest mypy
 "$pyenv_dir/bin/maturin" build -q -m bindings/python/Cargo.toml -o target/wheels
 "$pyenv_dir/bin/pip" install -q target/wheels/tenure-*.whl
 (cd bindings/python/tests && "../../../$pyenv_dir/bin/python" -m pytest -q -p no:cacheprovider)
+# The stubs of the native module against the built one, and the package's own annotations.
+(cd target && "../$pyenv_dir/bin/python" -m mypy.stubtest tenure && "../$pyenv_dir/bin/python" -m mypy -p tenure)
 
 step "interop: grelmicro 0.44 processes and tenure processes on one SQLite file, then on one Redis"
 py=$(bash scripts/grelmicro-env.sh | tail -1)
