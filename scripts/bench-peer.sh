@@ -4,7 +4,8 @@
 #   - one task, acquire + release on a SQLite file (synchronous=full, both libraries' default);
 #   - on Redis: one task's cycle against two round trips of redis-benchmark, 8 tasks on one name
 #     and on 8 names against grelmicro, a release's hand-off to the next waiter, a leader's
-#     hand-over after a clean stop.
+#     hand-over after a clean stop;
+#   - the Python package on memory and on Redis beside grelmicro 0.44 (benches/peer/python_lock.py).
 # Usage: scripts/bench-peer.sh [redis]   (redis: that part only; builds the grelmicro venv on
 # first use, about 1-2 min)
 set -euo pipefail
@@ -62,3 +63,10 @@ awk -v o="$one" -v h="$handoff" -v c="$crate" 'BEGIN {
 awk -v c="$(single "client round trip (redis crate PING)")" -v o="$(single "one task, acquire + release")" \
     -v h="$(single "release to next waiter's grant")" -v r="$rtt" 'BEGIN {
   printf "  on a current-thread runtime: round trip %.1f us, a cycle %.1f us = %.2f x two redis-benchmark round trips, a hand-off %.1f us = %.2f round trips\n", c, o, o / (2 * r), h, h / r }'
+
+# Python: the tenure wheel (release) beside grelmicro 0.44 in grelmicro's Python 3.14 venv.
+"$py" -m pip install -q "maturin>=1.16,<2"
+"$(dirname "$py")/maturin" build --release -q -m bindings/python/Cargo.toml -o target/wheels-release
+"$py" -m pip install -q --force-reinstall --no-deps target/wheels-release/tenure-*.whl
+echo "Python, one task, async with lock (median batches; grelmicro 0.44 and tenure in one interpreter):"
+"$py" benches/peer/python_lock.py "$server" | sed 's/^/  /'

@@ -5,11 +5,11 @@ as in grelmicro), the backend they were given, and the native object built on it
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any, Optional, Union
 from uuid import UUID
 
 from tenure import _tenure
+from tenure._process import generation
 from tenure._coordination import current
 from tenure._durations import seconds
 from tenure._providers import LockAdapter
@@ -47,7 +47,7 @@ class Primitive:
         self._settings = settings
         self._native: Any = None
         self._native_backend: Optional[_tenure.Backend] = None
-        self._native_pid = os.getpid()
+        self._native_generation = generation()
         self._config: Any = None
 
     @property
@@ -116,16 +116,17 @@ class Primitive:
     def _built(self) -> Any:
         """The native object, built on the backend's open store (again if it was reopened)."""
         native_backend = self.backend._native()
-        if self._native is None or self._native_backend is not native_backend or self._native_pid != os.getpid():
+        stale = self._native_backend is not native_backend or self._native_generation != generation()
+        if self._native is None or stale:
             self._native = self._native_class(self._name, native_backend, **self._settings)
             self._native_backend = native_backend
-            self._native_pid = os.getpid()
+            self._native_generation = generation()
             self._rebuilt()
         return self._native
 
     def _own_native(self) -> Any:
         """The native object if it was built in this process (a forked child gets `None`)."""
-        return self._native if self._native_pid == os.getpid() else None
+        return self._native if self._native_generation == generation() else None
 
     def _rebuilt(self) -> None:
         """Called when a new native object replaced the old one."""

@@ -10,6 +10,7 @@ from typing import Any, Optional
 from urllib.parse import quote
 
 from tenure import _tenure
+from tenure._process import generation
 from tenure.errors import OutOfContextError, SettingsValidationError
 
 
@@ -20,16 +21,16 @@ class _Provider:
 
     def __init__(self) -> None:
         self._backend: Optional[_tenure.Backend] = None
-        self._pid = os.getpid()
+        self._pid, self._generation = os.getpid(), generation()
 
     def _url(self) -> str:
         raise NotImplementedError
 
     async def open(self) -> None:
         """Connects (idempotent)."""
-        if self._backend is None or self._pid != os.getpid():
+        if self._backend is None or self._generation != generation():
             self._backend = await _tenure.open_backend(self._url())
-            self._pid = os.getpid()
+            self._pid, self._generation = os.getpid(), generation()
 
     async def close(self) -> None:
         """Disconnects; adapters fail until it is opened again."""
@@ -45,7 +46,7 @@ class _Provider:
         await self.close()
 
     def _native(self, method: str) -> _tenure.Backend:
-        if self._backend is not None and self._pid != os.getpid():
+        if self._backend is not None and self._generation != generation():
             raise OutOfContextError(
                 f"{type(self).__name__}.{method} was called in process {os.getpid()}, but the "
                 f"{type(self).__name__} was opened in process {self._pid}, before a fork. A forked child never "
@@ -104,9 +105,10 @@ class MemoryProvider(_Provider):
             self._backend = _tenure.memory_backend()
 
     def _native(self, method: str) -> _tenure.Backend:
-        if self._pid != os.getpid():
+        if self._generation != generation():
             # Memory is per process: a forked child starts with an empty store of its own.
-            self._backend, self._pid = _tenure.memory_backend(), os.getpid()
+            self._backend = _tenure.memory_backend()
+            self._pid, self._generation = os.getpid(), generation()
         return super()._native(method)
 
     async def close(self) -> None:

@@ -12,6 +12,7 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any, Optional
 
+from tenure._process import generation
 from tenure._durations import Seconds, seconds
 from tenure.errors import EventLoopDeadlockError, LockNotOwnedError
 
@@ -94,17 +95,17 @@ class ThreadTaskLockAdapter:
     def __init__(self, lock: TaskLock) -> None:
         self._lock = lock
         self._guard: Any = None
-        self._pid = os.getpid()
+        self._pid, self._generation = os.getpid(), generation()
 
     def __enter__(self) -> ThreadTaskLockAdapter:
         _refuse_on_loop("TaskLock.from_thread.__enter__")
         self._guard = self._lock._built().enter_blocking()
-        self._pid = os.getpid()
+        self._pid, self._generation = os.getpid(), generation()
         return self
 
     def __exit__(self, *exc: object) -> None:
         guard, self._guard = self._guard, None
-        if guard is None or self._pid != os.getpid():
+        if guard is None or self._generation != generation():
             # A forked child never exits (nor renews) its parent's run.
             raise LockNotOwnedError(name=self._lock.name)
         guard.exit_blocking()
