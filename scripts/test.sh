@@ -111,6 +111,9 @@ py=$(bash scripts/grelmicro-env.sh | tail -1)
 cargo build -q -p tenure-cli
 tests/interop/sqlite.sh "$py" target/debug/tenure
 tests/interop/redis.sh "$py" target/debug/tenure
+# The Python package (the wheel the python step built) and grelmicro in one asyncio program.
+"$py" -m pip install -q --force-reinstall --no-deps target/wheels/tenure-*.whl
+"$py" tests/interop/python_mixed.py "${TENURE_REDIS_URL:-redis://127.0.0.1:6379}"
 
 step "main job: tenure demo on the default store"
 cargo run -q -p tenure-cli -- demo

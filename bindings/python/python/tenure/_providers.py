@@ -133,6 +133,10 @@ class SQLiteProvider(_Provider):
     """Leases in one SQLite file, shared by every process on the host (grelmicro 0.44's tables).
 
     `path` or the environment variable `{env_prefix}PATH` (default `SQLITE_PATH`) names the file.
+
+    The package carries its own SQLite: do not open the same file through another SQLite user in
+    this process (grelmicro's SQLite adapter, `sqlite3`) — two copies of SQLite in one process do
+    not see each other's locks. Other processes are fine.
     """
 
     kind = "sqlite"
