@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from tenure import Lock, OutOfContextError, RedisProvider, SQLiteProvider
+from tenure import Lock, OutOfContextError, RedisProvider, SettingsValidationError, SQLiteProvider
 
 REDIS_URL = os.environ.get("TENURE_REDIS_URL", "redis://127.0.0.1:6379")
 
@@ -96,5 +96,24 @@ def test_an_unreachable_redis_fails_fast_without_the_password():
                 pass
         assert time.monotonic() - started < 5
         assert "hunter2" not in str(caught.value)
+
+    asyncio.run(main())
+
+
+def test_a_file_another_sqlite_library_has_open_in_this_process_is_refused(tmp_path):
+    import sqlite3
+
+    path = str(tmp_path / "shared.db")
+    other = sqlite3.connect(path)
+    other.execute("CREATE TABLE app (x)")
+
+    async def main():
+        with pytest.raises(SettingsValidationError, match="another SQLite library"):
+            async with SQLiteProvider(path):
+                pass
+        other.close()
+        async with SQLiteProvider(path) as provider:  # closed: fine, and reopening our own is fine
+            async with SQLiteProvider(path):
+                assert not await Lock("x", backend=provider.lock(), env_load=False).locked()
 
     asyncio.run(main())

@@ -153,6 +153,60 @@ class SQLiteProvider(_Provider):
             return "sqlite::memory:"
         return "sqlite://" + quote(os.path.abspath(self.path))
 
+    async def open(self) -> None:
+        """Opens the file, refusing one that another SQLite library of this process has open."""
+        if self._backend is None or self._generation != generation():
+            _refuse_foreign_sqlite(self.path)
+        opening = self._backend is None or self._generation != generation()
+        await super().open()
+        if opening and self.path != ":memory:":
+            target = os.path.realpath(self.path)
+            _OPENED_HERE[target] = _OPENED_HERE.get(target, 0) + 1
+
+    async def close(self) -> None:
+        """Closes the file (expired leases are vacated first)."""
+        closing = self._backend is not None
+        await super().close()
+        if closing and self.path != ":memory:":
+            target = os.path.realpath(self.path)
+            left = _OPENED_HERE.get(target, 0) - 1
+            if left > 0:
+                _OPENED_HERE[target] = left
+            else:
+                _OPENED_HERE.pop(target, None)
+
+
+#: Files this package's SQLite has open in this process, and how many times (its own
+#: descriptors on them are fine).
+_OPENED_HERE: dict[str, int] = {}
+
+
+def _refuse_foreign_sqlite(path: str) -> None:
+    """Refuses a file that this process already has open through another copy of SQLite (Linux):
+    two copies of SQLite in one process do not see each other's locks, so both could "hold" a
+    lease. Other processes are fine."""
+    if path == ":memory:" or not os.path.isdir("/proc/self/fd"):
+        return
+    target = os.path.realpath(path)
+    if target in _OPENED_HERE:
+        return
+    names = {target, target + "-wal", target + "-shm", target + "-journal"}
+    try:
+        descriptors = os.listdir("/proc/self/fd")
+    except OSError:
+        return
+    for fd in descriptors:
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") in names:
+                raise SettingsValidationError(
+                    f"{path} is already open in this process through another SQLite library (grelmicro's "
+                    "SQLite adapter, Python's sqlite3, ...). Two copies of SQLite in one process do not see each "
+                    "other's locks, so leases could be held twice. Use a separate file for tenure, or a separate "
+                    "process."
+                )
+        except OSError:
+            continue
+
 
 class RedisProvider(_Provider):
     """Leases on a Redis (6+) or Valkey server (grelmicro 0.44's keys).
