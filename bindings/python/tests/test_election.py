@@ -99,3 +99,23 @@ def test_settings_are_validated_and_a_backend_is_required():
             await LeaderElection("svc", env_load=False).wait_for_leader()
 
     run(main())
+
+
+def test_lead_with_repeat_runs_the_work_again_until_it_raises():
+    async def main():
+        e = election(MemoryProvider(), "a")
+        task = asyncio.create_task(e())
+        runs = []
+
+        async def work():
+            runs.append(len(runs))
+            if len(runs) == 3:
+                raise RuntimeError("done")
+
+        with pytest.raises(RuntimeError, match="done"):
+            await asyncio.wait_for(e.lead(work, repeat=True), 5)
+        assert runs == [0, 1, 2]
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    run(main())
