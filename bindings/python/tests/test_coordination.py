@@ -83,3 +83,21 @@ def test_the_scope_opens_and_closes_its_providers(tmp_path):
             await Lock("x", backend=provider.lock(), env_load=False).locked()
 
     run(main())
+
+
+def test_named_components_are_resolved_by_name():
+    async def main():
+        analytics, default = MemoryProvider(), MemoryProvider()
+        async with Coordination(default), Coordination(analytics, name="analytics"):
+            named = Lock("x", backend="analytics", env_load=False)
+            plain = Lock("x", env_load=False)
+            async with named:
+                await plain.acquire_nowait()  # another store: not held there
+                await plain.release()
+        with pytest.raises(OutOfContextError, match="analytics"):
+            await Lock("x", backend="analytics", env_load=False).locked()
+        async with Coordination(analytics, name="analytics"):  # a sole component answers for "default"
+            async with Lock("y", env_load=False):
+                pass
+
+    run(main())

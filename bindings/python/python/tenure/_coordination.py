@@ -14,14 +14,20 @@ from typing import Any, Optional, Union
 from tenure._providers import LeaderElectionAdapter, LockAdapter, _Provider
 from tenure.errors import CoordinationBackendError, SettingsValidationError
 
-_CURRENT: contextvars.ContextVar[Optional[Coordination]] = contextvars.ContextVar("tenure_coordination", default=None)
+#: The components of the enclosing `async with` blocks, by name (innermost wins).
+_CURRENT: contextvars.ContextVar[dict[str, Coordination]] = contextvars.ContextVar("tenure_coordination", default={})
 
 Source = Union[_Provider, LockAdapter, type, None]
 
 
-def current() -> Optional[Coordination]:
-    """The `Coordination` of the innermost `async with` block, if any."""
-    return _CURRENT.get()
+def current(name: str = "default") -> Optional[Coordination]:
+    """The component named `name` of the enclosing `async with` blocks; for `"default"`, a sole
+    component of another name answers too (as in grelmicro)."""
+    components = _CURRENT.get()
+    found = components.get(name)
+    if found is None and name == "default" and len(components) == 1:
+        found = next(iter(components.values()))
+    return found
 
 
 class Coordination:
@@ -100,7 +106,7 @@ class Coordination:
     async def __aenter__(self) -> Coordination:
         for provider in self._providers():
             await provider.open()
-        self._tokens.append(_CURRENT.set(self))
+        self._tokens.append(_CURRENT.set({**_CURRENT.get(), self._name: self}))
         return self
 
     async def __aexit__(self, *exc: object) -> None:

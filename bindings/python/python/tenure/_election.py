@@ -65,7 +65,7 @@ class LeaderElection(Primitive):
         self,
         name: str,
         *,
-        backend: Optional[LeaderElectionAdapter] = None,
+        backend: Union[LeaderElectionAdapter, str, None] = None,
         worker: Union[str, UUID, None] = None,
         lease_duration: Optional[Seconds] = None,
         renew_deadline: Optional[Seconds] = None,

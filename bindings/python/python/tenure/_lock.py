@@ -39,7 +39,7 @@ class Lock(Primitive):
         self,
         name: str,
         *,
-        backend: Optional[LockAdapter] = None,
+        backend: Union[LockAdapter, str, None] = None,
         worker: Union[str, UUID, None] = None,
         lease_duration: Optional[Seconds] = None,
         retry_interval: Optional[Seconds] = None,

@@ -30,7 +30,7 @@ class Primitive:
     def __init__(
         self,
         name: str,
-        backend: Optional[LockAdapter],
+        backend: Union[LockAdapter, str, None],
         worker: Union[str, UUID, None],
         env_prefix: Optional[str],
         env_load: Optional[bool],
@@ -59,11 +59,17 @@ class Primitive:
     def backend(self) -> LockAdapter:
         """The backend given at construction, else the one of the innermost
         `async with Coordination(...)` block, resolved on each call."""
-        if self._backend is not None:
+        if self._backend is not None and not isinstance(self._backend, str):
             return self._backend
-        coordination = current()
+        component = "default" if self._backend is None else self._backend
+        coordination = current(component)
         if coordination is not None:
             return coordination.lock_backend if self._slot == "lock" else coordination.election_backend
+        if component != "default":
+            raise OutOfContextError(
+                f"{type(self).__name__}('{self._name}') asked for the Coordination component '{component}', and no "
+                f"`async with Coordination(..., name='{component}'):` block encloses this call."
+            )
         raise OutOfContextError(
             f"{type(self).__name__}('{self._name}') resolved no backend. Pass backend= ({self._backend_hint}), "
             "or use it inside `async with Coordination(provider):`."

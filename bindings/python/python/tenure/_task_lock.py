@@ -28,7 +28,7 @@ class TaskLock(Primitive):
         self,
         name: str = "default",
         *,
-        backend: Optional[LockAdapter] = None,
+        backend: Union[LockAdapter, str, None] = None,
         worker: Union[str, UUID, None] = None,
         min_hold_duration: Optional[Seconds] = None,
         lease_duration: Optional[Seconds] = None,
