@@ -65,3 +65,18 @@ def test_the_environment_configures_a_task_lock(monkeypatch):
     monkeypatch.setenv("GREL_TASKLOCK_NIGHTLY_MIN_HOLD_DURATION", "3")
     lock = TaskLock("nightly", backend=MemoryProvider().lock())
     assert lock.config.min_hold_duration.total_seconds() == 3.0
+
+
+def test_the_same_instance_is_refused_until_its_own_hold_ends():
+    async def main():
+        lock = task_lock(MemoryProvider(), min_hold_duration=0.2, lease_duration=10)
+        async with lock:
+            first = lock.fencing_token
+        with pytest.raises(WouldBlockError):  # its own run's hold still lasts
+            async with lock:
+                pass
+        await asyncio.sleep(0.3)
+        async with lock:
+            assert lock.fencing_token > first
+
+    run(main())
