@@ -72,7 +72,7 @@ use redis::cluster::ClusterClientBuilder;
 use redis::{Client, IntoConnectionInfo, ProtocolVersion, RedisError, TlsCertificates};
 pub use tenure::OpenError;
 use tenure::backend::{BackendFuture, LeaderElectionBackend, LockBackend, ScheduleBackend, Wakeup};
-use tenure::{Inspect, LeaderState, LockState, Provider};
+use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, SettingsError};
 
 use connection::Connection;
@@ -138,7 +138,7 @@ impl RedisBackend {
             .key(self.key(name))
             .key(self.key(&format!("fence:{name}")))
             .arg(token)
-            .arg(tenure_core::time::ceil_millis(lease).max(1))
+            .arg(tenure_core::time::ceil_millis(lease))
             .invoke_async(&mut con)
             .await
             .map_err(|e| error("lock acquire", name, &e))?;
@@ -196,7 +196,7 @@ impl RedisBackend {
             .leader_acquire_or_renew
             .key(self.key(&format!("le_us:{name}")))
             .arg(token)
-            .arg(record::ceil_micros(lease))
+            .arg(tenure_core::time::ceil_micros(lease))
             .arg(record::metadata_json(metadata))
             .invoke_async(&mut con)
             .await
@@ -456,19 +456,5 @@ impl Inspect for RedisBackend {
     fn leader_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<LeaderState>> {
         let this = self.clone();
         Box::pin(async move { this.inspect_leaders(keys).await })
-    }
-}
-
-impl Provider for RedisBackend {
-    fn lock_backend(&self) -> Option<Arc<dyn LockBackend>> {
-        Some(Arc::new(self.clone()))
-    }
-
-    fn leader_election_backend(&self) -> Option<Arc<dyn LeaderElectionBackend>> {
-        Some(Arc::new(self.clone()))
-    }
-
-    fn schedule_backend(&self) -> Option<Arc<dyn ScheduleBackend>> {
-        Some(Arc::new(self.clone()))
     }
 }

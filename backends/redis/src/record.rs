@@ -28,11 +28,6 @@ pub(crate) fn lock_value<'v>(name: &str, value: &'v str) -> Result<(FencingToken
     Ok((fence(name, fence_value)?, token))
 }
 
-/// A lease in whole microseconds, rounded up (grelmicro's `round_up(duration, MICROSECOND)`).
-pub(crate) fn ceil_micros(lease: Duration) -> u64 {
-    tenure_core::time::ceil_micros(lease)
-}
-
 /// Metadata as grelmicro writes it: a JSON object with Python's default separators.
 pub(crate) fn metadata_json(metadata: &Metadata) -> String {
     let mut out = String::from("{");

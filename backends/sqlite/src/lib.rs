@@ -44,7 +44,7 @@ use std::time::Duration;
 use futures_channel::oneshot;
 pub use tenure::OpenError;
 use tenure::backend::{BackendFuture, LeaderElectionBackend, LockBackend, ReleaseSignals, ScheduleBackend, Wakeup};
-use tenure::{Inspect, LeaderState, LockState, Provider};
+use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata};
 
 use db::Db;
@@ -256,19 +256,5 @@ impl Inspect for SqliteBackend {
 
     fn leader_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<LeaderState>> {
         self.call(move |db| db.leader_states(&keys))
-    }
-}
-
-impl Provider for SqliteBackend {
-    fn lock_backend(&self) -> Option<Arc<dyn LockBackend>> {
-        Some(Arc::new(self.clone()))
-    }
-
-    fn leader_election_backend(&self) -> Option<Arc<dyn LeaderElectionBackend>> {
-        Some(Arc::new(self.clone()))
-    }
-
-    fn schedule_backend(&self) -> Option<Arc<dyn ScheduleBackend>> {
-        Some(Arc::new(self.clone()))
     }
 }

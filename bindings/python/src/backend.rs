@@ -13,7 +13,6 @@ use crate::bridge::{Fail, awaitable};
 pub(crate) struct Backend {
     pub(crate) lock: Arc<dyn LockBackend>,
     pub(crate) leader: Arc<dyn LeaderElectionBackend>,
-    kind: &'static str,
     closer: Closer,
 }
 
@@ -26,18 +25,12 @@ enum Closer {
 impl Backend {
     fn memory() -> Self {
         let store = MemoryBackend::new();
-        Self { lock: Arc::new(store.clone()), leader: Arc::new(store), kind: "memory", closer: Closer::Nothing }
+        Self { lock: Arc::new(store.clone()), leader: Arc::new(store), closer: Closer::Nothing }
     }
 }
 
 #[pymethods]
 impl Backend {
-    /// `memory`, `sqlite` or `redis`.
-    #[getter]
-    fn kind(&self) -> &'static str {
-        self.kind
-    }
-
     /// Closes the store (SQLite vacates expired leases); later calls fail.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let closing = match &self.closer {
@@ -73,13 +66,13 @@ pub(crate) fn open_backend(py: Python<'_>, url: String) -> PyResult<Bound<'_, Py
                 let options = tenure_sqlite::SqliteOptions::from_url(&url).map_err(settings)?;
                 let store = options.open().await.map_err(open_error)?;
                 let (lock, leader) = (Arc::new(store.clone()), Arc::new(store.clone()));
-                Ok(Backend { lock, leader, kind: "sqlite", closer: Closer::Sqlite(store) })
+                Ok(Backend { lock, leader, closer: Closer::Sqlite(store) })
             }
             _ => {
                 let options = tenure_redis::RedisOptions::from_url(&url).map_err(settings)?;
                 let store = options.open().await.map_err(open_error)?;
                 let (lock, leader) = (Arc::new(store.clone()), Arc::new(store.clone()));
-                Ok(Backend { lock, leader, kind: "redis", closer: Closer::Redis(store) })
+                Ok(Backend { lock, leader, closer: Closer::Redis(store) })
             }
         }
     })

@@ -189,9 +189,4 @@ impl Holder {
         let holder = self.inner.clone();
         block_on(py, async move { holder.owned().await.map_err(Fail::from) })
     }
-
-    /// Whether this holder believes it holds the lock now (no store call).
-    fn is_held(&self) -> bool {
-        self.inner.is_held()
-    }
 }

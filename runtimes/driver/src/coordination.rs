@@ -32,7 +32,12 @@ pub trait Provider {
     }
 }
 
-impl Provider for MemoryBackend {
+/// A store that serves all three kinds — the memory backend, SQLite, Redis — is its own
+/// provider: each slot gets a clone (clones share the store).
+impl<T> Provider for T
+where
+    T: LockBackend + LeaderElectionBackend + ScheduleBackend + Clone,
+{
     fn lock_backend(&self) -> Option<Arc<dyn LockBackend>> {
         Some(Arc::new(self.clone()))
     }

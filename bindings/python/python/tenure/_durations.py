@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from datetime import timedelta
 from typing import Optional, Union
 
@@ -12,15 +11,12 @@ Seconds = Union[int, float, timedelta]
 
 
 def seconds(field: str, value: Optional[Seconds]) -> Optional[float]:
-    """`value` in seconds; `None` stays `None`. Rejects booleans, negatives, NaN and infinities."""
+    """`value` in seconds; `None` stays `None`. Only the type is checked here (booleans and
+    non-numbers are refused): the core judges the value (positive, finite, at most 100 years)."""
     if value is None:
         return None
     if isinstance(value, timedelta):
-        result = value.total_seconds()
-    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SettingsValidationError(f"{field} must be a number of seconds or a timedelta, got {type(value).__name__}")
-    else:
-        result = float(value)
-    if math.isnan(result) or math.isinf(result) or result < 0:
-        raise SettingsValidationError(f"{field} must be a finite, non-negative number of seconds")
-    return result
+    return float(value)
