@@ -1,6 +1,7 @@
 """tenure's Python package beside grelmicro 0.44, in one interpreter and one run: one task's
 `async with lock:` on the memory backend (median of 11 batches of 1000), and on Redis (median of
-11 batches of 200) when a URL is given. Prints microseconds per cycle and the ratios.
+11 batches of 200) when a URL is given, beside the floor: a PING round trip on a bare asyncio
+stream. Prints microseconds per cycle and the ratios.
 Usage: python_lock.py [REDIS_URL]   (needs grelmicro 0.44 and the tenure wheel installed)"""
 
 import asyncio
@@ -10,16 +11,19 @@ import sys
 import time
 
 
-async def per_cycle(lock, batch: int) -> float:
-    samples = []
+async def per_cycle(*locks, batch: int) -> list:
+    """Microseconds per `async with` cycle of each lock: the median of 11 batches (after one
+    warm-up), the locks' batches taking turns so that a slow spell of the machine hits each alike."""
+    samples = [[] for _ in locks]
     for round_ in range(12):
-        started = time.perf_counter()
-        for _ in range(batch):
-            async with lock:
-                pass
-        if round_ > 0:
-            samples.append((time.perf_counter() - started) / batch)
-    return statistics.median(samples) * 1e6
+        for lock, kept in zip(locks, samples):
+            started = time.perf_counter()
+            for _ in range(batch):
+                async with lock:
+                    pass
+            if round_ > 0:
+                kept.append((time.perf_counter() - started) / batch)
+    return [statistics.median(kept) * 1e6 for kept in samples]
 
 
 async def memory() -> tuple:
@@ -28,9 +32,29 @@ async def memory() -> tuple:
     from grelmicro.coordination.memory import MemoryLockAdapter as GrelMemory
 
     async with GrelMemory() as backend:
-        grel = await per_cycle(GrelLock("bench", backend=backend), 1000)
-    ours = await per_cycle(tenure.Lock("bench", backend=tenure.MemoryLockAdapter(), env_load=False), 1000)
-    return grel, ours
+        ours = tenure.Lock("bench", backend=tenure.MemoryLockAdapter(), env_load=False)
+        return await per_cycle(GrelLock("bench", backend=backend), ours, batch=1000)
+
+
+async def round_trip(url: str) -> float:
+    """One PING round trip on a bare asyncio stream: the floor a Python program pays per command."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    reader, writer = await asyncio.open_connection(parts.hostname or "127.0.0.1", parts.port or 6379)
+
+    class Ping:
+        async def __aenter__(self):
+            writer.write(b"PING\r\n")
+            await reader.readline()
+
+        async def __aexit__(self, *exc):
+            return None
+
+    try:
+        return (await per_cycle(Ping(), batch=200))[0]
+    finally:
+        writer.close()
 
 
 async def redis(url: str) -> tuple:
@@ -40,11 +64,13 @@ async def redis(url: str) -> tuple:
     from grelmicro.providers.redis import RedisProvider as GrelRedis
 
     prefix = f"py-bench-{os.getpid()}:"
-    async with GrelRedis(url) as provider, RedisLockAdapter(provider=provider, prefix=prefix) as backend:
-        grel = await per_cycle(GrelLock("bench", backend=backend), 200)
-    async with tenure.RedisProvider(f"{url}/?prefix={prefix}t:") as store:
-        ours = await per_cycle(tenure.Lock("bench", backend=store.lock(), env_load=False), 200)
-    return grel, ours
+    async with (
+        GrelRedis(url) as provider,
+        RedisLockAdapter(provider=provider, prefix=prefix) as backend,
+        tenure.RedisProvider(f"{url}/?prefix={prefix}t:") as store,
+    ):
+        ours = tenure.Lock("bench", backend=store.lock(), env_load=False)
+        return await per_cycle(GrelLock("bench", backend=backend), ours, batch=200)
 
 
 async def main() -> None:
@@ -52,7 +78,11 @@ async def main() -> None:
     print(f"memory, one task, async with lock: grelmicro {grel:.2f} us, tenure {ours:.2f} us, ratio {ours / grel:.2f}")
     if len(sys.argv) > 1:
         grel, ours = await redis(sys.argv[1])
-        print(f"redis, one task, async with lock: grelmicro {grel:.1f} us, tenure {ours:.1f} us, ratio {ours / grel:.2f}")
+        floor = await round_trip(sys.argv[1])
+        print(
+            f"redis, one task, async with lock: grelmicro {grel:.1f} us, tenure {ours:.1f} us, ratio {ours / grel:.2f}"
+            f" (target <= 0.8); an asyncio PING round trip {floor:.1f} us: tenure = {ours / (2 * floor):.2f} x two"
+        )
 
 
 asyncio.run(main())

@@ -1,16 +1,22 @@
 //! The connection a backend talks through: one reconnecting multiplexed connection to a server,
 //! or a Redis Cluster connection that routes each call by its first key (every key of one call
-//! shares the prefix's hash tag, so one slot).
+//! shares the prefix's hash tag, so one slot), or a connection whose host runs its I/O
+//! ([`crate::dial`]).
+
+use std::sync::Arc;
 
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
+use crate::dial::Dialed;
+
 #[derive(Clone)]
 pub(crate) enum Connection {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    Dialed(Arc<Dialed>),
 }
 
 impl Connection {
@@ -19,6 +25,7 @@ impl Connection {
         match self {
             Self::Single(c) => c.subscribe(channel).await,
             Self::Cluster(c) => c.subscribe(channel).await,
+            Self::Dialed(c) => c.subscribe(channel).await,
         }
     }
 
@@ -26,6 +33,7 @@ impl Connection {
         match self {
             Self::Single(c) => c.unsubscribe(channels).await,
             Self::Cluster(c) => c.unsubscribe(channels).await,
+            Self::Dialed(c) => c.unsubscribe(channels).await,
         }
     }
 
@@ -68,6 +76,7 @@ impl ConnectionLike for Connection {
         match self {
             Self::Single(c) => c.req_packed_command(cmd),
             Self::Cluster(c) => c.req_packed_command(cmd),
+            Self::Dialed(c) => c.command(cmd),
         }
     }
 
@@ -80,6 +89,7 @@ impl ConnectionLike for Connection {
         match self {
             Self::Single(c) => c.req_packed_commands(pipeline, offset, count),
             Self::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Self::Dialed(c) => c.commands(pipeline, offset, count),
         }
     }
 
@@ -87,6 +97,7 @@ impl ConnectionLike for Connection {
         match self {
             Self::Single(c) => c.get_db(),
             Self::Cluster(c) => c.get_db(),
+            Self::Dialed(c) => c.db(),
         }
     }
 }

@@ -41,6 +41,10 @@
 //! name's lock key and fence key — which one script touches together — land in one slot
 //! (grelmicro's rule). Releases are published cluster-wide.
 //!
+//! **A host's own event loop.** [`RedisOptions::open_dialed`] takes a [`dial::Dial`] that opens
+//! the socket and runs the connection's driver where the host chooses — the Python package puts
+//! both on its asyncio loop's thread, so a command made there crosses no thread.
+//!
 //! **Not yet:** Sentinel, and wake-ups on lease expiry (waiters notice an expired lease at their
 //! next `retry_interval` attempt).
 //!
@@ -58,6 +62,7 @@
 #![deny(missing_docs)]
 
 mod connection;
+pub mod dial;
 mod inspect;
 mod options;
 mod record;
@@ -69,13 +74,17 @@ use std::time::Duration;
 
 use redis::aio::ConnectionManagerConfig;
 use redis::cluster::ClusterClientBuilder;
-use redis::{Client, IntoConnectionInfo, ProtocolVersion, RedisError, TlsCertificates};
+use redis::{
+    AsyncConnectionConfig, Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, ProtocolVersion, RedisError,
+    TlsCertificates,
+};
 pub use tenure::OpenError;
 use tenure::backend::{BackendFuture, LeaderElectionBackend, LockBackend, ScheduleBackend, Wakeup};
 use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, SettingsError};
 
 use connection::Connection;
+use dial::{Dial, Dialed};
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, RedisOptions};
 use scripts::Scripts;
 use wake::{Subscriptions, Wake};
@@ -277,16 +286,56 @@ impl RedisOptions {
                 })?),
             };
         let subscriptions = Arc::new(Subscriptions::new(self.key_prefix()));
-        let mut connection = if self.is_cluster() {
+        let connection = if self.is_cluster() {
             self.connect_cluster(root, &subscriptions).await?
         } else {
             self.connect_single(root, &subscriptions).await?
         };
+        self.finish_open(connection, subscriptions).await
+    }
+
+    /// Connects as [`RedisOptions::open`] does, but a single server reached over plain TCP is
+    /// dialed through `dial`, which runs the connection's reads and writes (see [`dial`]).
+    /// Other addresses — TLS, a Unix socket, a cluster — open as [`RedisOptions::open`] opens
+    /// them.
+    pub async fn open_dialed(self, dial: Arc<dyn Dial>) -> Result<RedisBackend, OpenError> {
+        self.validate()?;
+        let info = if self.is_cluster() { None } else { Some(self.connection_info()?) };
+        let Some((info, ConnectionAddr::Tcp(host, port))) =
+            info.map(|i| (i.redis_settings().clone(), i.addr().clone()))
+        else {
+            return self.open().await;
+        };
+        let subscriptions = Arc::new(Subscriptions::new(self.key_prefix()));
+        let config = AsyncConnectionConfig::new()
+            .set_response_timeout(Some(self.command_timeout_value()))
+            .set_push_sender(Subscriptions::push_sender(&subscriptions));
+        let dialed = Dialed::new(dial, (host, port), info, config, self.connect_timeout_value(), subscriptions.clone());
+        self.finish_open(Connection::Dialed(Arc::new(dialed)), subscriptions).await
+    }
+
+    /// Loads the scripts on `connection` (its first use) and makes the backend.
+    async fn finish_open(
+        self,
+        mut connection: Connection,
+        subscriptions: Arc<Subscriptions>,
+    ) -> Result<RedisBackend, OpenError> {
         let scripts = Scripts::new();
         scripts.load(&mut connection).await.map_err(|e| self.unreachable(&e))?;
         Ok(RedisBackend {
             inner: Arc::new(Inner { connection: Mutex::new(Some(connection)), scripts, subscriptions, options: self }),
         })
+    }
+
+    /// The URL's address and settings, speaking RESP3 and naming the library.
+    fn connection_info(&self) -> Result<ConnectionInfo, SettingsError> {
+        let info = self.url().into_connection_info().map_err(|e| self.settings_error(&e))?;
+        let redis = info
+            .redis_settings()
+            .clone()
+            .set_protocol(ProtocolVersion::RESP3)
+            .set_lib_name("tenure", env!("CARGO_PKG_VERSION"));
+        Ok(info.set_redis_settings(redis))
     }
 
     fn settings_error(&self, e: &RedisError) -> SettingsError {
@@ -298,13 +347,7 @@ impl RedisOptions {
         root: Option<Vec<u8>>,
         subscriptions: &Arc<Subscriptions>,
     ) -> Result<Connection, OpenError> {
-        let info = self.url().into_connection_info().map_err(|e| self.settings_error(&e))?;
-        let redis = info
-            .redis_settings()
-            .clone()
-            .set_protocol(ProtocolVersion::RESP3)
-            .set_lib_name("tenure", env!("CARGO_PKG_VERSION"));
-        let info = info.set_redis_settings(redis);
+        let info = self.connection_info()?;
         let client = match root {
             None => Client::open(info),
             Some(root) => Client::build_with_tls(info, TlsCertificates { client_tls: None, root_cert: Some(root) }),

@@ -123,6 +123,17 @@ impl Subscriptions {
         }
     }
 
+    /// After a new connection replaced a dropped one (which took its subscriptions along):
+    /// nothing is subscribed any more, and every waiter looks again (subscribing afresh).
+    pub(crate) fn redialed(&self) {
+        let mut names = self.names();
+        names.retain(|_, entry| {
+            entry.subscribed = false;
+            entry.wake_all();
+            false
+        });
+    }
+
     /// A wake-up for the next release of `name`; while it is queued, attempts on `name`
     /// subscribe.
     pub(crate) fn wakeup(self: &Arc<Self>, name: &str, wake: Wake) -> Wakeup {
@@ -288,6 +299,16 @@ mod tests {
         let push = PushInfo { kind: PushKind::Disconnection, data: vec![] };
         assert!(Subscriptions::push_sender(&subscriptions)(push).is_ok());
         assert!(woken(&mut c) && woken(&mut d));
+    }
+
+    #[test]
+    fn a_redial_wakes_everyone_and_forgets_the_subscriptions() {
+        let subscriptions = Arc::new(Subscriptions::new(""));
+        let mut waiter = subscriptions.wakeup("lock:a", Wake::One);
+        subscriptions.names().get_mut("lock:a").expect("queued").subscribed = true;
+        subscriptions.redialed();
+        assert!(woken(&mut waiter));
+        assert!(subscriptions.names().is_empty(), "the next wait subscribes afresh");
     }
 
     #[test]

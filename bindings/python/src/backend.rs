@@ -58,6 +58,8 @@ pub(crate) fn memory_backend() -> Backend {
 /// Opens the store at `url`; an awaitable of a [`Backend`].
 #[pyfunction]
 pub(crate) fn open_backend(py: Python<'_>, url: String) -> PyResult<Bound<'_, PyAny>> {
+    let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+    let dial = crate::aio::LoopDial::new(&event_loop)?;
     awaitable(py, async move {
         let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or_default();
         match scheme {
@@ -70,7 +72,7 @@ pub(crate) fn open_backend(py: Python<'_>, url: String) -> PyResult<Bound<'_, Py
             }
             _ => {
                 let options = tenure_redis::RedisOptions::from_url(&url).map_err(settings)?;
-                let store = options.open().await.map_err(open_error)?;
+                let store = options.open_dialed(Arc::new(dial)).await.map_err(open_error)?;
                 let (lock, leader) = (Arc::new(store.clone()), Arc::new(store.clone()));
                 Ok(Backend { lock, leader, closer: Closer::Redis(store) })
             }

@@ -1,28 +1,26 @@
 //! Rust futures as asyncio awaitables.
 //!
-//! - A future is polled once on the calling thread (inside the tokio runtime's context): if it
-//!   is already done — the memory backend, an uncontended lock — the caller gets an
-//!   already-completed asyncio future, with no thread hop and no task spawned.
-//! - Otherwise it runs on the tokio runtime, and its result is handed to the event loop with
-//!   `call_soon_threadsafe`. Cancelling the asyncio future drops the Rust future (an abandoned
-//!   acquire then gives back a grant that lands afterwards, as the driver does in Rust).
+//! - A future is polled at once on the calling thread, the event loop's (inside the tokio
+//!   runtime's context): if it is already done — the memory backend, an uncontended lock — the
+//!   caller gets an already-completed asyncio future, with no thread hop and nothing scheduled.
+//! - Otherwise the loop polls it again whenever it is woken ([`LoopTask`]) and completes the
+//!   asyncio future on its own thread. Cancelling the asyncio future drops the Rust future (an
+//!   abandoned acquire then gives back a grant that lands afterwards, as the driver does in
+//!   Rust).
 //! - At interpreter exit ([`shutdown`], run by `atexit`), completions stop touching Python and
 //!   the exit waits for any completion already inside Python to leave, so no runtime thread runs
 //!   Python code while the interpreter is being torn down.
 
 use std::future::Future;
-use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use crate::aio::LoopTask;
+use crate::py_error;
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use tokio::sync::oneshot;
-
-use crate::py_error;
 
 /// Why a bridged call failed.
 pub(crate) enum Fail {
@@ -66,35 +64,31 @@ where
 static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
 static IN_PYTHON: AtomicUsize = AtomicUsize::new(0);
 
-/// Runs `fut` as an asyncio awaitable on the running event loop.
+/// Runs `fut` as an asyncio awaitable on the running event loop, as a [`LoopTask`]: polled now,
+/// and again by the loop whenever it is woken. Done at once, the caller gets an already-completed
+/// asyncio future.
 pub(crate) fn awaitable<'py, T, F>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
 where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
     F: Future<Output = Result<T, Fail>> + Send + 'static,
 {
-    let mut fut: Pin<Box<dyn Future<Output = Outcome> + Send>> =
-        Box::pin(async move { fut.await.map(|v| Box::new(v) as Box<dyn ToPy>) });
     let event_loop = get_running_loop(py)?;
     let py_future = event_loop.call_method0("create_future")?;
-    let runtime = crate::tokio_handle();
-    let first = {
-        let _context = runtime.enter();
-        fut.as_mut().poll(&mut Context::from_waker(Waker::noop()))
-    };
-    if let Poll::Ready(outcome) = first {
-        settle(py, &py_future, outcome)?;
-        return Ok(py_future);
+    let target = py_future.clone().unbind();
+    let task = LoopTask::start(
+        &event_loop,
+        Box::pin(async move {
+            let outcome = fut.await.map(|v| Box::new(v) as Box<dyn ToPy>);
+            with_python(|py| {
+                if let Err(e) = settle(py, target.bind(py), outcome) {
+                    e.print(py);
+                }
+            });
+        }),
+    )?;
+    if !task.is_done() {
+        py_future.call_method1("add_done_callback", (CancelOnDone(task),))?;
     }
-    let (cancel_tx, cancel_rx) = oneshot::channel::<()>();
-    py_future.call_method1("add_done_callback", (CancelOnDone { cancel: Mutex::new(Some(cancel_tx)) },))?;
-    let (event_loop, target) = (event_loop.unbind(), py_future.clone().unbind());
-    runtime.spawn(async move {
-        let outcome = tokio::select! {
-            outcome = fut => outcome,
-            _ = cancel_rx => return, // the asyncio future was cancelled (or dropped)
-        };
-        complete(&event_loop, target, outcome);
-    });
     Ok(py_future)
 }
 
@@ -108,20 +102,6 @@ where
     let handle = crate::tokio_handle();
     let outcome = py.detach(|| handle.block_on(fut));
     outcome.map_err(|fail| fail.into_py(py))
-}
-
-/// Hands `outcome` to the event loop from a runtime thread, unless the interpreter is exiting.
-fn complete(event_loop: &Py<PyAny>, target: Py<PyAny>, outcome: Outcome) {
-    with_python(|py| {
-        let handed = result_args(py, outcome).and_then(|(error, value)| {
-            let setter = completer(py)?;
-            event_loop.call_method1(py, "call_soon_threadsafe", (setter, target, error, value))
-        });
-        if let Err(e) = handed {
-            // The loop is closed: nobody awaits this future any more.
-            e.print(py);
-        }
-    });
 }
 
 /// Runs `f` with the interpreter, unless it is exiting ([`shutdown`]): how a thread of this
@@ -163,17 +143,13 @@ fn get_running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 
 /// Drops the Rust future when its asyncio future is done before it (cancelled).
 #[pyclass(frozen, module = "tenure._tenure")]
-struct CancelOnDone {
-    cancel: Mutex<Option<oneshot::Sender<()>>>,
-}
+struct CancelOnDone(Arc<LoopTask>);
 
 #[pymethods]
 impl CancelOnDone {
     fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
-        if future.call_method0("cancelled")?.is_truthy()?
-            && let Some(cancel) = self.cancel.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
-        {
-            let _ = cancel.send(());
+        if future.call_method0("cancelled")?.is_truthy()? {
+            self.0.cancel();
         }
         Ok(())
     }

@@ -5,6 +5,7 @@
 
 #![allow(unsafe_code)] // pyo3's macros expand to unsafe glue
 
+mod aio;
 mod backend;
 mod bridge;
 mod election;
@@ -12,15 +13,48 @@ mod lock;
 mod logging;
 mod task_lock;
 
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use pyo3::prelude::*;
 use tenure_tokio::Tokio;
 
+/// Bumped in a child after `fork()` (`os.register_at_fork` calls [`forked`]).
+static FORKS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's copy of the runtime's handle, and the [`FORKS`] count it was taken at.
+    static HANDLE: RefCell<Option<(u64, tokio::runtime::Handle)>> = const { RefCell::new(None) };
+}
+
+/// Called in a forked child: the runtime is made anew on its next use.
+#[pyfunction]
+fn forked() {
+    FORKS.fetch_add(1, Ordering::SeqCst);
+}
+
+/// How many times this process was forked into (0 in the process Python started).
+pub(crate) fn forks() -> u64 {
+    FORKS.load(Ordering::SeqCst)
+}
+
+/// The tokio runtime of this process, from this thread's copy of its handle while no fork
+/// happened since it was taken (polls ask on every wake-up: no lock, no `getpid`).
+pub(crate) fn tokio_handle() -> tokio::runtime::Handle {
+    let forks = forks();
+    let cached = HANDLE.with_borrow(|h| h.as_ref().filter(|(at, _)| *at == forks).map(|(_, h)| h.clone()));
+    cached.unwrap_or_else(|| {
+        let handle = process_runtime();
+        HANDLE.set(Some((forks, handle.clone())));
+        handle
+    })
+}
+
 /// The tokio runtime of this process: made on first use, and made again in a child after
 /// `fork()` (the parent's worker threads do not exist there). The parent's runtime is leaked in
 /// the child, never dropped: its threads are gone, so dropping it could wait forever.
-pub(crate) fn tokio_handle() -> tokio::runtime::Handle {
+fn process_runtime() -> tokio::runtime::Handle {
     static RUNTIME: std::sync::Mutex<Option<(u32, tokio::runtime::Runtime)>> = std::sync::Mutex::new(None);
     let pid = std::process::id();
     let mut slot = RUNTIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -126,5 +160,6 @@ fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(backend::memory_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backend::open_backend, m)?)?;
     m.add_function(wrap_pyfunction!(bridge::shutdown, m)?)?;
+    m.add_function(wrap_pyfunction!(forked, m)?)?;
     Ok(())
 }

@@ -11,6 +11,9 @@ _generation = 0
 def _forked() -> None:
     global _generation
     _generation += 1
+    from tenure import _tenure
+
+    _tenure.forked()  # the native half makes its runtime anew
 
 
 if hasattr(os, "register_at_fork"):
