@@ -1,4 +1,5 @@
-"""`Lock` on the memory backend: spec §1.2, §1.3 and the behaviours of §8.2 that concern it."""
+"""`Lock` on memory, SQLite and Redis (the `store` fixture): spec §1.2, §1.3 and the behaviours of
+§8.2 that concern it."""
 
 import asyncio
 from datetime import timedelta
@@ -23,175 +24,187 @@ def run(coro):
     return asyncio.run(coro)
 
 
-def lock(name="cart", backend=None, **kwargs):
-    return Lock(name, backend=backend or MemoryLockAdapter(), env_load=False, **kwargs)
+def lock(provider=None, *, name="cart", backend=None, **kwargs):
+    """A lock on `provider`'s store, or on `backend`, or on a private memory store."""
+    backend = provider.lock() if provider is not None else backend or MemoryLockAdapter()
+    return Lock(name, backend=backend, env_load=False, **kwargs)
 
 
-def test_a_handle_carries_name_token_and_a_fence_and_is_immutable():
+def test_a_handle_carries_name_token_and_a_fence_and_is_immutable(store):
     async def main():
-        async with lock() as handle:
-            assert isinstance(handle, LockHandle)
-            assert handle.name == "cart"
-            assert handle.fencing_token == 1
-            assert handle.token
-            with pytest.raises(AttributeError):
-                handle.fencing_token = 2
-            assert not hasattr(handle, "__dict__")
+        async with store() as provider:
+            async with lock(provider) as handle:
+                assert isinstance(handle, LockHandle)
+                assert handle.name == "cart"
+                assert handle.fencing_token == 1
+                assert handle.token
+                with pytest.raises(AttributeError):
+                    handle.fencing_token = 2
+                assert not hasattr(handle, "__dict__")
 
     run(main())
 
 
-def test_fences_strictly_increase_across_acquisitions():
+def test_fences_strictly_increase_across_acquisitions(store):
     async def main():
-        l = lock()
-        fences = []
-        for _ in range(3):
-            async with l as handle:
-                fences.append(handle.fencing_token)
-        assert fences == [1, 2, 3]
+        async with store() as provider:
+            l = lock(provider)
+            fences = []
+            for _ in range(3):
+                async with l as handle:
+                    fences.append(handle.fencing_token)
+            assert fences == [1, 2, 3]
 
     run(main())
 
 
-def test_a_nested_acquire_in_one_task_is_refused():
+def test_a_nested_acquire_in_one_task_is_refused(store):
     async def main():
-        l = lock()
-        async with l:
-            with pytest.raises(LockReentrantError) as caught:
-                await l.acquire()
-            assert caught.value.name == "cart"
+        async with store() as provider:
+            l = lock(provider)
+            async with l:
+                with pytest.raises(LockReentrantError) as caught:
+                    await l.acquire()
+                assert caught.value.name == "cart"
 
     run(main())
 
 
-def test_another_task_waits_until_the_release():
+def test_another_task_waits_until_the_release(store):
     async def main():
-        l = lock(retry_interval=60)  # only the release's wake-up can hand over in time
-        order = []
-        held = await l.acquire()
+        async with store() as provider:
+            l = lock(provider, retry_interval=60)  # only the release's wake-up can hand over in time
+            order = []
+            held = await l.acquire()
 
-        async def other():
-            async with l as handle:
-                order.append(("other", handle.fencing_token))
+            async def other():
+                async with l as handle:
+                    order.append(("other", handle.fencing_token))
 
-        task = asyncio.create_task(other())
-        await asyncio.sleep(0.05)
-        assert order == []
-        order.append(("first", held.fencing_token))
-        await l.release()
-        await asyncio.wait_for(task, 5)
-        assert order == [("first", 1), ("other", 2)]
+            task = asyncio.create_task(other())
+            await asyncio.sleep(0.05)
+            assert order == []
+            order.append(("first", held.fencing_token))
+            await l.release()
+            await asyncio.wait_for(task, 5)
+            assert order == [("first", 1), ("other", 2)]
 
     run(main())
 
 
-def test_a_cancelled_acquire_does_not_take_the_lock_later():
+def test_a_cancelled_acquire_does_not_take_the_lock_later(store):
     async def main():
-        l = lock(retry_interval=60)
-        await l.acquire()
-
-        async def waiter():
+        async with store() as provider:
+            l = lock(provider, retry_interval=60)
             await l.acquire()
 
-        task = asyncio.create_task(waiter())
-        await asyncio.sleep(0.05)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        with pytest.raises(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.create_task(waiter()), 0.05)
-        await l.release()
+            async def waiter():
+                await l.acquire()
 
-        async def third():
-            handle = await l.acquire_nowait()  # nobody took it on the release
-            await l.release()
-            return handle.fencing_token
-
-        assert await asyncio.create_task(third()) == 2
-
-    run(main())
-
-
-def test_a_bounded_acquire_raises_a_lock_timeout_error_that_is_a_timeout_error():
-    async def main():
-        l = lock()
-        async with l:
-
-            async def other():
-                with pytest.raises(TimeoutError) as caught:
-                    await l.acquire(timeout=timedelta(milliseconds=50))
-                assert isinstance(caught.value, LockTimeoutError)
-                assert isinstance(caught.value, WouldBlockError)
-                assert (caught.value.name, caught.value.timeout) == ("cart", 0.05)
-
-            await asyncio.create_task(other())
-
-    run(main())
-
-
-def test_acquire_nowait_is_refused_while_held():
-    async def main():
-        l = lock()
-        async with l:
-
-            async def other():
-                with pytest.raises(WouldBlockError):
-                    await l.acquire_nowait()
-
-            await asyncio.create_task(other())
-        handle = await l.acquire_nowait()
-        assert handle.fencing_token == 2
-        await l.release()
-
-    run(main())
-
-
-def test_release_and_extend_of_a_lock_not_held_raise_not_owned():
-    async def main():
-        l = lock()
-        with pytest.raises(LockNotOwnedError):
-            await l.release()
-        with pytest.raises(LockNotOwnedError):
-            await l.extend()
-        await l.acquire()
-        await l.release()
-        with pytest.raises(LockNotOwnedError):
+            task = asyncio.create_task(waiter())
+            await asyncio.sleep(0.05)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.create_task(waiter()), 0.05)
             await l.release()
 
-    run(main())
+            async def third():
+                handle = await l.acquire_nowait()  # nobody took it on the release
+                await l.release()
+                return handle.fencing_token
 
-
-def test_extend_keeps_the_fence_and_owned_and_locked_follow_the_holder():
-    async def main():
-        l = lock(lease_duration=5)
-        assert not await l.locked()
-        first = await l.acquire()
-        assert await l.locked() and await l.owned()
-        again = await l.extend()
-        assert again.fencing_token == first.fencing_token
-
-        async def other():
-            assert await l.locked()
-            assert not await l.owned()
-
-        await asyncio.create_task(other())
-        await l.release()
-        assert not await l.locked() and not await l.owned()
+            assert await asyncio.create_task(third()) == 2
 
     run(main())
 
 
-def test_a_lease_ends_on_its_own():
+def test_a_bounded_acquire_raises_a_lock_timeout_error_that_is_a_timeout_error(store):
     async def main():
-        l = lock(lease_duration=0.1)
-        await l.acquire()
+        async with store() as provider:
+            l = lock(provider)
+            async with l:
 
-        async def other():
-            handle = await l.acquire(timeout=2)
+                async def other():
+                    with pytest.raises(TimeoutError) as caught:
+                        await l.acquire(timeout=timedelta(milliseconds=50))
+                    assert isinstance(caught.value, LockTimeoutError)
+                    assert isinstance(caught.value, WouldBlockError)
+                    assert (caught.value.name, caught.value.timeout) == ("cart", 0.05)
+
+                await asyncio.create_task(other())
+
+    run(main())
+
+
+def test_acquire_nowait_is_refused_while_held(store):
+    async def main():
+        async with store() as provider:
+            l = lock(provider)
+            async with l:
+
+                async def other():
+                    with pytest.raises(WouldBlockError):
+                        await l.acquire_nowait()
+
+                await asyncio.create_task(other())
+            handle = await l.acquire_nowait()
             assert handle.fencing_token == 2
             await l.release()
 
-        await asyncio.create_task(other())
+    run(main())
+
+
+def test_release_and_extend_of_a_lock_not_held_raise_not_owned(store):
+    async def main():
+        async with store() as provider:
+            l = lock(provider)
+            with pytest.raises(LockNotOwnedError):
+                await l.release()
+            with pytest.raises(LockNotOwnedError):
+                await l.extend()
+            await l.acquire()
+            await l.release()
+            with pytest.raises(LockNotOwnedError):
+                await l.release()
+
+    run(main())
+
+
+def test_extend_keeps_the_fence_and_owned_and_locked_follow_the_holder(store):
+    async def main():
+        async with store() as provider:
+            l = lock(provider, lease_duration=5)
+            assert not await l.locked()
+            first = await l.acquire()
+            assert await l.locked() and await l.owned()
+            again = await l.extend()
+            assert again.fencing_token == first.fencing_token
+
+            async def other():
+                assert await l.locked()
+                assert not await l.owned()
+
+            await asyncio.create_task(other())
+            await l.release()
+            assert not await l.locked() and not await l.owned()
+
+    run(main())
+
+
+def test_a_lease_ends_on_its_own(store):
+    async def main():
+        async with store() as provider:
+            l = lock(provider, lease_duration=0.1)
+            await l.acquire()
+
+            async def other():
+                handle = await l.acquire(timeout=2)
+                assert handle.fencing_token == 2
+                await l.release()
+
+            await asyncio.create_task(other())
 
     run(main())
 

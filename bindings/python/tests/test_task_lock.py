@@ -1,4 +1,5 @@
-"""`TaskLock`: one run per `min_hold_duration` window across workers (spec §1.5, §3.4, §8.5)."""
+"""`TaskLock` on memory, SQLite and Redis (the `store` fixture): one run per `min_hold_duration`
+window across workers (spec §1.5, §3.4, §8.5)."""
 
 import asyncio
 
@@ -15,43 +16,45 @@ def task_lock(provider, **kwargs):
     return TaskLock("nightly", backend=provider.lock(), env_load=False, **kwargs)
 
 
-def test_a_second_worker_is_refused_within_the_min_hold_and_runs_after_it():
+def test_a_second_worker_is_refused_within_the_min_hold_and_runs_after_it(store):
     async def main():
-        provider = MemoryProvider()
-        first, second = task_lock(provider, min_hold_duration=0.2), task_lock(provider, min_hold_duration=0.2)
-        async with first:
-            assert first.fencing_token == 1
-        # The run is over but the window is not: another worker is turned away.
-        with pytest.raises(WouldBlockError):
-            async with second:
-                pass
-        assert await second.locked()
-        await asyncio.sleep(0.3)
-        async with second:
-            assert second.fencing_token == 2
-
-    run(main())
-
-
-def test_an_instance_cannot_be_entered_twice():
-    async def main():
-        lock = task_lock(MemoryProvider(), min_hold_duration=0.05)
-        async with lock:
-            with pytest.raises(LockReentrantError):
-                async with lock:
+        async with store() as provider:
+            first, second = task_lock(provider, min_hold_duration=0.2), task_lock(provider, min_hold_duration=0.2)
+            async with first:
+                assert first.fencing_token == 1
+            # The run is over but the window is not: another worker is turned away.
+            with pytest.raises(WouldBlockError):
+                async with second:
                     pass
+            assert await second.locked()
+            await asyncio.sleep(0.3)
+            async with second:
+                assert second.fencing_token == 2
 
     run(main())
 
 
-def test_extend_renews_the_run_and_needs_one():
+def test_an_instance_cannot_be_entered_twice(store):
     async def main():
-        lock = task_lock(MemoryProvider(), min_hold_duration=0.05, lease_duration=1)
-        with pytest.raises(LockNotOwnedError):
-            await lock.extend()
-        async with lock:
-            await lock.extend()
-            await lock.refresh()
+        async with store() as provider:
+            lock = task_lock(provider, min_hold_duration=0.05)
+            async with lock:
+                with pytest.raises(LockReentrantError):
+                    async with lock:
+                        pass
+
+    run(main())
+
+
+def test_extend_renews_the_run_and_needs_one(store):
+    async def main():
+        async with store() as provider:
+            lock = task_lock(provider, min_hold_duration=0.05, lease_duration=1)
+            with pytest.raises(LockNotOwnedError):
+                await lock.extend()
+            async with lock:
+                await lock.extend()
+                await lock.refresh()
 
     run(main())
 
@@ -67,16 +70,17 @@ def test_the_environment_configures_a_task_lock(monkeypatch):
     assert lock.config.min_hold_duration.total_seconds() == 3.0
 
 
-def test_the_same_instance_is_refused_until_its_own_hold_ends():
+def test_the_same_instance_is_refused_until_its_own_hold_ends(store):
     async def main():
-        lock = task_lock(MemoryProvider(), min_hold_duration=0.2, lease_duration=10)
-        async with lock:
-            first = lock.fencing_token
-        with pytest.raises(WouldBlockError):  # its own run's hold still lasts
+        async with store() as provider:
+            lock = task_lock(provider, min_hold_duration=0.2, lease_duration=10)
             async with lock:
-                pass
-        await asyncio.sleep(0.3)
-        async with lock:
-            assert lock.fencing_token > first
+                first = lock.fencing_token
+            with pytest.raises(WouldBlockError):  # its own run's hold still lasts
+                async with lock:
+                    pass
+            await asyncio.sleep(0.3)
+            async with lock:
+                assert lock.fencing_token > first
 
     run(main())
