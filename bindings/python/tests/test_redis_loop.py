@@ -1,7 +1,8 @@
 """The Redis connection runs on the event loop's own thread (its socket watched by the loop's
-selector): tasks of one loop take turns through pushed releases, a cancelled wait leaves
-nothing behind, plain threads are served while the loop runs, a provider opened on one loop
-serves the next one, and a killed and restarted server is reached again."""
+selector): tasks of one loop take turns through pushed releases, plain threads are served while
+the loop runs, a provider opened on one loop serves the next one, and a killed and restarted
+server is reached again. (test_lock.py runs the Lock behaviours, cancellation among them, on
+Redis too.)"""
 
 import asyncio
 import os
@@ -42,41 +43,6 @@ def test_tasks_of_one_loop_take_turns_through_pushed_releases():
 
             await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(5))), 30)
             assert len(fences) == 50 and fences == sorted(set(fences))
-
-    asyncio.run(main())
-
-
-def test_a_cancelled_wait_leaves_nothing_behind():
-    async def main():
-        async with RedisProvider(url()) as store:
-            lock = Lock("cancel", backend=store.lock(), retry_interval=60, env_load=False)
-            holding, release = asyncio.Event(), asyncio.Event()
-
-            async def holder():
-                async with lock:
-                    holding.set()
-                    await release.wait()
-
-            async def waiter():
-                async with lock:
-                    raise AssertionError("the cancelled waiter got the lock")
-
-            first = asyncio.create_task(holder())
-            await holding.wait()
-            second = asyncio.create_task(waiter())
-            await asyncio.sleep(0.05)
-            second.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await second
-            release.set()
-            await first
-            assert not await lock.locked()
-
-            async def third():
-                async with lock as handle:
-                    return handle.fencing_token
-
-            assert await asyncio.wait_for(asyncio.create_task(third()), 5) > 0
 
     asyncio.run(main())
 

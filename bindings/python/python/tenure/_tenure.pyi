@@ -9,6 +9,7 @@ __all__ = [
     "Lock",
     "TaskGuard",
     "TaskLock",
+    "forked",
     "memory_backend",
     "open_backend",
     "shutdown",
