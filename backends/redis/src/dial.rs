@@ -146,8 +146,13 @@ impl Dialed {
         Ok(live)
     }
 
-    /// Drops `live` if `error` says its connection is gone, so the next call dials again.
+    /// Drops `live` if `error` says its connection is gone, so the next call dials again. A
+    /// timeout does not (the redis crate reports it as an I/O error): a slow or frozen server
+    /// keeps its connection, and a redial would only wake every waiter for nothing.
     fn check(&self, live: &Live, error: &RedisError) {
+        if error.is_timeout() {
+            return;
+        }
         if error.is_connection_dropped() || error.is_io_error() || error.is_unrecoverable_error() {
             let mut slot = self.live.lock().unwrap_or_else(PoisonError::into_inner);
             if slot.0.as_ref().is_some_and(|l| l.serial == live.serial) {

@@ -19,7 +19,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
@@ -45,6 +45,9 @@ pub(crate) enum Wake {
 pub(crate) struct Subscriptions {
     channel_prefix: String,
     names: Mutex<HashMap<String, Entry>>,
+    /// Bumped by every [`Subscriptions::redialed`]: a subscription confirmed by a connection
+    /// replaced meanwhile is not recorded.
+    redials: AtomicU64,
 }
 
 #[derive(Default)]
@@ -90,7 +93,11 @@ impl Entry {
 
 impl Subscriptions {
     pub(crate) fn new(key_prefix: &str) -> Self {
-        Self { channel_prefix: format!("{key_prefix}tenure:released:"), names: Mutex::new(HashMap::new()) }
+        Self {
+            channel_prefix: format!("{key_prefix}tenure:released:"),
+            names: Mutex::new(HashMap::new()),
+            redials: AtomicU64::new(0),
+        }
     }
 
     /// The channel a release of `name` is published on.
@@ -127,6 +134,7 @@ impl Subscriptions {
     /// nothing is subscribed any more, and every waiter looks again (subscribing afresh).
     pub(crate) fn redialed(&self) {
         let mut names = self.names();
+        self.redials.fetch_add(1, Ordering::SeqCst);
         names.retain(|_, entry| {
             entry.subscribed = false;
             entry.wake_all();
@@ -150,9 +158,13 @@ impl Subscriptions {
         if !wanted {
             return;
         }
+        let redials = self.redials.load(Ordering::SeqCst);
         match con.subscribe(&self.channel(name)).await {
             Ok(()) => {
-                if let Some(entry) = self.names().get_mut(name) {
+                let mut names = self.names();
+                if self.redials.load(Ordering::SeqCst) == redials
+                    && let Some(entry) = names.get_mut(name)
+                {
                     entry.subscribed = true;
                 }
             }

@@ -12,6 +12,7 @@
 //!   Python code while the interpreter is being torn down.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -28,6 +29,8 @@ pub(crate) enum Fail {
     Core(tenure::Error),
     /// A store that could not be reached or opened.
     Connection(String),
+    /// A bug: the operation panicked.
+    Panic(String),
 }
 
 impl From<tenure::Error> for Fail {
@@ -41,6 +44,9 @@ impl Fail {
         match self {
             Self::Core(e) => py_error(py, &e),
             Self::Connection(message) => pyo3::exceptions::PyConnectionError::new_err(message),
+            Self::Panic(message) => {
+                pyo3::exceptions::PyRuntimeError::new_err(format!("tenure failed (a bug, please report it): {message}"))
+            }
         }
     }
 }
@@ -78,7 +84,11 @@ where
     let task = LoopTask::start(
         &event_loop,
         Box::pin(async move {
-            let outcome = fut.await.map(|v| Box::new(v) as Box<dyn ToPy>);
+            let caught = futures_lite::FutureExt::catch_unwind(AssertUnwindSafe(fut)).await;
+            let outcome = match caught {
+                Ok(outcome) => outcome.map(|v| Box::new(v) as Box<dyn ToPy>),
+                Err(panic) => Err(Fail::Panic(crate::aio::panic_message(panic.as_ref()).to_owned())),
+            };
             with_python(|py| {
                 if let Err(e) = settle(py, target.bind(py), outcome) {
                     e.print(py);

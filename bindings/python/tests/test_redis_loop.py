@@ -5,6 +5,7 @@ server is reached again. (test_lock.py runs the Lock behaviours, cancellation am
 Redis too.)"""
 
 import asyncio
+import gc
 import os
 import shutil
 import socket
@@ -138,3 +139,47 @@ def test_a_killed_and_restarted_server_is_reached_again(tmp_path):
     finally:
         server.kill()
         server.wait()
+
+
+# The abandoned tasks' coroutines are closed when collected, after the provider: their exits fail.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_wait_left_on_a_closed_loop_is_dropped_when_the_connection_is_dialed_anew():
+    provider = RedisProvider(url())
+    first = asyncio.new_event_loop()
+    first.run_until_complete(provider.open())
+    lock = Lock("abandoned", backend=provider.lock(), lease_duration=0.5, retry_interval=60, env_load=False)
+
+    async def abandon():
+        holding = asyncio.Event()
+
+        async def holder():
+            async with lock:
+                holding.set()
+                await asyncio.sleep(3600)
+
+        async def waiter():
+            async with lock:
+                pass
+
+        tasks = [asyncio.create_task(holder())]
+        await holding.wait()
+        tasks.append(asyncio.create_task(waiter()))
+        await asyncio.sleep(0.1)  # the waiter is queued for the release's wake-up
+        return tasks
+
+    tasks = first.run_until_complete(abandon())
+    first.close()  # neither task is cancelled: the loop is simply gone
+
+    async def use():
+        # A new connection on this loop: the redial wakes every queued waiter, the abandoned one
+        # included, whose loop is closed: its wait is dropped (not run, not deadlocked).
+        assert await asyncio.wait_for(lock.locked(), 5)
+        await asyncio.sleep(0.6)  # the abandoned holder's lease runs out
+        async with lock as handle:
+            return handle.fencing_token
+
+    assert asyncio.run(use()) == 2
+    assert all(not t.done() for t in tasks)
+    asyncio.run(provider.close())
+    del tasks
+    gc.collect()  # here, where the warning filter applies

@@ -14,4 +14,4 @@ mod stream;
 mod task;
 
 pub(crate) use stream::LoopDial;
-pub(crate) use task::LoopTask;
+pub(crate) use task::{LoopTask, panic_message};

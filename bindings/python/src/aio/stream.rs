@@ -16,6 +16,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use super::task::{Inbox, Item, LoopTask, scope};
 use crate::bridge::with_python;
 
+/// The read buffer's capacity kept once it is empty (a burst's peak is given back).
+const KEPT_BUFFER: usize = 16 * 1024;
+
 /// Dials a Redis backend's sockets onto the event loop it was opened on (see the module).
 pub(crate) struct LoopDial {
     home: Mutex<Arc<Inbox>>,
@@ -170,8 +173,9 @@ impl Writable {
     fn __call__(&self, py: Python<'_>) -> PyResult<()> {
         let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
         event_loop.call_method1("remove_writer", (self.0.socket.as_raw_fd(),))?;
-        if let Some(writer) = self.0.state().writer.take() {
-            writer.wake();
+        let writer = self.0.state().writer.take();
+        if let Some(writer) = writer {
+            scope(|| writer.wake());
         }
         Ok(())
     }
@@ -187,12 +191,14 @@ impl AsyncRead for LoopStream {
             state.start += n;
             if state.start == state.buffer.len() {
                 state.buffer.clear();
+                state.buffer.shrink_to(KEPT_BUFFER);
                 state.start = 0;
             }
             return Poll::Ready(Ok(()));
         }
-        if let Some(e) = state.error.take() {
-            return Poll::Ready(Err(e));
+        if let Some(e) = &state.error {
+            // Every read from now on fails alike.
+            return Poll::Ready(Err(io::Error::new(e.kind(), e.to_string())));
         }
         if state.eof {
             return Poll::Ready(Ok(()));

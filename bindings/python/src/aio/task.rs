@@ -5,10 +5,11 @@ use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::task::{Context, Wake, Waker};
+use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, ThreadId};
 
 use pyo3::prelude::*;
@@ -92,12 +93,20 @@ impl LoopTask {
     }
 
     fn poll(self: &Arc<Self>) {
+        let Ok(mut slot) = self.future.try_lock() else {
+            // Polled on another thread right now (its loop moved threads): try again later.
+            self.inbox.post(Item::Poll(self.clone()));
+            return;
+        };
         self.scheduled.store(false, Ordering::SeqCst);
         let waker = Waker::from(self.clone());
         let _context = crate::tokio_handle().enter();
-        let mut slot = self.future.lock().unwrap_or_else(PoisonError::into_inner);
-        let done = slot.as_mut().is_some_and(|f| f.as_mut().poll(&mut Context::from_waker(&waker)).is_ready());
-        if done {
+        let Some(future) = slot.as_mut() else { return };
+        let polled = catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut Context::from_waker(&waker))));
+        if let Err(panic) = &polled {
+            tracing::error!(panic = panic_message(panic.as_ref()), "a task of tenure's panicked; it is dropped");
+        }
+        if !matches!(polled, Ok(Poll::Pending)) {
             let finished = slot.take();
             drop(slot);
             drop(finished);
@@ -116,6 +125,23 @@ impl LoopTask {
         };
         drop(dropped);
     }
+
+    /// Drops the future on the runtime, never here: the caller may be a waker, holding locks
+    /// the future's drop takes.
+    fn cancel_later(&self) {
+        let dropped = match self.future.try_lock() {
+            Ok(mut slot) => slot.take(),
+            Err(_) => None,
+        };
+        if let Some(future) = dropped {
+            drop(crate::tokio_handle().spawn(async move { drop(future) }));
+        }
+    }
+}
+
+/// The text a panic carried, if any.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic.downcast_ref::<&str>().copied().or_else(|| panic.downcast_ref::<String>().map(String::as_str)).unwrap_or("")
 }
 
 impl Wake for LoopTask {
@@ -142,10 +168,11 @@ pub(crate) enum Item {
 }
 
 impl Item {
-    /// Gives up work its loop will never run (the loop is closed): a task's future is dropped.
+    /// Gives up work its loop will never run (the loop is closed): a task's future is dropped,
+    /// on the runtime.
     fn discard(self) {
         if let Self::Poll(task) = self {
-            task.cancel();
+            task.cancel_later();
         }
     }
 }
@@ -154,7 +181,8 @@ impl Item {
 /// watches (one byte is written when the queue stops being empty). Posting never touches the
 /// interpreter.
 pub(crate) struct Inbox {
-    queue: Mutex<Vec<Item>>,
+    /// The posted work, and whether the loop let go of the inbox (nothing is queued then).
+    queue: Mutex<(Vec<Item>, bool)>,
     bell: UnixStream,
     /// The loop's thread.
     pub(crate) thread: ThreadId,
@@ -177,7 +205,7 @@ impl Inbox {
         bell.set_nonblocking(true)?;
         let watched = Arc::new(());
         let inbox = Arc::new(Self {
-            queue: Mutex::new(Vec::new()),
+            queue: Mutex::new((Vec::new(), false)),
             bell,
             thread: thread::current().id(),
             watched: Arc::downgrade(&watched),
@@ -202,26 +230,33 @@ impl Inbox {
 
     /// Hands `item` to the loop's thread; a closed loop's work is dropped instead.
     pub(crate) fn post(&self, item: Item) {
-        if !self.is_alive() {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        if queue.1 {
+            drop(queue);
             item.discard();
             return;
         }
-        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        let ring = queue.is_empty();
-        queue.push(item);
+        let ring = queue.0.is_empty();
+        queue.0.push(item);
         drop(queue);
         if ring {
-            // A full socket buffer already holds a ring; a closed loop reads nothing anyway.
+            // A full socket buffer already holds a ring.
             let _ = (&self.bell).write(&[1]);
         }
+    }
+
+    /// Takes what was posted; `close` also refuses what is posted from now on.
+    fn take(&self, close: bool) -> Vec<Item> {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        queue.1 |= close;
+        std::mem::take(&mut queue.0)
     }
 }
 
 impl Drop for InboxReader {
     /// The loop let go of the inbox (it is closed): what was posted meanwhile never runs.
     fn drop(&mut self) {
-        let items = std::mem::take(&mut *self.inbox.queue.lock().unwrap_or_else(PoisonError::into_inner));
-        items.into_iter().for_each(Item::discard);
+        self.inbox.take(true).into_iter().for_each(Item::discard);
     }
 }
 
@@ -238,7 +273,7 @@ impl InboxReader {
     fn __call__(&self, py: Python<'_>) -> PyResult<()> {
         let mut drained = [0u8; 64];
         while matches!((&self.ring).read(&mut drained), Ok(n) if n > 0) {}
-        let items = std::mem::take(&mut *self.inbox.queue.lock().unwrap_or_else(PoisonError::into_inner));
+        let items = self.inbox.take(false);
         let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
         let mut failed = Ok(());
         scope(|| {
