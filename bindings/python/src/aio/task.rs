@@ -8,7 +8,7 @@ use std::os::unix::net::UnixStream;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, ThreadId};
 
@@ -93,10 +93,14 @@ impl LoopTask {
     }
 
     fn poll(self: &Arc<Self>) {
-        let Ok(mut slot) = self.future.try_lock() else {
-            // Polled on another thread right now (its loop moved threads): try again later.
-            self.inbox.post(Item::Poll(self.clone()));
-            return;
+        let mut slot = match self.future.try_lock() {
+            Ok(slot) => slot,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                // Polled on another thread right now (its loop moved threads): try again later.
+                self.inbox.post(Item::Poll(self.clone()));
+                return;
+            }
         };
         self.scheduled.store(false, Ordering::SeqCst);
         let waker = Waker::from(self.clone());
@@ -117,23 +121,24 @@ impl LoopTask {
         self.future.lock().unwrap_or_else(PoisonError::into_inner).is_none()
     }
 
+    /// Takes the future out, unless it is being polled right now (by the caller itself).
+    fn take(&self) -> Option<Task> {
+        match self.future.try_lock() {
+            Ok(mut slot) => slot.take(),
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().take(),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
     /// Drops the future (unless it is being polled right now, by the caller itself).
     pub(crate) fn cancel(&self) {
-        let dropped = match self.future.try_lock() {
-            Ok(mut slot) => slot.take(),
-            Err(_) => None,
-        };
-        drop(dropped);
+        drop(self.take());
     }
 
     /// Drops the future on the runtime, never here: the caller may be a waker, holding locks
     /// the future's drop takes.
     fn cancel_later(&self) {
-        let dropped = match self.future.try_lock() {
-            Ok(mut slot) => slot.take(),
-            Err(_) => None,
-        };
-        if let Some(future) = dropped {
+        if let Some(future) = self.take() {
             drop(crate::tokio_handle().spawn(async move { drop(future) }));
         }
     }
