@@ -2,6 +2,7 @@
 //! leads, and waits for leadership to come or go.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 
 use pyo3::prelude::*;
 use tenure::Metadata;
@@ -94,19 +95,12 @@ impl LeaderElection {
     /// releases the lease).
     fn run<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let election = self.inner.clone();
-        awaitable(py, async move {
-            election.run().await;
-            Ok::<(), Fail>(())
-        })
+        until(py, async move { election.run().await })
     }
 
     /// Stops the election: leadership ends now; the awaitable completes once the lease is released.
     fn stop<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let stopped = self.inner.stop();
-        awaitable(py, async move {
-            stopped.await;
-            Ok::<(), Fail>(())
-        })
+        until(py, self.inner.stop())
     }
 
     fn is_running(&self) -> bool {
@@ -132,18 +126,12 @@ impl LeaderElection {
 
     fn wait_for_leader<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let election = self.inner.clone();
-        awaitable(py, async move {
-            election.wait_for_leader().await;
-            Ok::<(), Fail>(())
-        })
+        until(py, async move { election.wait_for_leader().await })
     }
 
     fn wait_lose_leader<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let election = self.inner.clone();
-        awaitable(py, async move {
-            election.wait_lose_leader().await;
-            Ok::<(), Fail>(())
-        })
+        until(py, async move { election.wait_lose_leader().await })
     }
 
     /// The last record the store returned.
@@ -159,4 +147,12 @@ impl LeaderElection {
             )
         })
     }
+}
+
+/// An awaitable that completes, with `None`, when `fut` does.
+fn until<'py>(py: Python<'py>, fut: impl Future<Output = ()> + Send + 'static) -> PyResult<Bound<'py, PyAny>> {
+    awaitable(py, async move {
+        fut.await;
+        Ok::<(), Fail>(())
+    })
 }
