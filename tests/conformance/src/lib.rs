@@ -112,7 +112,8 @@ impl Harness {
     pub fn tolerance(&self) -> Duration {
         match self.clock {
             Clock::Manual(_) => Duration::ZERO,
-            Clock::Real { quantum } => quantum / 2,
+            // Both stamps fall within half a quantum of their instants, to the store's millisecond.
+            Clock::Real { quantum } => quantum / 2 + Duration::from_millis(1),
         }
     }
 
@@ -148,6 +149,14 @@ impl Timeline<'_> {
     /// Where the timeline is.
     pub fn at(&self) -> Duration {
         self.at
+    }
+
+    /// On a real clock, how far the present is past where the timeline is; zero on a manual one.
+    pub fn lateness(&self) -> Duration {
+        match &self.harness.clock {
+            Clock::Manual(_) => Duration::ZERO,
+            Clock::Real { .. } => self.start.elapsed().saturating_sub(self.at),
+        }
     }
 }
 

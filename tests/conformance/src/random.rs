@@ -86,9 +86,21 @@ fn metadata(pod: Option<&str>) -> Metadata {
     Metadata::from_pairs(pod.map(|p| ("pod", p))).unwrap_or_default()
 }
 
+/// A real-clock sequence this machine ran too slowly to judge: an operation ended later than
+/// half a quantum past its instant, where a lease may have ended.
+#[derive(Debug)]
+pub struct TooLate {
+    /// The operation's index.
+    pub op: usize,
+    /// How far past its instant it ended.
+    pub late: Duration,
+}
+
 /// Runs sequence `seed` of `ops` operations on a fresh store and on the model, comparing every
-/// answer; panics with the replay seed and the operations so far on the first difference.
-pub async fn compare(h: &Harness, seed: u64, ops: usize) {
+/// answer; panics with the replay seed and the operations so far on the first difference. On a
+/// real clock, an operation that ends too late to judge stops the sequence with [`TooLate`]
+/// before its answer is compared.
+pub async fn compare(h: &Harness, seed: u64, ops: usize) -> Result<(), TooLate> {
     let (step, lease_offset) = match h.clock {
         Clock::Manual(_) => (Duration::from_millis(10), Duration::ZERO),
         Clock::Real { quantum } => (quantum, quantum / 2),
@@ -116,6 +128,10 @@ pub async fn compare(h: &Harness, seed: u64, ops: usize) {
         macro_rules! got {
             ($call:expr) => {
                 match $call.await {
+                    // On a real clock, an answer from past half a quantum may rightly differ.
+                    Ok(_) if !lease_offset.is_zero() && timeline.lateness() >= lease_offset => {
+                        return Err(TooLate { op: i, late: timeline.lateness() });
+                    }
                     Ok(v) => v,
                     Err(e) => fail(format!("the backend failed: {e}")),
                 }
@@ -197,6 +213,7 @@ pub async fn compare(h: &Harness, seed: u64, ops: usize) {
             }
         }
     }
+    Ok(())
 }
 
 /// Whether two records agree: exactly on a manual clock; on a real one, the times only as far as
