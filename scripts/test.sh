@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Every test of Tenure, as CI runs it on a clean clone: formatting, lints, the core's purity,
 # unit, property and doc tests, the behaviour suite on every runtime, the backend conformance
-# suite, the CLI tests, the examples, the deterministic simulation (1000 fresh seeds, every
-# injected bug caught), the fuzz targets, the Python package's suite on its built wheel, grelmicro
-# 0.44 interop, and the main job.
+# suite (memory, SQLite, Redis, PostgreSQL), the stores' fault tests, the CLI tests, the
+# examples, the deterministic simulation (1000 fresh seeds, every injected bug caught), the fuzz
+# targets, the Python package's suite on its built wheel, grelmicro 0.44 interop, and the main
+# job.
 # (Benchmarks are type-checked by clippy's --all-targets; run them with `cargo bench`.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +48,18 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping > /dev/null 2>&1; then
   for _ in $(seq 100); do redis-cli -h 127.0.0.1 -p 6379 ping > /dev/null 2>&1 && break; sleep 0.1; done
 fi
 redis-cli -h 127.0.0.1 -p 6379 info server | grep -E '^redis_version'
+
+step "stores: PostgreSQL on 127.0.0.1:5432 with a database test (started if down); its own clusters come from initdb"
+command -v psql > /dev/null && ls /usr/lib/postgresql/*/bin/initdb > /dev/null 2>&1 \
+  || { apt-get update -qq && apt-get install -y -qq postgresql postgresql-client > /dev/null; }
+pg_url=${TENURE_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/test}
+if ! psql "$pg_url" -Atc 'SELECT 1' > /dev/null 2>&1; then
+  cluster=$(ls /etc/postgresql | sort -V | tail -1)
+  pg_ctlcluster --skip-systemctl-redirect "$cluster" main start 2> /dev/null || true
+  for _ in $(seq 100); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 0.1; done
+  psql postgresql://postgres@127.0.0.1:5432/postgres -qAtc 'CREATE DATABASE test' 2> /dev/null || true
+fi
+psql "$pg_url" -Atc 'SHOW server_version'
 
 step "tests"
 cargo test --workspace

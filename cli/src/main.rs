@@ -30,11 +30,12 @@ pub(crate) const EXIT_USAGE: i32 = 2;
 #[command(name = "tenure", version, about = "Distributed locks with fencing tokens, task locks and leader election")]
 #[command(after_help = "Stores: sqlite:///path/to/file.db (the default is a file in $XDG_STATE_HOME/tenure), \
 redis://[:password@]host:6379/0 or rediss:// (TLS; ?prefix=app: to share a server), \
-memory: (this process only). Or set TENURE_BACKEND.\n\nExit codes: the command's own; 2 bad usage; \
+postgresql://user:password@host:5432/db (?sslmode=verify-full for checked TLS), memory: (this process only). Or set TENURE_BACKEND.\n\nExit codes: the command's own; 2 bad usage; \
 75 --no-wait found the lock held; 124 --timeout passed; 70 the lease was lost and the command stopped; \
 1 the store failed; 126/127 the command could not run.")]
 struct Cli {
-    /// The store: sqlite:///path/to/file.db, redis://host:6379/0, rediss://host or memory:
+    /// The store: sqlite:///path/to/file.db, redis://host:6379/0, rediss://host,
+    /// postgresql://user@host/db or memory:
     /// (default: $TENURE_BACKEND, else a SQLite file in the user's state directory).
     #[arg(long, global = true, value_name = "URL")]
     backend: Option<String>,

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use tenure::{Inspect, MemoryBackend, Provider};
+use tenure_postgres::{PostgresBackend, PostgresOptions};
 use tenure_redis::{RedisBackend, RedisOptions};
 use tenure_sqlite::{SqliteBackend, SqliteOptions};
 
@@ -15,6 +16,7 @@ pub(crate) enum Store {
     Memory(MemoryBackend),
     Sqlite(SqliteBackend),
     Redis(RedisBackend),
+    Postgres(PostgresBackend),
 }
 
 impl Store {
@@ -51,12 +53,22 @@ impl Store {
                 })?;
                 Ok(Self::Redis(store))
             }
-            "postgres" | "postgresql" | "etcd" => Err(Failure::usage(format!(
-                "--backend {}: the {scheme} backend is not built into this tenure yet (available: sqlite:, redis:, rediss:, memory:)",
+            s if s == "postgres" || s == "postgresql" || s.starts_with("postgresql+") => {
+                let options = PostgresOptions::from_url(&url).map_err(|e| Failure::usage(format!("--backend: {e}")))?;
+                let store = options.open().await.map_err(|e| match e {
+                    tenure_postgres::OpenError::Settings(e) => Failure::usage(format!("--backend: {e}")),
+                    e => Failure::store(e.to_string()),
+                })?;
+                Ok(Self::Postgres(store))
+            }
+            "etcd" => Err(Failure::usage(format!(
+                "--backend {}: the {scheme} backend is not built into this tenure yet \
+                 (available: sqlite:, redis:, rediss:, postgresql:, memory:)",
                 shown(&url)
             ))),
             _ => Err(Failure::usage(format!(
-                "--backend {}: not a store URL (expected sqlite:///path/to/file.db, redis://host:6379/0 or memory:)",
+                "--backend {}: not a store URL (expected sqlite:///path/to/file.db, redis://host:6379/0, \
+                 postgresql://user@host/db or memory:)",
                 shown(&url)
             ))),
         }
@@ -67,6 +79,7 @@ impl Store {
             Self::Memory(m) => m,
             Self::Sqlite(s) => s,
             Self::Redis(r) => r,
+            Self::Postgres(p) => p,
         }
     }
 
@@ -76,6 +89,7 @@ impl Store {
             Self::Memory(_) => None,
             Self::Sqlite(s) => Some(Arc::new(s.clone())),
             Self::Redis(r) => Some(Arc::new(r.clone())),
+            Self::Postgres(p) => Some(Arc::new(p.clone())),
         }
     }
 
@@ -86,6 +100,7 @@ impl Store {
                 let _ = s.close().await;
             }
             Self::Redis(r) => r.close(),
+            Self::Postgres(p) => p.close(),
             Self::Memory(_) => {}
         }
     }

@@ -120,7 +120,8 @@ fn bad_urls_and_durations_exit_2_naming_the_problem() {
         (vec!["--backend", "sqlite://", "lock", "x", "--", "true"], "names no file"),
         (vec!["--backend", "sqlite:///tmp/a.db?busy_timeout=-1", "lock", "x", "--", "true"], "busy_timeout"),
         (vec!["--backend", "redis://:secret@host?command_timeout=0", "lock", "x", "--", "true"], "command_timeout"),
-        (vec!["--backend", "postgres://u:secret@host/db", "lock", "x", "--", "true"], "not built into"),
+        (vec!["--backend", "postgres://u:secret@host/db?sslmode=sometimes", "lock", "x", "--", "true"], "sslmode"),
+        (vec!["--backend", "etcd://host:2379", "lock", "x", "--", "true"], "not built into"),
         (vec!["--backend", &url, "lock", "x", "--lease", "0", "--", "true"], "--lease"),
         (vec!["--backend", &url, "lock", "x", "--lease", "-1", "--", "true"], "--lease"),
         (vec!["--backend", &url, "lock", "x", "--timeout", "NaN", "--", "true"], "--timeout"),
@@ -271,9 +272,21 @@ fn redis_store() -> String {
     format!("{server}/?prefix=tenure-cli-{nanos}-{}:", NEXT.fetch_add(1, Ordering::SeqCst))
 }
 
-#[test]
-fn redis_urls_run_commands_under_the_same_locks() {
-    let url = redis_store();
+/// Fresh tables on the machine's PostgreSQL (`TENURE_POSTGRES_URL`, default
+/// `postgresql://postgres@127.0.0.1:5432/test`).
+fn postgres_store() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let server =
+        std::env::var("TENURE_POSTGRES_URL").unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".into());
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let stem = format!("cli_{nanos}_{}", NEXT.fetch_add(1, Ordering::SeqCst));
+    format!("{server}?lock_table={stem}_locks&leader_table={stem}_leaders&schedule_table={stem}_schedules")
+}
+
+/// Two commands exclude each other through the store `store()` makes, `status` shows the
+/// holder, and the demo passes on it.
+fn commands_share_locks_through(store: fn() -> String) {
+    let url = store();
     let first = run(&url, &["lock", "x", "--", "sh", "-c", "echo fence=$TENURE_FENCING_TOKEN"]);
     assert_eq!(code(&first), 0, "{}", stderr(&first));
     assert!(String::from_utf8_lossy(&first.stdout).contains("fence=1"), "{first:?}");
@@ -288,21 +301,42 @@ fn redis_urls_run_commands_under_the_same_locks() {
     let _ = holder.kill();
     let _ = holder.wait();
 
-    let demo = Command::new(TENURE).args(["--backend", &redis_store(), "demo"]).output().expect("demo");
+    let demo = Command::new(TENURE).args(["--backend", &store(), "demo"]).output().expect("demo");
     let text = String::from_utf8_lossy(&demo.stdout);
     assert_eq!(code(&demo), 0, "{text}\n{}", stderr(&demo));
     assert!(text.contains("ok   mutual exclusion: 9 critical sections, 0 overlapping"), "{text}");
     assert!(text.contains("ok   leader failover"), "{text}");
 }
 
-#[test]
-fn an_unreachable_redis_exits_1_without_showing_the_password() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
-    let url = format!("redis://:secret@127.0.0.1:{port}/?connect_timeout=0.5");
-    let output = run(&url, &["lock", "x", "--", "true"]);
+/// A store URL naming `127.0.0.1:{port}` where nobody listens exits 1, naming the address
+/// and not the password.
+fn unreachable_exits_1(url: &str, port: u16) {
+    let output = run(url, &["lock", "x", "--", "true"]);
     assert_eq!(code(&output), 1, "{}", stderr(&output));
     assert!(stderr(&output).contains(&format!("127.0.0.1:{port}")), "{}", stderr(&output));
     assert!(!stderr(&output).contains("secret"), "a password was shown: {}", stderr(&output));
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port()
+}
+
+#[test]
+fn redis_urls_run_commands_under_the_same_locks() {
+    commands_share_locks_through(redis_store);
+}
+
+#[test]
+fn postgres_urls_run_commands_under_the_same_locks() {
+    commands_share_locks_through(postgres_store);
+}
+
+#[test]
+fn an_unreachable_store_exits_1_without_showing_the_password() {
+    let port = free_port();
+    unreachable_exits_1(&format!("redis://:secret@127.0.0.1:{port}/?connect_timeout=0.5"), port);
+    let port = free_port();
+    unreachable_exits_1(&format!("postgresql://app:secret@127.0.0.1:{port}/db?connect_timeout=0.5"), port);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tenure::backend::percent_decode;
+use tenure::backend::{percent_decode, percent_encode, shown_url, url_seconds as seconds};
 use tenure_core::{EnvVars, SettingsError};
 
 /// How long connecting (TCP, TLS, `HELLO`, `AUTH`) may take by default.
@@ -285,44 +285,8 @@ fn cluster_nodes(url: &str) -> Result<Vec<String>, SettingsError> {
     Ok(nodes)
 }
 
-/// `text` with every byte outside RFC 3986's unreserved set percent-escaped.
-fn percent_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
-
-fn seconds(field: &str, text: &str) -> Result<Duration, SettingsError> {
-    text.parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .ok_or_else(|| SettingsError::field(field, format!("{field} must be a positive number of seconds")))
-}
-
 fn bad_url(message: impl Into<String>) -> SettingsError {
     SettingsError::field("url", message)
-}
-
-/// `url` with the password (if any) replaced by `***`.
-pub(crate) fn shown_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return "the URL".into();
-    };
-    let (authority, path) = rest.find(['/', '?', '#']).map_or((rest, ""), |i| rest.split_at(i));
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let hidden = userinfo.split_once(':').map_or_else(|| "***".to_owned(), |(user, _)| format!("{user}:***"));
-            format!("{scheme}://{hidden}@{host}{path}")
-        }
-        None => url.to_owned(),
-    }
 }
 
 #[cfg(test)]
@@ -392,13 +356,5 @@ mod tests {
         assert!(none.expect_err("none").to_string().contains("must be set"));
         let port = RedisOptions::from_env_vars("REDIS_", &vars(&[("REDIS_HOST", "h"), ("REDIS_PORT", "x")]));
         assert!(port.expect_err("port").to_string().contains("REDIS_PORT"));
-    }
-
-    #[test]
-    fn passwords_are_hidden() {
-        assert_eq!(shown_url("redis://:pw@h:1/0"), "redis://:***@h:1/0");
-        assert_eq!(shown_url("rediss://u:pw@h"), "rediss://u:***@h");
-        assert_eq!(shown_url("redis://pw@h"), "redis://***@h");
-        assert_eq!(shown_url("redis://h:1"), "redis://h:1");
     }
 }

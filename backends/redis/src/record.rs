@@ -1,24 +1,11 @@
 //! Reading and writing grelmicro 0.44's Redis values: `"<fence>:<token>"`, the leader hash with
 //! integer-microsecond fields and JSON metadata, and Python's text of a float.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::time::Duration;
 
-use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, WallTime};
-
-fn malformed(message: String) -> BackendError {
-    BackendError::new(BackendErrorKind::MalformedRecord, message)
-}
-
-/// A fence the acquire script returned.
-pub(crate) fn fence(name: &str, fence: i64) -> Result<FencingToken, BackendError> {
-    u64::try_from(fence)
-        .ok()
-        .filter(|f| *f >= 1)
-        .map(FencingToken::new)
-        .ok_or_else(|| malformed(format!("the fence of {name} is {fence}, not a positive count")))
-}
+pub(crate) use tenure::backend::record::{fence, metadata_json};
+use tenure::backend::record::{malformed, metadata_from_json};
+use tenure_core::{BackendError, FencingToken, LeaderRecord, WallTime};
 
 /// A lock value split at its first `:` into fence and holder token.
 pub(crate) fn lock_value<'v>(name: &str, value: &'v str) -> Result<(FencingToken, &'v str), BackendError> {
@@ -26,20 +13,6 @@ pub(crate) fn lock_value<'v>(name: &str, value: &'v str) -> Result<(FencingToken
     let (fence_text, token) = value.split_once(':').ok_or_else(bad)?;
     let fence_value = fence_text.parse::<i64>().map_err(|_| bad())?;
     Ok((fence(name, fence_value)?, token))
-}
-
-/// Metadata as grelmicro writes it: a JSON object with Python's default separators.
-pub(crate) fn metadata_json(metadata: &Metadata) -> String {
-    let mut out = String::from("{");
-    for (i, (key, value)) in metadata.iter().enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        let quoted = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
-        let _ = write!(out, "{}: {}", quoted(key), quoted(value));
-    }
-    out.push('}');
-    out
 }
 
 /// A leader record from the six fields `HMGET` returned, each checked.
@@ -63,9 +36,7 @@ pub(crate) fn leader(name: &str, raw: &[Option<String>]) -> Result<LeaderRecord,
     let acquired_at = WallTime::from_unix_micros(number(2, "acquired_at_us")?);
     let renewed_at = WallTime::from_unix_micros(number(3, "renewed_at_us")?);
     let transitions = unsigned(4, "transitions")?;
-    let map: BTreeMap<String, String> = serde_json::from_str(field(5, "metadata")?)
-        .map_err(|e| malformed(format!("the metadata of {name} is not a JSON object of strings: {e}")))?;
-    let metadata = Metadata::try_from(map).map_err(|e| malformed(format!("the metadata of {name}: {e}")))?;
+    let metadata = metadata_from_json(name, field(5, "metadata")?)?;
     Ok(LeaderRecord { holder, lease_duration, acquired_at, renewed_at, transitions, metadata })
 }
 
@@ -77,6 +48,8 @@ pub(crate) fn python_float(x: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use tenure_core::BackendErrorKind;
+
     use super::*;
 
     #[test]
@@ -87,13 +60,6 @@ mod tests {
             let e = lock_value("lock:a", bad).expect_err(bad);
             assert_eq!(e.kind(), BackendErrorKind::MalformedRecord, "{bad}");
         }
-    }
-
-    #[test]
-    fn metadata_is_written_like_python() {
-        let m = Metadata::from_pairs([("pod", "p1"), ("zone", "é\"")]).expect("valid");
-        assert_eq!(metadata_json(&m), r#"{"pod": "p1", "zone": "é\""}"#);
-        assert_eq!(metadata_json(&Metadata::new()), "{}");
     }
 
     #[test]

@@ -33,7 +33,7 @@ fn cluster_harness() -> Harness {
             let url = cluster.url();
             Box::pin(async move {
                 let store = open(&url, &tagged()).await;
-                Store { lock: Arc::new(store.clone()), leader: Arc::new(store.clone()), schedule: Arc::new(store) }
+                Store::of(store)
             })
         }),
     }

@@ -64,7 +64,7 @@ fn dialed() -> Harness {
         make: Box::new(|| {
             Box::pin(async {
                 let store = open(&common::url(), &common::fresh_prefix(), Arc::default()).await;
-                Store { lock: Arc::new(store.clone()), leader: Arc::new(store.clone()), schedule: Arc::new(store) }
+                Store::of(store)
             })
         }),
     }

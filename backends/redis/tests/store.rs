@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use redis::Commands;
 use tenure::backend::{LeaderElectionBackend, LockBackend, ScheduleBackend};
-use tenure::{BackendErrorKind, Inspect, Metadata};
+use tenure::{BackendErrorKind, Metadata};
+use tenure_conformance::Store;
 use tenure_redis::{RedisBackend, RedisOptions};
 
 use common::{open, raw, url};
@@ -116,19 +117,7 @@ async fn malformed_records_are_reported_as_such() {
 #[tokio::test]
 async fn inspection_lists_holders_and_leaders() {
     let (store, _) = open().await;
-    LockBackend::acquire(&store, "lock:a", "w1:task:0.1", Duration::from_secs(30)).await.expect("a");
-    LockBackend::acquire(&store, "tasklock:b", "w2:task:0.2", Duration::from_secs(30)).await.expect("b");
-    LockBackend::release(&store, "tasklock:b", "w2:task:0.2").await.expect("release b");
-    store.acquire_or_renew("leader:svc", "w3", Duration::from_secs(30), &Metadata::new()).await.expect("leader");
-    let locks = store.lock_states(Vec::new()).await.expect("locks");
-    let keys: Vec<_> = locks.iter().map(|s| (s.key.as_str(), s.fence.map(|f| f.get()), s.holder.as_deref())).collect();
-    assert_eq!(keys, [("lock:a", Some(1), Some("w1:task:0.1")), ("tasklock:b", Some(1), None)]);
-    assert!(locks[0].expires_at.is_some() && locks[1].expires_at.is_none());
-    let one = store.lock_states(vec!["lock:a".into(), "lock:never".into()]).await.expect("one");
-    assert_eq!(one.len(), 1);
-    let leaders = store.leader_states(Vec::new()).await.expect("leaders");
-    assert_eq!(leaders.len(), 1);
-    assert_eq!((leaders[0].key.as_str(), leaders[0].record.holder.as_str()), ("leader:svc", "w3"));
+    tenure_conformance::inspect::inspection_lists_holders_and_leaders(&store).await;
 }
 
 #[tokio::test]
@@ -167,147 +156,10 @@ async fn unreachable_servers_and_bad_urls_fail_fast_naming_the_problem() {
     assert!(e.to_string().contains("/no/such/ca.pem"), "{e}");
 }
 
-#[tokio::test]
-async fn a_release_wakes_a_waiter_at_once() {
-    let (store, _) = open().await;
-    // A second connection, as another process would have: the push crosses the server.
-    let other = common::open_at(&url(), store.options().key_prefix()).await;
-    common::pushed_handoff(&store, &other).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_wakeup_is_lost_over_many_handoffs_between_processes() {
-    use tenure_tokio::Lock;
+/// Two stores on the shared server, on separate connections, as two processes would have.
+async fn pair() -> (Store, Store) {
     let (store, prefix) = open().await;
-    let other = common::open_at(&url(), &prefix).await;
-    // Two "processes" (connections) pass one lock back and forth as fast as they can; each
-    // waits with a retry interval of a minute, so one lost wake-up stalls the run past its
-    // acquire timeout and fails it.
-    let lock = |store: &RedisBackend| common::patient_lock(store, "pingpong");
-    let rounds = 200;
-    let worker = |lock: Lock, who: u8| {
-        tokio::spawn(async move {
-            let mut grants = Vec::new();
-            for _ in 0..rounds {
-                let guard = lock.acquire_timeout(Duration::from_secs(10)).await.expect("a wake-up was lost");
-                grants.push((guard.fencing_token().get(), who));
-                // Held long enough for the other to be refused and wait.
-                tokio::time::sleep(Duration::from_millis(2)).await;
-                guard.release().await.expect("release");
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-            grants
-        })
-    };
-    let (a, b) = (worker(lock(&store), 0), worker(lock(&other), 1));
-    let (a, b) = (a.await.expect("a"), b.await.expect("b"));
-    let mut all: Vec<(u64, u8)> = a.into_iter().chain(b).collect();
-    all.sort_unstable();
-    all.dedup_by_key(|g| g.0);
-    assert_eq!(all.len(), 2 * rounds, "every grant had its own fence");
-    let handoffs = all.windows(2).filter(|w| w[0].1 != w[1].1).count();
-    assert!(handoffs >= rounds / 2, "only {handoffs} hand-offs between the two");
+    (Store::of(store), Store::of(common::open_at(&url(), &prefix).await))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn many_waiters_of_one_process_each_get_their_turn() {
-    // One release wakes one waiter of a process, not all: 6 tasks on one connection take one
-    // lock 25 times each, with a retry interval of a minute, so a wake-up lost to one of them
-    // stalls it past its acquire timeout.
-    let (store, _) = open().await;
-    let lock = common::patient_lock(&store, "queue");
-    let tasks: Vec<_> = (0..6)
-        .map(|_| {
-            let lock = lock.clone();
-            tokio::spawn(async move {
-                for _ in 0..25 {
-                    let guard = lock.acquire_timeout(Duration::from_secs(10)).await.expect("a wake-up was lost");
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                    guard.release().await.expect("release");
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.expect("a waiter");
-    }
-    let fence = LockBackend::acquire(&store, "lock:queue", "last", Duration::from_secs(1)).await.expect("acquire");
-    assert_eq!(fence.map(|f| f.get()), Some(151), "150 grants, each its own fence");
-}
-
-#[tokio::test]
-async fn a_follower_takes_over_as_soon_as_the_leader_releases() {
-    use tenure_tokio::{LeaderElection, Tokio};
-    let (store, _) = open().await;
-    let other = common::open_at(&url(), store.options().key_prefix()).await;
-    let election = |store: &RedisBackend, worker: &str| {
-        LeaderElection::builder("svc", Tokio::current())
-            .backend(store.clone())
-            .worker(tenure::WorkerId::new(worker).expect("worker"))
-            .lease_duration(Duration::from_secs(60))
-            .renew_deadline(Duration::from_secs(40))
-            .retry_interval(Duration::from_secs(20))
-            .env_load(false)
-            .build()
-            .expect("an election")
-    };
-    let (leader, follower) = (election(&store, "a"), election(&other, "b"));
-    leader.start();
-    tokio::time::timeout(Duration::from_secs(5), leader.wait_for_leader()).await.expect("a leads");
-    follower.start();
-    tokio::time::sleep(Duration::from_millis(200)).await; // the follower's attempt was refused
-    assert!(!follower.is_leader());
-    leader.stop().await;
-    // The follower's next attempt would be 20 s away: only the release's push gets it there.
-    tokio::time::timeout(Duration::from_secs(5), follower.wait_for_leader()).await.expect("b took over at once");
-    assert_eq!(follower.record().map(|r| r.transitions), Some(0), "a release deleted the record");
-    follower.stop().await;
-}
-
-#[test]
-fn locks_hand_over_on_smol() {
-    use tenure_smol::{Lock, Smol};
-    smol::block_on(async {
-        let (store, _) = open().await;
-        let lock = || {
-            Lock::builder("handoff", Smol::global())
-                .backend(store.clone())
-                .retry_interval(Duration::from_secs(60))
-                .env_load(false)
-                .build()
-                .expect("a lock")
-        };
-        let (first, second) = (lock(), lock());
-        let held = first.acquire().await.expect("first");
-        let waiter = smol::spawn(async move {
-            second.acquire_timeout(Duration::from_secs(5)).await.map(|g| g.fencing_token().get())
-        });
-        smol::Timer::after(Duration::from_millis(200)).await;
-        held.release().await.expect("release");
-        assert_eq!(waiter.await.expect("the waiter was not woken"), 2);
-    });
-}
-
-#[test]
-fn locks_hand_over_on_async_std() {
-    use tenure_async_std::{AsyncStd, Lock};
-    async_std::task::block_on(async {
-        let (store, _) = open().await;
-        let lock = || {
-            Lock::builder("handoff", AsyncStd)
-                .backend(store.clone())
-                .retry_interval(Duration::from_secs(60))
-                .env_load(false)
-                .build()
-                .expect("a lock")
-        };
-        let (first, second) = (lock(), lock());
-        let held = first.acquire().await.expect("first");
-        let waiter = async_std::task::spawn(async move {
-            second.acquire_timeout(Duration::from_secs(5)).await.map(|g| g.fencing_token().get())
-        });
-        async_std::task::sleep(Duration::from_millis(200)).await;
-        held.release().await.expect("release");
-        assert_eq!(waiter.await.expect("the waiter was not woken"), 2);
-    });
-}
+tenure_conformance::push_tests!(pair);

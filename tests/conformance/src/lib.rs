@@ -14,6 +14,10 @@
 #![deny(missing_docs)]
 
 pub mod cases;
+pub mod chaos;
+pub mod faults;
+pub mod inspect;
+pub mod push;
 pub mod random;
 
 use std::future::Future;
@@ -34,6 +38,16 @@ pub struct Store {
     pub leader: Arc<dyn LeaderElectionBackend>,
     /// Its schedule interface.
     pub schedule: Arc<dyn ScheduleBackend>,
+}
+
+impl Store {
+    /// A store that serves all three kinds, in every slot.
+    pub fn of<B>(backend: B) -> Self
+    where
+        B: LockBackend + LeaderElectionBackend + ScheduleBackend + Clone,
+    {
+        Self { lock: Arc::new(backend.clone()), leader: Arc::new(backend.clone()), schedule: Arc::new(backend) }
+    }
 }
 
 /// The future a harness returns a store from.

@@ -1,6 +1,5 @@
 //! The conformance suite on the in-process memory backend (real time).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tenure::MemoryBackend;
@@ -13,7 +12,7 @@ fn memory() -> Harness {
         make: Box::new(|| {
             Box::pin(async {
                 let store = MemoryBackend::new();
-                Store { lock: Arc::new(store.clone()), leader: Arc::new(store.clone()), schedule: Arc::new(store) }
+                Store::of(store)
             })
         }),
     }

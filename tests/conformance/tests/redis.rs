@@ -2,7 +2,6 @@
 //! `redis://127.0.0.1:6379`), a fresh random key prefix per store, leases judged by the server's
 //! clock.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tenure_conformance::{Clock, Harness, Store};
@@ -22,7 +21,7 @@ async fn open() -> Store {
         Ok(store) => store,
         Err(e) => panic!("cannot reach the Redis server (start it as TOOLCHAIN.md says): {e}"),
     };
-    Store { lock: Arc::new(store.clone()), leader: Arc::new(store.clone()), schedule: Arc::new(store) }
+    Store::of(store)
 }
 
 /// A prefix no other store of any run has used.

@@ -2,7 +2,6 @@
 //! boundaries), and once more by the system clock.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -22,7 +21,7 @@ async fn open(options: SqliteOptions) -> Store {
         Ok(store) => store,
         Err(e) => panic!("cannot open the SQLite store: {e}"),
     };
-    Store { lock: Arc::new(store.clone()), leader: Arc::new(store.clone()), schedule: Arc::new(store) }
+    Store::of(store)
 }
 
 fn sqlite_manual() -> Harness {

@@ -3,8 +3,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::hash::{BuildHasher, RandomState};
-use std::time::Duration;
-
+use tenure_conformance::Store;
 use tenure_redis::{RedisBackend, RedisOptions};
 
 /// The shared server (`TENURE_REDIS_URL`, default `redis://127.0.0.1:6379`).
@@ -38,29 +37,9 @@ pub fn raw(url: &str) -> redis::Connection {
 }
 pub mod server;
 
-/// A lock on `store` named `name` that retries only once a minute: past its first attempt, only
-/// a pushed wake-up makes it try again within a test's patience.
-pub fn patient_lock(store: &RedisBackend, name: &str) -> tenure_tokio::Lock {
-    tenure_tokio::Lock::builder(name, tenure_tokio::Tokio::current())
-        .backend(store.clone())
-        .retry_interval(Duration::from_secs(60))
-        .env_load(false)
-        .build()
-        .expect("a lock")
-}
-
 /// `first` holds a fresh lock while `second` (another connection) waits; the release must wake
 /// `second` through the server, which gets the next fence.
 pub async fn pushed_handoff(first: &RedisBackend, second: &RedisBackend) {
-    let (holder, waiter) = (patient_lock(first, "handoff"), patient_lock(second, "handoff"));
-    let held = holder.acquire().await.expect("first");
-    let fence = held.fencing_token().get();
-    let waiting =
-        tokio::spawn(
-            async move { waiter.acquire_timeout(Duration::from_secs(5)).await.map(|g| g.fencing_token().get()) },
-        );
-    tokio::time::sleep(Duration::from_millis(200)).await; // the waiter made its failing attempt
-    held.release().await.expect("release");
-    let next = waiting.await.expect("the waiter task").expect("the waiter was not woken");
-    assert_eq!(next, fence + 1);
+    let (first, second) = (Store::of(first.clone()), Store::of(second.clone()));
+    tenure_conformance::push::handoff(&first, &second, tenure_tokio::Tokio::current()).await;
 }

@@ -163,6 +163,24 @@ impl Server {
     }
 }
 
+impl tenure_conformance::faults::Server for Server {
+    fn freeze(&self) {
+        Server::freeze(self);
+    }
+
+    fn thaw(&self) {
+        Server::thaw(self);
+    }
+
+    fn kill9(&mut self) {
+        Server::kill9(self);
+    }
+
+    fn restart(&mut self) {
+        Server::restart(self);
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         self.thaw();

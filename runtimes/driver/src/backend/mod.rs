@@ -15,6 +15,8 @@
 
 mod memory;
 mod open;
+pub mod record;
+mod wait;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,10 +28,11 @@ use event_listener::{Event, EventListener};
 use std::time::Duration;
 
 pub use memory::MemoryBackend;
-pub use open::{OpenError, percent_decode};
+pub use open::{OpenError, percent_decode, percent_encode, shown_url, url_seconds};
 use tenure_core::{
     BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, StoreOp, StoreReply, WallTime,
 };
+pub use wait::{Entry, WaitQueues, Wake};
 
 /// The future a backend method returns.
 pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BackendError>> + Send + 'a>>;

@@ -1,0 +1,465 @@
+//! # tenure-postgres
+//!
+//! Tenure's PostgreSQL store: locks with fencing tokens, leader elections and schedule claims in
+//! a PostgreSQL (12 or later) database, shared by every process that reaches it.
+//!
+//! The tables, statements and function are grelmicro 0.44's, so grelmicro services and Tenure
+//! services coordinate on the same names:
+//!
+//! - `locks(name TEXT PRIMARY KEY, token TEXT, expire_at TIMESTAMPTZ, fence BIGINT)`: one upsert
+//!   takes or renews a lease for a count of microseconds added to the server's `NOW()`, and
+//!   returns its fence, which climbs on every change of holder and survives release;
+//! - `grelmicro_leader_election(...)` and the function
+//!   `grelmicro_leader_election_le_acquire_or_renew_v2`, which decides under a
+//!   transaction-scoped advisory lock on the election's name;
+//! - `schedules(name TEXT PRIMARY KEY, last_fired DOUBLE PRECISION)` with a gated upsert.
+//!
+//! Every lease is judged by the server's clock, in UTC whatever the session's time zone. No
+//! session-scoped advisory lock holds any state, so a pooler in transaction mode can sit in
+//! between (with `notify=false`). The tables are created (and an older grelmicro lock table
+//! upgraded) when the backend opens, each in one transaction holding the advisory lock grelmicro
+//! takes for it, so replicas of either starting together do not race.
+//!
+//! **Wake-ups.** A release announces itself with `NOTIFY tenure_released` in the same statement,
+//! so at its commit; the backend LISTENs on its connection and wakes one lock waiter of this
+//! process (the longest waiting) or every election follower. A waiter queues before its attempt,
+//! so a release between the attempt and the wait is heard. Releases that announce nothing
+//! (grelmicro's, lease expiry) are noticed by polling at `retry_interval`.
+//!
+//! **Connecting.** [`PostgresOptions::from_url`] reads `postgresql://user:password@host/db` (and
+//! `postgres://`), libpq's `sslmode` (`prefer` by default; `verify-full` checks the chain and
+//! the name against `sslrootcert` or the system's roots), `connect_timeout`, a Unix socket
+//! directory as `host`, and Tenure's `command_timeout` and `statement_timeout`; passwords are
+//! never shown. [`PostgresOptions::from_env`] reads grelmicro's `POSTGRES_*` variables.
+//! One connection carries every call in order, pipelined, as the driver requires of calls made
+//! under one token. When it breaks (a server restart), the next call connects again within
+//! `connect_timeout`, and every waiter looks again.
+//!
+//! **Runtimes.** Called on a tokio runtime, the connection uses tokio's sockets and timers and
+//! its reader is a tokio task; called anywhere else (smol, async-std, a bare executor), it uses
+//! async-io and its reader runs on a thread of its own.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use tenure::Coordination;
+//! use tenure_postgres::PostgresBackend;
+//!
+//! let store = PostgresBackend::open("postgresql://app@127.0.0.1/app").await?;
+//! let coordination = Coordination::new(tenure_tokio::Tokio::current()).source(&store);
+//! let lock = coordination.lock("cart")?.build()?;
+//! # Ok(()) }
+//! ```
+
+#![deny(missing_docs)]
+
+mod connect;
+mod inspect;
+mod options;
+mod record;
+mod sql;
+mod tls;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rustls::ClientConfig;
+pub use tenure::OpenError;
+use tenure::backend::record::{fence, metadata_json};
+use tenure::backend::{BackendFuture, LeaderElectionBackend, LockBackend, ScheduleBackend, WaitQueues, Wake, Wakeup};
+use tenure::{Inspect, LeaderState, LockState};
+use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata};
+
+use connect::{Listener, Session, within};
+pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, PostgresOptions, SslMode};
+use sql::Texts;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Statement};
+
+/// A statement's answer to come.
+pub(crate) type Query<'a, T, E = tokio_postgres::Error> =
+    std::pin::Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'a>>;
+
+/// A lease store in a PostgreSQL database. Clones share one connection.
+#[derive(Clone)]
+pub struct PostgresBackend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    options: PostgresOptions,
+    texts: Texts,
+    tls: Option<Arc<ClientConfig>>,
+    /// The connection in use; `None` before the first and after [`PostgresBackend::close`].
+    session: Mutex<Option<Arc<Session>>>,
+    closed: AtomicBool,
+    /// Held while connecting, so one caller connects and the others wait for it.
+    connecting: tokio::sync::Mutex<()>,
+    queues: Arc<WaitQueues>,
+}
+
+impl PostgresBackend {
+    /// Connects to the database at `url` (see [`PostgresOptions::from_url`]) with default
+    /// options, creating the tables if needed.
+    pub async fn open(url: &str) -> Result<Self, OpenError> {
+        PostgresOptions::from_url(url)?.open().await
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &PostgresOptions {
+        &self.inner.options
+    }
+
+    /// Closes the connection. Calls made afterwards, through any clone, fail with
+    /// [`BackendErrorKind::Closed`]. Leases need no cleanup: their expiry ends them.
+    pub fn close(&self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        self.inner.session.lock().unwrap_or_else(PoisonError::into_inner).take();
+    }
+
+    /// The session to run a call on: the current one if it is open, else a new one.
+    async fn session(&self) -> Result<Arc<Session>, BackendError> {
+        if let Some(session) = self.live_session()? {
+            return Ok(session);
+        }
+        let _connecting = self.inner.connecting.lock().await;
+        if let Some(session) = self.live_session()? {
+            return Ok(session);
+        }
+        let timeout = self.inner.options.connect_timeout;
+        let dial: Query<'_, Session, BackendError> = Box::pin(self.inner.dial());
+        let session = within(timeout, dial).await.ok_or_else(|| {
+            BackendError::new(
+                BackendErrorKind::Timeout,
+                format!("cannot connect to PostgreSQL at {} within {timeout:?}", self.inner.options.shown_url()),
+            )
+        })??;
+        let session = Arc::new(session);
+        let replaced = self.inner.session.lock().unwrap_or_else(PoisonError::into_inner).replace(session.clone());
+        if replaced.is_some() {
+            tracing::info!(url = %self.inner.options.shown_url(), "connected to PostgreSQL again");
+        }
+        // Releases made while no connection listened were heard by nobody: everyone looks again.
+        self.inner.queues.wake_everyone();
+        Ok(session)
+    }
+
+    fn live_session(&self) -> Result<Option<Arc<Session>>, BackendError> {
+        if self.inner.closed.load(Ordering::SeqCst) {
+            return Err(BackendError::new(BackendErrorKind::Closed, "the PostgreSQL backend is closed"));
+        }
+        let session = self.inner.session.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        Ok(session.filter(|s| !s.client.is_closed()))
+    }
+
+    /// Runs `statement` with `params` on a session within the command timeout, for at most one
+    /// row; `what` of `name` names it in errors.
+    async fn row(
+        &self,
+        what: &str,
+        name: &str,
+        statement: fn(&Session) -> &Statement,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, BackendError> {
+        let session = self.session().await?;
+        self.bounded(what, name, connect::sent(session.client.query_opt(statement(&session), params))).await
+    }
+
+    /// Awaits `query` within the command timeout. (Boxed: an `impl Future` of tokio-postgres
+    /// borrowing its parameters defeats the compiler's proof that the caller's future is `Send`.)
+    async fn bounded<T>(&self, what: &str, name: &str, query: Query<'_, T>) -> Result<T, BackendError> {
+        let timeout = self.inner.options.command_timeout;
+        match within(timeout, query).await {
+            Some(result) => result.map_err(|e| error(what, name, &e)),
+            None => Err(BackendError::new(
+                BackendErrorKind::Timeout,
+                format!("{what} of {name} on PostgreSQL: no answer within {timeout:?}"),
+            )),
+        }
+    }
+
+    async fn lock_acquire(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+    ) -> Result<Option<FencingToken>, BackendError> {
+        let micros = micros(lease);
+        let row = self.row("lock acquire", name, |s| &s.lock_acquire, &[&name, &token, &micros]).await?;
+        row.map(|r| fence(name, record::column(&r, 0, name, "fence")?)).transpose()
+    }
+
+    /// A release: true iff `token` held a live lease (a lock, or a leader record if not `lock`).
+    async fn release_by(&self, what: &str, name: &str, token: &str, lock: bool) -> Result<bool, BackendError> {
+        let statement: fn(&Session) -> &Statement = if lock { |s| &s.lock_release } else { |s| &s.leader_release };
+        let row = self.row(what, name, statement, &[&name, &token]).await?;
+        let released: i64 = row.map(|r| record::column(&r, 0, name, "release count")).transpose()?.unwrap_or(0);
+        Ok(released > 0)
+    }
+
+    async fn lock_locked(&self, name: &str) -> Result<bool, BackendError> {
+        Ok(self.row("lock locked", name, |s| &s.lock_locked, &[&name]).await?.is_some())
+    }
+
+    async fn lock_owned(&self, name: &str, token: &str) -> Result<bool, BackendError> {
+        Ok(self.row("lock owned", name, |s| &s.lock_owned, &[&name, &token]).await?.is_some())
+    }
+
+    async fn leader_acquire_or_renew(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        metadata: &Metadata,
+    ) -> Result<LeaderRecord, BackendError> {
+        let (micros, json) = (micros(lease), metadata_json(metadata));
+        let what = "leader acquire_or_renew";
+        let row = self.row(what, name, |s| &s.leader_acquire, &[&name, &token, &micros, &json]).await?;
+        let row = row.ok_or_else(|| {
+            BackendError::new(BackendErrorKind::Protocol, format!("{what} of {name}: the function returned no row"))
+        })?;
+        record::leader(&row, 0, name)
+    }
+
+    async fn leader_get(&self, name: &str) -> Result<Option<LeaderRecord>, BackendError> {
+        let row = self.row("leader get", name, |s| &s.leader_get, &[&name]).await?;
+        row.map(|r| record::leader(&r, 0, name)).transpose()
+    }
+
+    async fn schedule_claim(&self, name: &str, due: f64) -> Result<bool, BackendError> {
+        if !due.is_finite() {
+            return Err(BackendError::new(
+                BackendErrorKind::Rejected,
+                format!("schedule due {due} is not a finite time"),
+            ));
+        }
+        Ok(self.row("schedule claim", name, |s| &s.schedule_claim, &[&name, &due]).await?.is_some())
+    }
+
+    async fn schedule_last_fired(&self, name: &str) -> Result<Option<f64>, BackendError> {
+        let row = self.row("schedule last_fired", name, |s| &s.schedule_last_fired, &[&name]).await?;
+        row.map(|r| record::column::<f64>(&r, 0, name, "last_fired")).transpose()
+    }
+}
+
+impl Inner {
+    /// Connects and prepares a session whose reader wakes this backend's waiters.
+    async fn dial(self: &Arc<Self>) -> Result<Session, BackendError> {
+        let queues = Arc::downgrade(&self.queues);
+        let prefixes = [format!("{}:", self.options.lock_table), format!("{}:", self.options.leader_table)];
+        let listener: Listener = Arc::new(move |message| {
+            let Some(queues) = queues.upgrade() else { return };
+            match message {
+                Some((_, payload)) => {
+                    if let Some(name) = prefixes.iter().find_map(|p| payload.strip_prefix(p.as_str())) {
+                        queues.released(name);
+                    }
+                }
+                // The connection ended: releases may go unheard until the next one listens.
+                None => queues.wake_everyone(),
+            }
+        });
+        let client = connect::connect(&self.options, self.tls.as_ref(), listener).await?;
+        connect::prepare(client, &self.texts, self.options.notify).await.map_err(|e| {
+            BackendError::new(
+                kind(&e),
+                format!("cannot prepare Tenure's statements on {}: {}", self.options.shown_url(), describe(&e)),
+            )
+        })
+    }
+}
+
+impl PostgresOptions {
+    /// Connects: validates the options, connects within the connect timeout, creates or
+    /// upgrades the tables, and prepares the statements.
+    pub async fn open(self) -> Result<PostgresBackend, OpenError> {
+        self.validate()?;
+        // rustls needs a process-wide crypto provider; keep the application's if it set one.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let tls = tls::client_config(&self)?;
+        let inner = Arc::new(Inner {
+            texts: Texts::new(&self),
+            tls,
+            options: self,
+            session: Mutex::new(None),
+            closed: AtomicBool::new(false),
+            connecting: tokio::sync::Mutex::new(()),
+            queues: Arc::new(WaitQueues::new()),
+        });
+        let backend = PostgresBackend { inner };
+        let timeout = backend.inner.options.connect_timeout;
+        within(timeout, backend.migrate()).await.ok_or_else(|| {
+            BackendError::new(
+                BackendErrorKind::Timeout,
+                format!("cannot prepare the tables at {} within {timeout:?}", backend.inner.options.shown_url()),
+            )
+        })??;
+        backend.session().await?;
+        Ok(backend)
+    }
+}
+
+impl PostgresBackend {
+    /// Creates the tables (and the leader function) if they are missing, as grelmicro 0.44 does,
+    /// on a connection of its own.
+    async fn migrate(&self) -> Result<(), BackendError> {
+        let options = &self.inner.options;
+        let client = connect::connect(options, self.inner.tls.as_ref(), Arc::new(|_| {})).await?;
+        let failed = |e: &tokio_postgres::Error| {
+            BackendError::new(
+                kind(e),
+                format!("cannot create Tenure's tables at {}: {}", options.shown_url(), describe(e)),
+            )
+        };
+        let lock_table = sql::lock_schema(&options.lock_table);
+        if let Err(e) = connect::sent(client.batch_execute(&lock_table)).await {
+            if e.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) {
+                tracing::warn!(
+                    table = %options.lock_table,
+                    "the lock table keeps its TIMESTAMP expiry column: its table lock was not granted within 2 s; \
+                     the next start tries again"
+                );
+                connect::sent(client.batch_execute(sql::CONVERT_FAILED)).await.map_err(|e| failed(&e))?;
+            } else {
+                let _ = connect::sent(client.batch_execute("ROLLBACK")).await;
+                return Err(failed(&e));
+            }
+        }
+        for schema in [sql::leader_schema(&options.leader_table), sql::schedule_schema(&options.schedule_table)] {
+            if let Err(e) = connect::sent(client.batch_execute(&schema)).await {
+                let _ = connect::sent(client.batch_execute("ROLLBACK")).await;
+                return Err(failed(&e));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A lease in whole microseconds, rounded up and never zero.
+fn micros(lease: Duration) -> i64 {
+    i64::try_from(tenure_core::time::ceil_micros(lease).max(1)).unwrap_or(i64::MAX)
+}
+
+/// What kind of failure `e` is.
+fn kind(e: &tokio_postgres::Error) -> BackendErrorKind {
+    use tokio_postgres::error::SqlState;
+    let Some(code) = e.code() else {
+        return if e.is_closed() || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>()) {
+            BackendErrorKind::Unavailable
+        } else if e.to_string().contains("error deserializing") {
+            BackendErrorKind::MalformedRecord
+        } else {
+            BackendErrorKind::Other
+        };
+    };
+    let class = &code.code()[..2];
+    if *code == SqlState::QUERY_CANCELED {
+        BackendErrorKind::Timeout
+    } else if matches!(class, "08" | "53" | "57" | "58") || *code == SqlState::READ_ONLY_SQL_TRANSACTION {
+        // Connection trouble, resources, shutdown, a standby: another server or a later try may do.
+        BackendErrorKind::Unavailable
+    } else if class == "22" {
+        BackendErrorKind::MalformedRecord
+    } else {
+        BackendErrorKind::Rejected
+    }
+}
+
+/// `e` with its cause: tokio-postgres puts the server's message in the source.
+pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {} ({})", db.severity(), db.message(), db.code().code()),
+        None => match std::error::Error::source(e) {
+            Some(source) => format!("{e}: {source}"),
+            None => e.to_string(),
+        },
+    }
+}
+
+/// The backend error for `e`, raised by `what` on `name`.
+fn error(what: &str, name: &str, e: &tokio_postgres::Error) -> BackendError {
+    BackendError::new(kind(e), format!("{what} of {name} on PostgreSQL: {}", describe(e)))
+}
+
+impl std::fmt::Debug for PostgresBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresBackend")
+            .field("url", &self.inner.options.shown_url())
+            .field("lock_table", &self.inner.options.lock_table)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LockBackend for PostgresBackend {
+    fn acquire<'a>(
+        &'a self,
+        name: &'a str,
+        token: &'a str,
+        duration: Duration,
+    ) -> BackendFuture<'a, Option<FencingToken>> {
+        Box::pin(self.lock_acquire(name, token, duration))
+    }
+
+    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
+        Box::pin(self.release_by("lock release", name, token, true))
+    }
+
+    fn locked<'a>(&'a self, name: &'a str) -> BackendFuture<'a, bool> {
+        Box::pin(self.lock_locked(name))
+    }
+
+    fn owned<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
+        Box::pin(self.lock_owned(name, token))
+    }
+
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        self.inner.options.notify.then(|| self.inner.queues.wakeup(name, Wake::One))
+    }
+}
+
+impl LeaderElectionBackend for PostgresBackend {
+    fn acquire_or_renew<'a>(
+        &'a self,
+        name: &'a str,
+        token: &'a str,
+        duration: Duration,
+        metadata: &'a Metadata,
+    ) -> BackendFuture<'a, LeaderRecord> {
+        Box::pin(self.leader_acquire_or_renew(name, token, duration, metadata))
+    }
+
+    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
+        Box::pin(self.release_by("leader release", name, token, false))
+    }
+
+    fn get<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<LeaderRecord>> {
+        Box::pin(self.leader_get(name))
+    }
+
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        self.inner.options.notify.then(|| self.inner.queues.wakeup(name, Wake::All))
+    }
+}
+
+impl ScheduleBackend for PostgresBackend {
+    fn claim<'a>(&'a self, name: &'a str, due: f64) -> BackendFuture<'a, bool> {
+        Box::pin(self.schedule_claim(name, due))
+    }
+
+    fn last_fired<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<f64>> {
+        Box::pin(self.schedule_last_fired(name))
+    }
+}
+
+impl Inspect for PostgresBackend {
+    fn lock_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<LockState>> {
+        let this = self.clone();
+        Box::pin(async move { this.inspect_locks(keys).await })
+    }
+
+    fn leader_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<LeaderState>> {
+        let this = self.clone();
+        Box::pin(async move { this.inspect_leaders(keys).await })
+    }
+}

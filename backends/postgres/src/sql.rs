@@ -1,0 +1,202 @@
+//! The statements, as grelmicro 0.44 writes them (so both judge a lease alike), and the schema
+//! they run on, created under a transaction-scoped advisory lock per table.
+
+use crate::options::PostgresOptions;
+
+/// The channel releases are announced on; the payload is `<table>:<name>`.
+pub(crate) const CHANNEL: &str = "tenure_released";
+
+/// grelmicro's advisory-lock namespace for leader elections (`hashtextextended`'s seed).
+const LEADER_NAMESPACE: u64 = 0x6772_6C65_2D65_6C65;
+
+/// The texts of the statements prepared on every connection.
+#[derive(Debug)]
+pub(crate) struct Texts {
+    pub(crate) lock_acquire: String,
+    pub(crate) lock_release: String,
+    pub(crate) lock_locked: String,
+    pub(crate) lock_owned: String,
+    pub(crate) lock_states: String,
+    pub(crate) leader_acquire: String,
+    pub(crate) leader_release: String,
+    pub(crate) leader_get: String,
+    pub(crate) leader_states: String,
+    pub(crate) schedule_claim: String,
+    pub(crate) schedule_last_fired: String,
+}
+
+/// The columns a leader record is read from: holder, lease (µs), acquired and renewed
+/// (TIMESTAMPTZ), transitions, metadata (JSON text).
+const LEADER_COLUMNS: &str = "holder, round(lease_duration * 1000000)::bigint, acquired_at, renewed_at, \
+                              transitions, metadata::text";
+
+impl Texts {
+    pub(crate) fn new(options: &PostgresOptions) -> Self {
+        let (locks, leaders, schedules) = (&options.lock_table, &options.leader_table, &options.schedule_table);
+        // A release announces itself (in the same statement, so at its commit) when asked to.
+        let announced = |released: String, table: &str| {
+            if options.notify {
+                format!(
+                    "WITH released AS ({released} RETURNING name) SELECT count(*) FROM released, \
+                     LATERAL (SELECT pg_notify('{CHANNEL}', '{table}:' || released.name)) AS announced"
+                )
+            } else {
+                format!("WITH released AS ({released} RETURNING name) SELECT count(*) FROM released")
+            }
+        };
+        let leader_live = "NOW() < renewed_at + make_interval(secs => lease_duration)";
+        Self {
+            lock_acquire: format!(
+                "INSERT INTO {locks} (name, token, expire_at, fence) \
+                 VALUES ($1, $2, NOW() + $3::bigint * INTERVAL '1 microsecond', 1) \
+                 ON CONFLICT (name) DO UPDATE \
+                 SET token = EXCLUDED.token, expire_at = EXCLUDED.expire_at, \
+                     fence = CASE WHEN {locks}.token = EXCLUDED.token AND {locks}.expire_at >= NOW() \
+                                  THEN {locks}.fence ELSE {locks}.fence + 1 END \
+                 WHERE {locks}.token = EXCLUDED.token OR {locks}.token IS NULL \
+                    OR {locks}.expire_at IS NULL OR {locks}.expire_at < NOW() \
+                 RETURNING fence"
+            ),
+            lock_release: announced(
+                format!(
+                    "UPDATE {locks} SET token = NULL, expire_at = NULL \
+                     WHERE name = $1 AND token = $2 AND expire_at >= NOW()"
+                ),
+                locks,
+            ),
+            lock_locked: format!("SELECT 1 FROM {locks} WHERE name = $1 AND token IS NOT NULL AND expire_at >= NOW()"),
+            lock_owned: format!("SELECT 1 FROM {locks} WHERE name = $1 AND token = $2 AND expire_at >= NOW()"),
+            lock_states: format!(
+                "SELECT name, fence, CASE WHEN expire_at >= NOW() THEN token END, \
+                        CASE WHEN expire_at >= NOW() THEN expire_at END \
+                 FROM {locks} WHERE cardinality($1::text[]) = 0 OR name = ANY($1) ORDER BY name"
+            ),
+            leader_acquire: format!(
+                "SELECT r_holder, round(EXTRACT(EPOCH FROM r_lease_duration) * 1000000)::bigint, r_acquired_at, \
+                        r_renewed_at, r_transitions, r_metadata::text \
+                 FROM {leaders}_le_acquire_or_renew_v2($1, $2, $3::bigint, $4::text::jsonb)"
+            ),
+            leader_release: announced(
+                format!("DELETE FROM {leaders} WHERE name = $1 AND holder = $2 AND {leader_live}"),
+                leaders,
+            ),
+            leader_get: format!("SELECT {LEADER_COLUMNS} FROM {leaders} WHERE name = $1 AND {leader_live}"),
+            leader_states: format!(
+                "SELECT name, {LEADER_COLUMNS} FROM {leaders} \
+                 WHERE (cardinality($1::text[]) = 0 OR name = ANY($1)) AND {leader_live} ORDER BY name"
+            ),
+            schedule_claim: format!(
+                "INSERT INTO {schedules} (name, last_fired) VALUES ($1, $2) \
+                 ON CONFLICT (name) DO UPDATE SET last_fired = EXCLUDED.last_fired \
+                 WHERE {schedules}.last_fired < EXCLUDED.last_fired RETURNING 1"
+            ),
+            schedule_last_fired: format!("SELECT last_fired FROM {schedules} WHERE name = $1"),
+        }
+    }
+}
+
+/// The lock table, as grelmicro 0.44 creates and upgrades it, in one transaction holding the
+/// advisory lock grelmicro takes (`hashtext(<table>)`), so replicas of either starting together
+/// do not race. The `TIMESTAMP` → `TIMESTAMPTZ` conversion runs in a savepoint that waits at
+/// most 2 s for the table lock; if it is not granted, [`CONVERT_FAILED`] ends the transaction
+/// without it (as grelmicro does: the next start tries again).
+pub(crate) fn lock_schema(table: &str) -> String {
+    format!(
+        "BEGIN; SELECT pg_advisory_xact_lock(hashtext('{table}')); \
+         CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, token TEXT, expire_at TIMESTAMPTZ, \
+                                             fence BIGINT NOT NULL DEFAULT 0); \
+         DO $$ BEGIN \
+             IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '{table}'::regclass \
+                            AND attname = 'fence' AND NOT attisdropped) THEN \
+                 ALTER TABLE {table} ADD COLUMN fence BIGINT NOT NULL DEFAULT 0; \
+             END IF; \
+             IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '{table}'::regclass \
+                        AND attname IN ('token', 'expire_at') AND attnotnull) THEN \
+                 ALTER TABLE {table} ALTER COLUMN token DROP NOT NULL, ALTER COLUMN expire_at DROP NOT NULL; \
+             END IF; \
+         END $$; \
+         SAVEPOINT tenure_expire_at; SET LOCAL lock_timeout = '2s'; \
+         DO $$ BEGIN \
+             IF (SELECT atttypid FROM pg_attribute WHERE attrelid = '{table}'::regclass \
+                 AND attname = 'expire_at') = 'timestamp'::regtype THEN \
+                 ALTER TABLE {table} ALTER COLUMN expire_at TYPE TIMESTAMPTZ; \
+             END IF; \
+         END $$; \
+         RELEASE SAVEPOINT tenure_expire_at; COMMIT;"
+    )
+}
+
+/// What finishes the lock table's transaction when its expiry conversion was not granted the
+/// table lock in time.
+pub(crate) const CONVERT_FAILED: &str = "ROLLBACK TO SAVEPOINT tenure_expire_at; COMMIT;";
+
+/// The leader table and grelmicro 0.44's function, word for word in what it does (either
+/// side may replace the other's definition).
+pub(crate) fn leader_schema(table: &str) -> String {
+    format!(
+        "BEGIN; SELECT pg_advisory_xact_lock(hashtext('{table}')); \
+         CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, holder TEXT NOT NULL, \
+             lease_duration DOUBLE PRECISION NOT NULL, acquired_at TIMESTAMPTZ NOT NULL, \
+             renewed_at TIMESTAMPTZ NOT NULL, transitions INT NOT NULL DEFAULT 0, \
+             metadata JSONB NOT NULL DEFAULT '{{}}'::jsonb); \
+         CREATE OR REPLACE FUNCTION {table}_le_acquire_or_renew_v2( \
+             p_name TEXT, p_token TEXT, p_duration_us BIGINT, p_metadata JSONB \
+         ) RETURNS TABLE( \
+             r_holder TEXT, r_lease_duration INTERVAL, r_acquired_at TIMESTAMPTZ, \
+             r_renewed_at TIMESTAMPTZ, r_transitions INT, r_metadata JSONB \
+         ) AS $$ \
+         DECLARE \
+             v_now TIMESTAMPTZ := NOW(); \
+             v_holder TEXT; \
+             v_lease_duration DOUBLE PRECISION; \
+             v_acquired_at TIMESTAMPTZ; \
+             v_renewed_at TIMESTAMPTZ; \
+             v_transitions INT; \
+             v_expired BOOLEAN; \
+             v_new_transitions INT; \
+             v_duration INTERVAL := p_duration_us * INTERVAL '1 microsecond'; \
+             v_seconds DOUBLE PRECISION := p_duration_us / 1000000.0; \
+         BEGIN \
+             PERFORM pg_advisory_xact_lock(hashtextextended(p_name, {LEADER_NAMESPACE})); \
+             SELECT t.holder, t.lease_duration, t.acquired_at, t.renewed_at, t.transitions \
+                 INTO v_holder, v_lease_duration, v_acquired_at, v_renewed_at, v_transitions \
+                 FROM {table} t WHERE t.name = p_name; \
+             v_expired := v_holder IS NULL OR v_now >= ( \
+                 v_renewed_at + make_interval(secs => v_lease_duration)); \
+             IF NOT v_expired AND v_holder <> p_token THEN \
+                 RETURN QUERY SELECT v_holder, make_interval(secs => v_lease_duration), v_acquired_at, \
+                     v_renewed_at, v_transitions, (SELECT t.metadata FROM {table} t WHERE t.name = p_name); \
+                 RETURN; \
+             END IF; \
+             IF NOT v_expired THEN \
+                 UPDATE {table} SET renewed_at = v_now, lease_duration = v_seconds, metadata = p_metadata \
+                     WHERE name = p_name; \
+                 RETURN QUERY SELECT p_token, v_duration, v_acquired_at, v_now, v_transitions, p_metadata; \
+                 RETURN; \
+             END IF; \
+             IF v_holder IS NULL OR v_holder = p_token THEN \
+                 v_new_transitions := COALESCE(v_transitions, 0); \
+             ELSE \
+                 v_new_transitions := v_transitions + 1; \
+             END IF; \
+             INSERT INTO {table} (name, holder, lease_duration, acquired_at, renewed_at, transitions, metadata) \
+             VALUES (p_name, p_token, v_seconds, v_now, v_now, v_new_transitions, p_metadata) \
+             ON CONFLICT (name) DO UPDATE \
+                 SET holder = EXCLUDED.holder, lease_duration = EXCLUDED.lease_duration, \
+                     acquired_at = EXCLUDED.acquired_at, renewed_at = EXCLUDED.renewed_at, \
+                     transitions = EXCLUDED.transitions, metadata = EXCLUDED.metadata; \
+             RETURN QUERY SELECT p_token, v_duration, v_now, v_now, v_new_transitions, p_metadata; \
+         END; \
+         $$ LANGUAGE plpgsql; \
+         COMMIT;"
+    )
+}
+
+/// The schedule table.
+pub(crate) fn schedule_schema(table: &str) -> String {
+    format!(
+        "BEGIN; SELECT pg_advisory_xact_lock(hashtext('{table}')); \
+         CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, last_fired DOUBLE PRECISION NOT NULL); \
+         COMMIT;"
+    )
+}

@@ -1,0 +1,223 @@
+//! What the PostgreSQL store adds to the contract (the conformance suite checks the contract):
+//! grelmicro 0.44's tables, function and rows, an older grelmicro lock table upgraded, pushed
+//! wake-ups for locks and elections on every runtime, malformed rows, inspection, a closed
+//! backend, unreachable servers and bad URLs.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use tenure::backend::{LeaderElectionBackend, LockBackend, ScheduleBackend};
+use tenure::{BackendErrorKind, Metadata};
+use tenure_conformance::Store;
+use tenure_postgres::{PostgresBackend, PostgresOptions};
+
+use common::{open, open_at, psql, url};
+
+#[tokio::test]
+async fn the_layout_is_grelmicro_044s() {
+    let (store, t) = open().await;
+    let fence = LockBackend::acquire(&store, "lock:cart", "w1:task:0.ab", Duration::from_micros(1_500_001)).await;
+    assert_eq!(fence.ok().flatten().map(|f| f.get()), Some(1));
+    let meta = Metadata::from_pairs([("pod", "p1")]).expect("metadata");
+    store.acquire_or_renew("leader:svc", "w9", Duration::from_micros(15_500_000), &meta).await.expect("leader");
+    assert!(store.claim("nightly", 1_767_229_200.25).await.expect("claim"));
+
+    let db = url();
+    let columns = psql(
+        &db,
+        &format!(
+            "SELECT string_agg(column_name || ' ' || data_type || ' ' || is_nullable, ', ' ORDER BY ordinal_position) \
+             FROM information_schema.columns WHERE table_name = '{t}_locks'"
+        ),
+    );
+    assert_eq!(
+        columns, "name text NO, token text YES, expire_at timestamp with time zone YES, fence bigint NO",
+        "grelmicro 0.44's lock table"
+    );
+    let row = psql(
+        &db,
+        &format!(
+            "SELECT token, fence, round(extract(epoch FROM expire_at - now()) * 1000) FROM {t}_locks \
+             WHERE name = 'lock:cart'"
+        ),
+    );
+    let parts: Vec<&str> = row.split('|').collect();
+    assert_eq!(&parts[..2], ["w1:task:0.ab", "1"]);
+    let left: f64 = parts[2].parse().expect("ms left");
+    assert!((1000.0..=1501.0).contains(&left), "1.500001 s from the statement's NOW(): {left} ms left");
+    let leader = psql(
+        &db,
+        &format!(
+            "SELECT holder, lease_duration, transitions, metadata::text, acquired_at = renewed_at FROM {t}_leaders"
+        ),
+    );
+    assert_eq!(leader, r#"w9|15.5|0|{"pod": "p1"}|t"#);
+    let function = psql(
+        &db,
+        &format!(
+            "SELECT pg_get_function_identity_arguments(oid) FROM pg_proc \
+             WHERE proname = '{t}_leaders_le_acquire_or_renew_v2'"
+        ),
+    );
+    assert_eq!(function, "p_name text, p_token text, p_duration_us bigint, p_metadata jsonb");
+    assert_eq!(psql(&db, &format!("SELECT last_fired FROM {t}_schedules WHERE name = 'nightly'")), "1767229200.25");
+
+    // Released: the row and its fence stay, the holder goes; the next holder gets fence 2.
+    assert!(LockBackend::release(&store, "lock:cart", "w1:task:0.ab").await.expect("release"));
+    assert_eq!(psql(&db, &format!("SELECT coalesce(token, 'NULL'), fence FROM {t}_locks")), "NULL|1");
+    let fence = LockBackend::acquire(&store, "lock:cart", "w2", Duration::from_secs(5)).await;
+    assert_eq!(fence.ok().flatten().map(|f| f.get()), Some(2));
+}
+
+#[tokio::test]
+async fn rows_written_by_grelmicro_are_read_and_an_old_lock_table_is_upgraded() {
+    let t = common::fresh_tables();
+    let db = url();
+    // The lock table of a grelmicro before 0.44: TIMESTAMP expiry, NOT NULL holder, no fence.
+    psql(
+        &db,
+        &format!(
+            "CREATE TABLE {t}_locks (name TEXT PRIMARY KEY, token TEXT NOT NULL, expire_at TIMESTAMP NOT NULL); \
+             INSERT INTO {t}_locks VALUES ('lock:old', 'w1:task:0.39a0', LOCALTIMESTAMP + interval '30 s')"
+        ),
+    );
+    let store = open_at(&db, &t).await;
+    let columns = psql(
+        &db,
+        &format!(
+            "SELECT string_agg(column_name || ' ' || data_type || ' ' || is_nullable, ', ' ORDER BY ordinal_position) \
+             FROM information_schema.columns WHERE table_name = '{t}_locks'"
+        ),
+    );
+    assert_eq!(columns, "name text NO, token text YES, expire_at timestamp with time zone YES, fence bigint NO");
+    assert!(store.owned("lock:old", "w1:task:0.39a0").await.expect("owned"), "the old lease is still live");
+    let rival = LockBackend::acquire(&store, "lock:old", "w2", Duration::from_secs(5)).await;
+    assert_eq!(rival.expect("refused"), None, "the old holder keeps its lease");
+    assert_eq!(psql(&db, &format!("SELECT fence FROM {t}_locks")), "0", "the upgrade's fence for old rows");
+
+    // A leader row as grelmicro's function writes it, live.
+    psql(
+        &db,
+        &format!("INSERT INTO {t}_leaders VALUES ('leader:svc', 'w9', 15, now(), now(), 3, '{{\"pod\": \"p1\"}}')"),
+    );
+    let record = store.get("leader:svc").await.expect("get").expect("live");
+    assert_eq!((record.holder.as_str(), record.transitions), ("w9", 3));
+    assert_eq!(record.lease_duration, Duration::from_secs(15));
+    assert_eq!(record.metadata.get("pod"), Some("p1"));
+    let other = store.acquire_or_renew("leader:svc", "w1", Duration::from_secs(1), &Metadata::new()).await;
+    assert_eq!(other.expect("refused").holder, "w9", "a live grelmicro leader keeps the record");
+}
+
+#[tokio::test]
+async fn malformed_rows_are_reported_as_such() {
+    let (store, t) = open().await;
+    let db = url();
+    psql(&db, &format!("INSERT INTO {t}_locks VALUES ('lock:zero', 'w', now() + interval '1 min', -4)"));
+    psql(&db, &format!("INSERT INTO {t}_leaders VALUES ('leader:neg', 'w9', -15, now(), now(), 0, '{{}}')"));
+    psql(
+        &db,
+        &format!(
+            "INSERT INTO {t}_leaders VALUES ('leader:meta', 'w9', 15, now(), now(), 0, '{{\"n\": 1}}'), \
+                                            ('leader:inf', 'w9', 15, 'infinity', now(), 0, '{{}}')"
+        ),
+    );
+    let e = LockBackend::acquire(&store, "lock:zero", "w", Duration::from_secs(1)).await.expect_err("fence -4");
+    assert_eq!(e.kind(), BackendErrorKind::MalformedRecord, "{e}");
+    assert!(e.to_string().contains("lock:zero"), "{e}");
+    for name in ["leader:meta", "leader:inf"] {
+        let e = store.get(name).await.expect_err(name);
+        assert_eq!(e.kind(), BackendErrorKind::MalformedRecord, "{name}: {e}");
+        assert!(e.to_string().contains(name), "{e}");
+    }
+    let e = store.acquire_or_renew("leader:meta", "w", Duration::from_secs(1), &Metadata::new()).await;
+    assert_eq!(e.expect_err("metadata").kind(), BackendErrorKind::MalformedRecord);
+    // A negative lease is an expired record: taken over, not trusted.
+    let taken = store.acquire_or_renew("leader:neg", "w1", Duration::from_secs(1), &Metadata::new()).await;
+    assert_eq!(taken.expect("taken over").holder, "w1");
+    let e = store.claim("x", f64::NAN).await.expect_err("NaN");
+    assert_eq!(e.kind(), BackendErrorKind::Rejected, "{e}");
+    // A table dropped under the backend: a clear error, nothing else breaks.
+    psql(&db, &format!("DROP TABLE {t}_schedules"));
+    let e = store.claim("nightly", 1.0).await.expect_err("no table");
+    assert!(e.to_string().contains(&format!("{t}_schedules")), "{e}");
+    assert!(store.locked("lock:zero").await.expect("the connection still works"));
+}
+
+#[tokio::test]
+async fn inspection_lists_holders_and_leaders() {
+    let (store, _) = open().await;
+    tenure_conformance::inspect::inspection_lists_holders_and_leaders(&store).await;
+}
+
+#[tokio::test]
+async fn a_closed_backend_says_so() {
+    let (store, _) = open().await;
+    let clone = store.clone();
+    store.close();
+    let e = LockBackend::acquire(&clone, "lock:x", "w", Duration::from_secs(1)).await.expect_err("closed");
+    assert_eq!(e.kind(), BackendErrorKind::Closed, "{e}");
+}
+
+#[tokio::test]
+async fn unreachable_servers_and_bad_urls_fail_fast_naming_the_problem() {
+    // A port nobody listens on: refused at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let start = Instant::now();
+    let e = PostgresOptions::from_url(&format!("postgresql://u:secret@127.0.0.1:{port}/db"))
+        .expect("valid URL")
+        .connect_timeout(Duration::from_millis(500))
+        .open()
+        .await
+        .expect_err("nobody listens");
+    assert!(start.elapsed() < Duration::from_secs(5), "took {:?}", start.elapsed());
+    let text = e.to_string();
+    assert!(text.contains(&format!("127.0.0.1:{port}")) && !text.contains("secret"), "{text}");
+    // A server that accepts and never answers: the connect timeout.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    let url = format!("postgresql://127.0.0.1:{}/db", silent.local_addr().expect("addr").port());
+    let start = Instant::now();
+    let e = PostgresOptions::from_url(&url)
+        .expect("valid")
+        .connect_timeout(Duration::from_millis(300))
+        .open()
+        .await
+        .expect_err("silent");
+    assert!(start.elapsed() < Duration::from_secs(3), "took {:?}", start.elapsed());
+    assert!(e.to_string().contains("within"), "{e}");
+    // A database that does not exist, a user refused: rejected, named.
+    let e = PostgresBackend::open("postgresql://postgres@127.0.0.1:5432/no_such_db").await.expect_err("no db");
+    assert!(e.to_string().contains("no_such_db"), "{e}");
+    for bad in ["http://h", "postgres://h?command_timeout=0", "postgres://h?sslmode=sometimes", "postgres://h?x=1"] {
+        let e = PostgresBackend::open(bad).await.expect_err(bad);
+        assert!(matches!(e, tenure_postgres::OpenError::Settings(_)), "{bad}: {e}");
+    }
+    let e = PostgresBackend::open("postgres://127.0.0.1/db?sslmode=verify-full&sslrootcert=/no/such/ca.pem")
+        .await
+        .expect_err("no CA file");
+    assert!(e.to_string().contains("/no/such/ca.pem"), "{e}");
+}
+
+#[test]
+fn opening_and_calling_are_send_futures() {
+    fn send<T: Send>(_: &T) {}
+    let open = PostgresBackend::open("postgres://h/db");
+    send(&open);
+}
+
+/// Two stores on the shared server, on separate connections, as two processes would have.
+async fn pair() -> (Store, Store) {
+    let (store, t) = open().await;
+    (Store::of(store), Store::of(open_at(&url(), &t).await))
+}
+
+tenure_conformance::push_tests!(pair);
+
+#[tokio::test]
+async fn without_notify_waiters_poll() {
+    let t = common::fresh_tables();
+    let quiet = common::options(&url(), &t).notify(false).open().await.expect("open");
+    assert!(LockBackend::wakeup(&quiet, "lock:x").is_none(), "no push behind a pooler");
+    assert!(LockBackend::acquire(&quiet, "lock:x", "w", Duration::from_secs(1)).await.expect("acquire").is_some());
+    assert!(LockBackend::release(&quiet, "lock:x", "w").await.expect("release"));
+}

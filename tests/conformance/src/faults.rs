@@ -1,0 +1,102 @@
+//! A store's faults, written once for every store a test can start itself: a frozen server
+//! fails calls within their timeouts and answers again after the thaw; a crashed one loses no
+//! lease and no fence, and the backend reconnects by itself. Plus [`crate::chaos`].
+
+use std::time::{Duration, Instant};
+
+use tenure::BackendErrorKind;
+use tenure::backend::LockBackend;
+use tenure_tokio::{Lock, Tokio};
+
+use crate::Store;
+
+/// A server process the test owns.
+pub trait Server {
+    /// `SIGSTOP` to every process of it: connections stay open, nothing answers.
+    fn freeze(&self);
+    /// `SIGCONT`.
+    fn thaw(&self);
+    /// `kill -9` of every process of it, then waits for them.
+    fn kill9(&mut self);
+    /// Starts it again on the same port and files.
+    fn restart(&mut self);
+}
+
+/// A lock on `store` with a lease of `lease`, a backend timeout and a 100 ms retry interval.
+pub fn lock(store: &Store, name: &str, lease: Duration, backend_timeout: Duration) -> Lock {
+    Lock::builder(name, Tokio::current())
+        .shared_backend(store.lock.clone())
+        .lease_duration(lease)
+        .backend_timeout(backend_timeout)
+        .retry_interval(Duration::from_millis(100))
+        .env_load(false)
+        .build()
+        .expect("a lock")
+}
+
+/// Retries `locked` until the store answers again, for up to 20 s; every failure meanwhile is
+/// a timeout or an unavailable store.
+pub async fn until_answering(store: &dyn LockBackend) -> Duration {
+    let start = Instant::now();
+    loop {
+        match store.locked("lock:probe").await {
+            Ok(_) => return start.elapsed(),
+            Err(e) if start.elapsed() < Duration::from_secs(20) => {
+                assert!(
+                    matches!(e.kind(), BackendErrorKind::Timeout | BackendErrorKind::Unavailable),
+                    "while recovering: {e}"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("the store did not come back: {e}"),
+        }
+    }
+}
+
+/// `store` runs on `server` with a command timeout of `command_timeout`: while the server is
+/// frozen, a lock's call fails within its backend timeout and a direct call within the command
+/// timeout, both as timeouts; after the thaw the held lease is still held and is released.
+pub async fn a_frozen_server_fails_calls_within_their_timeouts(
+    server: &impl Server,
+    store: &Store,
+    command_timeout: Duration,
+) {
+    let backend_timeout = Duration::from_millis(300);
+    let held = lock(store, "frozen", Duration::from_secs(30), backend_timeout).acquire().await.expect("held");
+    server.freeze();
+
+    let start = Instant::now();
+    let e = lock(store, "frozen", Duration::from_secs(30), backend_timeout).acquire_nowait().await.expect_err("frozen");
+    let took = start.elapsed();
+    assert!(took < backend_timeout + Duration::from_millis(700), "failed after {took:?}");
+    assert_eq!(e.backend_error().map(tenure::BackendError::kind), Some(BackendErrorKind::Timeout), "{e}");
+
+    let start = Instant::now();
+    let e = store.lock.locked("lock:frozen").await.expect_err("frozen");
+    assert_eq!(e.kind(), BackendErrorKind::Timeout, "{e}");
+    assert!(e.to_string().contains("lock:frozen"), "{e}");
+    assert!(start.elapsed() < command_timeout + Duration::from_millis(700), "failed after {:?}", start.elapsed());
+
+    server.thaw();
+    until_answering(store.lock.as_ref()).await;
+    assert!(store.lock.owned("lock:frozen", held.handle().token.as_str()).await.expect("owned"), "still held");
+    held.release().await.expect("released after the thaw");
+    assert!(!store.lock.locked("lock:frozen").await.expect("locked"));
+}
+
+/// A lease taken before a crash (`kill -9`) is still held after the restart, the backend
+/// reconnects by itself, and the next holder's fence is the old one + 1.
+pub async fn a_crashed_server_keeps_leases_and_fences(server: &mut impl Server, store: &Store) {
+    let held = lock(store, "crash", Duration::from_secs(30), Duration::from_millis(400)).acquire().await.expect("held");
+    let fence = held.fencing_token().get();
+    server.kill9();
+    let e = store.lock.locked("lock:crash").await.expect_err("down");
+    assert!(matches!(e.kind(), BackendErrorKind::Unavailable | BackendErrorKind::Timeout), "{e}");
+    server.restart();
+    until_answering(store.lock.as_ref()).await;
+    let rival = lock(store, "crash", Duration::from_secs(30), Duration::from_millis(400));
+    assert!(matches!(rival.acquire_nowait().await, Err(tenure::Error::WouldBlock { .. })));
+    held.release().await.expect("released after the restart");
+    let next = rival.acquire_nowait().await.expect("free after release");
+    assert_eq!(next.fencing_token().get(), fence + 1, "the fence survived the crash");
+}
