@@ -5,14 +5,17 @@
 #   - on Redis: one task's cycle against two round trips of redis-benchmark, 8 tasks on one name
 #     and on 8 names against grelmicro, a release's hand-off to the next waiter, a leader's
 #     hand-over after a clean stop;
-#   - the Python package on memory and on Redis beside grelmicro 0.44 (benches/peer/python_lock.py).
-# Usage: scripts/bench-peer.sh [redis]   (redis: that part only; builds the grelmicro venv on
+#   - the Python package on memory and on Redis beside grelmicro 0.44 (benches/peer/python_lock.py);
+#   - on PostgreSQL: one task's cycle against `pgbench` running the same two statements, 8 tasks
+#     on one name and on 8 names against grelmicro, a release's hand-off, a leader's hand-over.
+# Usage: scripts/bench-peer.sh [redis|postgres]   (one part only; builds the grelmicro venv on
 # first use, about 1-2 min)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=$(bash scripts/grelmicro-env.sh | tail -1)
 
-if [ "${1:-all}" != redis ]; then
+part=${1:-all}
+if [ "$part" = all ]; then
 peer=$("$py" benches/peer/grelmicro_lock.py)
 ours=$(cargo bench -q -p tenure-tokio --bench driver 2>/dev/null | sed -n 's/.*one task, acquire + release: *\([0-9]*\) ns.*/\1/p')
 echo "one task, acquire + release (memory backend, median batch)"
@@ -34,6 +37,7 @@ for mode in full normal; do
 done
 fi
 
+if [ "$part" = all ] || [ "$part" = redis ]; then
 # Redis: tenure's bench, grelmicro's and redis-benchmark's round trip, in this run.
 server=${TENURE_REDIS_URL:-redis://127.0.0.1:6379}
 hostport=${server#*://}; hostport=${hostport%%/*}; hostport=${hostport##*@}
@@ -41,7 +45,7 @@ rps=$(redis-benchmark -h "${hostport%:*}" -p "${hostport##*:}" -c 1 -n 20000 -q 
   | awk -F'"' '/PING_MBULK/ { print $4 }')
 rtt=$(awk -v r="$rps" 'BEGIN { printf "%.1f", 1e6 / r }')
 redis=$(cargo bench -q -p tenure-redis --bench redis 2>/dev/null)
-peer=$("$py" benches/peer/grelmicro_redis_lock.py "$server")
+peer=$("$py" benches/peer/grelmicro_store_lock.py redis "$server")
 field() { echo "$redis" | grep -v "current thread" | sed -n "s/.*$1 *\([0-9.]*\).*/\1/p"; }
 single() { echo "$redis" | sed -n "s/.*$1, current thread: *\([0-9.]*\).*/\1/p"; }
 peer_field() { echo "$peer" | sed -n "s/^$1 \([0-9.]*\)/\1/p"; }
@@ -70,3 +74,32 @@ awk -v c="$(single "client round trip (redis crate PING)")" -v o="$(single "one 
 "$py" -m pip install -q --force-reinstall --no-deps target/wheels-release/tenure-*.whl
 echo "Python, one task, async with lock (median batches; grelmicro 0.44 and tenure in one interpreter):"
 "$py" benches/peer/python_lock.py "$server" | sed 's/^/  /'
+fi
+
+if [ "$part" = all ] || [ "$part" = postgres ]; then
+# PostgreSQL: tenure's bench, grelmicro's, and pgbench running Tenure's two statements, in this run.
+pg=${TENURE_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/test}
+t=pgbench_tenure_$$
+work=$(mktemp -d)
+psql "$pg" -qc "CREATE TABLE $t (name TEXT PRIMARY KEY, token TEXT, expire_at TIMESTAMPTZ, fence BIGINT NOT NULL DEFAULT 0)"
+cat > "$work/cycle.sql" <<SQL
+INSERT INTO $t (name, token, expire_at, fence) VALUES ('lock:pgbench', 'pgbench-token', NOW() + 60000000::bigint * INTERVAL '1 microsecond', 1) ON CONFLICT (name) DO UPDATE SET token = EXCLUDED.token, expire_at = EXCLUDED.expire_at, fence = CASE WHEN $t.token = EXCLUDED.token AND $t.expire_at >= NOW() THEN $t.fence ELSE $t.fence + 1 END WHERE $t.token = EXCLUDED.token OR $t.token IS NULL OR $t.expire_at IS NULL OR $t.expire_at < NOW() RETURNING fence;
+WITH released AS (UPDATE $t SET token = NULL, expire_at = NULL WHERE name = 'lock:pgbench' AND token = 'pgbench-token' AND expire_at >= NOW() RETURNING name) SELECT count(*) FROM released, LATERAL (SELECT pg_notify('tenure_released', '$t:' || released.name)) AS announced;
+SQL
+floor=$(pgbench -n -c 1 -j 1 -T 5 -M prepared -f "$work/cycle.sql" "$pg" 2>/dev/null \
+  | sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' | awk '{ printf "%.1f", $1 * 1000 }')
+psql "$pg" -qc "DROP TABLE $t"
+rm -rf "$work"
+postgres=$(cargo bench -q -p tenure-postgres --bench postgres 2>/dev/null)
+peer=$("$py" benches/peer/grelmicro_store_lock.py postgres "$pg")
+pfield() { echo "$postgres" | sed -n "s/.*$1 *\([0-9.]*\).*/\1/p"; }
+peer_field() { echo "$peer" | sed -n "s/^$1 \([0-9.]*\)/\1/p"; }
+echo "PostgreSQL ($pg): pgbench, one client, Tenure's acquire + release statements prepared: $floor us per cycle; the same through tokio-postgres: $(pfield "floor (the same statements, tokio-postgres):") us"
+awk -v o="$(pfield "one task, acquire + release:")" -v p="$(peer_field one)" -v f="$floor" 'BEGIN {
+  printf "  one task, acquire + release: tenure %.1f us = %.2f x pgbench (target <= 1.2); grelmicro %.1f us = %.2f x\n", o, o / f, p, p / f }'
+awk -v o="$(pfield "8 tasks on one name:")" -v p="$(peer_field contended)" 'BEGIN {
+  printf "  8 tasks on one name: tenure %.0f/s, grelmicro %.0f/s: %.1fx (target >= 2)\n", o, p, o / p }'
+awk -v o="$(pfield "8 tasks on 8 names:")" -v p="$(peer_field spread)" 'BEGIN {
+  printf "  8 tasks on 8 names: tenure %.0f/s, grelmicro %.0f/s: %.1fx\n", o, p, o / p }'
+echo "  release to the next waiter's grant: $(pfield "release to next waiter's grant:") us; leader hand-over after a clean stop: $(pfield "leader hand-over after a clean stop:") us"
+fi

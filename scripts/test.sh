@@ -119,11 +119,12 @@ python3 -m venv "$pyenv_dir"
 # The stubs of the native module against the built one, and the package's own annotations.
 (cd target && "../$pyenv_dir/bin/python" -m mypy.stubtest tenure && "../$pyenv_dir/bin/python" -m mypy -p tenure)
 
-step "interop: grelmicro 0.44 processes and tenure processes on one SQLite file, then on one Redis"
+step "interop: grelmicro 0.44 processes and tenure processes on one SQLite file, one Redis, one PostgreSQL"
 py=$(bash scripts/grelmicro-env.sh | tail -1)
 cargo build -q -p tenure-cli
 tests/interop/sqlite.sh "$py" target/debug/tenure
-tests/interop/redis.sh "$py" target/debug/tenure
+tests/interop/store.sh redis "$py" target/debug/tenure
+tests/interop/store.sh postgres "$py" target/debug/tenure
 # The Python package (the wheel the python step built) and grelmicro in one asyncio program.
 "$py" -m pip install -q --force-reinstall --no-deps target/wheels/tenure-*.whl
 "$py" tests/interop/python_mixed.py "${TENURE_REDIS_URL:-redis://127.0.0.1:6379}"

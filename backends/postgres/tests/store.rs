@@ -214,6 +214,27 @@ async fn pair() -> (Store, Store) {
 tenure_conformance::push_tests!(pair);
 
 #[tokio::test]
+async fn a_statement_blocked_past_statement_timeout_is_cancelled_by_the_server() {
+    let t = common::fresh_tables();
+    let store = common::options(&url(), &t).statement_timeout(Duration::from_millis(300)).open().await.expect("open");
+    LockBackend::acquire(&store, "lock:row", "w1", Duration::from_secs(30)).await.expect("acquire");
+    // Another session holds the row's lock in an open transaction: the release waits for it.
+    let (blocker, connection) = tokio_postgres::connect(&url(), tokio_postgres::NoTls).await.expect("connect");
+    tokio::spawn(connection);
+    blocker
+        .batch_execute(&format!("BEGIN; SELECT * FROM {t}_locks WHERE name = 'lock:row' FOR UPDATE"))
+        .await
+        .expect("lock");
+    let start = Instant::now();
+    let e = LockBackend::release(&store, "lock:row", "w1").await.expect_err("cancelled");
+    assert_eq!(e.kind(), BackendErrorKind::Timeout, "{e}");
+    assert!(e.to_string().contains("statement timeout"), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(3), "took {:?}", start.elapsed());
+    blocker.batch_execute("ROLLBACK").await.expect("rollback");
+    assert!(LockBackend::release(&store, "lock:row", "w1").await.expect("release once free"));
+}
+
+#[tokio::test]
 async fn without_notify_waiters_poll() {
     let t = common::fresh_tables();
     let quiet = common::options(&url(), &t).notify(false).open().await.expect("open");

@@ -1,4 +1,5 @@
-//! The stores, opened from URLs: `memory:`, `sqlite:…`, `redis://…` / `rediss://…`.
+//! The stores, opened from URLs: `memory:`, `sqlite:…`, `redis://…` / `rediss://…`,
+//! `postgresql://…` / `postgres://…`.
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ enum Closer {
     Nothing,
     Sqlite(tenure_sqlite::SqliteBackend),
     Redis(tenure_redis::RedisBackend),
+    Postgres(tenure_postgres::PostgresBackend),
 }
 
 impl Backend {
@@ -33,16 +35,22 @@ impl Backend {
 impl Backend {
     /// Closes the store (SQLite vacates expired leases); later calls fail.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let closing = match &self.closer {
+        // The network stores close at once; SQLite vacates expired leases first.
+        let sqlite = match &self.closer {
             Closer::Nothing => None,
-            Closer::Sqlite(s) => Some(Ok(s.clone())),
-            Closer::Redis(r) => Some(Err(r.clone())),
+            Closer::Sqlite(s) => Some(s.clone()),
+            Closer::Redis(r) => {
+                r.close();
+                None
+            }
+            Closer::Postgres(p) => {
+                p.close();
+                None
+            }
         };
         awaitable(py, async move {
-            match closing {
-                Some(Ok(sqlite)) => sqlite.close().await.map_err(|e| Fail::Connection(e.to_string()))?,
-                Some(Err(redis)) => redis.close(),
-                None => {}
+            if let Some(sqlite) = sqlite {
+                sqlite.close().await.map_err(|e| Fail::Connection(e.to_string()))?;
             }
             Ok(())
         })
@@ -69,6 +77,12 @@ pub(crate) fn open_backend(py: Python<'_>, url: String) -> PyResult<Bound<'_, Py
                 let store = options.open().await.map_err(open_error)?;
                 let (lock, leader) = (Arc::new(store.clone()), Arc::new(store.clone()));
                 Ok(Backend { lock, leader, closer: Closer::Sqlite(store) })
+            }
+            s if s == "postgres" || s == "postgresql" || s.starts_with("postgresql+") => {
+                let options = tenure_postgres::PostgresOptions::from_url(&url).map_err(settings)?;
+                let store = options.open().await.map_err(open_error)?;
+                let (lock, leader) = (Arc::new(store.clone()), Arc::new(store.clone()));
+                Ok(Backend { lock, leader, closer: Closer::Postgres(store) })
             }
             _ => {
                 let options = tenure_redis::RedisOptions::from_url(&url).map_err(settings)?;

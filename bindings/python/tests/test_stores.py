@@ -1,4 +1,4 @@
-"""`Lock` on SQLite and Redis: providers open and close, and several processes contend through
+"""`Lock` on SQLite, Redis and PostgreSQL: providers open and close, and several processes contend through
 one store with strictly increasing fencing tokens and no overlapping critical sections."""
 
 import asyncio
@@ -10,16 +10,25 @@ import uuid
 
 import pytest
 
-from tenure import Lock, OutOfContextError, RedisProvider, SettingsValidationError, SQLiteProvider
+from conftest import postgres_url
+from tenure import (
+    Lock,
+    OutOfContextError,
+    PostgresProvider,
+    RedisProvider,
+    SettingsValidationError,
+    SQLiteProvider,
+)
 
 REDIS_URL = os.environ.get("TENURE_REDIS_URL", "redis://127.0.0.1:6379")
 
 WORKER = r"""
 import asyncio, sys
-from tenure import Lock, RedisProvider, SQLiteProvider
+from tenure import Lock, PostgresProvider, RedisProvider, SQLiteProvider
 
 async def main(kind, where, log, rounds):
-    provider = SQLiteProvider(where) if kind == "sqlite" else RedisProvider(where)
+    kinds = {"sqlite": SQLiteProvider, "redis": RedisProvider, "postgres": PostgresProvider}
+    provider = kinds[kind](where)
     async with provider:
         lock = Lock("shared", backend=provider.lock(), retry_interval=0.01, env_load=False)
         for _ in range(rounds):
@@ -62,6 +71,10 @@ def test_processes_contend_through_one_redis(tmp_path):
     contend("redis", f"{REDIS_URL}/?prefix={prefix}", tmp_path)
 
 
+def test_processes_contend_through_one_postgres_database(tmp_path):
+    contend("postgres", postgres_url(f"py_{uuid.uuid4().hex[:16]}"), tmp_path)
+
+
 def test_a_provider_must_be_open_to_be_used(tmp_path):
     async def main():
         provider = SQLiteProvider(str(tmp_path / "x.db"))
@@ -88,14 +101,45 @@ def test_redis_settings_come_from_arguments_or_the_environment(monkeypatch):
         RedisProvider()
 
 
-def test_an_unreachable_redis_fails_fast_without_the_password():
+def test_postgres_settings_come_from_arguments_or_the_environment(monkeypatch):
+    provider = PostgresProvider(host="db", port=6543, database="app", user="svc", password="p@ss", command_timeout=2)
+    assert provider.url == "postgresql://svc:p%40ss@db:6543/app?command_timeout=2"
+    monkeypatch.setenv("POSTGRES_HOST", "db")
+    monkeypatch.setenv("POSTGRES_DB", "main")
+    monkeypatch.setenv("POSTGRES_USER", "svc")
+    monkeypatch.setenv("POSTGRES_COMMAND_TIMEOUT", "1.5")
+    assert PostgresProvider().url == "postgresql://svc@db:5432/main?command_timeout=1.5"
+    monkeypatch.setenv("POSTGRES_URL", "postgresql://db/x")
+    with pytest.raises(SettingsValidationError, match="not both"):
+        PostgresProvider()
+    monkeypatch.delenv("POSTGRES_HOST")
+    monkeypatch.setenv("POSTGRES_COMMAND_TIMEOUT", "soon")
+    with pytest.raises(SettingsValidationError, match="COMMAND_TIMEOUT"):
+        PostgresProvider()
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["redis://:hunter2@127.0.0.1:1/0?connect_timeout=0.5", "postgresql://u:hunter2@127.0.0.1:1/db?connect_timeout=0.5"],
+)
+def test_an_unreachable_store_fails_fast_without_the_password(url):
     async def main():
         started = time.monotonic()
+        provider = RedisProvider(url) if url.startswith("redis") else PostgresProvider(url)
         with pytest.raises(ConnectionError) as caught:
-            async with RedisProvider("redis://:hunter2@127.0.0.1:1/0?connect_timeout=0.5"):
+            async with provider:
                 pass
         assert time.monotonic() - started < 5
         assert "hunter2" not in str(caught.value)
+
+    asyncio.run(main())
+
+
+def test_a_bad_postgres_url_is_a_settings_error():
+    async def main():
+        with pytest.raises(SettingsValidationError, match="sslmode"):
+            async with PostgresProvider("postgresql://h/db?sslmode=sometimes"):
+                pass
 
     asyncio.run(main())
 

@@ -13,6 +13,7 @@
 
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod cases;
 pub mod chaos;
 pub mod faults;

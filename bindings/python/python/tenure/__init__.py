@@ -15,6 +15,7 @@ from tenure._providers import (
     MemoryLeaderElectionAdapter,
     MemoryLockAdapter,
     MemoryProvider,
+    PostgresProvider,
     RedisProvider,
     SQLiteProvider,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "MemoryLeaderElectionAdapter",
     "MemoryLockAdapter",
     "MemoryProvider",
+    "PostgresProvider",
     "OutOfContextError",
     "RedisProvider",
     "SQLiteProvider",

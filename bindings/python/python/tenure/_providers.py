@@ -1,4 +1,5 @@
-"""Where leases are kept: providers (`MemoryProvider`, `SQLiteProvider`, `RedisProvider`) and the
+"""Where leases are kept: providers (`MemoryProvider`, `SQLiteProvider`, `RedisProvider`,
+`PostgresProvider`) and the
 lock adapters they hand out. A provider other than memory is opened with `async with provider:`
 (or `await provider.open()`) and closed the same way; an adapter used while its provider is not
 open raises `OutOfContextError`."""
@@ -243,6 +244,68 @@ class RedisProvider(_Provider):
         if url is None:
             auth = f":{quote(password, safe='')}@" if password else ""
             url = f"redis://{auth}{host}:{port or 6379}/{db or 0}"
+        self.url = url
+
+    def _url(self) -> str:
+        return self.url
+
+
+class PostgresProvider(_Provider):
+    """Leases in a PostgreSQL database (grelmicro 0.44's tables, shared with grelmicro services).
+
+    `url` (`postgresql://user:password@host:5432/db`, `postgres://`; libpq's `sslmode` and
+    `sslrootcert`; Tenure's `lock_table`, `leader_table`, `schedule_table`, `statement_timeout`
+    and `notify=false` behind a pooler in transaction mode), or `host`/`port`/`database`/`user`/
+    `password`, or the environment variables `{env_prefix}URL` xor `{env_prefix}HOST` (+ `PORT`,
+    `DB` or `DATABASE`, `USER`, `PASSWORD`), as grelmicro's `PostgresProvider` reads them.
+    `command_timeout` (seconds; else `{env_prefix}COMMAND_TIMEOUT`, else 5) bounds each statement.
+    """
+
+    kind = "postgres"
+
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        *,
+        host: Optional[str] = None,
+        port: Optional[int] = None,
+        database: Optional[str] = None,
+        user: Optional[str] = None,
+        password: Optional[str] = None,
+        command_timeout: Optional[float] = None,
+        env_prefix: str = "POSTGRES_",
+    ) -> None:
+        super().__init__()
+        if url is not None and host is not None:
+            raise SettingsValidationError("pass either `url` or `host`, not both")
+        env = lambda name: os.environ.get(f"{env_prefix}{name}") or None  # noqa: E731
+        if url is None and host is None:
+            url, host = env("URL"), env("HOST")
+            if url is not None and host is not None:
+                raise SettingsValidationError(f"set either {env_prefix}URL or {env_prefix}HOST, not both")
+            if url is None and host is None:
+                raise SettingsValidationError(f"either {env_prefix}URL or {env_prefix}HOST must be set")
+            if host is not None:
+                port_text = env("PORT")
+                try:
+                    port = port if port is not None else int(port_text or "5432")
+                except ValueError:
+                    raise SettingsValidationError(f"{env_prefix}PORT must be a port number") from None
+                database = database or env("DB") or env("DATABASE")
+                user = user or env("USER")
+                password = password if password is not None else env("PASSWORD")
+        if command_timeout is None and env("COMMAND_TIMEOUT") is not None:
+            try:
+                command_timeout = float(env("COMMAND_TIMEOUT") or "")
+            except ValueError:
+                raise SettingsValidationError(f"{env_prefix}COMMAND_TIMEOUT must be a number of seconds") from None
+        if url is None:
+            auth = quote(user or "", safe="")
+            if password:
+                auth += ":" + quote(password, safe="")
+            url = f"postgresql://{auth + '@' if auth else ''}{host}:{port or 5432}/{quote(database or '', safe='')}"
+        if command_timeout is not None:
+            url += ("&" if "?" in url else "?") + f"command_timeout={command_timeout}"
         self.url = url
 
     def _url(self) -> str:

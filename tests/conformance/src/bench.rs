@@ -1,0 +1,144 @@
+//! Lock and election timings on any store, for the backends' benchmarks (which print them beside
+//! the store's own floor): medians of batches, rates over a fixed run. Asserts nothing.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tenure_tokio::{LeaderElection, Lock, Tokio, WorkerId};
+
+use crate::Store;
+
+/// Cycles per batch.
+pub const BATCH: u32 = 200;
+/// Batches measured (after one to warm up).
+pub const BATCHES: usize = 11;
+/// Tasks in the contention runs.
+pub const TASKS: usize = 8;
+/// How long a contention run lasts.
+pub const RUN: Duration = Duration::from_secs(2);
+
+/// The median of `samples`.
+pub fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// `d` in microseconds.
+pub fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// The median time per call of `step`, over [`BATCHES`] batches of [`BATCH`] after a warm-up.
+pub async fn per_call<F: Future<Output = ()>>(mut step: impl FnMut() -> F) -> Duration {
+    let mut samples = Vec::new();
+    for batch in 0..=BATCHES {
+        let start = Instant::now();
+        for _ in 0..BATCH {
+            step().await;
+        }
+        if batch > 0 {
+            samples.push(start.elapsed() / BATCH);
+        }
+    }
+    median(samples)
+}
+
+fn lock(store: &Store, name: &str, retry_interval: Option<Duration>) -> Lock {
+    let builder = Lock::builder(name, Tokio::current()).shared_backend(store.lock.clone()).env_load(false);
+    let builder = match retry_interval {
+        Some(interval) => builder.retry_interval(interval),
+        None => builder,
+    };
+    builder.build().expect("lock")
+}
+
+/// One task: acquire + release, per cycle.
+pub async fn one_task(store: &Store) -> Duration {
+    let lock = lock(store, "one", None);
+    per_call(|| async {
+        let guard = lock.acquire().await.expect("acquire");
+        guard.release().await.expect("release");
+    })
+    .await
+}
+
+/// [`TASKS`] tasks, each acquiring and releasing in a loop for [`RUN`], on one name or on one
+/// name each: cycles per second, and the cycles.
+pub async fn many_tasks(store: &Store, names: usize) -> (f64, u64) {
+    let cycles = Arc::new(AtomicU64::new(0));
+    let locks: Vec<Lock> = (0..names).map(|i| lock(store, &format!("many-{names}-{i}"), None)).collect();
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|i| {
+            let lock = locks[i % names].clone();
+            let cycles = cycles.clone();
+            tokio::spawn(async move {
+                while start.elapsed() < RUN {
+                    let guard = lock.acquire().await.expect("acquire");
+                    guard.release().await.expect("release");
+                    cycles.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("task");
+    }
+    let cycles = cycles.load(Ordering::Relaxed);
+    #[allow(clippy::cast_precision_loss)]
+    let rate = cycles as f64 / start.elapsed().as_secs_f64();
+    (rate, cycles)
+}
+
+/// From the start of a release to the grant of the waiter it wakes, on `other` (another
+/// connection; a retry interval far longer than the run, so only the push hands over).
+pub async fn handoff(store: &Store, other: &Store) -> Duration {
+    let retry = Some(Duration::from_secs(5));
+    let (holder, waiter) = (lock(store, "handoff", retry), lock(other, "handoff", retry));
+    let mut samples = Vec::new();
+    for _ in 0..200 {
+        let guard = holder.acquire().await.expect("holder");
+        let waiting = waiter.clone();
+        let task = tokio::spawn(async move {
+            let guard = waiting.acquire().await.expect("waiter");
+            (Instant::now(), guard)
+        });
+        tokio::time::sleep(Duration::from_millis(2)).await; // the waiter's attempt was refused
+        let released = Instant::now();
+        guard.release().await.expect("release");
+        let (granted, guard) = task.await.expect("waiter task");
+        samples.push(granted.saturating_duration_since(released));
+        guard.release().await.expect("release");
+    }
+    median(samples)
+}
+
+/// From the start of a leader's clean stop to the moment a follower (on `other`) leads.
+pub async fn leader_handover(store: &Store, other: &Store) -> Duration {
+    let election = |store: &Store, worker: &str| {
+        LeaderElection::builder("handover", Tokio::current())
+            .shared_backend(store.leader.clone())
+            .worker(WorkerId::new(worker).expect("worker"))
+            .retry_interval(Duration::from_millis(200))
+            .env_load(false)
+            .build()
+            .expect("election")
+    };
+    let mut samples = Vec::new();
+    for round in 0..21 {
+        let leader = election(store, &format!("a{round}"));
+        let follower = election(other, &format!("b{round}"));
+        leader.start();
+        leader.wait_for_leader().await;
+        follower.start();
+        tokio::time::sleep(Duration::from_millis(250)).await; // the follower was refused
+        let stopping = Instant::now();
+        leader.stop().await;
+        follower.wait_for_leader().await;
+        samples.push(stopping.elapsed());
+        follower.stop().await;
+    }
+    median(samples)
+}
