@@ -77,23 +77,13 @@ echo "Python, one task, async with lock (median batches; grelmicro 0.44 and tenu
 fi
 
 if [ "$part" = all ] || [ "$part" = postgres ]; then
-# PostgreSQL: tenure's bench, grelmicro's, and pgbench running Tenure's two statements, in this run.
+# PostgreSQL: tenure's bench (with pgbench running Tenure's two statements) and grelmicro's, in this run.
 pg=${TENURE_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/test}
-t=pgbench_tenure_$$
-work=$(mktemp -d)
-psql "$pg" -qc "CREATE TABLE $t (name TEXT PRIMARY KEY, token TEXT, expire_at TIMESTAMPTZ, fence BIGINT NOT NULL DEFAULT 0)"
-cat > "$work/cycle.sql" <<SQL
-INSERT INTO $t (name, token, expire_at, fence) VALUES ('lock:pgbench', 'pgbench-token', NOW() + 60000000::bigint * INTERVAL '1 microsecond', 1) ON CONFLICT (name) DO UPDATE SET token = EXCLUDED.token, expire_at = EXCLUDED.expire_at, fence = CASE WHEN $t.token = EXCLUDED.token AND $t.expire_at >= NOW() THEN $t.fence ELSE $t.fence + 1 END WHERE $t.token = EXCLUDED.token OR $t.token IS NULL OR $t.expire_at IS NULL OR $t.expire_at < NOW() RETURNING fence;
-WITH released AS (UPDATE $t SET token = NULL, expire_at = NULL WHERE name = 'lock:pgbench' AND token = 'pgbench-token' AND expire_at >= NOW() RETURNING name) SELECT count(*) FROM released, LATERAL (SELECT pg_notify('tenure_released', '$t:' || released.name)) AS announced;
-SQL
-floor=$(pgbench -n -c 1 -j 1 -T 5 -M prepared -f "$work/cycle.sql" "$pg" 2>/dev/null \
-  | sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' | awk '{ printf "%.1f", $1 * 1000 }')
-psql "$pg" -qc "DROP TABLE $t"
-rm -rf "$work"
 postgres=$(cargo bench -q -p tenure-postgres --bench postgres 2>/dev/null)
 peer=$("$py" benches/peer/grelmicro_store_lock.py postgres "$pg")
 pfield() { echo "$postgres" | sed -n "s/.*$1 *\([0-9.]*\).*/\1/p"; }
 peer_field() { echo "$peer" | sed -n "s/^$1 \([0-9.]*\)/\1/p"; }
+floor=$(pfield "floor (the same statements, pgbench):")
 echo "PostgreSQL ($pg): pgbench, one client, Tenure's acquire + release statements prepared: $floor us per cycle; the same through tokio-postgres: $(pfield "floor (the same statements, tokio-postgres):") us"
 awk -v o="$(pfield "one task, acquire + release:")" -v p="$(peer_field one)" -v f="$floor" 'BEGIN {
   printf "  one task, acquire + release: tenure %.1f us = %.2f x pgbench (target <= 1.2); grelmicro %.1f us = %.2f x\n", o, o / f, p, p / f }'

@@ -1,16 +1,16 @@
 //! `cargo bench -p tenure-postgres`: Tenure's locks and elections on the PostgreSQL server of
 //! this machine (`TENURE_POSTGRES_URL`, default `postgresql://postgres@127.0.0.1:5432/test`) on
 //! fresh tables, beside the client's own floor: the same two statements (the acquire upsert and
-//! the announcing release) prepared on one tokio-postgres connection and run in turn. Prints
-//! medians and rates; asserts nothing. scripts/bench-peer.sh puts the figures beside `pgbench`
-//! running the same statements and grelmicro 0.44.
+//! the announcing release) run in turn by `pgbench` (one client, prepared) and on one
+//! tokio-postgres connection. Prints medians and rates; asserts nothing. scripts/bench-peer.sh
+//! puts the figures beside grelmicro 0.44's.
 #![allow(clippy::print_stdout, clippy::cast_precision_loss)]
 
 use std::time::Duration;
 
 use tenure_conformance::Store;
 use tenure_conformance::bench::{self, BATCH, BATCHES, RUN, TASKS, per_call, us};
-use tenure_postgres::PostgresOptions;
+use tenure_postgres::{PostgresBackend, PostgresOptions};
 
 fn url() -> String {
     std::env::var("TENURE_POSTGRES_URL").unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".into())
@@ -20,13 +20,13 @@ fn stem() -> String {
     format!("bench_{}", std::process::id())
 }
 
-async fn open() -> Store {
+async fn open() -> PostgresBackend {
     let options = PostgresOptions::from_url(&url())
         .expect("url")
         .lock_table(format!("{}_locks", stem()))
         .leader_table(format!("{}_leaders", stem()))
         .schedule_table(format!("{}_schedules", stem()));
-    Store::of(options.open().await.expect("open PostgreSQL"))
+    options.open().await.expect("open PostgreSQL")
 }
 
 async fn raw() -> tokio_postgres::Client {
@@ -36,36 +36,43 @@ async fn raw() -> tokio_postgres::Client {
 }
 
 /// The floor: the acquire and the release statements Tenure runs, prepared on one connection.
-async fn statements_floor() -> Duration {
+async fn statements_floor(store: &PostgresBackend) -> Duration {
     let client = raw().await;
-    let t = format!("{}_locks", stem());
-    let acquire = client
-        .prepare(&format!(
-            "INSERT INTO {t} (name, token, expire_at, fence) \
-             VALUES ($1, $2, NOW() + $3::bigint * INTERVAL '1 microsecond', 1) \
-             ON CONFLICT (name) DO UPDATE SET token = EXCLUDED.token, expire_at = EXCLUDED.expire_at, \
-             fence = CASE WHEN {t}.token = EXCLUDED.token AND {t}.expire_at >= NOW() THEN {t}.fence \
-             ELSE {t}.fence + 1 END \
-             WHERE {t}.token = EXCLUDED.token OR {t}.token IS NULL OR {t}.expire_at IS NULL \
-             OR {t}.expire_at < NOW() RETURNING fence"
-        ))
-        .await
-        .expect("prepare acquire");
-    let release = client
-        .prepare(&format!(
-            "WITH released AS (UPDATE {t} SET token = NULL, expire_at = NULL \
-             WHERE name = $1 AND token = $2 AND expire_at >= NOW() RETURNING name) \
-             SELECT count(*) FROM released, \
-             LATERAL (SELECT pg_notify('tenure_released', '{t}:' || released.name)) AS announced"
-        ))
-        .await
-        .expect("prepare release");
+    let (acquire, release) = store.lock_statements();
+    let acquire = client.prepare(acquire).await.expect("prepare acquire");
+    let release = client.prepare(release).await.expect("prepare release");
     let (name, token, micros) = ("lock:floor", "floor-token", 60_000_000_i64);
     per_call(|| async {
         client.query_opt(&acquire, &[&name, &token, &micros]).await.expect("acquire");
         client.query_one(&release, &[&name, &token]).await.expect("release");
     })
     .await
+}
+
+/// The same statements run by `pgbench` (one client, prepared, 5 s): its average latency per
+/// cycle, if pgbench is installed.
+fn pgbench_floor(store: &PostgresBackend) -> Option<Duration> {
+    let (acquire, release) = store.lock_statements();
+    // pgbench reads `:word` as a variable, even inside a string: constants without colons.
+    let constants = |sql: &str| {
+        sql.replace("$3::bigint", "CAST(60000000 AS bigint)")
+            .replace("$1", "'pgbench_lock'")
+            .replace("$2", "'pgbench-token'")
+    };
+    let script = std::env::temp_dir().join(format!("tenure-pgbench-{}.sql", std::process::id()));
+    std::fs::write(&script, format!("{};\n{};\n", constants(acquire), constants(release))).ok()?;
+    let bindir = std::process::Command::new("pg_config").arg("--bindir").output().ok()?;
+    let pgbench = std::path::PathBuf::from(String::from_utf8_lossy(&bindir.stdout).trim()).join("pgbench");
+    let out = std::process::Command::new(pgbench)
+        .args(["-n", "-c", "1", "-j", "1", "-T", "5", "-M", "prepared", "-f"])
+        .arg(&script)
+        .arg(url())
+        .output()
+        .ok()?;
+    let _ = std::fs::remove_file(&script);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ms: f64 = text.lines().find_map(|l| l.strip_prefix("latency average = ")?.strip_suffix(" ms")?.parse().ok())?;
+    Some(Duration::from_secs_f64(ms / 1000.0))
 }
 
 async fn drop_tables() {
@@ -80,8 +87,10 @@ async fn drop_tables() {
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio");
     runtime.block_on(async {
-        let (store, other) = (open().await, open().await);
-        let floor = statements_floor().await;
+        let backend = open().await;
+        let floor = statements_floor(&backend).await;
+        let pgbench = pgbench_floor(&backend);
+        let (store, other) = (Store::of(backend), Store::of(open().await));
         let one = bench::one_task(&store).await;
         let (contended, _) = bench::many_tasks(&store, 1).await;
         let (spread, _) = bench::many_tasks(&store, TASKS).await;
@@ -90,6 +99,10 @@ fn main() {
         println!(
             "PostgreSQL, tenure on tokio, 2 worker threads (medians of {BATCHES} batches of {BATCH}, rates over {RUN:?}):"
         );
+        match pgbench {
+            Some(p) => println!("  floor (the same statements, pgbench):        {:>8.1} us", us(p)),
+            None => println!("  floor (the same statements, pgbench):        not measured (no pgbench)"),
+        }
         println!("  floor (the same statements, tokio-postgres): {:>8.1} us", us(floor));
         println!("  one task, acquire + release:          {:>8.1} us", us(one));
         println!("  {TASKS} tasks on one name:                {contended:>8.0} cycles/s");

@@ -10,7 +10,7 @@ use crate::record::{self, Instant};
 
 impl PostgresBackend {
     pub(crate) async fn inspect_locks(&self, keys: Vec<String>) -> Result<Vec<LockState>, BackendError> {
-        let session = self.session().await?;
+        let session = self.session_at(0).await?;
         let params: [&(dyn ToSql + Sync); 1] = [&keys];
         let query = Box::pin(session.client.query(self.inner.texts.lock_states.as_str(), &params));
         let rows = self.bounded("lock status", "the lock table", query).await?;
@@ -28,7 +28,7 @@ impl PostgresBackend {
     }
 
     pub(crate) async fn inspect_leaders(&self, keys: Vec<String>) -> Result<Vec<LeaderState>, BackendError> {
-        let session = self.session().await?;
+        let session = self.session_at(0).await?;
         let params: [&(dyn ToSql + Sync); 1] = [&keys];
         let query = Box::pin(session.client.query(self.inner.texts.leader_states.as_str(), &params));
         let rows = self.bounded("leader status", "the leader table", query).await?;

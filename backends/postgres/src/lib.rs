@@ -31,8 +31,10 @@
 //! the name against `sslrootcert` or the system's roots), `connect_timeout`, a Unix socket
 //! directory as `host`, and Tenure's `command_timeout` and `statement_timeout`; passwords are
 //! never shown. [`PostgresOptions::from_env`] reads grelmicro's `POSTGRES_*` variables.
-//! One connection carries every call in order, pipelined, as the driver requires of calls made
-//! under one token. When it breaks (a server restart), the next call connects again within
+//! A few connections (`connections`, 4 by default) carry the calls, pipelined; a name's calls
+//! all go to one of them, in order, as the driver requires of calls made under one token, while
+//! calls on different names commit side by side (the server flushes their commits together).
+//! When a connection breaks (a server restart), the next call on it connects again within
 //! `connect_timeout`, and every waiter looks again.
 //!
 //! **Runtimes.** Called on a tokio runtime, the connection uses tokio's sockets and timers and
@@ -72,7 +74,7 @@ use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata};
 
 use connect::{Listener, Session, within};
-pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, PostgresOptions, SslMode};
+pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, PostgresOptions, SslMode};
 use sql::Texts;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Statement};
@@ -91,12 +93,19 @@ struct Inner {
     options: PostgresOptions,
     texts: Texts,
     tls: Option<Arc<ClientConfig>>,
-    /// The connection in use; `None` before the first and after [`PostgresBackend::close`].
-    session: Mutex<Option<Arc<Session>>>,
+    /// The connections; a name's calls all go to the same one (so calls made under one token
+    /// keep their order), and the first also LISTENs.
+    links: Vec<Link>,
     closed: AtomicBool,
+    queues: Arc<WaitQueues>,
+}
+
+/// One connection.
+struct Link {
+    /// The session in use; `None` before the first and after [`PostgresBackend::close`].
+    session: Mutex<Option<Arc<Session>>>,
     /// Held while connecting, so one caller connects and the others wait for it.
     connecting: tokio::sync::Mutex<()>,
-    queues: Arc<WaitQueues>,
 }
 
 impl PostgresBackend {
@@ -111,24 +120,40 @@ impl PostgresBackend {
         &self.inner.options
     }
 
+    /// The statements this backend prepares to acquire and to release a lock, as sent (for
+    /// audits and benchmarks): `$1` is the name, `$2` the token, `$3` the lease in microseconds.
+    pub fn lock_statements(&self) -> (&str, &str) {
+        (&self.inner.texts.lock_acquire, &self.inner.texts.lock_release)
+    }
+
     /// Closes the connection. Calls made afterwards, through any clone, fail with
     /// [`BackendErrorKind::Closed`]. Leases need no cleanup: their expiry ends them.
     pub fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
-        self.inner.session.lock().unwrap_or_else(PoisonError::into_inner).take();
+        for link in &self.inner.links {
+            link.session.lock().unwrap_or_else(PoisonError::into_inner).take();
+        }
     }
 
-    /// The session to run a call on: the current one if it is open, else a new one.
-    async fn session(&self) -> Result<Arc<Session>, BackendError> {
-        if let Some(session) = self.live_session()? {
+    /// The session to run a call on `name` on: its connection's, connected again if it broke.
+    async fn session(&self, name: &str) -> Result<Arc<Session>, BackendError> {
+        let count = self.inner.links.len() as u64;
+        let index = usize::try_from(tenure::backend::name_hash(name) % count).unwrap_or(0);
+        self.session_at(index).await
+    }
+
+    async fn session_at(&self, index: usize) -> Result<Arc<Session>, BackendError> {
+        let link = &self.inner.links[index];
+        if let Some(session) = self.live_session(link)? {
             return Ok(session);
         }
-        let _connecting = self.inner.connecting.lock().await;
-        if let Some(session) = self.live_session()? {
+        let _connecting = link.connecting.lock().await;
+        if let Some(session) = self.live_session(link)? {
             return Ok(session);
         }
         let timeout = self.inner.options.connect_timeout;
-        let dial: Query<'_, Session, BackendError> = Box::pin(self.inner.dial());
+        let listens = index == 0 && self.inner.options.notify;
+        let dial: Query<'_, Session, BackendError> = Box::pin(self.inner.dial(listens));
         let session = within(timeout, dial).await.ok_or_else(|| {
             BackendError::new(
                 BackendErrorKind::Timeout,
@@ -136,20 +161,22 @@ impl PostgresBackend {
             )
         })??;
         let session = Arc::new(session);
-        let replaced = self.inner.session.lock().unwrap_or_else(PoisonError::into_inner).replace(session.clone());
+        let replaced = link.session.lock().unwrap_or_else(PoisonError::into_inner).replace(session.clone());
         if replaced.is_some() {
             tracing::info!(url = %self.inner.options.shown_url(), "connected to PostgreSQL again");
         }
-        // Releases made while no connection listened were heard by nobody: everyone looks again.
-        self.inner.queues.wake_everyone();
+        if listens {
+            // Releases made while no connection listened were heard by nobody: everyone looks again.
+            self.inner.queues.wake_everyone();
+        }
         Ok(session)
     }
 
-    fn live_session(&self) -> Result<Option<Arc<Session>>, BackendError> {
+    fn live_session(&self, link: &Link) -> Result<Option<Arc<Session>>, BackendError> {
         if self.inner.closed.load(Ordering::SeqCst) {
             return Err(BackendError::new(BackendErrorKind::Closed, "the PostgreSQL backend is closed"));
         }
-        let session = self.inner.session.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let session = link.session.lock().unwrap_or_else(PoisonError::into_inner).clone();
         Ok(session.filter(|s| !s.client.is_closed()))
     }
 
@@ -162,7 +189,7 @@ impl PostgresBackend {
         statement: fn(&Session) -> &Statement,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Option<Row>, BackendError> {
-        let session = self.session().await?;
+        let session = self.session(name).await?;
         self.bounded(what, name, connect::sent(session.client.query_opt(statement(&session), params))).await
     }
 
@@ -244,9 +271,10 @@ impl PostgresBackend {
 }
 
 impl Inner {
-    /// Connects and prepares a session whose reader wakes this backend's waiters.
-    async fn dial(self: &Arc<Self>) -> Result<Session, BackendError> {
-        let queues = Arc::downgrade(&self.queues);
+    /// Connects and prepares a session; if it `listens`, it LISTENs and its reader wakes this
+    /// backend's waiters.
+    async fn dial(self: &Arc<Self>, listens: bool) -> Result<Session, BackendError> {
+        let queues = if listens { Arc::downgrade(&self.queues) } else { std::sync::Weak::new() };
         let prefixes = [format!("{}:", self.options.lock_table), format!("{}:", self.options.leader_table)];
         let listener: Listener = Arc::new(move |message| {
             let Some(queues) = queues.upgrade() else { return };
@@ -261,7 +289,7 @@ impl Inner {
             }
         });
         let client = connect::connect(&self.options, self.tls.as_ref(), listener).await?;
-        connect::prepare(client, &self.texts, self.options.notify).await.map_err(|e| {
+        connect::prepare(client, &self.texts, listens).await.map_err(|e| {
             BackendError::new(
                 kind(&e),
                 format!("cannot prepare Tenure's statements on {}: {}", self.options.shown_url(), describe(&e)),
@@ -278,13 +306,15 @@ impl PostgresOptions {
         // rustls needs a process-wide crypto provider; keep the application's if it set one.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let tls = tls::client_config(&self)?;
+        let connections = self.connections;
         let inner = Arc::new(Inner {
             texts: Texts::new(&self),
             tls,
             options: self,
-            session: Mutex::new(None),
+            links: (0..connections)
+                .map(|_| Link { session: Mutex::new(None), connecting: tokio::sync::Mutex::new(()) })
+                .collect(),
             closed: AtomicBool::new(false),
-            connecting: tokio::sync::Mutex::new(()),
             queues: Arc::new(WaitQueues::new()),
         });
         let backend = PostgresBackend { inner };
@@ -295,7 +325,7 @@ impl PostgresOptions {
                 format!("cannot prepare the tables at {} within {timeout:?}", backend.inner.options.shown_url()),
             )
         })??;
-        backend.session().await?;
+        backend.session_at(0).await?;
         Ok(backend)
     }
 }

@@ -12,6 +12,10 @@ use tokio_postgres::Config;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one statement may wait for its answer by default.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
+/// How many connections a backend opens by default.
+pub const DEFAULT_CONNECTIONS: usize = 4;
+/// The most connections a backend may open.
+const MAX_CONNECTIONS: usize = 64;
 
 /// The longest table name: PostgreSQL cuts identifiers at 63 bytes, and the leader table's
 /// function adds `_le_acquire_or_renew_v2` (23 bytes) to its name.
@@ -57,6 +61,7 @@ pub struct PostgresOptions {
     pub(crate) command_timeout: Duration,
     pub(crate) statement_timeout: Option<Duration>,
     pub(crate) notify: bool,
+    pub(crate) connections: usize,
 }
 
 impl PostgresOptions {
@@ -67,8 +72,9 @@ impl PostgresOptions {
     /// `connect_timeout`, `host` (a Unix socket directory), `application_name` and `options`
     /// are read; so are Tenure's own: `command_timeout` and `statement_timeout` (seconds),
     /// `lock_table`, `leader_table`, `schedule_table` (grelmicro's defaults `locks`,
-    /// `grelmicro_leader_election`, `schedules`), and `notify=false` for a connection pooler
-    /// in transaction mode, where LISTEN cannot work (waiters then poll).
+    /// `grelmicro_leader_election`, `schedules`), `connections` (1 to 64, default 4), and
+    /// `notify=false` for a connection pooler in transaction mode, where LISTEN cannot work
+    /// (waiters then poll).
     pub fn from_url(url: &str) -> Result<Self, SettingsError> {
         let (scheme, rest) = url.split_once("://").ok_or_else(|| not_postgres(url))?;
         let scheme = scheme.to_ascii_lowercase();
@@ -99,6 +105,11 @@ impl PostgresOptions {
                     }
                 }
                 "options" => libpq_options = Some(text()?),
+                "connections" => {
+                    options.connections = text()?.parse().map_err(|_| {
+                        SettingsError::field("connections", "connections must be a whole number from 1 to 64")
+                    })?;
+                }
                 _ => kept.push(pair),
             }
         }
@@ -178,6 +189,7 @@ impl PostgresOptions {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             statement_timeout: None,
             notify: true,
+            connections: DEFAULT_CONNECTIONS,
         }
     }
 
@@ -239,6 +251,13 @@ impl PostgresOptions {
         self
     }
 
+    /// How many connections to open (default 4): a name's calls all use one of them, so calls
+    /// on different names commit side by side. The first also LISTENs for releases.
+    pub fn connections(mut self, connections: usize) -> Self {
+        self.connections = connections;
+        self
+    }
+
     /// The server URL with any password hidden, for messages and logs.
     pub fn shown_url(&self) -> String {
         // `user@host` names a user, not a password.
@@ -255,6 +274,9 @@ impl PostgresOptions {
             if value.is_zero() {
                 return Err(SettingsError::field(field, format!("{field} must be greater than zero")));
             }
+        }
+        if !(1..=MAX_CONNECTIONS).contains(&self.connections) {
+            return Err(SettingsError::field("connections", "connections must be a whole number from 1 to 64"));
         }
         if self.statement_timeout.is_some_and(|t| t < Duration::from_millis(1)) {
             return Err(SettingsError::field("statement_timeout", "statement_timeout must be at least 1 ms"));
@@ -282,6 +304,7 @@ impl std::fmt::Debug for PostgresOptions {
             .field("command_timeout", &self.command_timeout)
             .field("statement_timeout", &self.statement_timeout)
             .field("notify", &self.notify)
+            .field("connections", &self.connections)
             .finish()
     }
 }
@@ -334,13 +357,13 @@ mod tests {
     fn tenure_and_libpq_parameters_are_read() {
         let o = PostgresOptions::from_url(
             "postgres://u:p%40ss@db:6543/app?sslmode=verify-full&command_timeout=0.5&lock_table=my_locks\
-             &statement_timeout=2&notify=false&application_name=svc",
+             &statement_timeout=2&notify=false&application_name=svc&connections=2",
         )
         .expect("valid");
         assert_eq!(o.ssl_mode, SslMode::VerifyFull);
         assert_eq!(o.command_timeout, Duration::from_millis(500));
         assert_eq!(o.statement_timeout, Some(Duration::from_secs(2)));
-        assert_eq!((o.lock_table.as_str(), o.notify), ("my_locks", false));
+        assert_eq!((o.lock_table.as_str(), o.notify, o.connections), ("my_locks", false, 2));
         assert_eq!(o.config.get_user(), Some("u"));
         assert_eq!(o.config.get_password(), Some(&b"p@ss"[..]));
         assert_eq!(o.config.get_dbname(), Some("app"));
@@ -365,6 +388,9 @@ mod tests {
             ("postgres://h?sslmode=maybe", "sslmode"),
             ("postgres://h?lock_table=drop%20table", "lock_table"),
             ("postgres://h?notify=perhaps", "notify"),
+            ("postgres://h?connections=0", "connections"),
+            ("postgres://h?connections=65", "connections"),
+            ("postgres://h?connections=two", "connections"),
         ] {
             let e = PostgresOptions::from_url(bad).expect_err(bad);
             assert_eq!(e.field_name(), Some(field), "{bad}: {e}");

@@ -1,4 +1,4 @@
-//! The statements, as grelmicro 0.44 writes them (so both judge a lease alike), and the schema
+//! The statements, deciding as grelmicro 0.44's do (so both judge a lease alike), and the schema
 //! they run on, created under a transaction-scoped advisory lock per table.
 
 use crate::options::PostgresOptions;
@@ -46,16 +46,21 @@ impl Texts {
         };
         let leader_live = "NOW() < renewed_at + make_interval(secs => lease_duration)";
         Self {
+            // grelmicro's decision (take a free or expired name, renew one's own lease; the fence
+            // climbs on every change of holder), written so that a refusal writes nothing: an
+            // upsert locks the row it refuses, which costs a WAL flush at commit.
             lock_acquire: format!(
-                "INSERT INTO {locks} (name, token, expire_at, fence) \
-                 VALUES ($1, $2, NOW() + $3::bigint * INTERVAL '1 microsecond', 1) \
-                 ON CONFLICT (name) DO UPDATE \
-                 SET token = EXCLUDED.token, expire_at = EXCLUDED.expire_at, \
-                     fence = CASE WHEN {locks}.token = EXCLUDED.token AND {locks}.expire_at >= NOW() \
-                                  THEN {locks}.fence ELSE {locks}.fence + 1 END \
-                 WHERE {locks}.token = EXCLUDED.token OR {locks}.token IS NULL \
-                    OR {locks}.expire_at IS NULL OR {locks}.expire_at < NOW() \
-                 RETURNING fence"
+                "WITH taken AS ( \
+                     UPDATE {locks} SET token = $2, expire_at = NOW() + $3::bigint * INTERVAL '1 microsecond', \
+                         fence = CASE WHEN token = $2 AND expire_at >= NOW() THEN fence ELSE fence + 1 END \
+                     WHERE name = $1 AND (token = $2 OR token IS NULL OR expire_at IS NULL OR expire_at < NOW()) \
+                     RETURNING fence), \
+                 created AS ( \
+                     INSERT INTO {locks} (name, token, expire_at, fence) \
+                     SELECT $1, $2, NOW() + $3::bigint * INTERVAL '1 microsecond', 1 \
+                     WHERE NOT EXISTS (SELECT 1 FROM {locks} WHERE name = $1) \
+                     ON CONFLICT (name) DO NOTHING RETURNING fence) \
+                 SELECT fence FROM taken UNION ALL SELECT fence FROM created"
             ),
             lock_release: announced(
                 format!(

@@ -150,11 +150,13 @@ impl ReleaseSignals {
     }
 
     fn channel(&self, name: &str) -> &Arc<Signal> {
-        // FNV-1a: stable and cheap; any spread will do.
-        let hash =
-            name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-        &self.channels[usize::try_from(hash % RELEASE_CHANNELS as u64).unwrap_or_default()]
+        &self.channels[usize::try_from(name_hash(name) % RELEASE_CHANNELS as u64).unwrap_or_default()]
     }
+}
+
+/// A stable, cheap hash of a name (FNV-1a), to spread names over channels or connections.
+pub fn name_hash(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 impl Default for ReleaseSignals {
