@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use tokio_postgres::{AsyncMessage, Client, Config, Statement};
 use tokio_util::compat::FuturesAsyncReadCompatExt as _;
 
 use crate::options::{PostgresOptions, SslMode};
-use crate::sql::{CHANNEL, Texts};
+use crate::sql::{LISTEN, Texts};
 use crate::tls::Connector;
 
 /// A byte stream to the server.
@@ -29,6 +30,8 @@ pub(crate) type Listener = Arc<dyn Fn(Option<(&str, &str)>) + Send + Sync>;
 /// A connected session and its prepared statements.
 pub(crate) struct Session {
     pub(crate) client: Client,
+    /// It LISTENs for releases (see [`Session::listen`]).
+    listening: AtomicBool,
     pub(crate) lock_acquire: Statement,
     pub(crate) lock_release: Statement,
     pub(crate) lock_locked: Statement,
@@ -38,6 +41,18 @@ pub(crate) struct Session {
     pub(crate) leader_get: Statement,
     pub(crate) schedule_claim: Statement,
     pub(crate) schedule_last_fired: Statement,
+}
+
+impl Session {
+    /// LISTENs for releases on this session, once: called before the first attempt that has a
+    /// waiter behind it, and awaited, so every release committed after the attempt is heard.
+    pub(crate) async fn listen(&self) -> Result<(), tokio_postgres::Error> {
+        if !self.listening.load(Ordering::SeqCst) {
+            sent(self.client.batch_execute(LISTEN)).await?;
+            self.listening.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
 }
 
 /// Runs `work`, giving up after `limit`: on tokio's timer inside a tokio runtime, else on
@@ -55,7 +70,7 @@ pub(crate) async fn within<T>(limit: Duration, work: impl Future<Output = T>) ->
 }
 
 /// Connects to the first host of `options` that answers, runs the startup handshake, starts
-/// the reader, and (unless `prepare` is false) prepares the statements and LISTENs.
+/// the reader.
 pub(crate) async fn connect(
     options: &PostgresOptions,
     tls: Option<&Arc<ClientConfig>>,
@@ -143,13 +158,10 @@ async fn connect_one(
     Ok(client)
 }
 
-/// Prepares the statements on `client` and LISTENs for releases if `listen`.
-pub(crate) async fn prepare(client: Client, texts: &Texts, listen: bool) -> Result<Session, tokio_postgres::Error> {
-    if listen {
-        let listen = format!("LISTEN {CHANNEL}");
-        sent(client.batch_execute(&listen)).await?;
-    }
+/// Prepares the statements on `client`.
+pub(crate) async fn prepare(client: Client, texts: &Texts) -> Result<Session, tokio_postgres::Error> {
     Ok(Session {
+        listening: AtomicBool::new(false),
         lock_acquire: sent(client.prepare(&texts.lock_acquire)).await?,
         lock_release: sent(client.prepare(&texts.lock_release)).await?,
         lock_locked: sent(client.prepare(&texts.lock_locked)).await?,

@@ -21,9 +21,10 @@
 //! takes for it, so replicas of either starting together do not race.
 //!
 //! **Wake-ups.** A release announces itself with `NOTIFY tenure_released` in the same statement,
-//! so at its commit; the backend LISTENs on its connection and wakes one lock waiter of this
-//! process (the longest waiting) or every election follower. A waiter queues before its attempt,
-//! so a release between the attempt and the wait is heard. Releases that announce nothing
+//! so at its commit. Once a waiter of this process queues on a name, the backend LISTENs (before
+//! that waiter's attempt, so a release after the attempt is heard) and from then on wakes one
+//! lock waiter of this process (the longest waiting) or every election follower per release. A
+//! process that never waits never listens, and its releases signal nobody. Releases that announce nothing
 //! (grelmicro's, lease expiry) are noticed by polling at `retry_interval`.
 //!
 //! **Connecting.** [`PostgresOptions::from_url`] reads `postgresql://user:password@host/db` (and
@@ -69,7 +70,9 @@ use std::time::Duration;
 use rustls::ClientConfig;
 pub use tenure::OpenError;
 use tenure::backend::record::{fence, metadata_json};
-use tenure::backend::{BackendFuture, LeaderElectionBackend, LockBackend, ScheduleBackend, WaitQueues, Wake, Wakeup};
+use tenure::backend::{
+    BackendFuture, Entry, LeaderElectionBackend, LockBackend, ScheduleBackend, WaitQueues, Wake, Wakeup,
+};
 use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata};
 
@@ -180,6 +183,23 @@ impl PostgresBackend {
         Ok(session.filter(|s| !s.client.is_closed()))
     }
 
+    /// Before an attempt on `name`: if a waiter of this process is queued on it, the listening
+    /// connection LISTENs first (once per connection), so that a release committed after the
+    /// attempt is heard. Until someone waits, nothing listens, and releases signal no one here.
+    /// A failure only costs the push (waiters poll), so it is logged, not returned.
+    async fn listen_if_waited(&self, name: &str) {
+        if !self.inner.options.notify || !self.inner.queues.names().get(name).is_some_and(Entry::is_waited_on) {
+            return;
+        }
+        let listened = match self.session_at(0).await {
+            Ok(session) => self.bounded("LISTEN", name, connect::sent(session.listen())).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = listened {
+            tracing::debug!(name, error = %e, "cannot LISTEN for releases; polling instead");
+        }
+    }
+
     /// Runs `statement` with `params` on a session within the command timeout, for at most one
     /// row; `what` of `name` names it in errors.
     async fn row(
@@ -213,6 +233,7 @@ impl PostgresBackend {
         lease: Duration,
     ) -> Result<Option<FencingToken>, BackendError> {
         let micros = micros(lease);
+        self.listen_if_waited(name).await;
         let row = self.row("lock acquire", name, |s| &s.lock_acquire, &[&name, &token, &micros]).await?;
         row.map(|r| fence(name, record::column(&r, 0, name, "fence")?)).transpose()
     }
@@ -242,6 +263,7 @@ impl PostgresBackend {
     ) -> Result<LeaderRecord, BackendError> {
         let (micros, json) = (micros(lease), metadata_json(metadata));
         let what = "leader acquire_or_renew";
+        self.listen_if_waited(name).await;
         let row = self.row(what, name, |s| &s.leader_acquire, &[&name, &token, &micros, &json]).await?;
         let row = row.ok_or_else(|| {
             BackendError::new(BackendErrorKind::Protocol, format!("{what} of {name}: the function returned no row"))
@@ -271,8 +293,8 @@ impl PostgresBackend {
 }
 
 impl Inner {
-    /// Connects and prepares a session; if it `listens`, it LISTENs and its reader wakes this
-    /// backend's waiters.
+    /// Connects and prepares a session; if it `listens` (once asked to, see
+    /// [`PostgresBackend::listen_if_waited`]), its reader wakes this backend's waiters.
     async fn dial(self: &Arc<Self>, listens: bool) -> Result<Session, BackendError> {
         let queues = if listens { Arc::downgrade(&self.queues) } else { std::sync::Weak::new() };
         let prefixes = [format!("{}:", self.options.lock_table), format!("{}:", self.options.leader_table)];
@@ -289,7 +311,7 @@ impl Inner {
             }
         });
         let client = connect::connect(&self.options, self.tls.as_ref(), listener).await?;
-        connect::prepare(client, &self.texts, listens).await.map_err(|e| {
+        connect::prepare(client, &self.texts).await.map_err(|e| {
             BackendError::new(
                 kind(&e),
                 format!("cannot prepare Tenure's statements on {}: {}", self.options.shown_url(), describe(&e)),

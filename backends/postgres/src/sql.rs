@@ -5,6 +5,8 @@ use crate::options::PostgresOptions;
 
 /// The channel releases are announced on; the payload is `<table>:<name>`.
 pub(crate) const CHANNEL: &str = "tenure_released";
+/// What a session runs to hear releases on [`CHANNEL`].
+pub(crate) const LISTEN: &str = "LISTEN tenure_released";
 
 /// grelmicro's advisory-lock namespace for leader elections (`hashtextextended`'s seed).
 const LEADER_NAMESPACE: u64 = 0x6772_6C65_2D65_6C65;
@@ -204,4 +206,14 @@ pub(crate) fn schedule_schema(table: &str) -> String {
          CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, last_fired DOUBLE PRECISION NOT NULL); \
          COMMIT;"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_listened_channel_is_the_announced_one() {
+        assert_eq!(LISTEN.strip_prefix("LISTEN "), Some(CHANNEL));
+    }
 }
