@@ -3,12 +3,13 @@
 //! Tenure's PostgreSQL store: locks with fencing tokens, leader elections and schedule claims in
 //! a PostgreSQL (12 or later) database, shared by every process that reaches it.
 //!
-//! The tables, statements and function are grelmicro 0.44's, so grelmicro services and Tenure
-//! services coordinate on the same names:
+//! The tables and function are grelmicro 0.44's, and every statement decides as grelmicro's does,
+//! so grelmicro services and Tenure services coordinate on the same names:
 //!
-//! - `locks(name TEXT PRIMARY KEY, token TEXT, expire_at TIMESTAMPTZ, fence BIGINT)`: one upsert
-//!   takes or renews a lease for a count of microseconds added to the server's `NOW()`, and
-//!   returns its fence, which climbs on every change of holder and survives release;
+//! - `locks(name TEXT PRIMARY KEY, token TEXT, expire_at TIMESTAMPTZ, fence BIGINT)`: one
+//!   statement takes or renews a lease for a count of microseconds added to the server's
+//!   `NOW()`, and returns its fence, which climbs on every change of holder and survives
+//!   release; a refused attempt writes nothing (grelmicro's upsert locks the row it refuses);
 //! - `grelmicro_leader_election(...)` and the function
 //!   `grelmicro_leader_election_le_acquire_or_renew_v2`, which decides under a
 //!   transaction-scoped advisory lock on the election's name;
@@ -24,8 +25,8 @@
 //! so at its commit. Once a waiter of this process queues on a name, the backend LISTENs (before
 //! that waiter's attempt, so a release after the attempt is heard) and from then on wakes one
 //! lock waiter of this process (the longest waiting) or every election follower per release. A
-//! process that never waits never listens, and its releases signal nobody. Releases that announce nothing
-//! (grelmicro's, lease expiry) are noticed by polling at `retry_interval`.
+//! process that never waits never listens. Releases that announce nothing (grelmicro's, lease
+//! expiry) are noticed by polling at `retry_interval`.
 //!
 //! **Connecting.** [`PostgresOptions::from_url`] reads `postgresql://user:password@host/db` (and
 //! `postgres://`), libpq's `sslmode` (`prefer` by default; `verify-full` checks the chain and
@@ -86,7 +87,7 @@ use tokio_postgres::{Row, Statement};
 pub(crate) type Query<'a, T, E = tokio_postgres::Error> =
     std::pin::Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'a>>;
 
-/// A lease store in a PostgreSQL database. Clones share one connection.
+/// A lease store in a PostgreSQL database. Clones share its connections.
 #[derive(Clone)]
 pub struct PostgresBackend {
     inner: Arc<Inner>,

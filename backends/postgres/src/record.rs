@@ -11,7 +11,8 @@ use tokio_postgres::types::{FromSql, Type};
 /// Microseconds from 1970 to 2000-01-01, PostgreSQL's epoch.
 const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
 
-/// A `TIMESTAMPTZ` as an instant; `infinity` and `-infinity` are refused.
+/// A `TIMESTAMPTZ` as an instant; `infinity` and `-infinity` are refused. (A `TIMESTAMP` left in
+/// a lock table whose conversion waits for its next start is read as UTC, for `tenure status`.)
 pub(crate) struct Instant(pub(crate) WallTime);
 
 impl<'a> FromSql<'a> for Instant {
@@ -25,7 +26,7 @@ impl<'a> FromSql<'a> for Instant {
     }
 
     fn accepts(ty: &Type) -> bool {
-        *ty == Type::TIMESTAMPTZ
+        *ty == Type::TIMESTAMPTZ || *ty == Type::TIMESTAMP
     }
 }
 

@@ -109,6 +109,52 @@ async fn rows_written_by_grelmicro_are_read_and_an_old_lock_table_is_upgraded() 
     assert_eq!(other.expect("refused").holder, "w9", "a live grelmicro leader keeps the record");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_starting_together_all_open() {
+    // Each creates the tables under the advisory lock grelmicro takes: none trips over another's
+    // CREATE TABLE IF NOT EXISTS (which alone races on the row type it creates).
+    let t = common::fresh_tables();
+    let opening: Vec<_> = (0..6)
+        .map(|_| {
+            let options = common::options(&url(), &t);
+            tokio::spawn(async move { options.open().await })
+        })
+        .collect();
+    for replica in opening {
+        let store = replica.await.expect("task").expect("every replica opens");
+        assert!(!store.locked("lock:x").await.expect("usable"));
+    }
+}
+
+#[tokio::test]
+async fn an_expiry_column_whose_table_lock_is_not_granted_is_converted_at_the_next_start() {
+    let t = common::fresh_tables();
+    let db = url();
+    psql(
+        &db,
+        &format!(
+            "CREATE TABLE {t}_locks (name TEXT PRIMARY KEY, token TEXT, expire_at TIMESTAMP, \
+                                     fence BIGINT NOT NULL DEFAULT 0)"
+        ),
+    );
+    // Another session reads the table in an open transaction: the conversion cannot have it.
+    let (reader, connection) = tokio_postgres::connect(&db, tokio_postgres::NoTls).await.expect("connect");
+    tokio::spawn(connection);
+    reader.batch_execute(&format!("BEGIN; SELECT count(*) FROM {t}_locks")).await.expect("read");
+    let start = Instant::now();
+    let store = open_at(&db, &t).await;
+    assert!(start.elapsed() >= Duration::from_millis(1900), "waited {:?} for the table lock", start.elapsed());
+    let column = format!(
+        "SELECT data_type FROM information_schema.columns WHERE table_name = '{t}_locks' AND column_name = 'expire_at'"
+    );
+    assert_eq!(psql(&db, &column), "timestamp without time zone", "kept for this start");
+    assert!(LockBackend::acquire(&store, "lock:x", "w", Duration::from_secs(5)).await.expect("works").is_some());
+    reader.batch_execute("COMMIT").await.expect("commit");
+    drop(store);
+    let _again = open_at(&db, &t).await;
+    assert_eq!(psql(&db, &column), "timestamp with time zone", "converted at the next start");
+}
+
 #[tokio::test]
 async fn malformed_rows_are_reported_as_such() {
     let (store, t) = open().await;
