@@ -1,7 +1,8 @@
 //! # tenure-postgres
 //!
 //! Tenure's PostgreSQL store: locks with fencing tokens, leader elections and schedule claims in
-//! a PostgreSQL (12 or later) database, shared by every process that reaches it.
+//! a PostgreSQL database (tested on 15; `hashtextextended` needs 11 or later), shared by every
+//! process that reaches it.
 //!
 //! The tables and function are grelmicro 0.44's, and every statement decides as grelmicro's does,
 //! so grelmicro services and Tenure services coordinate on the same names:
@@ -81,11 +82,10 @@ use connect::{Listener, Session, within};
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, PostgresOptions, SslMode};
 use sql::Texts;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Row, Statement};
+use tokio_postgres::{Client, Row, Statement};
 
 /// A statement's answer to come.
-pub(crate) type Query<'a, T, E = tokio_postgres::Error> =
-    std::pin::Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'a>>;
+pub(crate) type Query<'a, T> = std::pin::Pin<Box<dyn Future<Output = Result<T, tokio_postgres::Error>> + Send + 'a>>;
 
 /// A lease store in a PostgreSQL database. Clones share its connections.
 #[derive(Clone)]
@@ -157,23 +157,29 @@ impl PostgresBackend {
         }
         let timeout = self.inner.options.connect_timeout;
         let listens = index == 0 && self.inner.options.notify;
-        let dial: Query<'_, Session, BackendError> = Box::pin(self.inner.dial(listens));
+        let dial = async { self.inner.prepare(self.inner.connect(listens).await?).await };
         let session = within(timeout, dial).await.ok_or_else(|| {
             BackendError::new(
                 BackendErrorKind::Timeout,
                 format!("cannot connect to PostgreSQL at {} within {timeout:?}", self.inner.options.shown_url()),
             )
         })??;
+        Ok(self.install(index, session))
+    }
+
+    /// Makes `session` the one of connection `index`.
+    fn install(&self, index: usize, session: Session) -> Arc<Session> {
         let session = Arc::new(session);
-        let replaced = link.session.lock().unwrap_or_else(PoisonError::into_inner).replace(session.clone());
+        let replaced =
+            self.inner.links[index].session.lock().unwrap_or_else(PoisonError::into_inner).replace(session.clone());
         if replaced.is_some() {
             tracing::info!(url = %self.inner.options.shown_url(), "connected to PostgreSQL again");
         }
-        if listens {
+        if index == 0 && self.inner.options.notify {
             // Releases made while no connection listened were heard by nobody: everyone looks again.
             self.inner.queues.wake_everyone();
         }
-        Ok(session)
+        session
     }
 
     fn live_session(&self, link: &Link) -> Result<Option<Arc<Session>>, BackendError> {
@@ -294,9 +300,9 @@ impl PostgresBackend {
 }
 
 impl Inner {
-    /// Connects and prepares a session; if it `listens` (once asked to, see
+    /// Connects; if the connection `listens` (once asked to, see
     /// [`PostgresBackend::listen_if_waited`]), its reader wakes this backend's waiters.
-    async fn dial(self: &Arc<Self>, listens: bool) -> Result<Session, BackendError> {
+    async fn connect(self: &Arc<Self>, listens: bool) -> Result<Client, BackendError> {
         let queues = if listens { Arc::downgrade(&self.queues) } else { std::sync::Weak::new() };
         let prefixes = [format!("{}:", self.options.lock_table), format!("{}:", self.options.leader_table)];
         let listener: Listener = Arc::new(move |message| {
@@ -311,7 +317,11 @@ impl Inner {
                 None => queues.wake_everyone(),
             }
         });
-        let client = connect::connect(&self.options, self.tls.as_ref(), listener).await?;
+        connect::connect(&self.options, self.tls.as_ref(), listener).await
+    }
+
+    /// Prepares the statements on `client`.
+    async fn prepare(&self, client: Client) -> Result<Session, BackendError> {
         connect::prepare(client, &self.texts).await.map_err(|e| {
             BackendError::new(
                 kind(&e),
@@ -341,52 +351,55 @@ impl PostgresOptions {
             queues: Arc::new(WaitQueues::new()),
         });
         let backend = PostgresBackend { inner };
-        let timeout = backend.inner.options.connect_timeout;
-        within(timeout, backend.migrate()).await.ok_or_else(|| {
+        // The first connection creates the tables, then prepares its statements on them.
+        let inner = &backend.inner;
+        let timeout = inner.options.connect_timeout;
+        let opening = async {
+            let client = inner.connect(inner.options.notify).await?;
+            migrate(&inner.options, &client).await?;
+            inner.prepare(client).await
+        };
+        let session = within(timeout, opening).await.ok_or_else(|| {
             BackendError::new(
                 BackendErrorKind::Timeout,
-                format!("cannot prepare the tables at {} within {timeout:?}", backend.inner.options.shown_url()),
+                format!(
+                    "cannot connect to PostgreSQL at {} and prepare its tables within {timeout:?}",
+                    inner.options.shown_url()
+                ),
             )
         })??;
-        backend.session_at(0).await?;
+        backend.install(0, session);
         Ok(backend)
     }
 }
 
-impl PostgresBackend {
-    /// Creates the tables (and the leader function) if they are missing, as grelmicro 0.44 does,
-    /// on a connection of its own.
-    async fn migrate(&self) -> Result<(), BackendError> {
-        let options = &self.inner.options;
-        let client = connect::connect(options, self.inner.tls.as_ref(), Arc::new(|_| {})).await?;
-        let failed = |e: &tokio_postgres::Error| {
-            BackendError::new(
-                kind(e),
-                format!("cannot create Tenure's tables at {}: {}", options.shown_url(), describe(e)),
-            )
-        };
-        let lock_table = sql::lock_schema(&options.lock_table);
-        if let Err(e) = connect::sent(client.batch_execute(&lock_table)).await {
-            if e.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) {
-                tracing::warn!(
-                    table = %options.lock_table,
-                    "the lock table keeps its TIMESTAMP expiry column: its table lock was not granted within 2 s; \
-                     the next start tries again"
-                );
-                connect::sent(client.batch_execute(sql::CONVERT_FAILED)).await.map_err(|e| failed(&e))?;
-            } else {
-                let _ = connect::sent(client.batch_execute("ROLLBACK")).await;
-                return Err(failed(&e));
-            }
+/// Creates the tables (and the leader function) on `client` if they are missing, as grelmicro
+/// 0.44 does.
+async fn migrate(options: &PostgresOptions, client: &Client) -> Result<(), BackendError> {
+    let failed = |e: &tokio_postgres::Error| {
+        BackendError::new(kind(e), format!("cannot create Tenure's tables at {}: {}", options.shown_url(), describe(e)))
+    };
+    let lock_table = sql::lock_schema(&options.lock_table);
+    if let Err(e) = client.batch_execute(&lock_table).await {
+        if e.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) {
+            tracing::warn!(
+                table = %options.lock_table,
+                "the lock table keeps its TIMESTAMP expiry column: its table lock was not granted within 2 s; \
+                 the next start tries again"
+            );
+            client.batch_execute(sql::CONVERT_FAILED).await.map_err(|e| failed(&e))?;
+        } else {
+            let _ = client.batch_execute("ROLLBACK").await;
+            return Err(failed(&e));
         }
-        for schema in [sql::leader_schema(&options.leader_table), sql::schedule_schema(&options.schedule_table)] {
-            if let Err(e) = connect::sent(client.batch_execute(&schema)).await {
-                let _ = connect::sent(client.batch_execute("ROLLBACK")).await;
-                return Err(failed(&e));
-            }
-        }
-        Ok(())
     }
+    for schema in [sql::leader_schema(&options.leader_table), sql::schedule_schema(&options.schedule_table)] {
+        if let Err(e) = client.batch_execute(&schema).await {
+            let _ = client.batch_execute("ROLLBACK").await;
+            return Err(failed(&e));
+        }
+    }
+    Ok(())
 }
 
 /// A lease in whole microseconds, rounded up and never zero.

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use tenure::BackendErrorKind;
 use tenure::backend::LockBackend;
+use tenure_conformance::faults::Server as _;
 use tenure_conformance::{Store, chaos, faults};
 use tenure_postgres::{PostgresBackend, PostgresOptions};
 use tenure_tokio::Tokio;
@@ -73,8 +74,14 @@ async fn tls_is_used_and_checked_as_sslmode_says() {
     assert!(ssl_in_use(at("127.0.0.1", "?sslmode=require")).await >= 1, "require: encrypted");
     assert!(ssl_in_use(at("localhost", &format!("?sslmode=verify-full&sslrootcert={ca}"))).await >= 1);
     assert!(ssl_in_use(at("127.0.0.1", &format!("?sslmode=verify-ca&sslrootcert={ca}"))).await >= 1);
-    // The system's roots do not know the test's authority: refused, and said so.
+    // The system's roots do not know the test's authority: refused, and said so; `require` with
+    // a root certificate checks the chain too (libpq's rule).
     let e = PostgresBackend::open(&at("localhost", "?sslmode=verify-full")).await.expect_err("unknown authority");
+    assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
+    let other_roots = "/etc/ssl/certs/ca-certificates.crt";
+    let e = PostgresBackend::open(&at("127.0.0.1", &format!("?sslmode=require&sslrootcert={other_roots}")))
+        .await
+        .expect_err("require with other roots");
     assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
     // Without TLS on the server, `require` refuses and `prefer` goes on in the clear.
     let plain = Server::start();

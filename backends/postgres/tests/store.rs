@@ -244,8 +244,9 @@ async fn unreachable_servers_and_bad_urls_fail_fast_naming_the_problem() {
     assert!(e.to_string().contains("/no/such/ca.pem"), "{e}");
 }
 
+/// A compile-time check: the future of `open` can be spawned on a multi-threaded runtime.
 #[test]
-fn opening_and_calling_are_send_futures() {
+fn opening_is_a_send_future() {
     fn send<T: Send>(_: &T) {}
     let open = PostgresBackend::open("postgres://h/db");
     send(&open);

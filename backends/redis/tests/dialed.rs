@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use tenure::BackendErrorKind;
 use tenure::backend::LockBackend;
+use tenure_conformance::faults::Server as _;
 use tenure_conformance::{Clock, Harness, Store};
 use tenure_redis::dial::{Dial, DialFuture, Socket};
 use tenure_redis::{RedisBackend, RedisOptions};

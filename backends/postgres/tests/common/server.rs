@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use tenure_conformance::faults::{self, Server as _};
+
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::{Pid, Uid, User};
 
@@ -160,30 +162,16 @@ impl Server {
         panic!("postgres on port {} did not start:\n{log}", self.port);
     }
 
-    /// Signals every process of the server: the postmaster's group, and each of its children
-    /// (every backend makes itself a group leader of its own).
+    /// Signals every process of the server: each child of the postmaster first (every backend
+    /// makes itself a group leader of its own, and a child whose postmaster died is no longer
+    /// found as its child), then the postmaster's group.
     fn signal(&self, signal: Signal) {
         if let Some(child) = &self.child {
             let pid = i32::try_from(child.id()).expect("pid");
-            let _ = killpg(Pid::from_raw(pid), signal);
             for child in children(pid) {
                 let _ = nix::sys::signal::kill(Pid::from_raw(child), signal);
             }
-        }
-    }
-
-    /// `kill -9` of every process of the server (a crash), then waits for the postmaster.
-    pub fn kill9(&mut self) {
-        // The children first: a postmaster killed first would leave them orphans to chase.
-        if let Some(child) = &self.child {
-            let pid = i32::try_from(child.id()).expect("pid");
-            for child in children(pid) {
-                let _ = nix::sys::signal::kill(Pid::from_raw(child), Signal::SIGKILL);
-            }
-        }
-        self.signal(Signal::SIGKILL);
-        if let Some(mut child) = self.child.take() {
-            let _ = child.wait();
+            let _ = killpg(Pid::from_raw(pid), signal);
         }
     }
 
@@ -195,41 +183,33 @@ impl Server {
             let _ = child.wait();
         }
     }
+}
 
-    /// Starts it again on the same port and files (after a crash: with recovery).
-    pub fn restart(&mut self) {
-        if self.child.is_some() {
-            self.kill9();
-        }
-        self.spawn();
-    }
-
+impl faults::Server for Server {
     /// `SIGSTOP` to every process: connections stay open, nothing answers.
-    pub fn freeze(&self) {
+    fn freeze(&self) {
         self.signal(Signal::SIGSTOP);
     }
 
     /// `SIGCONT`.
-    pub fn thaw(&self) {
+    fn thaw(&self) {
         self.signal(Signal::SIGCONT);
     }
-}
 
-impl tenure_conformance::faults::Server for Server {
-    fn freeze(&self) {
-        Server::freeze(self);
-    }
-
-    fn thaw(&self) {
-        Server::thaw(self);
-    }
-
+    /// `kill -9` of every process of the server (a crash), then waits for the postmaster.
     fn kill9(&mut self) {
-        Server::kill9(self);
+        self.signal(Signal::SIGKILL);
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
     }
 
+    /// Starts it again on the same port and files (after a crash: with recovery).
     fn restart(&mut self) {
-        Server::restart(self);
+        if self.child.is_some() {
+            self.kill9();
+        }
+        self.spawn();
     }
 }
 

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use tenure_conformance::faults::{self, Server as _};
+
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
@@ -137,9 +139,21 @@ impl Server {
             kill(Pid::from_raw(pid), signal).expect("signal the server");
         }
     }
+}
+
+impl faults::Server for Server {
+    /// `SIGSTOP`: connections stay open, nothing answers.
+    fn freeze(&self) {
+        self.signal(Signal::SIGSTOP);
+    }
+
+    /// `SIGCONT`.
+    fn thaw(&self) {
+        self.signal(Signal::SIGCONT);
+    }
 
     /// `kill -9`, then waits for the process to be gone.
-    pub fn kill9(&mut self) {
+    fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -147,37 +161,9 @@ impl Server {
     }
 
     /// Starts it again on the same port and files.
-    pub fn restart(&mut self) {
+    fn restart(&mut self) {
         self.kill9();
         self.spawn();
-    }
-
-    /// `SIGSTOP`: connections stay open, nothing answers.
-    pub fn freeze(&self) {
-        self.signal(Signal::SIGSTOP);
-    }
-
-    /// `SIGCONT`.
-    pub fn thaw(&self) {
-        self.signal(Signal::SIGCONT);
-    }
-}
-
-impl tenure_conformance::faults::Server for Server {
-    fn freeze(&self) {
-        Server::freeze(self);
-    }
-
-    fn thaw(&self) {
-        Server::thaw(self);
-    }
-
-    fn kill9(&mut self) {
-        Server::kill9(self);
-    }
-
-    fn restart(&mut self) {
-        Server::restart(self);
     }
 }
 
