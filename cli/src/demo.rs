@@ -14,7 +14,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
-use crate::store::{self, Store};
+use crate::store::{self, StoreKind};
 use crate::{DemoArgs, Failure, say};
 
 const ROUNDS: u32 = 3;
@@ -46,8 +46,8 @@ fn emit(id: u8, event: &str, fence: Option<u64>) {
 
 /// A worker: takes part in the election, and takes the counter lock a few times.
 pub(crate) async fn worker(backend: Option<&str>, args: WorkerArgs) -> Result<i32, Failure> {
-    let store = Store::open(backend).await?;
-    let coordination = Coordination::new(Tokio::current()).source(store.provider());
+    let store = store::open(backend).await?;
+    let coordination = Coordination::new(Tokio::current()).source(&store);
     let failure = |e: tenure::Error| Failure::from_error(&e);
     let election = coordination
         .leader_election(&format!("{}-leader", args.run))
@@ -91,7 +91,7 @@ pub(crate) async fn worker(backend: Option<&str>, args: WorkerArgs) -> Result<i3
     let mut interrupts = crate::hold::signals()?;
     interrupts.next().await;
     election.stop().await;
-    store.close().await;
+    store::close(&store).await;
     Ok(0)
 }
 
@@ -115,20 +115,16 @@ fn parse(line: &str) -> Option<Event> {
 /// The demo: start the workers, print what they do, kill the leader, check the outcome.
 #[allow(clippy::print_stdout)]
 pub(crate) async fn run(backend: Option<&str>, args: DemoArgs) -> Result<i32, Failure> {
-    let url =
-        match backend.map(str::to_owned).or_else(|| std::env::var("TENURE_BACKEND").ok().filter(|u| !u.is_empty())) {
-            Some(url) => url,
-            None => store::default_url()?,
-        };
-    if url.starts_with("memory:") {
+    let url = store::url(backend)?;
+    if store::target(&url)?.kind() == StoreKind::Memory {
         return Err(Failure::usage(
             "the demo needs a store shared by processes; memory: is not (try sqlite:///tmp/demo.db)",
         ));
     }
-    Store::open(Some(&url)).await?.close().await; // fail early, with the store's own message
+    store::close(&store::open(Some(&url)).await?).await; // fail early, with the store's own message
     let run = format!("demo-{}", std::process::id());
     let exe = std::env::current_exe().map_err(|e| Failure::new(1, format!("cannot find the tenure binary: {e}")))?;
-    println!("tenure demo: {} worker processes on {}", args.workers, store::shown(&url));
+    println!("tenure demo: {} worker processes on {}", args.workers, tenure_open::shown_url(&url));
     println!(
         "  lock {run}-counter: each worker takes it {ROUNDS} times; election {run}-leader: lease {}s",
         LEADER_LEASE.as_secs_f64()

@@ -7,12 +7,12 @@ use tokio::time::Instant;
 
 use crate::child::{self, exit_code};
 use crate::hold::{self, Ended, Lease, Timing};
-use crate::store::Store;
+use crate::store::{self, Store};
 use crate::{EXIT_HELD, EXIT_LOST, EXIT_TIMEOUT, ElectArgs, Failure, LockArgs, TaskArgs, say};
 
 async fn coordination(backend: Option<&str>) -> Result<(Store, Coordination), Failure> {
-    let store = Store::open(backend).await?;
-    let coordination = Coordination::new(Tokio::current()).source(store.provider());
+    let store = store::open(backend).await?;
+    let coordination = Coordination::new(Tokio::current()).source(&store);
     Ok((store, coordination))
 }
 
@@ -49,12 +49,12 @@ pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, F
     let guard = match acquired {
         Ok(guard) => guard,
         Err(e) if e.is_timeout() => {
-            store.close().await;
+            store::close(&store).await;
             let waited = args.timeout.unwrap_or_default().as_secs_f64();
             return Err(Failure::new(EXIT_TIMEOUT, format!("lock {} not acquired within {waited}s", args.name)));
         }
         Err(e) if e.is_would_block() => {
-            store.close().await;
+            store::close(&store).await;
             return Err(Failure::new(EXIT_HELD, format!("lock {} is held by another holder", args.name)));
         }
         Err(e) => return Err(usage(&e)),
@@ -75,7 +75,7 @@ pub(crate) async fn task(backend: Option<&str>, args: TaskArgs) -> Result<i32, F
         Ok(guard) => guard,
         Err(e) if e.is_would_block() => {
             say!("skipped task {}: it ran within the last {}s", args.name, args.min_hold.as_secs_f64());
-            store.close().await;
+            store::close(&store).await;
             return Ok(0);
         }
         Err(e) => return Err(usage(&e)),
@@ -100,7 +100,7 @@ async fn run_held(
     let sent = Instant::now();
     if let Err(e) = lease.renew().await {
         let _ = lease.end().await;
-        store.close().await;
+        store::close(store).await;
         let code = if e.is_not_owned() || e.is_would_block() { EXIT_LOST } else { 1 };
         return Err(Failure::new(code, format!("the lease of {name} could not be renewed before the command: {e}")));
     }
@@ -109,7 +109,7 @@ async fn run_held(
         Ok(running) => running,
         Err(failure) => {
             let _ = lease.end().await;
-            store.close().await;
+            store::close(store).await;
             return Err(failure);
         }
     };
@@ -119,7 +119,7 @@ async fn run_held(
     {
         say!("ending the lease of {name} failed: {e}");
     }
-    store.close().await;
+    store::close(store).await;
     Ok(finish(ended?))
 }
 
@@ -158,7 +158,7 @@ pub(crate) async fn elect(backend: Option<&str>, args: ElectArgs) -> Result<i32,
             Ok(running) => running,
             Err(failure) => {
                 election.stop().await;
-                store.close().await;
+                store::close(&store).await;
                 return Err(failure);
             }
         };
@@ -181,6 +181,6 @@ pub(crate) async fn elect(backend: Option<&str>, args: ElectArgs) -> Result<i32,
         }
     };
     election.stop().await;
-    store.close().await;
+    store::close(&store).await;
     Ok(code)
 }

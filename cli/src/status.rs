@@ -7,14 +7,14 @@ use tenure::backend::holder_worker;
 use tenure::core::WallTime;
 use tenure::{LeaderState, LockState};
 
-use crate::store::Store;
+use crate::store;
 use crate::{Failure, StatusArgs};
 
 pub(crate) async fn run(backend: Option<&str>, args: StatusArgs) -> Result<i32, Failure> {
     for name in &args.names {
         tenure::Name::new(name).map_err(|e| Failure::from_error(&e))?;
     }
-    let store = Store::open(backend).await?;
+    let store = store::open(backend).await?;
     let Some(inspect) = store.inspect() else {
         return Err(Failure::usage("memory: holds nothing outside the process that uses it; give a shared store"));
     };
@@ -24,7 +24,7 @@ pub(crate) async fn run(backend: Option<&str>, args: StatusArgs) -> Result<i32, 
     let locks = inspect.lock_states(lock_keys).await.map_err(|e| Failure::store(format!("reading locks: {e}")))?;
     let leaders =
         inspect.leader_states(leader_keys).await.map_err(|e| Failure::store(format!("reading leaders: {e}")))?;
-    store.close().await;
+    store::close(&store).await;
     let now = now_micros();
     if args.json {
         let doc = json!({

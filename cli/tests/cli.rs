@@ -116,12 +116,15 @@ fn the_command_status_and_the_failure_codes() {
 fn bad_urls_and_durations_exit_2_naming_the_problem() {
     let (_dir, url) = workspace();
     for (args, needle) in [
-        (vec!["--backend", "mysql://x", "lock", "x", "--", "true"], "not a store URL"),
+        (
+            vec!["--backend", "mysql://u:secret@x", "lock", "x", "--", "true"],
+            "names no store Tenure knows (known: memory:",
+        ),
         (vec!["--backend", "sqlite://", "lock", "x", "--", "true"], "names no file"),
         (vec!["--backend", "sqlite:///tmp/a.db?busy_timeout=-1", "lock", "x", "--", "true"], "busy_timeout"),
         (vec!["--backend", "redis://:secret@host?command_timeout=0", "lock", "x", "--", "true"], "command_timeout"),
         (vec!["--backend", "postgres://u:secret@host/db?sslmode=sometimes", "lock", "x", "--", "true"], "sslmode"),
-        (vec!["--backend", "etcd://host:2379", "lock", "x", "--", "true"], "not built into"),
+        (vec!["--backend", "etcd://host:2379", "lock", "x", "--", "true"], "etcd store is not part of Tenure yet"),
         (vec!["--backend", &url, "lock", "x", "--lease", "0", "--", "true"], "--lease"),
         (vec!["--backend", &url, "lock", "x", "--lease", "-1", "--", "true"], "--lease"),
         (vec!["--backend", &url, "lock", "x", "--timeout", "NaN", "--", "true"], "--timeout"),

@@ -33,7 +33,7 @@
 //! `postgres://`), libpq's `sslmode` (`prefer` by default; `verify-full` checks the chain and
 //! the name against `sslrootcert` or the system's roots), `connect_timeout`, a Unix socket
 //! directory as `host`, and Tenure's `command_timeout` and `statement_timeout`; passwords are
-//! never shown. [`PostgresOptions::from_env`] reads grelmicro's `POSTGRES_*` variables.
+//! never shown. `tenure-open` reads grelmicro's `POSTGRES_*` variables.
 //! A few connections (`connections`, 4 by default) carry the calls, pipelined; a name's calls
 //! all go to one of them, in order, as the driver requires of calls made under one token, while
 //! calls on different names commit side by side (the server flushes their commits together).

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tenure::backend::{percent_decode, percent_encode, shown_url, url_seconds};
-use tenure_core::{EnvVars, SettingsError};
+use tenure::backend::{StoreKind, percent_decode, shown_url, url_seconds};
+use tenure_core::SettingsError;
 use tokio_postgres::Config;
 
 /// How long connecting (TCP, TLS, authentication, preparing statements) may take by default.
@@ -78,7 +78,7 @@ impl PostgresOptions {
     pub fn from_url(url: &str) -> Result<Self, SettingsError> {
         let (scheme, rest) = url.split_once("://").ok_or_else(|| not_postgres(url))?;
         let scheme = scheme.to_ascii_lowercase();
-        if !(scheme == "postgres" || scheme == "postgresql" || scheme.starts_with("postgresql+")) {
+        if !StoreKind::Postgres.accepts(&scheme) {
             return Err(not_postgres(url));
         }
         let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
@@ -126,53 +126,6 @@ impl PostgresOptions {
         }
         options.url = server;
         options.validate()?;
-        Ok(options)
-    }
-
-    /// The server the environment names, as grelmicro's `PostgresProvider` reads it (so one
-    /// configuration serves both): `{prefix}URL`, or `{prefix}HOST` with `{prefix}PORT` (5432),
-    /// `{prefix}DB` or `{prefix}DATABASE`, `{prefix}USER` and `{prefix}PASSWORD` — one of
-    /// `URL` and `HOST`, not both; and `{prefix}COMMAND_TIMEOUT` (seconds). `prefix` is
-    /// grelmicro's `env_prefix`, `POSTGRES_` by default.
-    pub fn from_env(prefix: &str) -> Result<Self, SettingsError> {
-        let vars: EnvVars =
-            std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
-        Self::from_env_vars(prefix, &vars)
-    }
-
-    /// [`PostgresOptions::from_env`] on given variables (names match case-insensitively).
-    pub fn from_env_vars(prefix: &str, vars: &EnvVars) -> Result<Self, SettingsError> {
-        let get = |name: &str| vars.get(&format!("{prefix}{name}")).map(|v| v.trim()).filter(|v| !v.is_empty());
-        let (url_var, host_var) = (format!("{prefix}URL"), format!("{prefix}HOST"));
-        let mut options = match (get("URL"), get("HOST")) {
-            (Some(_), Some(_)) => {
-                return Err(SettingsError::field(&url_var, format!("set either {url_var} or {host_var}, not both")));
-            }
-            (None, None) => {
-                return Err(SettingsError::field(&url_var, format!("either {url_var} or {host_var} must be set")));
-            }
-            (Some(url), None) => Self::from_url(url)?,
-            (None, Some(host)) => {
-                let port = get("PORT").map_or(Ok(5432), |v| {
-                    v.parse::<u16>().map_err(|_| {
-                        SettingsError::field(&format!("{prefix}PORT"), format!("{prefix}PORT must be a port number"))
-                    })
-                })?;
-                let user = get("USER").map(percent_encode);
-                let password = get("PASSWORD").map(percent_encode);
-                let auth = match (user, password) {
-                    (Some(u), Some(p)) => format!("{u}:{p}@"),
-                    (Some(u), None) => format!("{u}@"),
-                    (None, Some(p)) => format!(":{p}@"),
-                    (None, None) => String::new(),
-                };
-                let database = get("DB").or_else(|| get("DATABASE")).map(percent_encode).unwrap_or_default();
-                Self::from_url(&format!("postgresql://{auth}{host}:{port}/{database}"))?
-            }
-        };
-        if let Some(timeout) = get("COMMAND_TIMEOUT") {
-            options.command_timeout = url_seconds(&format!("{prefix}COMMAND_TIMEOUT"), timeout)?;
-        }
         Ok(options)
     }
 
@@ -260,12 +213,7 @@ impl PostgresOptions {
 
     /// The server URL with any password hidden, for messages and logs.
     pub fn shown_url(&self) -> String {
-        // `user@host` names a user, not a password.
-        let authority = self.url.split_once("://").map_or("", |(_, rest)| rest.split('/').next().unwrap_or(rest));
-        match authority.rsplit_once('@') {
-            Some((userinfo, _)) if !userinfo.contains(':') => self.url.clone(),
-            _ => shown_url(&self.url),
-        }
+        shown_url(&self.url)
     }
 
     /// Checks every option; the message names the one that is wrong.
@@ -398,38 +346,5 @@ mod tests {
         let long = "t".repeat(41);
         let e = PostgresOptions::from_url("postgres://h").expect("valid").leader_table(long).validate();
         assert_eq!(e.expect_err("too long").field_name(), Some("leader_table"));
-    }
-
-    #[test]
-    fn the_environment_is_read_as_grelmicro_reads_it() {
-        let vars = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-        let o =
-            PostgresOptions::from_env_vars("POSTGRES_", &vars(&[("POSTGRES_URL", "postgres://h:1/d")])).expect("url");
-        assert_eq!(o.config.get_dbname(), Some("d"));
-        let o = PostgresOptions::from_env_vars(
-            "PG_",
-            &vars(&[
-                ("pg_host", "db"),
-                ("PG_USER", "app"),
-                ("PG_PASSWORD", "p@ss:w/rd"),
-                ("PG_DATABASE", "x"),
-                ("PG_DB", "main"),
-                ("PG_COMMAND_TIMEOUT", "2.5"),
-            ]),
-        )
-        .expect("host");
-        assert_eq!(o.config.get_password(), Some(&b"p@ss:w/rd"[..]));
-        assert_eq!((o.config.get_dbname(), o.config.get_ports()), (Some("main"), &[5432][..]));
-        assert_eq!(o.command_timeout, Duration::from_millis(2500));
-        assert!(!format!("{o:?}").contains("p%40ss"), "{o:?}");
-        assert_eq!(o.shown_url(), "postgresql://app:***@db:5432/main");
-        let o = PostgresOptions::from_url("postgres://app@db/x").expect("user only");
-        assert_eq!(o.shown_url(), "postgresql://app@db/x");
-        let both = PostgresOptions::from_env_vars("P_", &vars(&[("P_URL", "postgres://h"), ("P_HOST", "h")]));
-        assert!(both.expect_err("both").to_string().contains("not both"));
-        let none = PostgresOptions::from_env_vars("P_", &vars(&[]));
-        assert!(none.expect_err("none").to_string().contains("must be set"));
-        let port = PostgresOptions::from_env_vars("P_", &vars(&[("P_HOST", "h"), ("P_PORT", "tcp://1.2.3.4:5432")]));
-        assert_eq!(port.expect_err("port").field_name(), Some("P_PORT"));
     }
 }

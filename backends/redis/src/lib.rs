@@ -25,8 +25,8 @@
 //! `rediss://` (TLS, trusting the system's roots, or `?tls_root_cert=/path/ca.pem`; `#insecure`
 //! skips the check, for tests only), `redis+unix:///path.sock`, and Tenure's own parameters
 //! `prefix`, `connect_timeout` and `command_timeout` (seconds, default 5). Passwords are never
-//! shown in errors or `Debug` output. [`RedisOptions::from_env`] reads grelmicro's variables
-//! (`REDIS_URL`, or `REDIS_HOST`/`PORT`/`DB`/`PASSWORD`), so both share one configuration.
+//! shown in errors or `Debug` output. `tenure-open` reads grelmicro's variables (`REDIS_URL`,
+//! or `REDIS_HOST`/`PORT`/`DB`/`PASSWORD`), so both share one configuration.
 //! The connection speaks RESP3, so the server must be Redis 6
 //! or later (or Valkey). One multiplexed connection per backend carries every call in order, as
 //! the driver requires of calls made under one token.

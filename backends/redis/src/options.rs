@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tenure::backend::{percent_decode, percent_encode, shown_url, url_seconds as seconds};
-use tenure_core::{EnvVars, SettingsError};
+use tenure::backend::{StoreKind, percent_decode, shown_url, url_seconds as seconds};
+use tenure_core::SettingsError;
 
 /// How long connecting (TCP, TLS, `HELLO`, `AUTH`) may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -46,13 +46,14 @@ impl RedisOptions {
         let (base, fragment) = url.split_once('#').map_or((url, None), |(b, f)| (b, Some(f)));
         let (base, query) = base.split_once('?').unwrap_or((base, ""));
         let scheme = base.split_once("://").map(|(s, _)| s).unwrap_or_default();
-        let cluster = matches!(scheme, "redis+cluster" | "rediss+cluster" | "valkey+cluster" | "valkeys+cluster");
-        if !cluster && !matches!(scheme, "redis" | "rediss" | "redis+unix" | "unix" | "valkey" | "valkeys") {
+        let scheme = scheme.to_ascii_lowercase();
+        if !StoreKind::Redis.accepts(&scheme) {
             return Err(bad_url(format!(
                 "{} is not a redis://, rediss://, redis+unix:// or redis+cluster:// URL",
                 shown_url(url)
             )));
         }
+        let cluster = scheme.ends_with("+cluster");
         let mut options = Self::new(String::new());
         let mut prefix_given = false;
         let mut kept = Vec::new();
@@ -104,44 +105,6 @@ impl RedisOptions {
 
     pub(crate) fn cluster_nodes(&self) -> &[String] {
         &self.cluster
-    }
-
-    /// The server the environment names, as grelmicro's `RedisProvider` reads it (so one
-    /// configuration serves both): `{prefix}URL`, or `{prefix}HOST` with `{prefix}PORT` (6379),
-    /// `{prefix}DB` (0) and `{prefix}PASSWORD` — one of the two, not both. `prefix` is grelmicro's
-    /// `env_prefix`: `REDIS_` by default, `VALKEY_` for Valkey, anything to split pools.
-    pub fn from_env(prefix: &str) -> Result<Self, SettingsError> {
-        let vars: EnvVars =
-            std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
-        Self::from_env_vars(prefix, &vars)
-    }
-
-    /// [`RedisOptions::from_env`] on given variables (names match case-insensitively).
-    pub fn from_env_vars(prefix: &str, vars: &EnvVars) -> Result<Self, SettingsError> {
-        let get = |name: &str| vars.get(&format!("{prefix}{name}")).filter(|v| !v.trim().is_empty());
-        let (url_var, host_var) = (format!("{prefix}URL"), format!("{prefix}HOST"));
-        match (get("URL"), get("HOST")) {
-            (Some(_), Some(_)) => {
-                Err(SettingsError::field(&url_var, format!("set either {url_var} or {host_var}, not both")))
-            }
-            (None, None) => Err(SettingsError::field(&url_var, format!("either {url_var} or {host_var} must be set"))),
-            (Some(url), None) => Self::from_url(url.trim()),
-            (None, Some(host)) => {
-                let number = |name: &str, default: u32| -> Result<u32, SettingsError> {
-                    get(name).map_or(Ok(default), |v| {
-                        v.trim().parse().map_err(|_| {
-                            SettingsError::field(
-                                &format!("{prefix}{name}"),
-                                format!("{prefix}{name} must be a whole number"),
-                            )
-                        })
-                    })
-                };
-                let (port, db) = (number("PORT", 6379)?, number("DB", 0)?);
-                let auth = get("PASSWORD").map(|p| format!(":{}@", percent_encode(p))).unwrap_or_default();
-                Self::from_url(&format!("redis://{auth}{}:{port}/{db}", host.trim()))
-            }
-        }
     }
 
     fn new(url: String) -> Self {
@@ -333,28 +296,5 @@ mod tests {
             ["rediss://:pw@h1:7000?protocol=resp3#insecure", "rediss://:pw@h2:7001?protocol=resp3#insecure"]
         );
         assert_eq!(o.key_prefix(), "{app}:");
-    }
-
-    #[test]
-    fn the_environment_is_read_as_grelmicro_reads_it() {
-        let vars = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-        let o = RedisOptions::from_env_vars("REDIS_", &vars(&[("REDIS_URL", "redis://h:1/2")])).expect("url");
-        assert_eq!(o.url(), "redis://h:1/2");
-        let o =
-            RedisOptions::from_env_vars("REDIS_", &vars(&[("redis_host", "cache"), ("REDIS_PASSWORD", "p@ss:w/rd")]))
-                .expect("host");
-        assert_eq!(o.url(), "redis://:p%40ss%3Aw%2Frd@cache:6379/0");
-        let o = RedisOptions::from_env_vars(
-            "CACHE_",
-            &vars(&[("CACHE_HOST", "c"), ("CACHE_PORT", "7000"), ("CACHE_DB", "3")]),
-        )
-        .expect("prefix");
-        assert_eq!(o.url(), "redis://c:7000/3");
-        let both = RedisOptions::from_env_vars("REDIS_", &vars(&[("REDIS_URL", "redis://h"), ("REDIS_HOST", "h")]));
-        assert!(both.expect_err("both").to_string().contains("not both"));
-        let none = RedisOptions::from_env_vars("REDIS_", &vars(&[]));
-        assert!(none.expect_err("none").to_string().contains("must be set"));
-        let port = RedisOptions::from_env_vars("REDIS_", &vars(&[("REDIS_HOST", "h"), ("REDIS_PORT", "x")]));
-        assert!(port.expect_err("port").to_string().contains("REDIS_PORT"));
     }
 }

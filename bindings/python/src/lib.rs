@@ -159,6 +159,8 @@ fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<election::LeaderElection>()?;
     m.add_function(wrap_pyfunction!(backend::memory_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backend::open_backend, m)?)?;
+    m.add_function(wrap_pyfunction!(backend::store_url, m)?)?;
+    m.add_function(wrap_pyfunction!(backend::sqlite_file, m)?)?;
     m.add_function(wrap_pyfunction!(bridge::shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(forked, m)?)?;
     Ok(())

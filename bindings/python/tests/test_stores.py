@@ -161,3 +161,43 @@ def test_a_file_another_sqlite_library_has_open_in_this_process_is_refused(tmp_p
                 assert not await Lock("x", backend=provider.lock(), env_load=False).locked()
 
     asyncio.run(main())
+
+
+def test_an_unknown_scheme_is_refused_naming_the_known_ones():
+    async def main():
+        with pytest.raises(SettingsValidationError) as caught:
+            async with RedisProvider("foo://u:hunter2@x"):
+                pass
+        message = str(caught.value)
+        assert '"foo"' in message and "redis:" in message and "postgresql:" in message, message
+        assert "hunter2" not in message
+
+    asyncio.run(main())
+
+
+def test_a_bad_variable_is_a_settings_error_naming_it(monkeypatch):
+    monkeypatch.setenv("REDIS_HOST", "cache")
+    monkeypatch.setenv("REDIS_PORT", "abc")
+    with pytest.raises(SettingsValidationError, match="REDIS_PORT"):
+        RedisProvider()
+    monkeypatch.setenv("REDIS_PORT", "6380")
+    monkeypatch.setenv("REDIS_DB", "-1")
+    with pytest.raises(SettingsValidationError, match="REDIS_DB"):
+        RedisProvider()
+    with pytest.raises(SettingsValidationError, match="port"):
+        RedisProvider(host="h", port=70000)
+    with pytest.raises(SettingsValidationError, match="not both"):
+        RedisProvider("redis://h", host="h")
+
+
+def test_sqlite_comes_from_a_path_or_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("SQLITE_PATH", raising=False)
+    with pytest.raises(SettingsValidationError, match="SQLITE_PATH"):
+        SQLiteProvider()
+    monkeypatch.setenv("SQLITE_PATH", str(tmp_path / "env.db"))
+    assert SQLiteProvider().path == str(tmp_path / "env.db")
+    monkeypatch.setenv("SQLITE_SYNCHRONOUS", "sometimes")
+    with pytest.raises(SettingsValidationError, match="SQLITE_SYNCHRONOUS"):
+        SQLiteProvider()
+    monkeypatch.setenv("SQLITE_SYNCHRONOUS", "normal")
+    assert SQLiteProvider(tmp_path / "a b.db").url == "sqlite://" + str(tmp_path / "a%20b.db") + "?synchronous=normal"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from typing import Any, Optional
-from urllib.parse import quote
 
 from tenure import _tenure
 from tenure._process import generation
@@ -144,15 +143,12 @@ class SQLiteProvider(_Provider):
 
     def __init__(self, path: Optional[str] = None, *, env_prefix: str = "SQLITE_") -> None:
         super().__init__()
-        path = path if path is not None else os.environ.get(f"{env_prefix}PATH")
-        if not path:
-            raise SettingsValidationError(f"no SQLite path given and {env_prefix}PATH is not set")
-        self.path = str(path)
+        self.url = _tenure.store_url("sqlite", env_prefix, path=None if path is None else os.fspath(path))
+        #: The file (`:memory:` for a private in-memory database).
+        self.path = _tenure.sqlite_file(self.url) or ":memory:"
 
     def _url(self) -> str:
-        if self.path == ":memory:":
-            return "sqlite::memory:"
-        return "sqlite://" + quote(os.path.abspath(self.path))
+        return self.url
 
     async def open(self) -> None:
         """Opens the file, refusing one that another SQLite library of this process has open."""
@@ -229,22 +225,7 @@ class RedisProvider(_Provider):
         env_prefix: str = "REDIS_",
     ) -> None:
         super().__init__()
-        if url is not None and host is not None:
-            raise SettingsValidationError("pass either `url` or `host`, not both")
-        if url is None and host is None:
-            url = os.environ.get(f"{env_prefix}URL") or None
-            host = os.environ.get(f"{env_prefix}HOST") or None
-            if url is not None and host is not None:
-                raise SettingsValidationError(f"set either {env_prefix}URL or {env_prefix}HOST, not both")
-            if url is None and host is None:
-                raise SettingsValidationError(f"either {env_prefix}URL or {env_prefix}HOST must be set")
-            port = port if port is not None else int(os.environ.get(f"{env_prefix}PORT", "6379"))
-            db = db if db is not None else int(os.environ.get(f"{env_prefix}DB", "0"))
-            password = password if password is not None else os.environ.get(f"{env_prefix}PASSWORD")
-        if url is None:
-            auth = f":{quote(password, safe='')}@" if password else ""
-            url = f"redis://{auth}{host}:{port or 6379}/{db or 0}"
-        self.url = url
+        self.url = _tenure.store_url("redis", env_prefix, url=url, host=host, port=port, db=db, password=password)
 
     def _url(self) -> str:
         return self.url
@@ -276,37 +257,17 @@ class PostgresProvider(_Provider):
         env_prefix: str = "POSTGRES_",
     ) -> None:
         super().__init__()
-        if url is not None and host is not None:
-            raise SettingsValidationError("pass either `url` or `host`, not both")
-        env = lambda name: os.environ.get(f"{env_prefix}{name}") or None  # noqa: E731
-        if url is None and host is None:
-            url, host = env("URL"), env("HOST")
-            if url is not None and host is not None:
-                raise SettingsValidationError(f"set either {env_prefix}URL or {env_prefix}HOST, not both")
-            if url is None and host is None:
-                raise SettingsValidationError(f"either {env_prefix}URL or {env_prefix}HOST must be set")
-            if host is not None:
-                port_text = env("PORT")
-                try:
-                    port = port if port is not None else int(port_text or "5432")
-                except ValueError:
-                    raise SettingsValidationError(f"{env_prefix}PORT must be a port number") from None
-                database = database or env("DB") or env("DATABASE")
-                user = user or env("USER")
-                password = password if password is not None else env("PASSWORD")
-        if command_timeout is None and env("COMMAND_TIMEOUT") is not None:
-            try:
-                command_timeout = float(env("COMMAND_TIMEOUT") or "")
-            except ValueError:
-                raise SettingsValidationError(f"{env_prefix}COMMAND_TIMEOUT must be a number of seconds") from None
-        if url is None:
-            auth = quote(user or "", safe="")
-            if password:
-                auth += ":" + quote(password, safe="")
-            url = f"postgresql://{auth + '@' if auth else ''}{host}:{port or 5432}/{quote(database or '', safe='')}"
-        if command_timeout is not None:
-            url += ("&" if "?" in url else "?") + f"command_timeout={command_timeout}"
-        self.url = url
+        self.url = _tenure.store_url(
+            "postgres",
+            env_prefix,
+            url=url,
+            host=host,
+            port=port,
+            database=database,
+            user=user,
+            password=password,
+            command_timeout=command_timeout,
+        )
 
     def _url(self) -> str:
         return self.url

@@ -13,6 +13,8 @@ __all__ = [
     "memory_backend",
     "open_backend",
     "shutdown",
+    "sqlite_file",
+    "store_url",
 ]
 
 _HandleTuple = tuple[str, str, int]
@@ -24,6 +26,21 @@ class Backend:
 
 def memory_backend() -> Backend: ...
 def open_backend(url: str) -> Awaitable[Backend]: ...
+def store_url(
+    kind: str,
+    env_prefix: str,
+    *,
+    url: Optional[str] = None,
+    host: Optional[str] = None,
+    port: Optional[int] = None,
+    db: Optional[int] = None,
+    database: Optional[str] = None,
+    user: Optional[str] = None,
+    password: Optional[str] = None,
+    path: Optional[str] = None,
+    command_timeout: Optional[float] = None,
+) -> str: ...
+def sqlite_file(url: str) -> Optional[str]: ...
 def shutdown() -> None: ...
 def forked() -> None: ...
 

@@ -10,7 +10,7 @@ use std::thread;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use tenure_redis::dial::{Dial, DialFuture, Socket};
+use tenure_open::dial::{Dial, DialFuture, Socket};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::task::{Inbox, Item, LoopTask, scope};

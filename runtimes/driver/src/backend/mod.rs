@@ -16,6 +16,7 @@
 mod memory;
 mod open;
 pub mod record;
+mod scheme;
 mod wait;
 
 use std::future::Future;
@@ -29,6 +30,7 @@ use std::time::Duration;
 
 pub use memory::MemoryBackend;
 pub use open::{OpenError, percent_decode, percent_encode, shown_url, url_seconds};
+pub use scheme::{SCHEMES, StoreKind};
 use tenure_core::{
     BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, StoreOp, StoreReply, WallTime,
 };

@@ -85,19 +85,54 @@ pub fn url_seconds(field: &str, text: &str) -> Result<Duration, SettingsError> {
         .ok_or_else(|| SettingsError::field(field, format!("{field} must be a positive number of seconds")))
 }
 
-/// `url` with the password (if any) replaced by `***`, for messages and logs.
+/// `url` as it may be shown in messages and logs: the password replaced by `***`, wherever it
+/// is written — `user:password@`, `:password@`, or a `password=` / `sslpassword=` parameter.
+///
+/// The one masking of Tenure: every store, the CLI and the bindings show URLs through it.
+/// A lone `user@` names a user (RFC 3986; libpq, redis-rs and redis-py all read it so) and stays.
+/// Everything before the last `@` counts as the user part, so a password holding a `/`, `?` or
+/// `@` of its own is still hidden; text without a scheme is not shown at all (it may be a
+/// password pasted in the wrong place).
 pub fn shown_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return "the URL".into();
+    let Some(colon) = url.find(':') else {
+        return "(a value without a scheme)".into();
     };
-    let (authority, path) = rest.find(['/', '?', '#']).map_or((rest, ""), |i| rest.split_at(i));
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let hidden = userinfo.split_once(':').map_or_else(|| "***".to_owned(), |(user, _)| format!("{user}:***"));
-            format!("{scheme}://{hidden}@{host}{path}")
+    let (base, fragment) = url.split_once('#').map_or((url, None), |(b, f)| (b, Some(f)));
+    let prefix_end = if url[colon..].starts_with("://") { colon + 3 } else { colon + 1 };
+    let (prefix, rest) = base.split_at(prefix_end.min(base.len()));
+    let (userinfo, tail) = rest.rsplit_once('@').map_or((None, rest), |(u, t)| (Some(u), t));
+    let mut shown = prefix.to_owned();
+    if let Some(userinfo) = userinfo {
+        match userinfo.split_once(':') {
+            Some((user, _)) => shown.push_str(&format!("{user}:***@")),
+            None => shown.push_str(&format!("{userinfo}@")),
         }
-        None => url.to_owned(),
     }
+    match tail.split_once('?') {
+        Some((path, query)) => {
+            shown.push_str(path);
+            shown.push('?');
+            let pairs: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((key, _)) if is_secret_parameter(key) => format!("{key}=***"),
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            shown.push_str(&pairs.join("&"));
+        }
+        None => shown.push_str(tail),
+    }
+    if let Some(fragment) = fragment {
+        shown.push('#');
+        shown.push_str(fragment);
+    }
+    shown
+}
+
+fn is_secret_parameter(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    key == "password" || key == "sslpassword" || key == "pass"
 }
 
 #[cfg(test)]
@@ -108,9 +143,18 @@ mod tests {
     fn passwords_are_hidden() {
         assert_eq!(shown_url("redis://:pw@h:1/0"), "redis://:***@h:1/0");
         assert_eq!(shown_url("rediss://u:pw@h"), "rediss://u:***@h");
-        assert_eq!(shown_url("postgres://pw@h/db?sslmode=require"), "postgres://***@h/db?sslmode=require");
+        assert_eq!(shown_url("postgres://app@h/db?sslmode=require"), "postgres://app@h/db?sslmode=require");
+        assert_eq!(shown_url("postgres://u:p@ss/w?rd@h/db"), "postgres://u:***@h/db");
+        assert_eq!(
+            shown_url("postgresql://h/db?sslmode=require&password=pw"),
+            "postgresql://h/db?sslmode=require&password=***"
+        );
+        assert_eq!(shown_url("rediss://:pw@h#insecure"), "rediss://:***@h#insecure");
         assert_eq!(shown_url("redis://h:1"), "redis://h:1");
-        assert_eq!(shown_url("nonsense"), "the URL");
+        assert_eq!(shown_url("sqlite::memory:"), "sqlite::memory:");
+        assert_eq!(shown_url("sqlite:///var/lib/a.db?busy_timeout=2"), "sqlite:///var/lib/a.db?busy_timeout=2");
+        assert_eq!(shown_url("redis:u:pw@h"), "redis:u:***@h");
+        assert_eq!(shown_url("hunter2"), "(a value without a scheme)");
     }
 
     #[test]

@@ -1,0 +1,345 @@
+//! grelmicro's provider settings: a store given in code (`url=`, `host=`, `port=`, …) or by the
+//! environment (`REDIS_URL`, `POSTGRES_HOST`, `SQLITE_PATH`, …), read into one URL.
+//!
+//! The rules, as grelmicro 0.44's providers read them:
+//!
+//! - **Redis** (`REDIS_` by default): `url` or `host`, not both; with neither, `{prefix}URL` xor
+//!   `{prefix}HOST`, and then `{prefix}PORT` (6379), `{prefix}DB` (0), `{prefix}PASSWORD` for
+//!   what was not given in code.
+//! - **PostgreSQL** (`POSTGRES_`): the same for the address, with `{prefix}PORT` (5432),
+//!   `{prefix}DB` or else `{prefix}DATABASE`, `{prefix}USER`, `{prefix}PASSWORD`; and
+//!   `command_timeout`, else `{prefix}COMMAND_TIMEOUT` (seconds), whatever named the address.
+//! - **SQLite** (`SQLITE_`): `path`, else `{prefix}PATH`; `{prefix}SYNCHRONOUS` (`full` or
+//!   `normal`).
+//!
+//! A value that is wrong is a [`SettingsError`] whose field is the keyword or the variable.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tenure::backend::{StoreKind, percent_encode, url_seconds};
+use tenure_core::{EnvVars, SettingsError};
+
+/// Settings given in code beside (or instead of) a URL, as grelmicro's providers take them;
+/// what is left `None` may come from the environment.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct Keywords {
+    /// The whole URL.
+    pub url: Option<String>,
+    /// The host (Redis, PostgreSQL), instead of a URL.
+    pub host: Option<String>,
+    /// The port.
+    pub port: Option<u16>,
+    /// The Redis database number.
+    pub db: Option<u32>,
+    /// The PostgreSQL database.
+    pub database: Option<String>,
+    /// The PostgreSQL user.
+    pub user: Option<String>,
+    /// The password.
+    pub password: Option<String>,
+    /// The SQLite file.
+    pub path: Option<PathBuf>,
+    /// The bound on one PostgreSQL statement.
+    pub command_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for Keywords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keywords")
+            .field("url", &self.url.as_deref().map(tenure::backend::shown_url))
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("db", &self.db)
+            .field("database", &self.database)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("path", &self.path)
+            .field("command_timeout", &self.command_timeout)
+            .finish()
+    }
+}
+
+/// The URL of the `kind` store that `keywords`, else the variables `vars` under `prefix`, name.
+/// The URL holds the password, if one was given: show it through
+/// [`shown_url`](crate::shown_url).
+pub fn resolve_url(
+    kind: StoreKind,
+    keywords: &Keywords,
+    prefix: &str,
+    vars: &EnvVars,
+) -> Result<String, SettingsError> {
+    let env = Env { prefix, vars };
+    match kind {
+        StoreKind::Memory => Ok("memory:".into()),
+        StoreKind::Sqlite => sqlite(keywords, &env),
+        StoreKind::Redis => redis(keywords, &env),
+        StoreKind::Postgres => postgres(keywords, &env),
+        other => Err(SettingsError::field("kind", format!("the {other} store takes no settings yet"))),
+    }
+}
+
+/// The variables under one prefix.
+struct Env<'a> {
+    prefix: &'a str,
+    vars: &'a EnvVars,
+}
+
+impl Env<'_> {
+    fn name(&self, field: &str) -> String {
+        format!("{}{field}", self.prefix)
+    }
+
+    /// The variable's value, trimmed; unset and blank are the same.
+    fn get(&self, field: &str) -> Option<&str> {
+        self.vars.get(&self.name(field)).map(str::trim).filter(|v| !v.is_empty())
+    }
+
+    fn number<T: std::str::FromStr>(&self, field: &str, rule: &str) -> Result<Option<T>, SettingsError> {
+        let Some(text) = self.get(field) else { return Ok(None) };
+        let name = self.name(field);
+        text.parse().map(Some).map_err(|_| SettingsError::field(&name, format!("{name} must be {rule}")))
+    }
+}
+
+/// Where the address came from.
+enum Address {
+    Url(String),
+    /// A host, and whether the environment named it (then it names the other fields too).
+    Host(String, bool),
+}
+
+/// `url` xor `host` in code, else `{prefix}URL` xor `{prefix}HOST`.
+fn address(keywords: &Keywords, env: &Env<'_>) -> Result<Address, SettingsError> {
+    match (&keywords.url, &keywords.host) {
+        (Some(_), Some(_)) => Err(SettingsError::field("url", "pass either url or host, not both")),
+        (Some(url), None) => Ok(Address::Url(url.clone())),
+        (None, Some(host)) => Ok(Address::Host(host.clone(), false)),
+        (None, None) => {
+            let (url_var, host_var) = (env.name("URL"), env.name("HOST"));
+            match (env.get("URL"), env.get("HOST")) {
+                (Some(_), Some(_)) => {
+                    Err(SettingsError::field(&url_var, format!("set either {url_var} or {host_var}, not both")))
+                }
+                (None, None) => Err(SettingsError::field(
+                    &url_var,
+                    format!("no store given: pass url or host, or set {url_var} or {host_var}"),
+                )),
+                (Some(url), None) => Ok(Address::Url(url.to_owned())),
+                (None, Some(host)) => Ok(Address::Host(host.to_owned(), true)),
+            }
+        }
+    }
+}
+
+/// A host as a URL's authority writes it (an IPv6 address in brackets).
+fn authority_host(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_owned() }
+}
+
+fn redis(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError> {
+    let (host, fallback) = match address(keywords, env)? {
+        Address::Url(url) => return Ok(url),
+        Address::Host(host, from_env) => (host, from_env.then_some(env)),
+    };
+    let port = given_or(keywords.port, fallback, "PORT", "a port number")?.unwrap_or(6379);
+    let db = given_or(keywords.db, fallback, "DB", "a whole number")?.unwrap_or(0);
+    let password = keywords.password.as_deref().or_else(|| fallback?.get("PASSWORD"));
+    let auth = password.map(|p| format!(":{}@", percent_encode(p))).unwrap_or_default();
+    Ok(format!("redis://{auth}{}:{port}/{db}", authority_host(&host)))
+}
+
+/// A number given in code, else read from `fallback` (the environment, when it named the host).
+fn given_or<T: std::str::FromStr>(
+    given: Option<T>,
+    fallback: Option<&Env<'_>>,
+    field: &str,
+    rule: &str,
+) -> Result<Option<T>, SettingsError> {
+    match (given, fallback) {
+        (Some(value), _) => Ok(Some(value)),
+        (None, Some(env)) => env.number(field, rule),
+        (None, None) => Ok(None),
+    }
+}
+
+fn postgres(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError> {
+    let mut url = match address(keywords, env)? {
+        Address::Url(url) => url,
+        Address::Host(host, from_env) => {
+            let fallback = from_env.then_some(env);
+            let text = |field| fallback.and_then(|env| env.get(field)).map(str::to_owned);
+            let port = given_or(keywords.port, fallback, "PORT", "a port number")?.unwrap_or(5432);
+            let database = keywords.database.clone().or_else(|| text("DB")).or_else(|| text("DATABASE"));
+            let user = keywords.user.clone().or_else(|| text("USER"));
+            let password = keywords.password.clone().or_else(|| text("PASSWORD"));
+            let auth = match (user, password) {
+                (Some(u), Some(p)) => format!("{}:{}@", percent_encode(&u), percent_encode(&p)),
+                (Some(u), None) => format!("{}@", percent_encode(&u)),
+                (None, Some(p)) => format!(":{}@", percent_encode(&p)),
+                (None, None) => String::new(),
+            };
+            let database = database.as_deref().map(percent_encode).unwrap_or_default();
+            format!("postgresql://{auth}{}:{port}/{database}", authority_host(&host))
+        }
+    };
+    let timeout = match keywords.command_timeout {
+        Some(timeout) if timeout.is_zero() => {
+            return Err(SettingsError::field("command_timeout", "command_timeout must be greater than zero"));
+        }
+        Some(timeout) => Some(timeout.as_secs_f64().to_string()),
+        None => match env.get("COMMAND_TIMEOUT") {
+            Some(text) => {
+                url_seconds(&env.name("COMMAND_TIMEOUT"), text)?;
+                Some(text.to_owned())
+            }
+            None => None,
+        },
+    };
+    if let Some(timeout) = timeout {
+        url.push(if url.contains('?') { '&' } else { '?' });
+        url.push_str(&format!("command_timeout={timeout}"));
+    }
+    Ok(url)
+}
+
+fn sqlite(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError> {
+    let path = match (&keywords.path, env.get("PATH")) {
+        (Some(path), _) => path.clone(),
+        (None, Some(path)) => PathBuf::from(path),
+        (None, None) => {
+            let var = env.name("PATH");
+            return Err(SettingsError::field(&var, format!("no SQLite path given and {var} is not set")));
+        }
+    };
+    let mut url = if path == Path::new(":memory:") {
+        "sqlite::memory:".to_owned()
+    } else {
+        let path = std::path::absolute(&path).map_err(|e| {
+            SettingsError::field("path", format!("cannot make {} an absolute path: {e}", path.display()))
+        })?;
+        let text = path.to_str().ok_or_else(|| SettingsError::field("path", "the SQLite path must be UTF-8"))?;
+        let escaped: Vec<String> = text.split('/').map(percent_encode).collect();
+        format!("sqlite://{}", escaped.join("/"))
+    };
+    if let Some(synchronous) = env.get("SYNCHRONOUS") {
+        let var = env.name("SYNCHRONOUS");
+        let synchronous = synchronous.to_ascii_lowercase();
+        if synchronous != "full" && synchronous != "normal" {
+            return Err(SettingsError::field(&var, format!("{var} must be full or normal")));
+        }
+        url.push_str(&format!("?synchronous={synchronous}"));
+    }
+    Ok(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> EnvVars {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    fn keywords(f: impl FnOnce(&mut Keywords)) -> Keywords {
+        let mut k = Keywords::default();
+        f(&mut k);
+        k
+    }
+
+    #[test]
+    fn redis_comes_from_keywords_or_the_environment() {
+        let none = Keywords::default();
+        let url = |k: &Keywords, v: &[(&str, &str)]| resolve_url(StoreKind::Redis, k, "REDIS_", &vars(v));
+        let given = keywords(|k| {
+            k.host = Some("h".into());
+            k.port = Some(7000);
+            k.db = Some(2);
+            k.password = Some("p@ss".into());
+        });
+        assert_eq!(url(&given, &[("REDIS_PORT", "1")]).expect("keywords"), "redis://:p%40ss@h:7000/2");
+        assert_eq!(url(&none, &[("REDIS_URL", "redis://h:1/2")]).expect("url"), "redis://h:1/2");
+        let env = [("redis_host", "cache"), ("REDIS_PASSWORD", "p@ss:w/rd"), ("REDIS_DB", "3")];
+        assert_eq!(url(&none, &env).expect("host"), "redis://:p%40ss%3Aw%2Frd@cache:6379/3");
+        assert_eq!(url(&keywords(|k| k.host = Some("::1".into())), &[]).expect("v6"), "redis://[::1]:6379/0");
+        let both = url(&none, &[("REDIS_URL", "redis://h"), ("REDIS_HOST", "h")]).expect_err("both");
+        assert!(both.to_string().contains("not both"), "{both}");
+        let neither = url(&none, &[]).expect_err("neither");
+        assert_eq!(neither.field_name(), Some("REDIS_URL"));
+        for (var, value) in [("REDIS_PORT", "abc"), ("REDIS_PORT", "70000"), ("REDIS_DB", "-1")] {
+            let e = url(&none, &[("REDIS_HOST", "h"), (var, value)]).expect_err(var);
+            assert_eq!(e.field_name(), Some(var), "{e}");
+            assert!(!e.to_string().contains(value), "the value is not echoed: {e}");
+        }
+        let twice = keywords(|k| {
+            k.url = Some("redis://h".into());
+            k.host = Some("h".into());
+        });
+        assert_eq!(url(&twice, &[]).expect_err("url and host").field_name(), Some("url"));
+    }
+
+    #[test]
+    fn postgres_comes_from_keywords_or_the_environment() {
+        let url = |k: &Keywords, v: &[(&str, &str)]| resolve_url(StoreKind::Postgres, k, "POSTGRES_", &vars(v));
+        let given = keywords(|k| {
+            k.host = Some("db".into());
+            k.port = Some(6543);
+            k.database = Some("app".into());
+            k.user = Some("svc".into());
+            k.password = Some("p@ss".into());
+            k.command_timeout = Some(Duration::from_secs(2));
+        });
+        assert_eq!(url(&given, &[]).expect("keywords"), "postgresql://svc:p%40ss@db:6543/app?command_timeout=2");
+        let env = [
+            ("POSTGRES_HOST", "db"),
+            ("POSTGRES_DATABASE", "x"),
+            ("POSTGRES_DB", "main"),
+            ("POSTGRES_USER", "svc"),
+            ("POSTGRES_COMMAND_TIMEOUT", "1.5"),
+        ];
+        let none = Keywords::default();
+        assert_eq!(url(&none, &env).expect("env"), "postgresql://svc@db:5432/main?command_timeout=1.5");
+        let e = url(&none, &[("POSTGRES_HOST", "h"), ("POSTGRES_PORT", "tcp://1.2.3.4:5432")]).expect_err("port");
+        assert_eq!(e.field_name(), Some("POSTGRES_PORT"));
+        let e = url(&none, &[("POSTGRES_URL", "postgresql://h/d"), ("POSTGRES_COMMAND_TIMEOUT", "soon")])
+            .expect_err("timeout");
+        assert_eq!(e.field_name(), Some("POSTGRES_COMMAND_TIMEOUT"));
+        let e = url(&none, &[("POSTGRES_URL", "postgresql://h"), ("POSTGRES_HOST", "h")]).expect_err("both");
+        assert!(e.to_string().contains("not both"), "{e}");
+        assert!(e.to_string().contains("not both"), "{e}");
+    }
+
+    #[cfg(feature = "backend-postgres")]
+    #[test]
+    fn a_postgres_password_from_the_environment_is_never_shown() {
+        let env = [("pg_host", "db"), ("PG_USER", "app"), ("PG_PASSWORD", "p@ss:w/rd"), ("PG_DB", "main")];
+        let Ok(crate::Target::Postgres(options)) =
+            crate::Target::from_settings(StoreKind::Postgres, &Keywords::default(), "PG_", &vars(&env))
+        else {
+            panic!("PG_HOST names a PostgreSQL server")
+        };
+        assert_eq!(options.shown_url(), "postgresql://app:***@db:5432/main");
+        let shown = format!("{options:?}");
+        assert!(!shown.contains("p%40ss") && !shown.contains("p@ss"), "{shown}");
+    }
+
+    #[test]
+    fn sqlite_comes_from_a_path_or_the_environment() {
+        let url = |k: &Keywords, v: &[(&str, &str)]| resolve_url(StoreKind::Sqlite, k, "SQLITE_", &vars(v));
+        let given = keywords(|k| k.path = Some("/var/lib/my app/locks.db".into()));
+        assert_eq!(url(&given, &[]).expect("path"), "sqlite:///var/lib/my%20app/locks.db");
+        let memory = keywords(|k| k.path = Some(":memory:".into()));
+        assert_eq!(
+            url(&memory, &[("SQLITE_SYNCHRONOUS", "NORMAL")]).expect("memory"),
+            "sqlite::memory:?synchronous=normal"
+        );
+        let none = Keywords::default();
+        assert_eq!(url(&none, &[("SQLITE_PATH", "/tmp/a.db")]).expect("env"), "sqlite:///tmp/a.db");
+        assert_eq!(url(&none, &[]).expect_err("missing").field_name(), Some("SQLITE_PATH"));
+        let e = url(&none, &[("SQLITE_PATH", "/a.db"), ("SQLITE_SYNCHRONOUS", "off")]).expect_err("sync");
+        assert_eq!(e.field_name(), Some("SQLITE_SYNCHRONOUS"));
+        let relative = url(&keywords(|k| k.path = Some("rel.db".into())), &[]).expect("relative");
+        assert!(relative.starts_with("sqlite:///") && relative.ends_with("/rel.db"), "{relative}");
+    }
+}

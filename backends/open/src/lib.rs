@@ -1,0 +1,48 @@
+//! # tenure-open
+//!
+//! Opens any Tenure store from a URL or from grelmicro's environment variables: the one place
+//! the CLI and every binding turn text into a store. Each store is behind a cargo feature
+//! (`backend-sqlite`, `backend-redis`, `backend-postgres`, all on by default); the in-process
+//! memory store is always there.
+//!
+//! - [`open`] takes a URL: `memory:`, `sqlite:///abs/path.db`, `redis://…`, `rediss://…`,
+//!   `redis+cluster://…`, `postgresql://…` (every scheme is in [`SCHEMES`], the one table).
+//! - [`Target::from_env`] reads grelmicro's variables (`REDIS_URL` xor `REDIS_HOST` + `PORT`,
+//!   `DB`, `PASSWORD`; `POSTGRES_URL` xor `POSTGRES_HOST` + `PORT`, `DB`/`DATABASE`, `USER`,
+//!   `PASSWORD`, `COMMAND_TIMEOUT`; `SQLITE_PATH`, `SQLITE_SYNCHRONOUS`), and [`resolve_url`]
+//!   merges them with settings given in code ([`Keywords`]) as grelmicro's providers do.
+//! - A bad URL or variable is an [`OpenError::Settings`] whose field names the part of the URL
+//!   or the variable that is wrong; an unknown scheme lists the known ones. No message shows a
+//!   password: URLs are shown through [`shown_url`], the one masking.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use tenure::Coordination;
+//!
+//! let store = tenure_open::open("sqlite:///var/lib/app/locks.db").await?;
+//! let coordination = Coordination::new(tenure_tokio::Tokio::current()).source(&store);
+//! let guard = coordination.lock("orders")?.build()?.acquire().await?;
+//! guard.release().await?;
+//! store.close().await?;
+//! # Ok(()) }
+//! ```
+
+#![deny(missing_docs)]
+
+mod env;
+mod store;
+mod target;
+
+pub use env::{Keywords, resolve_url};
+pub use store::Store;
+pub use target::Target;
+pub use tenure::OpenError;
+pub use tenure::backend::{SCHEMES, StoreKind, shown_url};
+/// How a host runs a Redis connection on its own event loop (see [`Target::open_dialed`]).
+#[cfg(feature = "backend-redis")]
+pub use tenure_redis::dial;
+
+/// Opens the store `url` names (see [`Target::from_url`]).
+pub async fn open(url: &str) -> Result<Store, OpenError> {
+    Target::from_url(url)?.open().await
+}

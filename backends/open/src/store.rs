@@ -1,0 +1,102 @@
+//! An open store of any kind: the provider of every primitive it serves.
+
+use std::sync::Arc;
+
+use tenure::backend::{LeaderElectionBackend, LockBackend, ScheduleBackend, StoreKind};
+use tenure::{Inspect, MemoryBackend, Provider};
+use tenure_core::BackendError;
+
+/// An open store. Clones share its connection (or file, or memory).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Store {
+    /// The in-process store.
+    Memory(MemoryBackend),
+    /// A SQLite file.
+    #[cfg(feature = "backend-sqlite")]
+    Sqlite(tenure_sqlite::SqliteBackend),
+    /// A Redis or Valkey server or cluster.
+    #[cfg(feature = "backend-redis")]
+    Redis(tenure_redis::RedisBackend),
+    /// A PostgreSQL database.
+    #[cfg(feature = "backend-postgres")]
+    Postgres(tenure_postgres::PostgresBackend),
+}
+
+impl Store {
+    /// The kind of store.
+    pub fn kind(&self) -> StoreKind {
+        match self {
+            Self::Memory(_) => StoreKind::Memory,
+            #[cfg(feature = "backend-sqlite")]
+            Self::Sqlite(_) => StoreKind::Sqlite,
+            #[cfg(feature = "backend-redis")]
+            Self::Redis(_) => StoreKind::Redis,
+            #[cfg(feature = "backend-postgres")]
+            Self::Postgres(_) => StoreKind::Postgres,
+        }
+    }
+
+    /// The store as something that lists what it holds (what `tenure status` shows); `None`
+    /// for memory, which only this process sees.
+    pub fn inspect(&self) -> Option<Arc<dyn Inspect>> {
+        match self {
+            Self::Memory(_) => None,
+            #[cfg(feature = "backend-sqlite")]
+            Self::Sqlite(s) => Some(Arc::new(s.clone())),
+            #[cfg(feature = "backend-redis")]
+            Self::Redis(r) => Some(Arc::new(r.clone())),
+            #[cfg(feature = "backend-postgres")]
+            Self::Postgres(p) => Some(Arc::new(p.clone())),
+        }
+    }
+
+    /// Closes the store: later calls through any clone fail. SQLite first vacates expired
+    /// leases (keeping fencing counters); the network stores close at once (leases end by
+    /// their expiry); memory has nothing to close.
+    pub async fn close(&self) -> Result<(), BackendError> {
+        match self {
+            Self::Memory(_) => Ok(()),
+            #[cfg(feature = "backend-sqlite")]
+            Self::Sqlite(s) => s.close().await,
+            #[cfg(feature = "backend-redis")]
+            Self::Redis(r) => {
+                r.close();
+                Ok(())
+            }
+            #[cfg(feature = "backend-postgres")]
+            Self::Postgres(p) => {
+                p.close();
+                Ok(())
+            }
+        }
+    }
+
+    /// The store as the provider of every primitive.
+    fn provider(&self) -> &dyn Provider {
+        match self {
+            Self::Memory(m) => m,
+            #[cfg(feature = "backend-sqlite")]
+            Self::Sqlite(s) => s,
+            #[cfg(feature = "backend-redis")]
+            Self::Redis(r) => r,
+            #[cfg(feature = "backend-postgres")]
+            Self::Postgres(p) => p,
+        }
+    }
+}
+
+/// Every store serves locks, task locks, elections and schedule claims.
+impl Provider for Store {
+    fn lock_backend(&self) -> Option<Arc<dyn LockBackend>> {
+        self.provider().lock_backend()
+    }
+
+    fn leader_election_backend(&self) -> Option<Arc<dyn LeaderElectionBackend>> {
+        self.provider().leader_election_backend()
+    }
+
+    fn schedule_backend(&self) -> Option<Arc<dyn ScheduleBackend>> {
+        self.provider().schedule_backend()
+    }
+}
