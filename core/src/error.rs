@@ -1,16 +1,16 @@
 //! The one error type of Tenure, mirroring grelmicro 0.44's coordination error classes by variant.
 //!
-//! Bindings map variants (never message text) to Python exception classes and Node error codes;
-//! the predicates below answer the `isinstance` questions of the Python hierarchy:
+//! Bindings map variants (never message text) to the error classes of their language; the
+//! predicates below answer the membership questions of the API reference's class hierarchy:
 //!
 //! ```text
 //! CoordinationError        BackendMissing, Reentrant, Upgrade, NotOwned, Busy, lock-backend family
 //! └─ LockBackendError      Acquire, Extend, Release, LockedCheck, OwnedCheck
 //! AdmissionError
 //! └─ WouldBlockError       WouldBlock
-//!    └─ LockTimeoutError   Timeout            (also a builtin TimeoutError)
+//!    └─ LockTimeoutError   Timeout            (also a timeout error)
 //! OutOfContextError        OutOfContext
-//! SettingsValidationError  Settings           (also a ValueError)
+//! SettingsValidationError  Settings           (also a value error)
 //! TypeError                WrongConfigType
 //! EventLoopDeadlockError   Deadlock
 //! RuntimeError             NotOpen
@@ -140,7 +140,7 @@ pub enum Error {
         what: String,
     },
     /// A backend was used before it was opened or after it was closed.
-    #[error("{what} is not open. Open the backend (or `async with micro:` in Python) before using it.")]
+    #[error("{what} is not open. Open it before use; after it is closed, open it again.")]
     NotOpen {
         /// The backend or call.
         what: String,
@@ -180,7 +180,7 @@ impl Error {
         Self::Settings(SettingsError::field(field, message))
     }
 
-    /// A stable, machine-readable code for this variant (Node's `error.code`, CLI `--json`).
+    /// A stable, machine-readable code for this variant (bindings' error codes, CLI `--json`).
     pub fn code(&self) -> &'static str {
         match self {
             Self::BackendMissing { .. } => "COORDINATION_BACKEND_MISSING",
@@ -233,7 +233,7 @@ impl Error {
         }
     }
 
-    /// Python `CoordinationError` and its subclasses.
+    /// The reference's `CoordinationError` and its subclasses.
     pub fn is_coordination(&self) -> bool {
         matches!(
             self,
@@ -245,42 +245,42 @@ impl Error {
         ) || self.is_lock_backend()
     }
 
-    /// Python `LockBackendError`: the store failed during a lock operation.
+    /// The reference's `LockBackendError`: the store failed during a lock operation.
     pub fn is_lock_backend(&self) -> bool {
         self.backend_error().is_some()
     }
 
-    /// Python `LockReleaseError`.
+    /// The reference's `LockReleaseError`.
     pub fn is_release(&self) -> bool {
         matches!(self, Self::Release { .. })
     }
 
-    /// Python `LockNotOwnedError`.
+    /// The reference's `LockNotOwnedError`.
     pub fn is_not_owned(&self) -> bool {
         matches!(self, Self::NotOwned { .. })
     }
 
-    /// Python `LockReentrantError`.
+    /// The reference's `LockReentrantError`.
     pub fn is_reentrant(&self) -> bool {
         matches!(self, Self::Reentrant { .. })
     }
 
-    /// Python `AdmissionError` and `WouldBlockError` (a timeout is also a would-block).
+    /// The reference's `AdmissionError` and `WouldBlockError` (a timeout is also a would-block).
     pub fn is_would_block(&self) -> bool {
         matches!(self, Self::WouldBlock { .. } | Self::Timeout { .. })
     }
 
-    /// Python `LockTimeoutError` (also a builtin `TimeoutError`).
+    /// The reference's `LockTimeoutError` (a timeout error of the language too).
     pub fn is_timeout(&self) -> bool {
         matches!(self, Self::Timeout { .. })
     }
 
-    /// Python `SettingsValidationError` (also a `ValueError`).
+    /// The reference's `SettingsValidationError` (a value error of the language too).
     pub fn is_settings(&self) -> bool {
         matches!(self, Self::Settings(_))
     }
 
-    /// Python `OutOfContextError`.
+    /// The reference's `OutOfContextError`.
     pub fn is_out_of_context(&self) -> bool {
         matches!(self, Self::OutOfContext { .. })
     }

@@ -7,8 +7,8 @@
 //! async runtime. It is fed events — commands, store replies tagged with the operation id they
 //! answer, timer expiries — each carrying `now`, and it returns store operations to run
 //! (`poll_effect`), application events (`poll_event`) and its next deadline (`poll_timeout`).
-//! Drivers run these transitions on an async runtime, bindings on Python's and Node's event
-//! loops, and the simulator in virtual time.
+//! Drivers run these transitions on an async runtime, and the simulator in virtual time; every
+//! language binding reaches them through a driver.
 //!
 //! It also holds the [`StoreModel`]: the reference semantics of a lease store, judged by a clock
 //! passed in. The memory backend is that model behind a mutex; the simulator uses it as its
