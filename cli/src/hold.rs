@@ -1,28 +1,26 @@
-//! Keeping a lease while a command runs: renew it every third of the lease; if renewals keep
-//! failing, stop the command (TERM, then KILL) before the lease can lapse; if the lease is lost,
-//! stop it at once. Signals sent to tenure are passed on to the command.
+//! A command run under a lease the library keeps alive (`KeepAlive`): this adds only the
+//! command's side — TERM, then KILL, timed so that KILL lands before the lease could lapse when
+//! renewals stop getting through; at once when the lease is lost — and passes signals sent to
+//! tenure on to the command.
 
 use std::future::Future;
 use std::process::ExitStatus;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use tenure::Error;
+use tenure::{Error, KeepAlive, KeepAliveEnd, Keepable, Timestamp};
 use tenure_tokio::{LockGuard, TaskLockGuard};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::{Instant, sleep_until};
 
+use crate::Failure;
 use crate::child::Running;
-use crate::{Failure, say};
+use crate::say;
 
-/// A lease the command runs under.
-pub(crate) trait Lease {
-    /// The fencing token of the lease.
+/// A lease a command runs under.
+pub(crate) trait Lease: Keepable {
+    /// Its fencing token.
     fn fence(&self) -> u64;
-    /// Renews it for another lease.
-    fn renew(&mut self) -> impl Future<Output = Result<(), Error>> + Send;
-    /// Completes when it is lost.
-    fn lost(&self) -> impl Future<Output = ()> + Send + 'static;
     /// Ends it when the command is done: a lock is released; a task lock keeps its claim for
     /// what is left of the min-hold window.
     fn end(self) -> impl Future<Output = Result<(), Error>> + Send;
@@ -33,14 +31,6 @@ impl Lease for LockGuard {
         self.fencing_token().get()
     }
 
-    async fn renew(&mut self) -> Result<(), Error> {
-        self.extend().await.map(drop)
-    }
-
-    fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
-        LockGuard::lost(self)
-    }
-
     fn end(self) -> impl Future<Output = Result<(), Error>> + Send {
         self.release()
     }
@@ -49,14 +39,6 @@ impl Lease for LockGuard {
 impl Lease for TaskLockGuard {
     fn fence(&self) -> u64 {
         self.fencing_token().get()
-    }
-
-    async fn renew(&mut self) -> Result<(), Error> {
-        self.extend().await
-    }
-
-    fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
-        TaskLockGuard::lost(self)
     }
 
     fn end(self) -> impl Future<Output = Result<(), Error>> + Send {
@@ -72,11 +54,9 @@ pub(crate) enum Ended {
     Stopped(String),
 }
 
-/// The timing of a lease kept for a command.
+/// How the command is stopped when its lease goes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Timing {
-    /// The lease.
-    pub(crate) lease: Duration,
     /// Time between TERM and KILL.
     pub(crate) grace: Duration,
     /// KILL lands at least this long before the lease's end.
@@ -85,66 +65,60 @@ pub(crate) struct Timing {
 
 impl Timing {
     pub(crate) fn for_lease(lease: Duration) -> Self {
-        Self { lease, grace: (lease / 4).min(Duration::from_secs(10)), margin: lease / 20 }
-    }
-
-    /// The last instant the lease may be counted on, for a request sent at `sent`: the lease
-    /// less the 1 % clock-drift allowance the core uses.
-    fn valid_until(&self, sent: Instant) -> Instant {
-        sent + self.lease - self.lease / 100
+        Self { grace: (lease / 4).min(Duration::from_secs(10)), margin: lease / 20 }
     }
 }
 
-/// Runs until the command exits, renewing `lease`; `acquired` is an instant before the request
-/// that last granted or renewed the lease was sent.
-pub(crate) async fn keep(
-    lease: &mut impl Lease,
+/// Runs until the command exits, while `kept` renews the lease.
+pub(crate) async fn keep<G: Lease>(
+    kept: &KeepAlive<G>,
     command: &mut Running,
     timing: Timing,
-    acquired: Instant,
 ) -> Result<Ended, Failure> {
     let mut interrupts = signals()?;
-    let lost = lease.lost();
+    let lost = kept.lost();
     tokio::pin!(lost);
-    let mut valid_until = timing.valid_until(acquired);
-    let mut next_renewal = acquired + timing.lease / 3;
     loop {
+        let Some(valid_until) = kept.valid_until() else {
+            let status = command.stop(timing.grace).await?;
+            return Ok(stopped(why_lost(kept), status));
+        };
+        let end = instant(valid_until);
         // TERM early enough that KILL, `grace` later, still lands `margin` before the end.
-        let stop_at = valid_until.checked_sub(timing.grace + timing.margin).unwrap_or_else(Instant::now);
+        let stop_at = end.checked_sub(timing.grace + timing.margin).unwrap_or_else(Instant::now);
         tokio::select! {
             status = command.wait() => return Ok(Ended::Exited(status?)),
             () = &mut lost => {
                 let status = command.stop(timing.grace).await?;
-                return Ok(stopped("the lease was lost", status));
+                return Ok(stopped(why_lost(kept), status));
             }
+            // Unless a renewal moved the end meanwhile, renewals are not getting through.
             () = sleep_until(stop_at) => {
-                let kill_by = valid_until.checked_sub(timing.margin).unwrap_or_else(Instant::now);
-                let grace = kill_by.saturating_duration_since(Instant::now());
-                let status = command.stop(grace).await?;
-                return Ok(stopped("the lease could not be renewed in time", status));
-            }
-            () = sleep_until(next_renewal) => {
-                let sent = Instant::now();
-                match lease.renew().await {
-                    Ok(()) => {
-                        valid_until = timing.valid_until(sent);
-                        next_renewal = sent + timing.lease / 3;
-                    }
-                    Err(e) if e.is_not_owned() || e.is_would_block() => {
-                        let status = command.stop(timing.grace).await?;
-                        return Ok(stopped(&format!("the lease was lost ({e})"), status));
-                    }
-                    Err(e) => {
-                        say!("renewing the lease failed, retrying: {e}");
-                        next_renewal = Instant::now() + (timing.lease / 10).min(Duration::from_secs(1));
-                    }
+                if kept.valid_until() != Some(valid_until) {
+                    continue;
                 }
+                let kill_by = end.checked_sub(timing.margin).unwrap_or_else(Instant::now);
+                let status = command.stop(kill_by.saturating_duration_since(Instant::now())).await?;
+                return Ok(stopped("the lease could not be renewed in time", status));
             }
             Some(signal) = interrupts.next() => {
                 say!("passing {signal} on to the command");
                 command.signal(signal);
             }
         }
+    }
+}
+
+/// A driver instant as tokio's.
+fn instant(t: Timestamp) -> Instant {
+    Instant::from_std(tenure::runtime::clock::instant(t))
+}
+
+fn why_lost<G: Lease>(kept: &KeepAlive<G>) -> &'static str {
+    match kept.ended() {
+        Some(KeepAliveEnd::Expired) => "the lease was lost: it could not be renewed in time",
+        Some(KeepAliveEnd::Lost) => "the lease was lost: another holder has it",
+        _ => "the lease was lost",
     }
 }
 

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use tenure::KeepAlive;
 use tenure_tokio::{Coordination, Tokio};
-use tokio::time::Instant;
 
 use crate::child::{self, exit_code};
 use crate::hold::{self, Ended, Lease, Timing};
@@ -85,35 +85,28 @@ pub(crate) async fn task(backend: Option<&str>, args: TaskArgs) -> Result<i32, F
 }
 
 /// Runs `command` under `lease` (with `TENURE_LOCK_NAME` and `TENURE_FENCING_TOKEN`), keeps the
-/// lease while it runs, ends the lease when it exits, and closes the store.
-///
-/// The lease is renewed once before the command starts: the grant may have answered an attempt
-/// sent long ago (a blocking acquire waits for as long as it takes), and only a renewal whose
-/// send instant is known here tells how long the lease can be counted on.
-async fn run_held(
+/// lease alive while it runs (the library renews it; see `hold`), ends the lease when it exits,
+/// and closes the store.
+async fn run_held<G: Lease>(
     store: &Store,
-    mut lease: impl Lease,
+    lease: G,
     name: &str,
     command: &[String],
     timing: Timing,
 ) -> Result<i32, Failure> {
-    let sent = Instant::now();
-    if let Err(e) = lease.renew().await {
-        let _ = lease.end().await;
-        store::close(store).await;
-        let code = if e.is_not_owned() || e.is_would_block() { EXIT_LOST } else { 1 };
-        return Err(Failure::new(code, format!("the lease of {name} could not be renewed before the command: {e}")));
-    }
     let env = [("TENURE_LOCK_NAME", name.to_owned()), ("TENURE_FENCING_TOKEN", lease.fence().to_string())];
+    // No maximum hold: the command decides how long it runs.
+    let kept = KeepAlive::new(lease, Duration::MAX);
     let mut running = match child::start(command, &env) {
         Ok(running) => running,
         Err(failure) => {
-            let _ = lease.end().await;
+            let _ = kept.stop().end().await;
             store::close(store).await;
             return Err(failure);
         }
     };
-    let ended = hold::keep(&mut lease, &mut running, timing, sent).await;
+    let ended = hold::keep(&kept, &mut running, timing).await;
+    let lease = kept.stop();
     if let Ok(Ended::Exited(_)) = ended
         && let Err(e) = lease.end().await
     {

@@ -81,8 +81,8 @@ pub use ids::{
     FencingToken, ForkSuffix, HolderIdentity, HolderKind, Key, KeyKind, LockHandle, Name, Nonce, OpId, Token, WorkerId,
 };
 pub use machine::{
-    ElectionEvent, ElectionMachine, LeadershipLoss, LockEvent, LockMachine, LockPhase, LossReason, Machine, Query,
-    QueryKind, TaskLockEvent, TaskLockMachine, TaskLockPhase,
+    ElectionEvent, ElectionMachine, KeepAlive, KeepAliveStep, LeadershipLoss, LockEvent, LockMachine, LockPhase,
+    LossReason, Machine, Query, QueryKind, TaskLockEvent, TaskLockMachine, TaskLockPhase,
 };
 pub use record::{LeaderRecord, Metadata};
 pub use rng::SplitMix64;

@@ -34,6 +34,13 @@ async fn a_frozen_server_fails_calls_within_their_timeouts_then_recovers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_lease_is_renewed_and_lost_when_the_server_freezes() {
+    let server = Server::start();
+    let store = open(&server.url(), Duration::from_millis(300)).await;
+    faults::a_kept_lease_is_renewed_and_lost_when_the_server_freezes(&server, &store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_and_restarted_server_keeps_leases_and_fences_and_the_backend_reconnects() {
     let mut server = Server::start();
     let store = open(&server.url(), Duration::from_millis(500)).await;

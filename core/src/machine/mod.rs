@@ -18,6 +18,7 @@
 //! timeouts: nothing a driver, a store or a network does in any order makes a machine panic.
 
 mod election;
+mod keep_alive;
 mod lock;
 mod query;
 mod task_lock;
@@ -25,6 +26,7 @@ mod task_lock;
 use std::time::Duration;
 
 pub use election::{ElectionEvent, ElectionMachine, LeadershipLoss};
+pub use keep_alive::{KeepAlive, KeepAliveStep, MAX_RETRY_PAUSE};
 pub use lock::{LockEvent, LockMachine, LockPhase, LossReason};
 pub use query::{Query, QueryKind};
 pub use task_lock::{TaskLockEvent, TaskLockMachine, TaskLockPhase};

@@ -18,6 +18,7 @@ mod drive;
 mod election;
 mod env;
 mod identity;
+mod keep_alive;
 mod lock;
 mod observe;
 pub mod runtime;
@@ -32,6 +33,7 @@ pub use backend::{
 pub use blocking::{BlockingLock, BlockingLockGuard, BlockingLockHolder, BlockingTaskLock, BlockingTaskLockGuard};
 pub use coordination::{Coordination, Provider, Registry};
 pub use election::{LeaderElection, LeaderElectionBuilder, LeaderGuard};
+pub use keep_alive::{KeepAlive, KeepAliveEnd, Keepable};
 pub use lock::{Lock, LockBuilder, LockGuard, LockHolder};
 pub use runtime::Runtime;
 pub use task_lock::{TaskLock, TaskLockBuilder, TaskLockGuard};

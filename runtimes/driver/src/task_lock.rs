@@ -14,6 +14,7 @@ use crate::backend::LockBackend;
 use crate::builder::{Common, common_setters, config_setters};
 use crate::drive::{Cell, Purpose, drive, finish_in_background, watch};
 use crate::identity::task_lock_token;
+use crate::keep_alive::{KeepAlive, Keepable, Renew, Sealed, Step};
 use crate::lock::LockExec;
 use crate::lock::stopped;
 use crate::runtime::Runtime;
@@ -127,6 +128,12 @@ impl<R: Runtime> TaskLock<R> {
         self.shared.runtime.now()
     }
 
+    /// The end of validity of the run with fencing token `fence`, while it counts on its lease.
+    fn valid_until(&self, fence: FencingToken) -> Option<Timestamp> {
+        let machine = self.shared.cell.lock();
+        machine.valid_until().filter(|_| machine.fence() == Some(fence))
+    }
+
     pub(crate) fn runtime(&self) -> &R {
         &self.shared.runtime
     }
@@ -200,6 +207,20 @@ impl<R: Runtime> TaskLockGuard<R> {
         self.lock.is_held()
     }
 
+    /// Until when the run may count on its lease, on the runtime's clock (see
+    /// [`LockGuard::valid_until`](crate::LockGuard::valid_until)); `None` once it is lost or
+    /// the run exited.
+    pub fn valid_until(&self) -> Option<Timestamp> {
+        self.lock.valid_until(self.fence)
+    }
+
+    /// Keeps the run's lease alive in the background: renewed every third of the lease, retried
+    /// while still valid, and the run exited after `max_hold` (`Duration::MAX`: never). See
+    /// [`KeepAlive`].
+    pub fn keep_alive(self, max_hold: Duration) -> KeepAlive<Self> {
+        KeepAlive::new(self, max_hold)
+    }
+
     /// Renews the lease for another `lease_duration` (the reference's `refresh`); the min hold
     /// still counts from the start. [`Error::NotOwned`] if the lease was lost.
     pub async fn extend(&mut self) -> Result<(), Error> {
@@ -229,6 +250,62 @@ impl<R: Runtime> TaskLockGuard<R> {
             let held = |m: &TaskLockMachine, now| m.valid_until().filter(|_| m.is_held(now) && m.fence() == fence);
             watch(&cell, &runtime, held).await;
         }
+    }
+}
+
+impl<R: Runtime> Sealed for TaskLockGuard<R> {
+    fn lease_of(&self) -> Arc<dyn Renew> {
+        Arc::new(KeptRun { lock: self.lock.clone(), fence: self.fence })
+    }
+}
+
+impl<R: Runtime> Keepable for TaskLockGuard<R> {
+    type Runtime = R;
+
+    fn runtime(&self) -> &R {
+        self.lock.runtime()
+    }
+
+    fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        TaskLockGuard::lost(self)
+    }
+}
+
+/// A run's lease as its renewal task sees it.
+struct KeptRun<R: Runtime> {
+    lock: TaskLock<R>,
+    fence: FencingToken,
+}
+
+impl<R: Runtime> Renew for KeptRun<R> {
+    fn name(&self) -> &str {
+        self.lock.name().as_str()
+    }
+
+    fn lease(&self) -> Duration {
+        self.lock.config().lease_duration()
+    }
+
+    fn valid_until(&self) -> Option<Timestamp> {
+        self.lock.valid_until(self.fence)
+    }
+
+    fn renew(&self) -> Step<'_> {
+        Box::pin(async {
+            let config = self.lock.config();
+            self.lock.command(|m, now| m.extend(now), &config, "extend").await.map(drop)
+        })
+    }
+
+    fn end(&self) -> Step<'_> {
+        Box::pin(async {
+            let config = self.lock.config();
+            self.lock.command(|m, now| m.exit(now), &config, "release").await.map(drop)
+        })
+    }
+
+    fn fence(&self) -> FencingToken {
+        self.fence
     }
 }
 

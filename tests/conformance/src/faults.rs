@@ -100,3 +100,49 @@ pub async fn a_crashed_server_keeps_leases_and_fences(server: &mut impl Server, 
     let next = rival.acquire_nowait().await.expect("free after release");
     assert_eq!(next.fencing_token().get(), fence + 1, "the fence survived the crash");
 }
+
+/// A lease kept alive on `store` (DESIGN §4.8): held three leases long with one fence while
+/// nobody else gets it; when `server` freezes, [`tenure::KeepAlive::lost`] completes once the
+/// validity runs out — not before — and after the thaw the next holder's fence is one more. A
+/// keep-alive with a maximum hold releases in the store when it is reached.
+pub async fn a_kept_lease_is_renewed_and_lost_when_the_server_freezes(server: &impl Server, store: &Store) {
+    let lease = Duration::from_millis(1500);
+    let (backend_timeout, no_bound) = (Duration::from_millis(300), Duration::from_secs(3600));
+    let kept = lock(store, "kept", lease, backend_timeout).acquire().await.expect("held").keep_alive(no_bound);
+    let fence = kept.fencing_token();
+    tokio::time::sleep(lease * 3).await;
+    assert!(kept.is_valid(), "kept three leases long");
+    assert_eq!(kept.fencing_token(), fence);
+    let token = kept.guard().handle().token.clone();
+    assert!(store.lock.owned("lock:kept", token.as_str()).await.expect("owned"), "the store still has it");
+    let rival = lock(store, "kept", lease, backend_timeout);
+    assert!(rival.acquire_nowait().await.expect_err("held").is_would_block());
+
+    server.freeze();
+    let believed_until = tenure::runtime::clock::instant(kept.valid_until().expect("valid"));
+    kept.lost().await;
+    let lost_at = Instant::now();
+    assert!(lost_at >= believed_until, "lost() before the validity ran out");
+    assert!(lost_at < believed_until + Duration::from_secs(1), "lost() {:?} late", lost_at - believed_until);
+    assert!(!kept.is_valid());
+    server.thaw();
+    until_answering(store.lock.as_ref()).await;
+    let next = rival.acquire().await.expect("free once the lease ended");
+    assert_eq!(next.fencing_token().get(), fence.get() + 1);
+    assert_eq!(kept.ended(), Some(tenure::KeepAliveEnd::Expired));
+    next.release().await.expect("released");
+
+    let kept = lock(store, "kept", lease, backend_timeout).acquire().await.expect("held").keep_alive(lease / 2);
+    kept.lost().await;
+    until_ended(&kept).await;
+    assert!(!store.lock.locked("lock:kept").await.expect("locked"), "released at the maximum hold");
+}
+
+/// Waits (up to 5 s) until `kept` says why its renewals stopped, and checks it was the hold.
+async fn until_ended<G: tenure::Keepable>(kept: &tenure::KeepAlive<G>) {
+    let start = Instant::now();
+    while kept.ended().is_none() && start.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(kept.ended(), Some(tenure::KeepAliveEnd::MaxHold));
+}

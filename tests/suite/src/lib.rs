@@ -11,6 +11,7 @@ pub mod blocking;
 pub mod config;
 pub mod coordination;
 pub mod election;
+pub mod keep_alive;
 pub mod lock;
 pub mod support;
 pub mod task_lock;
@@ -47,6 +48,13 @@ macro_rules! suite {
             lock::lock_second_acquire_on_the_same_lock_waits_instead_of_nesting,
             lock::lock_dropping_a_guard_stops_belief_at_once,
             lock::lock_every_acquisition_takes_a_fresh_token,
+            keep_alive::keep_alive_holds_a_lock_three_leases_with_one_fence,
+            keep_alive::keep_alive_loses_a_frozen_lease_before_another_holder_can_take_it,
+            keep_alive::keep_alive_retries_a_failed_renewal_while_the_lease_is_valid,
+            keep_alive::keep_alive_releases_at_the_maximum_hold,
+            keep_alive::keep_alive_dropped_stops_renewing_and_releases,
+            keep_alive::keep_alive_keeps_a_task_lock_run_past_its_lease,
+            keep_alive::keep_alive_a_renewal_confirmed_after_the_validity_does_not_revive_it,
             task_lock::task_lock_key_is_prefixed_and_separate_from_lock,
             task_lock::task_lock_nested_enter_is_reentrant,
             task_lock::task_lock_exit_after_min_hold_releases,

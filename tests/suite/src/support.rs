@@ -94,12 +94,14 @@ const HEALTHY: u8 = 0;
 const FAILING: u8 = 1;
 const FROZEN: u8 = 2;
 const SLOW: u8 = 3;
+const LATE: u8 = 4;
 
 /// Sleeps for a duration on the test's runtime.
 type Sleeper = Arc<dyn Fn(Duration) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
-/// A memory backend that can be made to fail every call, to never answer, or to apply and answer
-/// each call only after a delay — and back.
+/// A memory backend that can be made to fail every call, to never answer, to apply and answer
+/// each call only after a delay, or to apply each call at once and answer it after a delay — and
+/// back.
 #[derive(Clone, Default)]
 pub struct Faulty {
     pub memory: MemoryBackend,
@@ -123,6 +125,12 @@ impl Faulty {
         });
         *self.slow.lock().unwrap() = Some((delay, sleeper));
         self.mode.store(SLOW, Ordering::SeqCst);
+    }
+
+    /// Every call is applied at once and answered `delay` after it is made (timed on `rt`).
+    pub fn late<R: Runtime>(&self, rt: &R, delay: Duration) {
+        self.slow(rt, delay);
+        self.mode.store(LATE, Ordering::SeqCst);
     }
 
     pub fn fail(&self) {
@@ -152,6 +160,16 @@ impl Faulty {
                 Box::pin(async move {
                     sleeper(delay).await;
                     Ok(memory.apply(&op))
+                })
+            }
+            LATE => {
+                let Some((delay, sleeper)) = self.slow.lock().unwrap().clone() else {
+                    return Box::pin(std::future::pending());
+                };
+                let reply = self.memory.apply(op);
+                Box::pin(async move {
+                    sleeper(delay).await;
+                    Ok(reply)
                 })
             }
             _ => Box::pin(std::future::pending()),

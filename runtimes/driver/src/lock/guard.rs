@@ -1,10 +1,13 @@
 //! `LockGuard`: proof of holding a lock, released on drop.
 
 use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
 
-use tenure_core::{Error, FencingToken, LockHandle, Name};
+use tenure_core::{Error, FencingToken, LockHandle, Name, Timestamp};
 
 use super::LockHolder;
+use crate::keep_alive::{KeepAlive, Keepable, Renew, Sealed, Step};
 use crate::runtime::Runtime;
 
 /// A held lock. Send [`LockGuard::fencing_token`] with every write the lock protects, so the
@@ -49,6 +52,21 @@ impl<R: Runtime> LockGuard<R> {
         self.inner().is_held()
     }
 
+    /// Until when the lease may be counted on, on the runtime's clock: the send instant of the
+    /// request that granted or last renewed it, plus the lease less the 1 % drift allowance.
+    /// `None` once it is lost or released. (On the real runtimes,
+    /// [`clock::instant`](crate::runtime::clock::instant) turns it into an `Instant`.)
+    pub fn valid_until(&self) -> Option<Timestamp> {
+        self.inner().valid_until(self.handle.fencing_token)
+    }
+
+    /// Keeps the lease alive in the background while the job runs: renewed every third of the
+    /// lease, retried while still valid, released after `max_hold` (`Duration::MAX`: never).
+    /// See [`KeepAlive`].
+    pub fn keep_alive(self, max_hold: Duration) -> KeepAlive<Self> {
+        KeepAlive::new(self, max_hold)
+    }
+
     /// Renews the lease for another `lease_duration`. If it had lapsed and nobody took it, the
     /// store grants it again with a greater fencing token, which this guard then carries.
     pub async fn extend(&mut self) -> Result<&LockHandle, Error> {
@@ -78,6 +96,56 @@ impl<R: Runtime> LockGuard<R> {
     /// The holder behind this guard.
     pub fn holder(&self) -> &LockHolder<R> {
         self.inner()
+    }
+}
+
+impl<R: Runtime> Sealed for LockGuard<R> {
+    fn lease_of(&self) -> Arc<dyn Renew> {
+        Arc::new(KeptLease { holder: self.inner().clone(), fence: self.handle.fencing_token })
+    }
+}
+
+impl<R: Runtime> Keepable for LockGuard<R> {
+    type Runtime = R;
+
+    fn runtime(&self) -> &R {
+        &self.inner().lock().shared.runtime
+    }
+
+    fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        LockGuard::lost(self)
+    }
+}
+
+/// A guard's lease as its renewal task sees it: through the holder, under the guard's fence.
+struct KeptLease<R: Runtime> {
+    holder: LockHolder<R>,
+    fence: FencingToken,
+}
+
+impl<R: Runtime> Renew for KeptLease<R> {
+    fn name(&self) -> &str {
+        self.holder.lock().name().as_str()
+    }
+
+    fn lease(&self) -> Duration {
+        self.holder.lock().shared.config().lease_duration()
+    }
+
+    fn valid_until(&self) -> Option<Timestamp> {
+        self.holder.valid_until(self.fence)
+    }
+
+    fn renew(&self) -> Step<'_> {
+        Box::pin(async { self.holder.extend().await.map(drop) })
+    }
+
+    fn end(&self) -> Step<'_> {
+        Box::pin(self.holder.release())
+    }
+
+    fn fence(&self) -> FencingToken {
+        self.fence
     }
 }
 

@@ -95,6 +95,13 @@ impl<R: Runtime> LockHolder<R> {
         self.cell.lock().is_held(self.lock.now())
     }
 
+    /// The end of validity of the lease with fencing token `fence`, while this holder counts on
+    /// it (a later lease of the same holder is another one).
+    pub(crate) fn valid_until(&self, fence: tenure_core::FencingToken) -> Option<Timestamp> {
+        let machine = self.cell.lock();
+        machine.valid_until().filter(|_| machine.fence() == Some(fence))
+    }
+
     /// The handle of the lease held (or last held, until released).
     pub fn handle(&self) -> Option<LockHandle> {
         self.cell.lock().handle()

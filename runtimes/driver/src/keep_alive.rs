@@ -1,0 +1,263 @@
+//! [`KeepAlive`]: a held lease renewed in the background while a job runs (DESIGN §4.8).
+//!
+//! The schedule is the core's [`tenure_core::KeepAlive`]; this module runs it on the runtime: a
+//! background task renews through the guard's holder, retries a failed renewal while the lease
+//! is still valid, and releases at the maximum hold. The lease's own validity (counted from each
+//! request's send) decides when it is lost, so [`KeepAlive::lost`] completes the moment a frozen
+//! store lets it run out — before the store could grant it to anyone else.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use event_listener::Event;
+use futures_lite::future;
+use tenure_core::{Error, FencingToken, KeepAliveStep, Timestamp};
+
+use crate::runtime::{Runtime, sleep_until};
+
+/// A boxed future of a renewal or an end.
+pub(crate) type Step<'a> = Pin<Box<dyn Future<Output = Result<(), Error>> + Send + 'a>>;
+
+pub(crate) mod private {
+    use super::{Duration, FencingToken, Step, Timestamp};
+
+    /// A held lease, as the renewal task sees it: through its holder, not its guard.
+    pub trait Renew: Send + Sync + 'static {
+        /// The lock name, for logs.
+        fn name(&self) -> &str;
+        /// The lease a renewal asks for.
+        fn lease(&self) -> Duration;
+        /// The end of validity of the kept lease (`None` once it is lost, ended or replaced).
+        fn valid_until(&self) -> Option<Timestamp>;
+        /// Extends the lease.
+        fn renew(&self) -> Step<'_>;
+        /// Ends it at the maximum hold (a lock is released; a task lock exits).
+        fn end(&self) -> Step<'_>;
+        /// Its fencing token.
+        fn fence(&self) -> FencingToken;
+    }
+
+    /// A guard a [`KeepAlive`](super::KeepAlive) can keep.
+    pub trait Sealed {
+        /// The lease as the renewal task sees it.
+        fn lease_of(&self) -> std::sync::Arc<dyn Renew>;
+    }
+}
+
+pub(crate) use private::{Renew, Sealed};
+
+/// A guard whose lease a [`KeepAlive`] keeps: [`LockGuard`](crate::LockGuard) and
+/// [`TaskLockGuard`](crate::TaskLockGuard).
+pub trait Keepable: private::Sealed + Send + Sized + 'static {
+    /// The runtime the renewals run on.
+    type Runtime: Runtime;
+
+    /// That runtime.
+    fn runtime(&self) -> &Self::Runtime;
+
+    /// Completes when the lease is lost (or ended).
+    fn lost(&self) -> impl Future<Output = ()> + Send + 'static;
+}
+
+/// Why a [`KeepAlive`] stopped renewing on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeepAliveEnd {
+    /// The maximum hold was reached and the lease ended (released, or a task lock exited).
+    MaxHold,
+    /// The validity ran out without a confirmed renewal (the store was unreachable or slow).
+    Expired,
+    /// A renewal found the lease taken by another holder, or it was released.
+    Lost,
+}
+
+/// A held lease kept alive in the background: renewed every third of the lease, retried while
+/// still valid, released at the maximum hold. Made by [`LockGuard::keep_alive`] and
+/// [`TaskLockGuard::keep_alive`].
+///
+/// Race the job against [`KeepAlive::lost`] so it stops when the lease goes; send
+/// [`KeepAlive::fencing_token`] with every write it protects. Dropping the `KeepAlive` stops the
+/// renewals and releases the lease in the background; [`KeepAlive::stop`] stops them and hands
+/// the guard back (to release and see the outcome, or to exit a task lock).
+///
+/// ```
+/// # use std::time::Duration;
+/// # use tenure::{Lock, MemoryBackend};
+/// # async fn job() {}
+/// # async fn example<R: tenure::Runtime>(runtime: R) -> Result<(), tenure::Error> {
+/// let lock = Lock::builder("reindex", runtime).backend(MemoryBackend::new()).build()?;
+/// let kept = lock.acquire().await?.keep_alive(Duration::from_secs(3600));
+/// let lost = kept.lost();
+/// futures_lite::future::or(async { job().await; true }, async { lost.await; false }).await;
+/// kept.stop().release().await?;
+/// # Ok(()) }
+/// ```
+///
+/// [`LockGuard::keep_alive`]: crate::LockGuard::keep_alive
+/// [`TaskLockGuard::keep_alive`]: crate::TaskLockGuard::keep_alive
+#[must_use = "dropping the KeepAlive releases the lease"]
+pub struct KeepAlive<G: Keepable> {
+    /// Taken only by `stop` (which consumes the `KeepAlive`) and `drop`.
+    guard: Option<G>,
+    lease: Arc<dyn Renew>,
+    shared: Arc<Shared>,
+}
+
+/// What the renewal task and the `KeepAlive` share.
+#[derive(Default)]
+struct Shared {
+    stopped: AtomicBool,
+    /// Rung on stop (so a waiting renewal task ends at once) and on the end.
+    event: Event,
+    ended: Mutex<Option<KeepAliveEnd>>,
+}
+
+impl Shared {
+    fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        self.event.notify(usize::MAX);
+    }
+
+    fn end(&self, end: KeepAliveEnd) {
+        *self.ended.lock().unwrap_or_else(PoisonError::into_inner) = Some(end);
+        self.event.notify(usize::MAX);
+    }
+
+    fn ended(&self) -> Option<KeepAliveEnd> {
+        *self.ended.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Completes once the renewals have ended on their own.
+    async fn until_ended(self: Arc<Self>) {
+        loop {
+            let listener = self.event.listen();
+            if self.ended().is_some() {
+                return;
+            }
+            listener.await;
+        }
+    }
+}
+
+impl<G: Keepable> KeepAlive<G> {
+    /// Starts keeping `guard`'s lease for at most `max_hold` (`Duration::MAX`: no bound); the
+    /// same as the guard's own `keep_alive`.
+    pub fn new(guard: G, max_hold: Duration) -> Self {
+        let lease = private::Sealed::lease_of(&guard);
+        let runtime = guard.runtime().clone();
+        let policy = tenure_core::KeepAlive::new(runtime.now(), lease.lease(), max_hold);
+        let shared = Arc::new(Shared::default());
+        runtime.clone().spawn(renew(runtime, lease.clone(), policy, shared.clone()));
+        Self { guard: Some(guard), lease, shared }
+    }
+
+    fn inner(&self) -> &G {
+        // `guard` is only taken by `stop` and `drop`, after which no `&self` exists.
+        self.guard.as_ref().expect("a live KeepAlive has its guard")
+    }
+
+    /// The guard whose lease is kept.
+    pub fn guard(&self) -> &G {
+        self.inner()
+    }
+
+    /// The fencing token of the kept lease: send it with every write the lock protects.
+    pub fn fencing_token(&self) -> FencingToken {
+        self.lease.fence()
+    }
+
+    /// Until when the lease may be counted on, on the runtime's clock; `None` once it is lost or
+    /// ended. Moves forward with every confirmed renewal.
+    pub fn valid_until(&self) -> Option<Timestamp> {
+        self.lease.valid_until().filter(|_| self.ended().is_none())
+    }
+
+    /// Whether the lease may be counted on now.
+    pub fn is_valid(&self) -> bool {
+        let now = self.inner().runtime().now();
+        self.valid_until().is_some_and(|until| now < until)
+    }
+
+    /// Completes when the lease is lost — its validity ran out without a confirmed renewal, a
+    /// renewal found it taken — or ended at the maximum hold.
+    ///
+    /// Once it has completed the `KeepAlive` renews no more, even if a renewal sent before the
+    /// validity ran out is confirmed after it.
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        future::or(self.inner().lost(), self.shared.clone().until_ended())
+    }
+
+    /// Why the renewals stopped on their own, once they have.
+    pub fn ended(&self) -> Option<KeepAliveEnd> {
+        self.shared.ended()
+    }
+
+    /// Stops renewing and hands the guard back (a renewal in flight completes first).
+    pub fn stop(mut self) -> G {
+        self.shared.stop();
+        // `guard` is only taken here and in `drop`, each once.
+        self.guard.take().expect("a live KeepAlive has its guard")
+    }
+}
+
+impl<G: Keepable> Drop for KeepAlive<G> {
+    fn drop(&mut self) {
+        self.shared.stop();
+        // The guard's own drop releases (or exits) in the background.
+        drop(self.guard.take());
+    }
+}
+
+impl<G: Keepable> std::fmt::Debug for KeepAlive<G> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeepAlive")
+            .field("name", &self.lease.name())
+            .field("fencing_token", &self.fencing_token())
+            .field("ended", &self.ended())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a lease valid until `until` still is.
+fn validity_held<R: Runtime>(runtime: &R, until: Option<Timestamp>) -> bool {
+    until.is_some_and(|until| runtime.now() < until)
+}
+
+/// The renewal task: follows the core's schedule until stopped, lost or ended.
+async fn renew<R: Runtime>(runtime: R, lease: Arc<dyn Renew>, mut policy: tenure_core::KeepAlive, shared: Arc<Shared>) {
+    loop {
+        // Listen before looking, so a stop in between is not missed.
+        let stopped = shared.event.listen();
+        if shared.stopped.load(Ordering::SeqCst) {
+            return;
+        }
+        let before = lease.valid_until();
+        match policy.next(runtime.now(), before) {
+            KeepAliveStep::Wait(at) => future::or(sleep_until(&runtime, Some(at)), stopped).await,
+            KeepAliveStep::Renew => match lease.renew().await {
+                // A confirmation that came after the validity it renewed ran out is no use: the
+                // holder has been told the lease is lost (its `lost()` completed) and may have
+                // stopped its job. Lost is final.
+                Ok(()) if !validity_held(&runtime, before) => return shared.end(KeepAliveEnd::Expired),
+                Ok(()) => policy.renewed(),
+                Err(e) if e.is_not_owned() => return shared.end(KeepAliveEnd::Lost),
+                Err(e) => {
+                    tracing::warn!(name = lease.name(), error = %e, "renewing a kept lease failed; retrying while it is valid");
+                    policy.failed(runtime.now());
+                }
+            },
+            KeepAliveStep::Release => {
+                if let Err(e) = lease.end().await {
+                    tracing::warn!(name = lease.name(), error = %e, "ending a kept lease at its maximum hold failed");
+                }
+                return shared.end(KeepAliveEnd::MaxHold);
+            }
+            KeepAliveStep::Lost => return shared.end(KeepAliveEnd::Expired),
+            // A step this driver does not know: nothing it can keep.
+            _ => return,
+        }
+    }
+}

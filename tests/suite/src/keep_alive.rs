@@ -1,0 +1,141 @@
+//! Leases kept alive by the driver (DESIGN §4.8): renewed every third of the lease, retried while
+//! valid, released at the maximum hold, lost the moment validity runs out unconfirmed.
+
+use std::time::Duration;
+
+use futures_lite::future;
+use tenure::{KeepAliveEnd, LockBackend, MemoryBackend, Runtime};
+
+use crate::support::{Faulty, eventually, eventually_async, lock, ms, sleep, task_lock};
+
+/// The longest a test keeps anything: far beyond every bound it checks.
+const NO_BOUND: Duration = Duration::from_secs(3600);
+
+pub async fn keep_alive_holds_a_lock_three_leases_with_one_fence<R: Runtime>(rt: R) {
+    let backend = MemoryBackend::new();
+    let lock = lock(&rt, backend.clone(), "cart", ms(60));
+    let other = crate::support::lock(&rt, backend.clone(), "cart", ms(60));
+    let kept = lock.acquire().await.unwrap().keep_alive(NO_BOUND);
+    let fence = kept.fencing_token();
+    let first = kept.valid_until().unwrap();
+    sleep(&rt, ms(200)).await;
+    assert!(kept.is_valid(), "kept past three leases");
+    assert!(kept.valid_until().unwrap() > first, "the validity moved forward with the renewals");
+    assert_eq!(kept.fencing_token(), fence);
+    assert_eq!(backend.last_fence("lock:cart"), Some(fence), "no new lease was granted in between");
+    assert!(other.acquire_nowait().await.unwrap_err().is_would_block(), "nobody else got it");
+    assert!(kept.guard().owned().await.unwrap());
+    assert_eq!(kept.ended(), None);
+    kept.stop().release().await.unwrap();
+    assert!(!lock.locked().await.unwrap());
+}
+
+pub async fn keep_alive_loses_a_frozen_lease_before_another_holder_can_take_it<R: Runtime>(rt: R) {
+    let store = Faulty::default();
+    // Leases of 2 s: the store's lease outlasts the holder's belief by 1 %, 20 ms.
+    let lock = lock(&rt, store.clone(), "cart", ms(2000));
+    let kept = lock.acquire().await.unwrap().keep_alive(NO_BOUND);
+    store.freeze();
+    let believed_until = kept.valid_until().unwrap();
+    let lost = kept.lost();
+    // A contender straight on the store (not frozen for it) takes the lock as soon as it can.
+    let contender = crate::support::lock(&rt, store.memory.clone(), "cart", ms(2000));
+    let taken = async {
+        let guard = contender.acquire().await.unwrap();
+        (rt.now(), guard)
+    };
+    let (lost_at, taken) = future::zip(
+        async {
+            lost.await;
+            rt.now()
+        },
+        taken,
+    )
+    .await;
+    let (taken_at, guard) = taken;
+    assert!(lost_at >= believed_until, "lost() completed before the validity ran out");
+    assert!(taken_at > believed_until, "another holder took the lease while this one could count on it");
+    assert!(lost_at.saturating_duration_since(believed_until) < ms(1000), "lost() came far too late");
+    assert!(!kept.is_valid());
+    eventually(&rt, "the renewals stop, seeing the lease expired", || kept.ended() == Some(KeepAliveEnd::Expired))
+        .await;
+    store.heal();
+    guard.release().await.unwrap();
+    assert!(kept.stop().release().await.unwrap_err().is_not_owned());
+}
+
+pub async fn keep_alive_retries_a_failed_renewal_while_the_lease_is_valid<R: Runtime>(rt: R) {
+    let store = Faulty::default();
+    let lock = lock(&rt, store.clone(), "cart", ms(300));
+    let kept = lock.acquire().await.unwrap().keep_alive(NO_BOUND);
+    let fence = kept.fencing_token();
+    // Renewals fail for a while — less than the validity left — then the store heals.
+    sleep(&rt, ms(80)).await;
+    store.fail();
+    sleep(&rt, ms(120)).await;
+    store.heal();
+    sleep(&rt, ms(400)).await;
+    assert!(kept.is_valid(), "a retried renewal kept the lease");
+    assert_eq!((kept.fencing_token(), kept.ended()), (fence, None));
+    kept.stop().release().await.unwrap();
+}
+
+pub async fn keep_alive_releases_at_the_maximum_hold<R: Runtime>(rt: R) {
+    let backend = MemoryBackend::new();
+    let lock = lock(&rt, backend.clone(), "cart", ms(60));
+    let started = rt.now();
+    let kept = lock.acquire().await.unwrap().keep_alive(ms(150));
+    kept.lost().await;
+    assert!(rt.now().saturating_duration_since(started) >= ms(150), "released before the maximum hold");
+    eventually(&rt, "the hold ends", || kept.ended() == Some(KeepAliveEnd::MaxHold)).await;
+    assert!(!LockBackend::locked(&backend, "lock:cart").await.unwrap(), "released in the store");
+    assert!(kept.stop().release().await.unwrap_err().is_not_owned());
+}
+
+pub async fn keep_alive_dropped_stops_renewing_and_releases<R: Runtime>(rt: R) {
+    let backend = MemoryBackend::new();
+    let lock = lock(&rt, backend.clone(), "cart", ms(60));
+    let kept = lock.acquire().await.unwrap().keep_alive(NO_BOUND);
+    let fence = kept.fencing_token();
+    sleep(&rt, ms(30)).await;
+    drop(kept);
+    eventually_async(&rt, "the dropped keep-alive releases", || async { !lock.locked().await.unwrap() }).await;
+    let next = lock.acquire().await.unwrap();
+    assert!(next.fencing_token() > fence);
+    next.release().await.unwrap();
+}
+
+pub async fn keep_alive_keeps_a_task_lock_run_past_its_lease<R: Runtime>(rt: R) {
+    let backend = MemoryBackend::new();
+    let task = task_lock(&rt, backend.clone(), "nightly", ms(10), ms(60));
+    let kept = task.enter().await.unwrap().keep_alive(NO_BOUND);
+    sleep(&rt, ms(200)).await;
+    assert!(kept.is_valid() && kept.guard().is_valid(), "the run outlived three leases");
+    assert!(task_lock(&rt, backend, "nightly", ms(10), ms(60)).enter().await.unwrap_err().is_would_block());
+    // Without the keep-alive this exit would be NotOwned (the job outlived its lease).
+    kept.stop().exit().await.unwrap();
+    let started = rt.now();
+    let kept = task.enter().await.unwrap().keep_alive(ms(100));
+    kept.lost().await;
+    assert!(rt.now().saturating_duration_since(started) >= ms(100));
+    eventually(&rt, "the run ends at its maximum hold", || kept.ended() == Some(KeepAliveEnd::MaxHold)).await;
+    assert!(!task.is_held());
+}
+
+pub async fn keep_alive_a_renewal_confirmed_after_the_validity_does_not_revive_it<R: Runtime>(rt: R) {
+    let store = Faulty::default();
+    let lock = lock(&rt, store.clone(), "cart", ms(100));
+    let other = crate::support::lock(&rt, store.memory.clone(), "cart", ms(100));
+    let kept = lock.acquire().await.unwrap().keep_alive(NO_BOUND);
+    // The next renewal (due a third into the lease, at ~33 ms) is applied at once but answered
+    // only after the validity it renews ran out (~99 ms), though before the one it brings
+    // (~132 ms) and within the backend timeout.
+    store.late(&rt, ms(85));
+    kept.lost().await;
+    store.heal();
+    eventually(&rt, "the late confirmation ends the renewals", || kept.ended() == Some(KeepAliveEnd::Expired)).await;
+    assert!(!kept.is_valid() && kept.valid_until().is_none());
+    kept.lost().await; // completes at once from now on
+    // Nothing renews the lease any more: another holder gets it once it runs out.
+    other.acquire_timeout(ms(1000)).await.unwrap().release().await.unwrap();
+}
