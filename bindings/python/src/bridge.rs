@@ -102,18 +102,6 @@ where
     Ok(py_future)
 }
 
-/// Runs `fut` on the runtime and blocks the calling thread (without the interpreter lock) until
-/// it is done: the `from_thread` adapters.
-pub(crate) fn block_on<T, F>(py: Python<'_>, fut: F) -> PyResult<T>
-where
-    T: Send,
-    F: Future<Output = Result<T, Fail>> + Send,
-{
-    let handle = crate::tokio_handle();
-    let outcome = py.detach(|| handle.block_on(fut));
-    outcome.map_err(|fail| fail.into_py(py))
-}
-
 /// Runs `f` with the interpreter, unless it is exiting ([`shutdown`]): how a thread of this
 /// module other than Python's own touches Python.
 pub(crate) fn with_python(f: impl FnOnce(Python<'_>)) {

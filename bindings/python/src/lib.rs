@@ -9,9 +9,11 @@ mod aio;
 mod backend;
 mod bridge;
 mod election;
+mod kept;
 mod lock;
 mod logging;
 mod task_lock;
+mod thread;
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -156,6 +158,9 @@ fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lock::Holder>()?;
     m.add_class::<task_lock::TaskLock>()?;
     m.add_class::<task_lock::TaskGuard>()?;
+    m.add_class::<thread::ThreadGuard>()?;
+    m.add_class::<thread::ThreadTaskGuard>()?;
+    m.add_class::<kept::Kept>()?;
     m.add_class::<election::LeaderElection>()?;
     m.add_function(wrap_pyfunction!(backend::memory_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backend::open_backend, m)?)?;

@@ -9,7 +9,8 @@ use tenure::LockHandle;
 use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
-use crate::bridge::{Fail, awaitable, block_on};
+use crate::bridge::{Fail, awaitable};
+use crate::thread::ThreadGuard;
 use crate::{common_settings, py_error, runtime, seconds};
 
 /// A lock on a backend, configured as grelmicro's `Lock(...)` is.
@@ -88,10 +89,22 @@ impl Lock {
         Holder { inner: self.inner.holder() }
     }
 
-    /// [`Lock::locked`], blocking the calling thread.
+    /// Acquires for the calling thread (the driver's blocking adapter), waiting up to `timeout`
+    /// seconds: the thread's guard and the handle.
+    #[pyo3(signature = (timeout=None))]
+    fn acquire_thread(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<(ThreadGuard, HandleTuple)> {
+        ThreadGuard::acquire(py, &self.inner, timeout, false)
+    }
+
+    /// One attempt for the calling thread.
+    fn acquire_nowait_thread(&self, py: Python<'_>) -> PyResult<(ThreadGuard, HandleTuple)> {
+        ThreadGuard::acquire(py, &self.inner, None, true)
+    }
+
+    /// Whether anyone holds the lock, blocking the calling thread.
     fn locked_blocking(&self, py: Python<'_>) -> PyResult<bool> {
-        let lock = self.inner.clone();
-        block_on(py, async move { lock.locked().await.map_err(Fail::from) })
+        let blocking = self.inner.blocking();
+        crate::thread::detached(py, || blocking.locked())
     }
 
     /// Whether anyone holds the lock.
@@ -108,9 +121,9 @@ pub(crate) struct Holder {
 }
 
 /// A handle as Python receives it: `(name, token, fencing_token)`.
-type HandleTuple = (String, String, u64);
+pub(crate) type HandleTuple = (String, String, u64);
 
-fn handle(h: &LockHandle) -> HandleTuple {
+pub(crate) fn handle(h: &LockHandle) -> HandleTuple {
     (h.name.as_str().to_owned(), h.token.as_str().to_owned(), h.fencing_token.get())
 }
 
@@ -158,35 +171,11 @@ impl Holder {
         self.run(py, |h| async move { h.owned().await })
     }
 
-    /// [`Holder::acquire`], blocking the calling thread.
-    #[pyo3(signature = (timeout=None))]
-    fn acquire_blocking(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<HandleTuple> {
-        let timeout: Option<Duration> = timeout.map(|t| seconds(py, "timeout", t)).transpose()?;
-        let holder = self.inner.clone();
-        block_on(py, async move { holder.acquire(timeout).await.map(|x| handle(&x)).map_err(Fail::from) })
-    }
-
-    /// [`Holder::acquire_nowait`], blocking the calling thread.
-    fn acquire_nowait_blocking(&self, py: Python<'_>) -> PyResult<HandleTuple> {
-        let holder = self.inner.clone();
-        block_on(py, async move { holder.acquire_nowait().await.map(|x| handle(&x)).map_err(Fail::from) })
-    }
-
-    /// [`Holder::extend`], blocking the calling thread.
-    fn extend_blocking(&self, py: Python<'_>) -> PyResult<HandleTuple> {
-        let holder = self.inner.clone();
-        block_on(py, async move { holder.extend().await.map(|x| handle(&x)).map_err(Fail::from) })
-    }
-
-    /// [`Holder::release`], blocking the calling thread.
-    fn release_blocking(&self, py: Python<'_>) -> PyResult<()> {
-        let holder = self.inner.clone();
-        block_on(py, async move { holder.release().await.map_err(Fail::from) })
-    }
-
-    /// [`Holder::owned`], blocking the calling thread.
-    fn owned_blocking(&self, py: Python<'_>) -> PyResult<bool> {
-        let holder = self.inner.clone();
-        block_on(py, async move { holder.owned().await.map_err(Fail::from) })
+    /// Keeps the lease this holder holds alive (see the driver's `KeepAlive`), for at most
+    /// `max_hold` seconds; `LockNotOwnedError` if it holds none.
+    fn keep_alive(&self, py: Python<'_>, max_hold: f64) -> PyResult<crate::kept::Kept> {
+        let max_hold = seconds(py, "max_hold", max_hold)?;
+        let kept = self.inner.keep_alive(max_hold).map_err(|e| py_error(py, &e))?;
+        Ok(crate::kept::Kept::new(kept))
     }
 }

@@ -7,7 +7,8 @@ use pyo3::types::PyDict;
 use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
-use crate::bridge::{Fail, awaitable, block_on};
+use crate::bridge::{Fail, awaitable};
+use crate::thread::ThreadTaskGuard;
 use crate::{common_settings, py_error, runtime};
 
 /// A task lock on a backend, configured as grelmicro's `TaskLock(...)` is.
@@ -69,15 +70,15 @@ impl TaskLock {
         awaitable(py, enter(self.inner.clone()))
     }
 
-    /// [`TaskLock::enter`], blocking the calling thread.
-    fn enter_blocking(&self, py: Python<'_>) -> PyResult<TaskGuard> {
-        block_on(py, enter(self.inner.clone()))
+    /// Enters for the calling thread (the driver's blocking adapter, a `:thread:` token).
+    fn enter_thread(&self, py: Python<'_>) -> PyResult<ThreadTaskGuard> {
+        ThreadTaskGuard::enter(py, &self.inner)
     }
 
-    /// [`TaskLock::locked`], blocking the calling thread.
+    /// Whether anyone holds the task lock, blocking the calling thread.
     fn locked_blocking(&self, py: Python<'_>) -> PyResult<bool> {
-        let lock = self.inner.clone();
-        block_on(py, async move { lock.locked().await.map_err(Fail::from) })
+        let blocking = self.inner.blocking();
+        crate::thread::detached(py, || blocking.locked())
     }
 
     /// Whether anyone holds the task lock.
@@ -112,11 +113,6 @@ impl TaskGuard {
                 None => Err(Fail::Core(tenure::Error::NotOwned { name })),
             }
         })
-    }
-
-    /// [`TaskGuard::exit`], blocking the calling thread.
-    fn exit_blocking(&self, py: Python<'_>) -> PyResult<()> {
-        block_on(py, exit(self.guard.clone(), self.name.clone()))
     }
 
     /// Ends the run, keeping the lock until the minimum hold has passed.

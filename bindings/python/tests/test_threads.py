@@ -2,12 +2,15 @@
 call on an event loop's thread refused (spec §1.4)."""
 
 import asyncio
+import re
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
-from tenure import Lock, LockNotOwnedError, LockReentrantError, MemoryProvider, TaskLock, WouldBlockError
+from tenure import Lock, LockNotOwnedError, LockReentrantError, MemoryProvider, SQLiteProvider, TaskLock, WouldBlockError
 from tenure.errors import EventLoopDeadlockError
 
 
@@ -84,3 +87,47 @@ def test_task_locks_from_threads():
     with pytest.raises(WouldBlockError):
         with second.from_thread:
             pass
+
+
+def _stored_token(path, key):
+    """The token the SQLite file holds for `key`, read by another process (one SQLite library per
+    process)."""
+    script = "import sqlite3, sys; row = sqlite3.connect(sys.argv[1]).execute('SELECT token FROM locks WHERE name = ?', (sys.argv[2],)).fetchone(); print(row[0] if row else '')"
+    return subprocess.run([sys.executable, "-c", script, str(path), key], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_threads_hold_with_thread_tokens_as_grelmicro_writes_them(tmp_path):
+    path = tmp_path / "locks.db"
+    provider = SQLiteProvider(str(path))
+    asyncio.run(provider.open())
+    try:
+        lock = Lock("cart", backend=provider.lock(), env_load=False)
+        handle = lock.from_thread.acquire()
+        stored = _stored_token(path, "lock:cart")
+        assert stored == handle.token
+        assert re.fullmatch(r"[0-9a-f]+:thread:\d+\.[0-9a-f]+", stored), stored
+        lock.from_thread.release()
+        task = TaskLock("job", backend=provider.lock(), min_hold_duration=0.01, env_load=False)
+        with task.from_thread:
+            assert ":thread:" in _stored_token(path, "tasklock:job")
+    finally:
+        asyncio.run(provider.close())
+
+
+def test_a_nested_acquire_on_one_thread_is_refused_not_a_deadlock():
+    lock = Lock("cart", backend=MemoryProvider().lock(), env_load=False)
+    outcome = []
+
+    def nest():
+        with lock.from_thread:
+            try:
+                lock.from_thread.acquire(timeout=30)
+            except LockReentrantError as e:
+                outcome.append(e.name)
+
+    t = threading.Thread(target=nest)
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "the nested acquire waited for its own thread"
+    assert outcome == ["cart"]
+    assert not lock.from_thread.locked()

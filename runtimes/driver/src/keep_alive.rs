@@ -59,7 +59,7 @@ pub trait Keepable: private::Sealed + Send + Sized + 'static {
     fn runtime(&self) -> &Self::Runtime;
 
     /// Completes when the lease is lost (or ended).
-    fn lost(&self) -> impl Future<Output = ()> + Send + 'static;
+    fn lost(&self) -> impl Future<Output = ()> + Send + 'static + use<Self>;
 }
 
 /// Why a [`KeepAlive`] stopped renewing on its own.
@@ -186,7 +186,7 @@ impl<G: Keepable> KeepAlive<G> {
     ///
     /// Once it has completed the `KeepAlive` renews no more, even if a renewal sent before the
     /// validity ran out is confirmed after it.
-    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static + use<G> {
         future::or(self.inner().lost(), self.shared.clone().until_ended())
     }
 
@@ -250,10 +250,12 @@ async fn renew<R: Runtime>(runtime: R, lease: Arc<dyn Renew>, mut policy: tenure
                 }
             },
             KeepAliveStep::Release => {
+                // Said before the release starts, so whoever sees the lease go knows why.
+                shared.end(KeepAliveEnd::MaxHold);
                 if let Err(e) = lease.end().await {
                     tracing::warn!(name = lease.name(), error = %e, "ending a kept lease at its maximum hold failed");
                 }
-                return shared.end(KeepAliveEnd::MaxHold);
+                return;
             }
             KeepAliveStep::Lost => return shared.end(KeepAliveEnd::Expired),
             // A step this driver does not know: nothing it can keep.

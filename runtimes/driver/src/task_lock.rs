@@ -242,7 +242,7 @@ impl<R: Runtime> TaskLockGuard<R> {
     }
 
     /// Completes when the run's lease is lost (ran out, or found taken) or the run exited.
-    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static + use<R> {
         let (cell, runtime) = (self.lock.shared.cell.clone(), self.lock.shared.runtime.clone());
         // This run: the instance's next run is another one.
         let fence = Some(self.fence);
@@ -266,7 +266,7 @@ impl<R: Runtime> Keepable for TaskLockGuard<R> {
         self.lock.runtime()
     }
 
-    fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+    fn lost(&self) -> impl Future<Output = ()> + Send + 'static + use<R> {
         TaskLockGuard::lost(self)
     }
 }

@@ -13,7 +13,7 @@ from tenure._config import LockConfig
 from tenure._primitive import Primitive
 from tenure._providers import LockAdapter, MemoryLockAdapter
 from tenure._thread import ThreadLockAdapter
-from tenure.errors import LockNotOwnedError
+from tenure.errors import LockLostError, LockNotOwnedError
 
 
 class LockHandle(NamedTuple):
@@ -111,6 +111,14 @@ class Lock(Primitive):
         holder = self._holder(create=False)
         return False if holder is None else bool(await holder.owned())
 
+    def hold(self, *, max_hold: Seconds, timeout: Optional[Seconds] = None) -> "LockHold":
+        """`async with lock.hold(max_hold=3600) as handle:` acquires (waiting up to `timeout`), keeps
+        the lease alive while the body runs — renewed every third of the lease, retried while it is
+        still valid — and releases at the end. The body is cancelled the moment the lease is lost
+        (its validity ran out without a confirmed renewal, another holder took it) or `max_hold`
+        passes; the block then raises `LockLostError` (a `LockNotOwnedError`). A Tenure extension."""
+        return LockHold(self, seconds("max_hold", max_hold), seconds("timeout", timeout))
+
     async def __aenter__(self) -> LockHandle:
         return await self.acquire()
 
@@ -118,4 +126,55 @@ class Lock(Primitive):
         await self.release()
 
 
-__all__ = ["Lock", "LockHandle", "MemoryLockAdapter"]
+class LockHold:
+    """A lock held with its lease kept alive: see `Lock.hold`."""
+
+    def __init__(self, lock: Lock, max_hold: Optional[float], timeout: Optional[float]) -> None:
+        self._lock, self._max_hold, self._timeout = lock, max_hold, timeout
+        self._kept: Optional[_tenure.Kept] = None
+        self._watch: Optional[asyncio.Future[None]] = None
+        self._task: Optional[asyncio.Task[Any]] = None
+        self._cancelled = False
+
+    async def __aenter__(self) -> LockHandle:
+        if self._kept is not None:
+            raise RuntimeError("a LockHold is entered once; call lock.hold() again")
+        handle = await self._lock.acquire(timeout=self._timeout)
+        holder = self._lock._holder(create=False)
+        assert holder is not None and self._max_hold is not None
+        self._kept = holder.keep_alive(self._max_hold)
+        self._task = asyncio.current_task()
+        self._watch = asyncio.ensure_future(self._kept.lost())
+        self._watch.add_done_callback(self._lost)
+        return handle
+
+    def _lost(self, watch: "asyncio.Future[None]") -> None:
+        if watch.cancelled() or self._task is None:
+            return
+        self._cancelled = True
+        self._task.cancel()
+
+    async def __aexit__(self, kind: Optional[type], error: Optional[BaseException], trace: object) -> None:
+        kept, watch, task = self._kept, self._watch, self._task
+        self._task = None
+        assert kept is not None and watch is not None and task is not None
+        watch.remove_done_callback(self._lost)
+        watch.cancel()
+        reason = kept.ended
+        try:
+            await kept.release()
+        except LockNotOwnedError:
+            if not self._cancelled:
+                raise
+        if not self._cancelled:
+            return
+        # The loss cancelled the body: report it as a LockLostError, unless the task was also
+        # cancelled from outside (Python 3.11+ can tell), which then goes on.
+        outside = task.uncancel() > 0 if hasattr(task, "uncancel") else False
+        if outside or (kind is not None and not issubclass(kind, asyncio.CancelledError)):
+            return
+        # No end said yet: the validity ran out while a renewal was still in flight.
+        raise LockLostError(name=self._lock.name, reason=reason or "expired") from None
+
+
+__all__ = ["Lock", "LockHandle", "LockHold", "MemoryLockAdapter"]

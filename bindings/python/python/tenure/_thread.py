@@ -1,9 +1,10 @@
-"""`from_thread` adapters: the same primitives from plain threads, blocking.
-
-Each thread is its own holder. A call blocks its thread (without the interpreter lock) while the
-package's runtime does the work — no event loop is involved. A call made on a thread that runs an
-asyncio event loop is refused with `EventLoopDeadlockError` (a `BaseException`, as in grelmicro):
-it would freeze that loop; use the async API there."""
+"""`from_thread` adapters: the same primitives from plain threads, blocking — the driver's blocking
+adapters, as grelmicro's: each thread is its own holder (a `:thread:` ownership token), and a
+thread that holds a lock and acquires it again gets `LockReentrantError` instead of waiting for
+itself. A call blocks its thread (without the interpreter lock) while the package's runtime does
+the work — no event loop is involved. A call made on a thread that runs an asyncio event loop is
+refused with `EventLoopDeadlockError` (a `BaseException`, as in grelmicro): it would freeze that
+loop; use the async API there."""
 
 from __future__ import annotations
 
@@ -40,47 +41,52 @@ class ThreadLockAdapter:
         self._lock = lock
         self._local = threading.local()
 
-    def _holder(self, what: str, create: bool) -> Any:
+    def _native(self, what: str) -> Any:
         _refuse_on_loop(f"Lock.from_thread.{what}")
         native = self._lock._built()
         if getattr(self._local, "native", None) is not native:
-            self._local.native, self._local.holder = native, None
-        if self._local.holder is None and create:
-            self._local.holder = native.holder()
-        return self._local.holder
+            # A rebuilt lock (a new backend, a fork) starts the thread afresh.
+            self._local.native, self._local.guard = native, None
+        return native
+
+    def _guard(self, what: str) -> Any:
+        """This thread's hold of the lock, if it has one."""
+        self._native(what)
+        return self._local.guard
+
+    def _took(self, taken: tuple[Any, tuple[str, str, int]]) -> LockHandle:
+        from tenure._lock import LockHandle
+
+        self._local.guard, handle = taken
+        return LockHandle(*handle)
 
     def acquire(self, timeout: Optional[Seconds] = None) -> LockHandle:
-        from tenure._lock import LockHandle
-
-        holder = self._holder("acquire", create=True)
-        return LockHandle(*holder.acquire_blocking(seconds("timeout", timeout)))
+        return self._took(self._native("acquire").acquire_thread(seconds("timeout", timeout)))
 
     def acquire_nowait(self) -> LockHandle:
-        from tenure._lock import LockHandle
-
-        return LockHandle(*self._holder("acquire_nowait", create=True).acquire_nowait_blocking())
+        return self._took(self._native("acquire_nowait").acquire_nowait_thread())
 
     def extend(self) -> LockHandle:
         from tenure._lock import LockHandle
 
-        holder = self._holder("extend", create=False)
-        if holder is None:
+        guard = self._guard("extend")
+        if guard is None:
             raise LockNotOwnedError(name=self._lock.name)
-        return LockHandle(*holder.extend_blocking())
+        return LockHandle(*guard.extend())
 
     def release(self) -> None:
-        holder = self._holder("release", create=False)
-        if holder is None:
+        guard = self._guard("release")
+        if guard is None:
             raise LockNotOwnedError(name=self._lock.name)
-        holder.release_blocking()
+        self._local.guard = None
+        guard.release()
 
     def locked(self) -> bool:
-        _refuse_on_loop("Lock.from_thread.locked")
-        return bool(self._lock._built().locked_blocking())
+        return bool(self._native("locked").locked_blocking())
 
     def owned(self) -> bool:
-        holder = self._holder("owned", create=False)
-        return False if holder is None else bool(holder.owned_blocking())
+        guard = self._guard("owned")
+        return False if guard is None else bool(guard.owned())
 
     def __enter__(self) -> LockHandle:
         return self.acquire()
@@ -99,7 +105,7 @@ class ThreadTaskLockAdapter:
 
     def __enter__(self) -> ThreadTaskLockAdapter:
         _refuse_on_loop("TaskLock.from_thread.__enter__")
-        self._guard = self._lock._built().enter_blocking()
+        self._guard = self._lock._built().enter_thread()
         self._pid, self._generation = os.getpid(), generation()
         return self
 
@@ -108,7 +114,7 @@ class ThreadTaskLockAdapter:
         if guard is None or self._generation != generation():
             # A forked child never exits (nor renews) its parent's run.
             raise LockNotOwnedError(name=self._lock.name)
-        guard.exit_blocking()
+        guard.exit()
 
     def locked(self) -> bool:
         _refuse_on_loop("TaskLock.from_thread.locked")

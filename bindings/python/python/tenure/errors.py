@@ -21,6 +21,7 @@ __all__ = [
     "LockBackendError",
     "LockExtendError",
     "LockLockedCheckError",
+    "LockLostError",
     "LockNotOwnedError",
     "LockOwnedCheckError",
     "LockReentrantError",
@@ -130,6 +131,18 @@ class LockNotOwnedError(CoordinationError):
             "or its lease ran out."
         )
         self.name = name
+
+
+class LockLostError(LockNotOwnedError):
+    """The lease of a `Lock.hold()` was lost while its body ran, and the body was cancelled (a
+    Tenure extension). `reason`: `"expired"` (renewals did not get through before the lease's
+    validity ran out), `"lost"` (another holder has it) or `"max_hold"` (the maximum hold was
+    reached and the lease released)."""
+
+    def __init__(self, *, name: str, reason: str) -> None:
+        super().__init__(name=name)
+        self.args = (f"Lock lost while held: name={name}, reason={reason}. The body was cancelled.",)
+        self.reason = reason
 
 
 class AdmissionError(TenureError):

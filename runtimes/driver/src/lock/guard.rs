@@ -89,7 +89,7 @@ impl<R: Runtime> LockGuard<R> {
 
     /// Completes when the lease is lost: it ran out locally before an extend, an extend found
     /// it taken, or it was released.
-    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static + use<R> {
         self.inner().lost()
     }
 
@@ -112,7 +112,7 @@ impl<R: Runtime> Keepable for LockGuard<R> {
         &self.inner().lock().shared.runtime
     }
 
-    fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+    fn lost(&self) -> impl Future<Output = ()> + Send + 'static + use<R> {
         LockGuard::lost(self)
     }
 }

@@ -14,6 +14,7 @@ use super::{Lock, LockGuard};
 use crate::backend::Wakeup;
 use crate::drive::{Cell, Execute, NoStart, Purpose, Quiet, drive, watch};
 use crate::identity::holder_token;
+use crate::keep_alive::KeepAlive;
 use crate::runtime::Runtime;
 
 /// One holder of a [`Lock`]: an ownership token and the state of its lease.
@@ -154,7 +155,7 @@ impl<R: Runtime> LockHolder<R> {
 
     /// Completes when this holder stops holding: its lease ran out locally, an extend found it
     /// taken, or it was released. Completes at once if nothing is held.
-    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static + use<R> {
         let (cell, runtime) = (self.cell.clone(), self.lock.shared.runtime.clone());
         // The lease held now: a later acquisition by this holder is another lease.
         let fence = cell.lock().fence();
@@ -162,6 +163,16 @@ impl<R: Runtime> LockHolder<R> {
             let held = |m: &LockMachine, now| m.valid_until().filter(|_| m.is_held(now) && m.fence() == fence);
             watch(&cell, &runtime, held).await;
         }
+    }
+
+    /// Keeps the lease this holder holds alive in the background (see [`KeepAlive`]):
+    /// [`Error::NotOwned`] if it holds none. Dropping the `KeepAlive` releases the lease.
+    pub fn keep_alive(&self, max_hold: Duration) -> Result<KeepAlive<LockGuard<R>>, Error> {
+        let handle = self
+            .handle()
+            .filter(|_| self.is_held())
+            .ok_or_else(|| Error::NotOwned { name: self.lock.name().as_str().to_owned() })?;
+        Ok(LockGuard::new(self.clone(), handle).keep_alive(max_hold))
     }
 
     pub(crate) async fn acquire_guard(self, timeout: Option<Duration>) -> Result<LockGuard<R>, Error> {
