@@ -79,6 +79,9 @@ sim=target/sim/tenure-sim
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo 0)
 seed=$((16#$commit))
 "$sim" --seed "$seed" --seeds 1000 --no-record
+# The driver itself (foreground and background drives, hand-offs, keep-alives) on the simulated
+# runtime and store.
+"$sim" --seed "$seed" --seeds 1000 --profile driver --no-record
 
 step "simulation: every injected bug is caught within 1000 seeds"
 for bug in validity-from-reply fence-reset-on-release leader-ignores-deadline; do

@@ -1,22 +1,33 @@
 //! Running a core machine on a [`Runtime`]: feed it the clock, its store replies and its timers,
 //! and hand back the events a caller waits for.
 //!
-//! A machine lives in a [`Cell`] (a mutex never held across an await, and an [`Event`] rung
-//! whenever the machine may have changed). **One driver at a time** turns a machine — takes its
-//! requests and events — through [`drive`]: a command's caller (foreground), or a background
-//! task finishing what nobody waits for any more (an abandoned request, a release handed over by
-//! a dropped guard), bounded in time. A foreground drive waits for a background one to finish;
-//! a background one leaves the machine to an active foreground driver.
+//! A machine lives in a [`Cell`]: a mutex never held across an await, an [`Event`] rung whenever
+//! the machine may have changed, and the machine's **turn** — an async mutex, taken in arrival
+//! order — held by whoever drives it (takes its requests and events). Two kinds of driver:
+//!
+//! - **In the foreground**, a caller runs one command to its end: [`command`] (it first finishes
+//!   what an earlier command left, then starts its own) or [`follow`] (a loop already under way,
+//!   the election's). If the caller's future is dropped mid-way, the command is abandoned
+//!   ([`Abandon`]) and what is still in flight is handed to the background.
+//! - **In the background**, nobody waits: [`settle`] finishes what a dropped guard or an abandoned
+//!   command left (a release, a late grant to give back), and the late answer of a call the
+//!   machine gave up on is awaited *without* the turn, then delivered (so a store that never
+//!   answers does not stall the next command). Each is bounded by [`crate::HAND_OFF_BOUND`].
+//!
+//! A waiting driver wakes for the first of these that is ready, looked at in this order: the
+//! store's **reply** (it may end the command), the machine's **timer** (a deadline or a retry),
+//! a **push wake-up** (a release elsewhere: attempt now), a **change** made outside this drive
+//! (re-read the machine).
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
 
-use event_listener::Event;
+use event_listener::{Event, EventListener};
 use futures_lite::future;
 use tenure_core::machine::Machine;
-use tenure_core::{BackendError, Error, Key, OpId, StoreOp, StoreReply, Timestamp};
+use tenure_core::{BackendError, Error, Key, OpId, StoreOp, StoreReply, StoreRequest, Timestamp};
 
 use crate::backend::Wakeup;
 use crate::runtime::{Runtime, sleep_until};
@@ -38,7 +49,7 @@ pub(crate) trait Observe {
 
 /// What a machine does when the task driving a command goes away (the future was dropped):
 /// stop waiting, and release whatever a late answer grants.
-pub(crate) trait Abandon: Machine {
+pub(crate) trait Abandon: Machine<Event: Observe> + Send + 'static {
     fn abandon(&mut self, now: Timestamp);
 }
 
@@ -65,17 +76,13 @@ pub(crate) struct Cell<M> {
     machine: Mutex<M>,
     /// Rung after every turn of a drive, and by whoever changes the machine outside one.
     pub(crate) changed: Event,
-    /// Who drives: [`FREE`], [`FOREGROUND`] or [`BACKGROUND`].
-    driver: AtomicU8,
+    /// Held by the one driver of the machine.
+    turn: async_lock::Mutex<()>,
 }
-
-const FREE: u8 = 0;
-const FOREGROUND: u8 = 1;
-const BACKGROUND: u8 = 2;
 
 impl<M> Cell<M> {
     pub(crate) fn new(machine: M) -> Self {
-        Self { machine: Mutex::new(machine), changed: Event::new(), driver: AtomicU8::new(FREE) }
+        Self { machine: Mutex::new(machine), changed: Event::new(), turn: async_lock::Mutex::new(()) }
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, M> {
@@ -83,17 +90,16 @@ impl<M> Cell<M> {
         self.machine.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn claim(&self, role: u8) -> Result<(), u8> {
-        self.driver.compare_exchange(FREE, role, Ordering::AcqRel, Ordering::Acquire).map(drop)
-    }
-
-    fn unclaim(&self) {
-        self.driver.store(FREE, Ordering::Release);
-        self.changed.notify(usize::MAX);
+    /// Waits for the machine's turn (at once when nobody drives it).
+    async fn turn(&self) -> async_lock::MutexGuard<'_, ()> {
+        match self.turn.try_lock() {
+            Some(turn) => turn,
+            None => self.turn.lock().await,
+        }
     }
 }
 
-/// What a caller is driving the machine for.
+/// What a foreground driver drives the machine for.
 pub(crate) trait Purpose<M: Machine> {
     type Output;
 
@@ -112,200 +118,288 @@ pub(crate) trait Purpose<M: Machine> {
         let _ = (machine, now);
         None
     }
-
-    /// The output for a starting command the machine refused at once.
-    fn refused(&mut self, error: Error) -> Self::Output;
-
-    /// A background drive: it ends with `None` once the machine has nothing in flight, or at
-    /// this instant whatever is in flight, and leaves the machine to a foreground driver.
-    fn give_up_at(&self) -> Option<Timestamp> {
-        None
-    }
 }
 
-struct Pending {
-    id: OpId,
-    reply: Reply,
-}
-
-enum Woke {
-    Reply(OpId, Result<StoreReply, BackendError>),
-    Timer,
-    Wakeup,
-    Changed,
-    GiveUp,
-}
-
-/// Drives the machine in `cell` until `purpose` is reached (`Some`) or, for a background purpose,
-/// until idle or given up (`None`). Also returns `None` if the machine has nothing left to wait
-/// for, which a purpose expecting an answer treats as an internal error.
-///
-/// `start`, if given, is the command that begins the drive, run under the same lock as the first
-/// turn; its refusal ends the drive with [`Purpose::refused`].
+/// Runs a command on the machine in `cell`: waits for its turn, finishes what an earlier command
+/// left (its events are not this command's), starts the command with `start` — whose refusal is
+/// returned at once — and drives until `purpose` is reached (`Some`). `None`: the machine had
+/// nothing left to wait for, which a purpose expecting an answer treats as an internal error.
 ///
 /// Dropping the returned future mid-way abandons the command ([`Abandon`]) and hands the store
-/// call in flight to a background task, so a late grant is released instead of held unknown.
-pub(crate) async fn drive<R, M, X, P, S>(
+/// call in flight to the background, so a late grant is released instead of held unknown.
+pub(crate) async fn command<R, M, X, P>(
     runtime: &R,
     cell: &Arc<Cell<M>>,
     exec: &X,
     mut purpose: P,
     mut wakeup: Option<Wakeup>,
-    start: Option<S>,
+    start: impl FnOnce(&mut M, Timestamp) -> Result<(), Error>,
+) -> Result<Option<P::Output>, Error>
+where
+    R: Runtime,
+    M: Abandon,
+    X: Execute,
+    P: Purpose<M>,
+{
+    let _turn = cell.turn().await;
+    let mut driver = Driver { runtime, cell, exec, pending: None, role: Role::Foreground, finished: false };
+    let mut start = Some(start);
+    loop {
+        // Started under the lock that found the machine settled (one lock on the fast path).
+        let started = {
+            let mut machine = cell.lock();
+            match start.take_if(|_| machine.is_settled()) {
+                Some(begin) => {
+                    let now = runtime.now();
+                    Some(begin(&mut machine, now))
+                }
+                None => None,
+            }
+        };
+        match started {
+            Some(Ok(())) => break,
+            Some(Err(refused)) => {
+                driver.finished = true;
+                return Err(refused);
+            }
+            None => driver.run(&mut Settle, &mut None).await,
+        };
+    }
+    let output = driver.run(&mut purpose, &mut wakeup).await;
+    driver.finished = true;
+    Ok(output)
+}
+
+/// Drives, in the foreground, what the machine has under way (the election's loop) until
+/// `purpose` is reached; see [`command`].
+pub(crate) async fn follow<R, M, X, P>(
+    runtime: &R,
+    cell: &Arc<Cell<M>>,
+    exec: &X,
+    mut purpose: P,
+    mut wakeup: Option<Wakeup>,
 ) -> Option<P::Output>
 where
     R: Runtime,
-    M: Abandon + Send + 'static,
-    M::Event: Observe,
+    M: Abandon,
     X: Execute,
     P: Purpose<M>,
-    S: FnOnce(&mut M, Timestamp) -> Result<(), Error>,
 {
-    let background = purpose.give_up_at().is_some();
-    let mut start = start;
-    if background {
-        if cell.claim(BACKGROUND).is_err() {
-            // Someone drives: it sees what changed (we were called after changing the machine).
-            cell.changed.notify(usize::MAX);
-            return None;
-        }
-    } else {
-        // Commands on one machine run one after the other: wait for a drive under way (another
-        // command, or a background drive finishing what an earlier one left).
-        while cell.claim(FOREGROUND).is_err() {
-            // Listen, then try again: a release of the claim in between is not missed.
-            let listener = cell.changed.listen();
-            if cell.claim(FOREGROUND).is_ok() {
-                break;
-            }
-            listener.await;
-        }
-    }
-    let mut slot = Slot { runtime, cell, exec, pending: None, finished: false, background };
-    loop {
-        let (request, timeout, output) = {
+    let _turn = cell.turn().await;
+    let mut driver = Driver { runtime, cell, exec, pending: None, role: Role::Foreground, finished: false };
+    let output = driver.run(&mut purpose, &mut wakeup).await;
+    driver.finished = true;
+    output
+}
+
+/// Finishes, in the background and at the machine's next turn, what it has queued (a release
+/// handed over by a dropped guard or an abandoned command); see [`settle`].
+pub(crate) fn finish_in_background<R, M, X>(runtime: &R, cell: &Arc<Cell<M>>, exec: &X)
+where
+    R: Runtime,
+    M: Abandon,
+    X: Execute,
+{
+    let (rt, cell, exec) = (runtime.clone(), cell.clone(), exec.clone());
+    runtime.spawn(async move { settle(&rt, &cell, &exec).await });
+}
+
+/// Drives what the machine has queued, with nobody waiting, until it is settled (a late answer
+/// still to come is awaited without the turn), or [`crate::HAND_OFF_BOUND`] has passed.
+pub(crate) async fn settle<R, M, X>(runtime: &R, cell: &Arc<Cell<M>>, exec: &X)
+where
+    R: Runtime,
+    M: Abandon,
+    X: Execute,
+{
+    let give_up_at = runtime.now() + crate::HAND_OFF_BOUND;
+    let _ = runtime.timeout_at(give_up_at, settle_now(runtime, cell, exec)).await;
+}
+
+async fn settle_now<R, M, X>(runtime: &R, cell: &Arc<Cell<M>>, exec: &X)
+where
+    R: Runtime,
+    M: Abandon,
+    X: Execute,
+{
+    let _turn = cell.turn().await;
+    let mut driver = Driver { runtime, cell, exec, pending: None, role: Role::Background, finished: false };
+    driver.run(&mut Settle, &mut None).await;
+    driver.finished = true;
+}
+
+/// Delivers, in the background, the late answer of a store call nobody waits for any more (the
+/// machine then releases a grant it no longer wants), and settles what that started. Gives up
+/// after [`crate::HAND_OFF_BOUND`].
+fn deliver_late<R, M, X>(runtime: &R, cell: &Arc<Cell<M>>, exec: &X, pending: Pending)
+where
+    R: Runtime,
+    M: Abandon,
+    X: Execute,
+{
+    let (rt, cell, exec) = (runtime.clone(), cell.clone(), exec.clone());
+    runtime.spawn(async move {
+        let give_up_at = rt.now() + crate::HAND_OFF_BOUND;
+        let Pending { id, reply } = pending;
+        let Some(answer) = rt.timeout_at(give_up_at, reply).await else { return };
+        {
             let mut machine = cell.lock();
-            loop {
-                // Work an earlier command left (a release handed over by a dropped guard) is
-                // driven to its end first; its events are not this command's.
-                if let Some(start) = start.take_if(|_| machine.is_settled()) {
-                    let now = runtime.now();
-                    if let Err(refused) = start(&mut machine, now) {
-                        slot.finished = true;
-                        return Some(purpose.refused(refused));
-                    }
-                }
-                if start.is_none() {
-                    break turn(&mut *machine, runtime, exec, &mut purpose);
-                }
-                let (request, timeout, _) =
-                    turn(&mut *machine, runtime, exec, &mut Quiet { give_up_at: Timestamp::MAX });
-                if request.is_some() || !machine.is_settled() {
-                    break (request, timeout, None);
-                }
-            }
-        };
-        // Watchers (lost futures, leadership waiters) re-check after every turn: a state can
-        // change without an event (a release stops the holder counting on its lease at once).
+            let now = rt.now();
+            machine.handle_reply(now, id, answer);
+        }
+        // A foreground driver, if one runs, takes it from here.
         cell.changed.notify(usize::MAX);
-        if let Some(request) = request {
-            let mut next = Pending { id: request.id, reply: exec.execute(request.op) };
-            if output.is_none()
-                && let Some(reply) = ready_now(&mut next.reply)
-            {
-                let mut machine = cell.lock();
-                let now = runtime.now();
-                machine.handle_reply(now, next.id, reply);
-                continue;
-            }
-            if let Some(abandoned) = slot.pending.replace(next) {
-                // Only its late answer is left to deliver; whoever drives then takes it from there.
-                deliver_late(runtime, cell, exec, abandoned);
-            }
-        }
-        if output.is_some() || (slot.pending.is_none() && background) {
-            slot.finished = true;
-            return output;
-        }
-        let give_up = purpose.give_up_at();
-        if slot.pending.is_none() && timeout.is_none() && wakeup.is_none() && give_up.is_none() {
-            slot.finished = true;
-            return None;
-        }
-        // Boxed: only drives that must wait pay for the timers' space.
-        let changed = cell.changed.listen();
-        let woke = Box::pin(wait(runtime, &mut slot.pending, timeout, &mut wakeup, give_up, changed)).await;
-        let mut machine = cell.lock();
-        // Read the clock while holding the machine, so that inputs from several threads reach it
-        // in clock order.
-        let now = runtime.now();
-        match woke {
-            Woke::Reply(id, reply) => {
-                slot.pending = None;
-                machine.handle_reply(now, id, reply);
-            }
-            Woke::Timer => machine.handle_timeout(now),
-            Woke::Wakeup => wakeup = purpose.woken(&mut machine, now),
-            Woke::Changed => {}
-            Woke::GiveUp => {
-                // A background drive that gives up drops its call: nothing waits for it.
-                slot.pending = None;
-                slot.finished = true;
-                return None;
-            }
-        }
+        let _ = rt.timeout_at(give_up_at, settle_now(&rt, &cell, &exec)).await;
+    });
+}
+
+/// Completes once `until` says the machine no longer holds (returns `None`): re-checks after
+/// every turn of the machine, and at the instant `until` returned (when a lease or leadership
+/// runs out without anyone telling the machine).
+pub(crate) async fn watch<R: Runtime, M>(
+    cell: &Cell<M>,
+    runtime: &R,
+    until: impl Fn(&M, Timestamp) -> Option<Timestamp>,
+) {
+    loop {
+        let listener = cell.changed.listen();
+        let Some(at) = until(&cell.lock(), runtime.now()) else { return };
+        future::or(listener, sleep_until(runtime, Some(at))).await;
     }
 }
 
-/// No starting command (for drives that continue what is already under way).
-pub(crate) type NoStart<M> = fn(&mut M, Timestamp) -> Result<(), Error>;
+/// Who drives: a caller, or nobody (a bounded background drive that never hands off again).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Foreground,
+    Background,
+}
 
-/// The claim of a drive on its machine, and its store call in flight: released and handed to the
-/// background however the drive ends.
-struct Slot<'a, R: Runtime, M: Abandon + Send + 'static, X: Execute>
-where
-    M::Event: Observe,
-{
+/// A store call in flight.
+struct Pending {
+    id: OpId,
+    reply: Reply,
+}
+
+/// The driver of a machine, holding its turn: its store call in flight goes to the background
+/// however the drive ends.
+struct Driver<'a, R: Runtime, M: Abandon, X: Execute> {
     runtime: &'a R,
     cell: &'a Arc<Cell<M>>,
     exec: &'a X,
     pending: Option<Pending>,
-    /// The drive returned normally (else its future was dropped mid-way).
+    role: Role,
+    /// The drive ended normally (else its future was dropped mid-way).
     finished: bool,
-    /// A background drive never hands off again.
-    background: bool,
 }
 
-impl<R: Runtime, M: Abandon + Send + 'static, X: Execute> Drop for Slot<'_, R, M, X>
-where
-    M::Event: Observe,
-{
+/// What woke a waiting driver (see the module docs for the order they are looked at in).
+enum Woke {
+    Reply(OpId, Result<StoreReply, BackendError>),
+    Timer,
+    Wakeup,
+    Changed,
+}
+
+impl<R: Runtime, M: Abandon, X: Execute> Driver<'_, R, M, X> {
+    /// Drives until `purpose` is reached, or the machine has nothing left to wait for (`None`).
+    async fn run<P: Purpose<M>>(&mut self, purpose: &mut P, wakeup: &mut Option<Wakeup>) -> Option<P::Output> {
+        loop {
+            let (request, timeout, output) = turn(&mut *self.cell.lock(), self.runtime, self.exec, purpose);
+            // Watchers (lost futures, leadership waiters) re-check after every turn: a state can
+            // change without an event (a release stops the holder counting on its lease at once).
+            self.cell.changed.notify(usize::MAX);
+            if let Some(request) = request
+                && self.send(request, output.is_none())
+            {
+                continue;
+            }
+            // A call still in flight once the purpose is reached is one the machine gave up on:
+            // its late answer is delivered without holding the turn (see `Drop`).
+            if output.is_some() || (self.pending.is_none() && timeout.is_none() && wakeup.is_none()) {
+                return output;
+            }
+            let changed = self.cell.changed.listen();
+            // Boxed: only drives that must wait pay for the timers' space.
+            let woke = Box::pin(wait(self.runtime, &mut self.pending, timeout, wakeup.as_mut(), changed)).await;
+            let mut machine = self.cell.lock();
+            // Read the clock while holding the machine, so that inputs from several threads
+            // reach it in clock order.
+            let now = self.runtime.now();
+            match woke {
+                Woke::Reply(id, reply) => {
+                    self.pending = None;
+                    machine.handle_reply(now, id, reply);
+                }
+                Woke::Timer => machine.handle_timeout(now),
+                Woke::Wakeup => *wakeup = purpose.woken(&mut machine, now),
+                Woke::Changed => {}
+            }
+        }
+    }
+
+    /// Runs `request` on the store. True if the store answered at once and the answer was fed
+    /// to the machine (`answer_now`: nothing is awaited); else the call is in flight.
+    fn send(&mut self, request: StoreRequest, may_answer: bool) -> bool {
+        let mut reply = self.exec.execute(request.op);
+        if may_answer && let Some(answer) = ready_now(&mut reply) {
+            let mut machine = self.cell.lock();
+            let now = self.runtime.now();
+            machine.handle_reply(now, request.id, answer);
+            return true;
+        }
+        if let Some(abandoned) = self.pending.replace(Pending { id: request.id, reply }) {
+            // Only its late answer is left to deliver; whoever drives then takes it from there.
+            deliver_late(self.runtime, self.cell, self.exec, abandoned);
+        }
+        false
+    }
+}
+
+impl<R: Runtime, M: Abandon, X: Execute> Drop for Driver<'_, R, M, X> {
     fn drop(&mut self) {
-        if !self.finished {
-            self.cell.lock().abandon(self.runtime.now());
-        }
-        let pending = self.pending.take();
-        // Abandoning may have queued a request (a release): finish it in the background too.
-        let queued = !self.finished && self.cell.lock().poll_timeout().is_some();
-        self.cell.unclaim();
-        if self.background {
-            return;
-        }
-        match pending {
+        // Abandoning may queue a request (a release): it is finished in the background.
+        let queued = !self.finished && {
+            let mut machine = self.cell.lock();
+            machine.abandon(self.runtime.now());
+            machine.poll_timeout().is_some()
+        };
+        self.cell.changed.notify(usize::MAX);
+        // The spawned drives wait for the turn this driver gives up when its fields drop. A
+        // background drive hands on only a late answer (bounded, and only as long as the machine
+        // keeps asking the store), never what it gave up on.
+        match self.pending.take() {
             Some(pending) => deliver_late(self.runtime, self.cell, self.exec, pending),
-            None if queued => finish_in_background(self.runtime, self.cell, self.exec),
+            None if queued && self.role == Role::Foreground => {
+                finish_in_background(self.runtime, self.cell, self.exec);
+            }
             None => {}
         }
+    }
+}
+
+/// Finishing what is under way: reached once the machine has no command under way.
+struct Settle;
+
+impl<M: Machine> Purpose<M> for Settle {
+    type Output = ();
+
+    fn event(&mut self, _: M::Event) -> Option<()> {
+        None
+    }
+
+    fn reached(&mut self, machine: &M) -> Option<()> {
+        machine.is_settled().then_some(())
     }
 }
 
 /// The reply, if the store has already answered. A reply still pending has seen a no-op
 /// waker; the next poll (in [`wait`]) registers the real one.
 fn ready_now(reply: &mut Reply) -> Option<Result<StoreReply, BackendError>> {
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let mut cx = Context::from_waker(Waker::noop());
     match reply.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(answer) => Some(answer),
-        std::task::Poll::Pending => None,
+        Poll::Ready(answer) => Some(answer),
+        Poll::Pending => None,
     }
 }
 
@@ -316,11 +410,10 @@ fn turn<R, M, X, P>(
     runtime: &R,
     exec: &X,
     purpose: &mut P,
-) -> (Option<tenure_core::StoreRequest>, Option<Timestamp>, Option<P::Output>)
+) -> (Option<StoreRequest>, Option<Timestamp>, Option<P::Output>)
 where
     R: Runtime,
-    M: Machine,
-    M::Event: Observe,
+    M: Machine<Event: Observe>,
     X: Execute,
     P: Purpose<M>,
 {
@@ -349,128 +442,34 @@ where
     }
 }
 
+/// Waits for the first of: the reply in flight, the machine's timer, the push wake-up, a change
+/// made outside this drive — looked at in that order when several are ready.
 async fn wait<R: Runtime>(
     runtime: &R,
     pending: &mut Option<Pending>,
     timeout: Option<Timestamp>,
-    wakeup: &mut Option<Wakeup>,
-    give_up: Option<Timestamp>,
-    changed: event_listener::EventListener,
+    mut wakeup: Option<&mut Wakeup>,
+    mut changed: EventListener,
 ) -> Woke {
-    let reply = async {
-        match pending {
-            Some(p) => Woke::Reply(p.id, (&mut p.reply).await),
-            None => future::pending().await,
-        }
-    };
-    let timer = async {
-        sleep_until(runtime, timeout).await;
-        Woke::Timer
-    };
-    let woken = async {
-        match wakeup {
-            Some(w) => {
-                w.await;
-                Woke::Wakeup
-            }
-            None => future::pending().await,
-        }
-    };
-    let give_up = async {
-        sleep_until(runtime, give_up).await;
-        Woke::GiveUp
-    };
-    let changed = async {
-        changed.await;
-        Woke::Changed
-    };
-    future::or(reply, future::or(timer, future::or(woken, future::or(give_up, changed)))).await
-}
-
-/// Completes once `until` says the machine no longer holds (returns `None`): re-checks after
-/// every turn of the machine, and at the instant `until` returned (when a lease or leadership
-/// runs out without anyone telling the machine).
-pub(crate) async fn watch<R: Runtime, M>(
-    cell: &Cell<M>,
-    runtime: &R,
-    until: impl Fn(&M, Timestamp) -> Option<Timestamp>,
-) {
-    loop {
-        let listener = cell.changed.listen();
-        let Some(at) = until(&cell.lock(), runtime.now()) else { return };
-        future::or(listener, sleep_until(runtime, Some(at))).await;
-    }
-}
-
-/// Delivers, in the background, the late answer of a store call nobody waits for any more (the
-/// machine releases a grant it no longer wants), then finishes whatever that started — unless a
-/// foreground drive is active, which takes it from there. Gives up after [`crate::HAND_OFF_BOUND`].
-fn deliver_late<R, M, X>(runtime: &R, cell: &Arc<Cell<M>>, exec: &X, pending: Pending)
-where
-    R: Runtime,
-    M: Abandon + Send + 'static,
-    M::Event: Observe,
-    X: Execute,
-{
-    let (rt, cell, exec) = (runtime.clone(), cell.clone(), exec.clone());
-    let give_up_at = rt.now() + crate::HAND_OFF_BOUND;
-    runtime.spawn(async move {
-        let Pending { id, reply } = pending;
-        let answer = future::or(async { Some(reply.await) }, async {
-            sleep_until(&rt, Some(give_up_at)).await;
-            None
-        })
-        .await;
-        let Some(answer) = answer else { return };
+    let mut timer = std::pin::pin!(sleep_until(runtime, timeout));
+    future::poll_fn(move |cx| {
+        if let Some(Pending { id, reply }) = pending
+            && let Poll::Ready(answer) = reply.as_mut().poll(cx)
         {
-            let mut machine = cell.lock();
-            let now = rt.now();
-            machine.handle_reply(now, id, answer);
+            return Poll::Ready(Woke::Reply(*id, answer));
         }
-        drive_quietly(&rt, &cell, &exec, give_up_at).await;
-    });
-}
-
-/// Drives in the background what the machine has queued (a release handed over by a dropped
-/// guard or an abandoned command), unless a foreground drive is active.
-pub(crate) fn finish_in_background<R, M, X>(runtime: &R, cell: &Arc<Cell<M>>, exec: &X)
-where
-    R: Runtime,
-    M: Abandon + Send + 'static,
-    M::Event: Observe,
-    X: Execute,
-{
-    let (rt, cell, exec) = (runtime.clone(), cell.clone(), exec.clone());
-    let give_up_at = rt.now() + crate::HAND_OFF_BOUND;
-    runtime.spawn(async move { drive_quietly(&rt, &cell, &exec, give_up_at).await });
-}
-
-/// Drives, with nobody waiting, what the machine has queued until it is idle or `give_up_at`.
-async fn drive_quietly<R, M, X>(rt: &R, cell: &Arc<Cell<M>>, exec: &X, give_up_at: Timestamp)
-where
-    R: Runtime,
-    M: Abandon + Send + 'static,
-    M::Event: Observe,
-    X: Execute,
-{
-    let _ = drive(rt, cell, exec, Quiet { give_up_at }, None, None::<NoStart<M>>).await;
-}
-
-/// Drives a machine nobody waits on until it is idle, or gives up.
-pub(crate) struct Quiet {
-    pub(crate) give_up_at: Timestamp,
-}
-
-impl<M: Machine> Purpose<M> for Quiet {
-    type Output = ();
-
-    fn event(&mut self, _: M::Event) -> Option<()> {
-        None
-    }
-
-    fn refused(&mut self, _: Error) {}
-
-    fn give_up_at(&self) -> Option<Timestamp> {
-        Some(self.give_up_at)
-    }
+        if timer.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Woke::Timer);
+        }
+        if let Some(wakeup) = wakeup.as_deref_mut()
+            && Pin::new(wakeup).poll(cx).is_ready()
+        {
+            return Poll::Ready(Woke::Wakeup);
+        }
+        if Pin::new(&mut changed).poll(cx).is_ready() {
+            return Poll::Ready(Woke::Changed);
+        }
+        Poll::Pending
+    })
+    .await
 }

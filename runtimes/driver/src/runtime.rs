@@ -28,6 +28,26 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
         clock::now()
     }
 
+    /// `future`'s output, or `None` if `deadline` (a [`clock`] instant) passes first; an output
+    /// ready at the deadline wins. Every place Tenure races a store call against its deadline
+    /// uses this.
+    fn timeout_at<F>(&self, deadline: Timestamp, future: F) -> impl Future<Output = Option<F::Output>> + Send
+    where
+        F: Future + Send,
+    {
+        let sleep = self.sleep_until(deadline);
+        futures_lite::future::or(async { Some(future.await) }, async {
+            drop(sleep.await);
+            None
+        })
+    }
+
+    /// A seed for a machine's retry jitter: from the operating system by default; a simulator
+    /// gives its own, so that a seed replays a run.
+    fn jitter_seed(&self) -> u64 {
+        rand::random()
+    }
+
     /// Whether blocking the calling thread would stall this runtime (the thread is one of its
     /// workers), so a blocking adapter must refuse instead of deadlocking.
     fn blocks_runtime(&self) -> bool {

@@ -12,7 +12,7 @@ use tenure_core::{
 
 use crate::backend::LockBackend;
 use crate::builder::{Common, common_setters, config_setters};
-use crate::drive::{Cell, Purpose, drive, finish_in_background, watch};
+use crate::drive::{Cell, Purpose, command, finish_in_background, watch};
 use crate::identity::task_lock_token;
 use crate::keep_alive::{KeepAlive, Keepable, Renew, Sealed, Step};
 use crate::lock::LockExec;
@@ -152,8 +152,11 @@ impl<R: Runtime> TaskLock<R> {
             machine.set_config(config);
             start(machine, now)
         };
-        let outcome = drive(&self.shared.runtime, &self.shared.cell, &self.exec(), Command, None, Some(start)).await;
-        outcome.unwrap_or_else(|| Err(stopped(self.name(), operation)))
+        match command(&self.shared.runtime, &self.shared.cell, &self.exec(), Command, None, start).await {
+            Ok(Some(outcome)) => outcome,
+            Ok(None) => Err(stopped(self.name(), operation)),
+            Err(refused) => Err(refused),
+        }
     }
 }
 
@@ -173,10 +176,6 @@ struct Command;
 
 impl Purpose<TaskLockMachine> for Command {
     type Output = Result<TaskLockEvent, Error>;
-
-    fn refused(&mut self, error: Error) -> Self::Output {
-        Err(error)
-    }
 
     fn event(&mut self, event: TaskLockEvent) -> Option<Self::Output> {
         match event {

@@ -39,6 +39,12 @@ pub struct Coverage {
     /// Events after which two holders believed at once, under clocks outside the bounds (not a
     /// failure there; it shows the bounds matter).
     pub overlaps_out_of_bounds: u64,
+    /// Driver runs: commands whose caller gave up mid-call (the driver finished them).
+    pub abandoned: u64,
+    /// Driver runs: leases kept alive past their lease.
+    pub kept: u64,
+    /// Driver runs: checks that no lock was left held once every holder let go.
+    pub let_go: u64,
 }
 
 impl Coverage {
@@ -58,6 +64,9 @@ impl Coverage {
             (&mut self.clock_jumps, other.clock_jumps),
             (&mut self.store_restarts, other.store_restarts),
             (&mut self.overlaps_out_of_bounds, other.overlaps_out_of_bounds),
+            (&mut self.abandoned, other.abandoned),
+            (&mut self.kept, other.kept),
+            (&mut self.let_go, other.let_go),
         ];
         for (total, more) in pairs {
             *total += more;
@@ -71,7 +80,7 @@ impl fmt::Display for Coverage {
             f,
             "contention {}, stale writes rejected {} of {}, leases expired in a pause {}, leadership changes {}, \
              acquisitions {}, task bodies {}; faults: pauses {}, crashes {}, partitions {}, clock jumps {}, \
-             store restarts {}; overlaps under unbounded clocks {}",
+             store restarts {}; overlaps under unbounded clocks {}; driver: commands abandoned {}, leases kept {}, let-go checks {}",
             self.contention,
             self.stale_rejected,
             self.writes,
@@ -84,7 +93,10 @@ impl fmt::Display for Coverage {
             self.partitions,
             self.clock_jumps,
             self.store_restarts,
-            self.overlaps_out_of_bounds
+            self.overlaps_out_of_bounds,
+            self.abandoned,
+            self.kept,
+            self.let_go
         )
     }
 }

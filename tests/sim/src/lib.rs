@@ -18,6 +18,10 @@
 //! After the faults stop, every lock is taken, a task body runs and a leader is elected within a
 //! bound computed from the seed's timings.
 //!
+//! The `driver` profile runs the `tenure` driver itself — foreground and background drives,
+//! hand-offs, keep-alives — through its public API on a simulated runtime and store, under the
+//! same kind of checks.
+//!
 //! `tenure-sim --help` lists the command line; `README.md` in this folder describes the model.
 
 // The simulator's arithmetic on times and rates is over bounded, non-negative values.
@@ -26,6 +30,7 @@
 mod check;
 mod client;
 mod clock;
+mod driver;
 pub mod profile;
 pub mod rand;
 mod sim;
@@ -122,6 +127,9 @@ pub fn run_batch(
 /// The coverage counters a batch of `profile` must have made non-zero, by name.
 pub fn required_coverage(profile: Profile, coverage: &Coverage) -> Vec<(&'static str, u64)> {
     use Profile::{Mixed, Network, Pauses, UnboundedClocks};
+    if profile == Profile::Driver {
+        return driver::required(coverage);
+    }
     let mut required = vec![("contention", coverage.contention), ("leadership changed hands", coverage.leader_changes)];
     if matches!(profile, Mixed | Network | Pauses | UnboundedClocks) {
         required.push(("stale token rejected", coverage.stale_rejected));

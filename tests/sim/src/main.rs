@@ -10,14 +10,15 @@ use std::time::Instant;
 use tenure_sim::{Bugs, Coverage, Profile, SeedRun, replay_line, required_coverage, run_batch, run_guarded};
 
 const HELP: &str = "\
-tenure-sim: deterministic simulation of Tenure's core under faults
+tenure-sim: deterministic simulation of Tenure's core (and driver) under faults
 
 USAGE: tenure-sim [--seed S] [--seeds N] [--profile NAME] [--inject-bug NAME[,NAME]] [--trace]
                   [--threads N] [--no-regressions] [--no-record]
 
   --seed S          first seed (default: drawn from the clock, and printed)
   --seeds N         how many seeds: S, S+1, ... (default 1)
-  --profile NAME    mixed (default), calm, network, clocks, pauses, crashes, unbounded-clocks
+  --profile NAME    mixed (default), calm, network, clocks, pauses, crashes, unbounded-clocks,
+                    driver (the tenure driver itself on a simulated runtime and store)
   --inject-bug NAME switch on a deliberate defect: validity-from-reply, fence-reset-on-release,
                     leader-ignores-deadline; the run must then fail (exit 1)
   --trace           print every event of seed S (one seed)

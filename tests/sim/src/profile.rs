@@ -32,11 +32,14 @@ pub enum Profile {
     /// Clocks outside the bounds (slow drift beyond the 1 % allowance, clocks that stall): mutual
     /// exclusion of beliefs is not promised and not checked; fencing must still hold.
     UnboundedClocks,
+    /// The driver itself (`tenure`'s `Lock`, `TaskLock`, keep-alives, hand-offs) on a simulated
+    /// runtime, against a store that delays, loses, fails and freezes calls.
+    Driver,
 }
 
 impl Profile {
     /// Every profile with its command-line name.
-    pub const NAMED: [(&'static str, Self); 7] = [
+    pub const NAMED: [(&'static str, Self); 8] = [
         ("mixed", Self::Mixed),
         ("calm", Self::Calm),
         ("network", Self::Network),
@@ -44,6 +47,7 @@ impl Profile {
         ("pauses", Self::Pauses),
         ("crashes", Self::Crashes),
         ("unbounded-clocks", Self::UnboundedClocks),
+        ("driver", Self::Driver),
     ];
 
     /// The profile called `name`.

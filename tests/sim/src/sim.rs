@@ -42,6 +42,9 @@ pub struct Failure {
 
 /// Runs one seed to its end (the liveness check) or to its first failure.
 pub fn run_seed(seed: u64, profile: Profile, bugs: Bugs, print: bool) -> Result<Outcome, Failure> {
+    if profile == Profile::Driver {
+        return crate::driver::run_seed(seed, print);
+    }
     Sim::new(seed, profile, bugs, print).run()
 }
 

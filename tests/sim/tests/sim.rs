@@ -12,6 +12,11 @@ fn a_seed_replays_event_for_event_and_seeds_differ() {
     assert_eq!(first.coverage, again.coverage);
     let other = run_guarded(8, Profile::Mixed, Bugs::NONE, false).expect("seed 8 passes");
     assert_ne!(first.trace, other.trace);
+    // The driver on its simulated runtime replays too (its jitter is seeded by the runtime).
+    let first = run_guarded(7, Profile::Driver, Bugs::NONE, false).expect("driver seed 7 passes");
+    let again = run_guarded(7, Profile::Driver, Bugs::NONE, false).expect("driver seed 7 passes");
+    assert_eq!((first.trace, first.events, first.coverage), (again.trace, again.events, again.coverage));
+    assert_ne!(first.trace, run_guarded(8, Profile::Driver, Bugs::NONE, false).expect("driver seed 8").trace);
 }
 
 #[test]

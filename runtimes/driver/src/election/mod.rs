@@ -14,7 +14,7 @@ use tenure_core::{
 };
 
 use crate::backend::{LeaderElectionBackend, Signal, Wakeup};
-use crate::drive::{Cell, Execute, NoStart, Purpose, Reply, drive};
+use crate::drive::{Cell, Execute, Purpose, Reply, follow};
 use crate::runtime::Runtime;
 
 /// A worker's seat in a leader election.
@@ -105,7 +105,7 @@ impl<R: Runtime> ElectionShared<R> {
         let exec = ElectionExec(self.backend.clone());
         let signal = self.signal();
         let purpose = Loop { shared: self.clone() };
-        let _ = drive(&self.runtime, &self.cell, &exec, purpose, Some(signal), None::<NoStart<ElectionMachine>>).await;
+        let _ = follow(&self.runtime, &self.cell, &exec, purpose, Some(signal)).await;
     }
 }
 
@@ -124,8 +124,6 @@ impl<R: Runtime> Purpose<ElectionMachine> for Loop<R> {
     fn reached(&mut self, machine: &ElectionMachine) -> Option<()> {
         (!machine.is_running()).then_some(())
     }
-
-    fn refused(&mut self, _: Error) {}
 
     fn woken(&mut self, machine: &mut ElectionMachine, now: Timestamp) -> Option<Wakeup> {
         let next = self.shared.signal();
@@ -160,7 +158,8 @@ impl<R: Runtime> LeaderElection<R> {
     ) -> Self {
         let key = Key::new(KeyKind::Leader, name);
         let token = Token::leader(config.worker());
-        let machine = ElectionMachine::new(key.clone(), token, config, metadata, runtime.now(), &mut rand::rng());
+        let mut jitter = tenure_core::SplitMix64::new(runtime.jitter_seed());
+        let machine = ElectionMachine::new(key.clone(), token, config, metadata, runtime.now(), &mut jitter);
         let cell = Arc::new(Cell::new(machine));
         let name = key.name();
         let shared = Arc::new(ElectionShared { key, name, cell, backend, runtime, stop: Arc::new(Signal::new()) });

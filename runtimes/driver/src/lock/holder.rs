@@ -4,7 +4,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_lite::future;
 use tenure_core::{
     BackendError, BackendErrorKind, Error, HolderKind, LockConfig, LockEvent, LockHandle, LockMachine, Query,
     StoreRequest, Timestamp, Token,
@@ -12,7 +11,7 @@ use tenure_core::{
 
 use super::{Lock, LockGuard};
 use crate::backend::Wakeup;
-use crate::drive::{Cell, Execute, NoStart, Purpose, Quiet, drive, watch};
+use crate::drive::{Cell, Execute, Purpose, command, settle, watch};
 use crate::identity::holder_token;
 use crate::keep_alive::KeepAlive;
 use crate::runtime::Runtime;
@@ -31,9 +30,10 @@ pub struct LockHolder<R: Runtime> {
 impl<R: Runtime> LockHolder<R> {
     pub(crate) fn new(lock: Lock<R>, kind: HolderKind) -> Self {
         let config = lock.shared.config();
-        let mut rng = rand::rng();
-        let token = holder_token(config.worker(), kind, &mut rng);
-        let machine = LockMachine::new(lock.shared.key.clone(), token, &config, &mut rng);
+        // The token is a capability (the OS's generator); the jitter is the runtime's to seed.
+        let token = holder_token(config.worker(), kind, &mut rand::rng());
+        let mut jitter = tenure_core::SplitMix64::new(lock.shared.runtime.jitter_seed());
+        let machine = LockMachine::new(lock.shared.key.clone(), token, &config, &mut jitter);
         let cell = Arc::new(Cell::new(machine));
         Self { lock, cell, kind }
     }
@@ -69,9 +69,7 @@ impl<R: Runtime> LockHolder<R> {
         spawner.spawn(async move {
             // Outcomes are traced by the driver; nobody is left to tell.
             if started.is_ok() {
-                let shared = &self.lock.shared;
-                let quiet = Quiet { give_up_at: runtime.now() + crate::HAND_OFF_BOUND };
-                let _ = drive(&runtime, &self.cell, &shared.exec(), quiet, None, None::<NoStart<LockMachine>>).await;
+                settle(&runtime, &self.cell, &self.lock.shared.exec()).await;
             } else {
                 // Another operation was under way: release after it.
                 let _ = self.release().await;
@@ -198,7 +196,7 @@ impl<R: Runtime> LockHolder<R> {
     /// Runs a command, with the current configuration, to its completion event.
     async fn run(
         &self,
-        command: impl FnOnce(&mut LockMachine, Timestamp, &LockConfig) -> Result<(), Error>,
+        begin: impl FnOnce(&mut LockMachine, Timestamp, &LockConfig) -> Result<(), Error>,
         wakeup: Option<Wakeup>,
         operation: &'static str,
     ) -> Result<LockEvent, Error> {
@@ -206,11 +204,14 @@ impl<R: Runtime> LockHolder<R> {
         let config = shared.config();
         let start = move |machine: &mut LockMachine, now| {
             machine.set_config(&config);
-            command(machine, now, &config)
+            begin(machine, now, &config)
         };
         let purpose = Command { backend: &*shared.backend, key: shared.key.as_str() };
-        let outcome = drive(&shared.runtime, &self.cell, &shared.exec(), purpose, wakeup, Some(start)).await;
-        outcome.unwrap_or_else(|| Err(stopped(self.lock.name(), operation)))
+        match command(&shared.runtime, &self.cell, &shared.exec(), purpose, wakeup, start).await {
+            Ok(Some(outcome)) => outcome,
+            Ok(None) => Err(stopped(self.lock.name(), operation)),
+            Err(refused) => Err(refused),
+        }
     }
 
     /// The handle an acquire or extend yielded.
@@ -253,10 +254,6 @@ impl Purpose<LockMachine> for Command<'_> {
         }
     }
 
-    fn refused(&mut self, error: Error) -> Self::Output {
-        Err(error)
-    }
-
     fn woken(&mut self, machine: &mut LockMachine, now: Timestamp) -> Option<Wakeup> {
         let next = self.backend.wakeup(self.key);
         machine.wake(now);
@@ -297,14 +294,8 @@ pub(crate) async fn ask<R: Runtime, X: Execute>(
         // A query answers exactly once, to the first reply or its deadline.
         return query.handle_reply(request.id, reply).unwrap_or(Ok(false));
     }
-    let reply = exec.execute(request.op);
     let deadline = query.deadline();
-    let answer = future::or(async { Some(reply.await) }, async {
-        runtime.sleep_until(deadline).await;
-        None
-    })
-    .await;
-    let result = match answer {
+    let result = match runtime.timeout_at(deadline, exec.execute(request.op)).await {
         Some(reply) => query.handle_reply(request.id, reply),
         None => query.handle_timeout(runtime.now().max(deadline)),
     };
