@@ -179,6 +179,23 @@ impl Worker {
         self.event(&format!("{what} failed: {}", e.code()));
     }
 
+    /// `command`, a one-shot call (no waiting for the lock), which must end within a few
+    /// backend timeouts: its own call, a call of the command before it on the same holder, and
+    /// what an earlier command left — never behind a store call the machine gave up on.
+    async fn prompt<T>(&self, what: &str, command: impl Future<Output = T>) -> T {
+        let started = self.rt.now();
+        let out = command.await;
+        let took = self.rt.now().saturating_duration_since(started);
+        let bound = Duration::from_nanos(4 * self.plan.backend_timeout + ms(50));
+        if took > bound {
+            let mut world = self.world();
+            if world.failure.is_none() {
+                world.failure = Some(format!("{what} by worker {} took {took:?} (bound {bound:?})", self.id));
+            }
+        }
+        out
+    }
+
     /// `command`, or `None` if the worker gives up on it after a drawn pause (its future is
     /// dropped mid-call: the driver abandons it and finishes in the background).
     async fn or_give_up<T>(&mut self, what: &str, command: impl Future<Output = T> + Send) -> Option<T> {
@@ -204,7 +221,7 @@ impl Worker {
                 self.world().write(key, self.id, guard.fencing_token());
             }
             if self.rng.chance(0.3) {
-                let extended = guard.extend().await.map(|h| h.fencing_token);
+                let extended = self.prompt("an extend", async { guard.extend().await.map(|h| h.fencing_token) }).await;
                 self.event(&format!("extend {key}: {}", outcome(&extended.map(|f| f.get()))));
             }
         }
@@ -218,7 +235,7 @@ impl Worker {
                 self.event(&format!("release {key}: {}", released.map_or("abandoned".into(), |r| outcome(&r))));
             }
             _ => {
-                let released = guard.release().await;
+                let released = self.prompt("a release", guard.release()).await;
                 self.event(&format!("release {key}: {}", outcome(&released)));
             }
         }
@@ -245,7 +262,7 @@ impl Worker {
         if self.rng.chance(0.5) {
             drop(kept);
         } else {
-            let released = kept.stop().release().await;
+            let released = self.prompt("a release", kept.stop().release()).await;
             self.event(&format!("release {key}: {}", outcome(&released)));
         }
         self.world().forget(belief);
@@ -254,7 +271,7 @@ impl Worker {
     /// Runs the job once if the task lock can be taken.
     async fn job(&mut self, task: &TaskLock<SimRuntime>) {
         let key = "tasklock:job";
-        let guard: TaskLockGuard<SimRuntime> = match task.enter().await {
+        let guard: TaskLockGuard<SimRuntime> = match self.prompt("an enter", task.enter()).await {
             Ok(guard) => guard,
             Err(e) => return self.refused("enter", &e),
         };
@@ -272,7 +289,7 @@ impl Worker {
             drop(guard);
             self.event(&format!("dropped the run of {key}"));
         } else {
-            let exited = guard.exit().await;
+            let exited = self.prompt("an exit", guard.exit()).await;
             self.event(&format!("exit {key}: {}", outcome(&exited)));
         }
         self.world().forget(belief);
@@ -294,7 +311,7 @@ impl Worker {
                         Err(e) => self.refused("acquire_timeout", &e),
                     }
                 }
-                4 => match lock.acquire_nowait().await {
+                4 => match self.prompt("a one-shot acquire", lock.acquire_nowait()).await {
                     Ok(guard) => self.hold(guard, &key).await,
                     Err(e) => self.refused("acquire_nowait", &e),
                 },
