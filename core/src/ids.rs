@@ -149,6 +149,17 @@ impl Key {
         Self { text: text.into(), kind }
     }
 
+    /// The key stored as `text`: `lock:`, `tasklock:` or `leader:` and a name, else a bare
+    /// (schedule) name; the name is validated as [`Name::new`] does.
+    pub fn parse(text: &str) -> Result<Self, Error> {
+        for kind in [KeyKind::Lock, KeyKind::TaskLock, KeyKind::Leader] {
+            if let Some(name) = text.strip_prefix(kind.prefix()) {
+                return Ok(Self::new(kind, &Name::new(name)?));
+            }
+        }
+        Ok(Self::new(KeyKind::Schedule, &Name::new(text)?))
+    }
+
     /// The full key as stored (`lock:cart`).
     pub fn as_str(&self) -> &str {
         &self.text

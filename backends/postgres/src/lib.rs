@@ -73,7 +73,7 @@ use rustls::ClientConfig;
 pub use tenure::OpenError;
 use tenure::backend::record::{fence, metadata_json};
 use tenure::backend::{
-    BackendFuture, Entry, LeaderElectionBackend, LockBackend, ScheduleBackend, WaitQueues, Wake, Wakeup,
+    BackendFuture, Entry, LeaderElectionOperations, LockOperations, ScheduleBackend, WaitQueues, Wake, Wakeup,
 };
 use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata};
@@ -457,26 +457,26 @@ impl std::fmt::Debug for PostgresBackend {
     }
 }
 
-impl LockBackend for PostgresBackend {
-    fn acquire<'a>(
-        &'a self,
-        name: &'a str,
-        token: &'a str,
+impl LockOperations for PostgresBackend {
+    fn acquire(
+        &self,
+        name: &str,
+        token: &str,
         duration: Duration,
-    ) -> BackendFuture<'a, Option<FencingToken>> {
-        Box::pin(self.lock_acquire(name, token, duration))
+    ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
+        self.lock_acquire(name, token, duration)
     }
 
-    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
-        Box::pin(self.release_by("lock release", name, token, true))
+    fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
+        self.release_by("lock release", name, token, true)
     }
 
-    fn locked<'a>(&'a self, name: &'a str) -> BackendFuture<'a, bool> {
-        Box::pin(self.lock_locked(name))
+    fn locked(&self, name: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
+        self.lock_locked(name)
     }
 
-    fn owned<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
-        Box::pin(self.lock_owned(name, token))
+    fn owned(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
+        self.lock_owned(name, token)
     }
 
     fn wakeup(&self, name: &str) -> Option<Wakeup> {
@@ -484,23 +484,23 @@ impl LockBackend for PostgresBackend {
     }
 }
 
-impl LeaderElectionBackend for PostgresBackend {
-    fn acquire_or_renew<'a>(
-        &'a self,
-        name: &'a str,
-        token: &'a str,
+impl LeaderElectionOperations for PostgresBackend {
+    fn acquire_or_renew(
+        &self,
+        name: &str,
+        token: &str,
         duration: Duration,
-        metadata: &'a Metadata,
-    ) -> BackendFuture<'a, LeaderRecord> {
-        Box::pin(self.leader_acquire_or_renew(name, token, duration, metadata))
+        metadata: &Metadata,
+    ) -> impl Future<Output = Result<LeaderRecord, BackendError>> + Send {
+        self.leader_acquire_or_renew(name, token, duration, metadata)
     }
 
-    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
-        Box::pin(self.release_by("leader release", name, token, false))
+    fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
+        self.release_by("leader release", name, token, false)
     }
 
-    fn get<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<LeaderRecord>> {
-        Box::pin(self.leader_get(name))
+    fn get(&self, name: &str) -> impl Future<Output = Result<Option<LeaderRecord>, BackendError>> + Send {
+        self.leader_get(name)
     }
 
     fn wakeup(&self, name: &str) -> Option<Wakeup> {

@@ -10,13 +10,13 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tenure::BackendErrorKind;
-use tenure::backend::LockBackend;
 use tenure_conformance::faults::Server as _;
 use tenure_conformance::{Store, chaos, faults};
 use tenure_postgres::{PostgresBackend, PostgresOptions};
 use tenure_tokio::Tokio;
 
 use common::server::Server;
+use tenure::LockCalls;
 
 async fn open(url: &str, command_timeout: Duration) -> Store {
     let options = PostgresOptions::from_url(url)
@@ -73,8 +73,8 @@ async fn tls_is_used_and_checked_as_sslmode_says() {
     let at = |host: &str, params: &str| server.url().replace("127.0.0.1", host) + params;
     let ssl_in_use = async |url: String| {
         let store = PostgresBackend::open(&url).await.unwrap_or_else(|e| panic!("{url}: {e}"));
-        assert!(LockBackend::acquire(&store, "lock:tls", "w", Duration::from_secs(1)).await.expect("call").is_some());
-        LockBackend::release(&store, "lock:tls", "w").await.expect("release");
+        assert!(LockCalls::acquire(&store, "lock:tls", "w", Duration::from_secs(1)).await.expect("call").is_some());
+        LockCalls::release(&store, "lock:tls", "w").await.expect("release");
         let ssl = common::psql(&server.url(), "SELECT count(*) FROM pg_stat_ssl WHERE ssl AND pid <> pg_backend_pid()");
         ssl.parse::<u32>().expect("count")
     };

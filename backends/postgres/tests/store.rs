@@ -7,17 +7,18 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use tenure::backend::{LeaderElectionBackend, LockBackend, ScheduleBackend};
+use tenure::backend::{LockBackend, ScheduleBackend};
 use tenure::{BackendErrorKind, Metadata};
 use tenure_conformance::Store;
 use tenure_postgres::{PostgresBackend, PostgresOptions};
 
 use common::{open, open_at, psql, url};
+use tenure::{LeaderElectionCalls, LockCalls};
 
 #[tokio::test]
 async fn the_layout_is_grelmicro_044s() {
     let (store, t) = open().await;
-    let fence = LockBackend::acquire(&store, "lock:cart", "w1:task:0.ab", Duration::from_micros(1_500_001)).await;
+    let fence = LockCalls::acquire(&store, "lock:cart", "w1:task:0.ab", Duration::from_micros(1_500_001)).await;
     assert_eq!(fence.ok().flatten().map(|f| f.get()), Some(1));
     let meta = Metadata::from_pairs([("pod", "p1")]).expect("metadata");
     store.acquire_or_renew("leader:svc", "w9", Duration::from_micros(15_500_000), &meta).await.expect("leader");
@@ -64,9 +65,9 @@ async fn the_layout_is_grelmicro_044s() {
     assert_eq!(psql(&db, &format!("SELECT last_fired FROM {t}_schedules WHERE name = 'nightly'")), "1767229200.25");
 
     // Released: the row and its fence stay, the holder goes; the next holder gets fence 2.
-    assert!(LockBackend::release(&store, "lock:cart", "w1:task:0.ab").await.expect("release"));
+    assert!(LockCalls::release(&store, "lock:cart", "w1:task:0.ab").await.expect("release"));
     assert_eq!(psql(&db, &format!("SELECT coalesce(token, 'NULL'), fence FROM {t}_locks")), "NULL|1");
-    let fence = LockBackend::acquire(&store, "lock:cart", "w2", Duration::from_secs(5)).await;
+    let fence = LockCalls::acquire(&store, "lock:cart", "w2", Duration::from_secs(5)).await;
     assert_eq!(fence.ok().flatten().map(|f| f.get()), Some(2));
 }
 
@@ -92,7 +93,7 @@ async fn rows_written_by_grelmicro_are_read_and_an_old_lock_table_is_upgraded() 
     );
     assert_eq!(columns, "name text NO, token text YES, expire_at timestamp with time zone YES, fence bigint NO");
     assert!(store.owned("lock:old", "w1:task:0.39a0").await.expect("owned"), "the old lease is still live");
-    let rival = LockBackend::acquire(&store, "lock:old", "w2", Duration::from_secs(5)).await;
+    let rival = LockCalls::acquire(&store, "lock:old", "w2", Duration::from_secs(5)).await;
     assert_eq!(rival.expect("refused"), None, "the old holder keeps its lease");
     assert_eq!(psql(&db, &format!("SELECT fence FROM {t}_locks")), "0", "the upgrade's fence for old rows");
 
@@ -148,7 +149,7 @@ async fn an_expiry_column_whose_table_lock_is_not_granted_is_converted_at_the_ne
         "SELECT data_type FROM information_schema.columns WHERE table_name = '{t}_locks' AND column_name = 'expire_at'"
     );
     assert_eq!(psql(&db, &column), "timestamp without time zone", "kept for this start");
-    assert!(LockBackend::acquire(&store, "lock:x", "w", Duration::from_secs(5)).await.expect("works").is_some());
+    assert!(LockCalls::acquire(&store, "lock:x", "w", Duration::from_secs(5)).await.expect("works").is_some());
     reader.batch_execute("COMMIT").await.expect("commit");
     drop(store);
     let _again = open_at(&db, &t).await;
@@ -168,7 +169,7 @@ async fn malformed_rows_are_reported_as_such() {
                                             ('leader:inf', 'w9', 15, 'infinity', now(), 0, '{{}}')"
         ),
     );
-    let e = LockBackend::acquire(&store, "lock:zero", "w", Duration::from_secs(1)).await.expect_err("fence -4");
+    let e = LockCalls::acquire(&store, "lock:zero", "w", Duration::from_secs(1)).await.expect_err("fence -4");
     assert_eq!(e.kind(), BackendErrorKind::MalformedRecord, "{e}");
     assert!(e.to_string().contains("lock:zero"), "{e}");
     for name in ["leader:meta", "leader:inf"] {
@@ -201,7 +202,7 @@ async fn a_closed_backend_says_so() {
     let (store, _) = open().await;
     let clone = store.clone();
     store.close();
-    let e = LockBackend::acquire(&clone, "lock:x", "w", Duration::from_secs(1)).await.expect_err("closed");
+    let e = LockCalls::acquire(&clone, "lock:x", "w", Duration::from_secs(1)).await.expect_err("closed");
     assert_eq!(e.kind(), BackendErrorKind::Closed, "{e}");
 }
 
@@ -264,7 +265,7 @@ tenure_conformance::push_tests!(pair);
 async fn a_statement_blocked_past_statement_timeout_is_cancelled_by_the_server() {
     let t = common::fresh_tables();
     let store = common::options(&url(), &t).statement_timeout(Duration::from_millis(300)).open().await.expect("open");
-    LockBackend::acquire(&store, "lock:row", "w1", Duration::from_secs(30)).await.expect("acquire");
+    LockCalls::acquire(&store, "lock:row", "w1", Duration::from_secs(30)).await.expect("acquire");
     // Another session holds the row's lock in an open transaction: the release waits for it.
     let (blocker, connection) = tokio_postgres::connect(&url(), tokio_postgres::NoTls).await.expect("connect");
     tokio::spawn(connection);
@@ -273,12 +274,12 @@ async fn a_statement_blocked_past_statement_timeout_is_cancelled_by_the_server()
         .await
         .expect("lock");
     let start = Instant::now();
-    let e = LockBackend::release(&store, "lock:row", "w1").await.expect_err("cancelled");
+    let e = LockCalls::release(&store, "lock:row", "w1").await.expect_err("cancelled");
     assert_eq!(e.kind(), BackendErrorKind::Timeout, "{e}");
     assert!(e.to_string().contains("statement timeout"), "{e}");
     assert!(start.elapsed() < Duration::from_secs(3), "took {:?}", start.elapsed());
     blocker.batch_execute("ROLLBACK").await.expect("rollback");
-    assert!(LockBackend::release(&store, "lock:row", "w1").await.expect("release once free"));
+    assert!(LockCalls::release(&store, "lock:row", "w1").await.expect("release once free"));
 }
 
 #[tokio::test]
@@ -286,6 +287,6 @@ async fn without_notify_waiters_poll() {
     let t = common::fresh_tables();
     let quiet = common::options(&url(), &t).notify(false).open().await.expect("open");
     assert!(LockBackend::wakeup(&quiet, "lock:x").is_none(), "no push behind a pooler");
-    assert!(LockBackend::acquire(&quiet, "lock:x", "w", Duration::from_secs(1)).await.expect("acquire").is_some());
-    assert!(LockBackend::release(&quiet, "lock:x", "w").await.expect("release"));
+    assert!(LockCalls::acquire(&quiet, "lock:x", "w", Duration::from_secs(1)).await.expect("acquire").is_some());
+    assert!(LockCalls::release(&quiet, "lock:x", "w").await.expect("release"));
 }

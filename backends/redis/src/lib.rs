@@ -79,7 +79,7 @@ use redis::{
     TlsCertificates,
 };
 pub use tenure::OpenError;
-use tenure::backend::{BackendFuture, LeaderElectionBackend, LockBackend, ScheduleBackend, Wakeup};
+use tenure::backend::{BackendFuture, LeaderElectionOperations, LockOperations, ScheduleBackend, Wakeup};
 use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, SettingsError};
 
@@ -429,26 +429,26 @@ impl std::fmt::Debug for RedisBackend {
     }
 }
 
-impl LockBackend for RedisBackend {
-    fn acquire<'a>(
-        &'a self,
-        name: &'a str,
-        token: &'a str,
+impl LockOperations for RedisBackend {
+    fn acquire(
+        &self,
+        name: &str,
+        token: &str,
         duration: Duration,
-    ) -> BackendFuture<'a, Option<FencingToken>> {
-        Box::pin(self.lock_acquire(name, token, duration))
+    ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
+        self.lock_acquire(name, token, duration)
     }
 
-    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
-        Box::pin(self.lock_release(name, token))
+    fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
+        self.lock_release(name, token)
     }
 
-    fn locked<'a>(&'a self, name: &'a str) -> BackendFuture<'a, bool> {
-        Box::pin(async move { self.lock_holder(name).await.map(|h| h.is_some()) })
+    async fn locked(&self, name: &str) -> Result<bool, BackendError> {
+        self.lock_holder(name).await.map(|h| h.is_some())
     }
 
-    fn owned<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
-        Box::pin(async move { self.lock_holder(name).await.map(|h| h.as_deref() == Some(token)) })
+    async fn owned(&self, name: &str, token: &str) -> Result<bool, BackendError> {
+        self.lock_holder(name).await.map(|h| h.as_deref() == Some(token))
     }
 
     fn wakeup(&self, name: &str) -> Option<Wakeup> {
@@ -456,23 +456,23 @@ impl LockBackend for RedisBackend {
     }
 }
 
-impl LeaderElectionBackend for RedisBackend {
-    fn acquire_or_renew<'a>(
-        &'a self,
-        name: &'a str,
-        token: &'a str,
+impl LeaderElectionOperations for RedisBackend {
+    fn acquire_or_renew(
+        &self,
+        name: &str,
+        token: &str,
         duration: Duration,
-        metadata: &'a Metadata,
-    ) -> BackendFuture<'a, LeaderRecord> {
-        Box::pin(self.leader_acquire_or_renew(name, token, duration, metadata))
+        metadata: &Metadata,
+    ) -> impl Future<Output = Result<LeaderRecord, BackendError>> + Send {
+        self.leader_acquire_or_renew(name, token, duration, metadata)
     }
 
-    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
-        Box::pin(self.leader_release(name, token))
+    fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
+        self.leader_release(name, token)
     }
 
-    fn get<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<LeaderRecord>> {
-        Box::pin(self.leader_get(name))
+    fn get(&self, name: &str) -> impl Future<Output = Result<Option<LeaderRecord>, BackendError>> + Send {
+        self.leader_get(name)
     }
 
     fn wakeup(&self, name: &str) -> Option<Wakeup> {

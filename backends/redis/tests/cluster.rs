@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tenure::Inspect;
-use tenure::backend::LockBackend;
 use tenure_conformance::{Clock, Harness, Store};
 use tenure_redis::{RedisBackend, RedisOptions};
 
 use common::server::Cluster;
+use tenure::LockCalls;
 
 async fn open(url: &str, prefix: &str) -> RedisBackend {
     let options = RedisOptions::from_url(url).expect("url").prefix(prefix);
@@ -48,7 +48,7 @@ async fn a_cluster_hands_over_by_push_lists_its_locks_and_requires_a_hash_tag() 
     let (store, other) = (open(&cluster.url(), &prefix).await, open(&cluster.url(), &prefix).await);
     common::pushed_handoff(&store, &other).await;
 
-    LockBackend::acquire(&store, "lock:listed", "w1:task:0.1", Duration::from_secs(30)).await.expect("acquire");
+    LockCalls::acquire(&store, "lock:listed", "w1:task:0.1", Duration::from_secs(30)).await.expect("acquire");
     let states = store.lock_states(Vec::new()).await.expect("inspection across primaries");
     let keys: Vec<&str> = states.iter().map(|s| s.key.as_str()).collect();
     assert_eq!(keys, ["lock:handoff", "lock:listed"]);

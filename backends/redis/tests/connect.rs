@@ -6,15 +6,15 @@ mod common;
 use std::time::Duration;
 
 use tenure::BackendErrorKind;
-use tenure::backend::LockBackend;
 use tenure_redis::{OpenError, RedisBackend, RedisOptions};
 
 use common::server::Server;
+use tenure::LockCalls;
 
 async fn works(store: &RedisBackend) {
-    let fence = LockBackend::acquire(store, "lock:tls", "w1", Duration::from_secs(5)).await.expect("acquire");
+    let fence = LockCalls::acquire(store, "lock:tls", "w1", Duration::from_secs(5)).await.expect("acquire");
     assert_eq!(fence.map(|f| f.get()), Some(1));
-    assert!(LockBackend::release(store, "lock:tls", "w1").await.expect("release"));
+    assert!(LockCalls::release(store, "lock:tls", "w1").await.expect("release"));
 }
 
 #[tokio::test]

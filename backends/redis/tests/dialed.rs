@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tenure::BackendErrorKind;
-use tenure::backend::LockBackend;
+use tenure::LockCalls;
 use tenure_conformance::faults::Server as _;
 use tenure_conformance::{Clock, Harness, Store};
 use tenure_redis::dial::{Dial, DialFuture, Socket};

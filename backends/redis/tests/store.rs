@@ -7,17 +7,18 @@ mod common;
 use std::time::{Duration, Instant};
 
 use redis::Commands;
-use tenure::backend::{LeaderElectionBackend, LockBackend, ScheduleBackend};
+use tenure::backend::ScheduleBackend;
 use tenure::{BackendErrorKind, Metadata};
 use tenure_conformance::Store;
 use tenure_redis::{RedisBackend, RedisOptions};
 
 use common::{open, raw, url};
+use tenure::{LeaderElectionCalls, LockCalls};
 
 #[tokio::test]
 async fn the_layout_is_grelmicro_044s() {
     let (store, p) = open().await;
-    let fence = LockBackend::acquire(&store, "lock:cart", "w1:task:0.ab", Duration::from_micros(1_500_001)).await;
+    let fence = LockCalls::acquire(&store, "lock:cart", "w1:task:0.ab", Duration::from_micros(1_500_001)).await;
     assert_eq!(fence.ok().flatten().map(|f| f.get()), Some(1));
     let meta = Metadata::from_pairs([("pod", "p1")]).expect("metadata");
     store.acquire_or_renew("leader:svc", "w9", Duration::from_micros(15_500_000), &meta).await.expect("leader");
@@ -44,9 +45,9 @@ async fn the_layout_is_grelmicro_044s() {
     assert_eq!(due, "1767229200.25");
 
     // Released: the lock key goes, the counter stays and climbs.
-    assert!(LockBackend::release(&store, "lock:cart", "w1:task:0.ab").await.expect("release"));
+    assert!(LockCalls::release(&store, "lock:cart", "w1:task:0.ab").await.expect("release"));
     assert!(!db.exists::<_, bool>(format!("{p}lock:cart")).expect("exists"));
-    let fence = LockBackend::acquire(&store, "lock:cart", "w2", Duration::from_secs(5)).await;
+    let fence = LockCalls::acquire(&store, "lock:cart", "w2", Duration::from_secs(5)).await;
     assert_eq!(fence.ok().flatten().map(|f| f.get()), Some(2));
 }
 
@@ -77,7 +78,7 @@ async fn records_written_by_others_in_grelmicros_layout_are_read() {
     let other = store.acquire_or_renew("leader:svc", "w1", Duration::from_secs(1), &Metadata::new()).await;
     assert_eq!(other.expect("refused").holder, "w9", "a live grelmicro leader keeps the record");
     assert!(store.owned("lock:cart", "w1:task:0.39a0").await.expect("owned"));
-    let again = LockBackend::acquire(&store, "lock:cart", "w1:task:0.39a0", Duration::from_secs(5)).await;
+    let again = LockCalls::acquire(&store, "lock:cart", "w1:task:0.39a0", Duration::from_secs(5)).await;
     assert_eq!(again.ok().flatten().map(|f| f.get()), Some(41), "a renewal keeps the stored fence");
 }
 
@@ -91,11 +92,11 @@ async fn malformed_records_are_reported_as_such() {
     let _: () = db.hset(format!("{p}le_us:leader:half"), "holder", "w1").expect("hset");
     let _: () = db.set(format!("{p}nightly"), "yesterday").expect("set");
     for name in ["lock:nofence", "lock:hash", "lock:badcounter"] {
-        let e = LockBackend::acquire(&store, name, "w", Duration::from_secs(1)).await.expect_err(name);
+        let e = LockCalls::acquire(&store, name, "w", Duration::from_secs(1)).await.expect_err(name);
         assert_eq!(e.kind(), BackendErrorKind::MalformedRecord, "{name}: {e}");
         assert!(e.to_string().contains(name), "{e}");
     }
-    let e = LockBackend::release(&store, "lock:nofence", "w").await.expect_err("release");
+    let e = LockCalls::release(&store, "lock:nofence", "w").await.expect_err("release");
     assert_eq!(e.kind(), BackendErrorKind::MalformedRecord, "{e}");
     let e = store.owned("lock:nofence", "w").await.expect_err("owned");
     assert_eq!(e.kind(), BackendErrorKind::MalformedRecord, "{e}");
@@ -125,7 +126,7 @@ async fn a_closed_backend_says_so() {
     let (store, _) = open().await;
     let clone = store.clone();
     store.close();
-    let e = LockBackend::acquire(&clone, "lock:x", "w", Duration::from_secs(1)).await.expect_err("closed");
+    let e = LockCalls::acquire(&clone, "lock:x", "w", Duration::from_secs(1)).await.expect_err("closed");
     assert_eq!(e.kind(), BackendErrorKind::Closed, "{e}");
 }
 

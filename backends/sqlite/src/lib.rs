@@ -43,7 +43,9 @@ use std::time::Duration;
 
 use futures_channel::oneshot;
 pub use tenure::OpenError;
-use tenure::backend::{BackendFuture, LeaderElectionBackend, LockBackend, ReleaseSignals, ScheduleBackend, Wakeup};
+use tenure::backend::{
+    BackendFuture, LeaderElectionOperations, LockOperations, ReleaseSignals, ScheduleBackend, Wakeup,
+};
 use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata};
 
@@ -179,28 +181,28 @@ impl std::fmt::Debug for SqliteBackend {
     }
 }
 
-impl LockBackend for SqliteBackend {
-    fn acquire<'a>(
-        &'a self,
-        name: &'a str,
-        token: &'a str,
+impl LockOperations for SqliteBackend {
+    fn acquire(
+        &self,
+        name: &str,
+        token: &str,
         duration: Duration,
-    ) -> BackendFuture<'a, Option<FencingToken>> {
+    ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
         let (name, token) = (name.to_owned(), token.to_owned());
         self.call(move |db| db.lock_acquire(&name, &token, duration))
     }
 
-    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
+    fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
         let (owned_name, token) = (name.to_owned(), token.to_owned());
         self.released(name, self.call(move |db| db.lock_release(&owned_name, &token)))
     }
 
-    fn locked<'a>(&'a self, name: &'a str) -> BackendFuture<'a, bool> {
+    fn locked(&self, name: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
         let name = name.to_owned();
         self.call(move |db| db.lock_locked(&name))
     }
 
-    fn owned<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
+    fn owned(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
         let (name, token) = (name.to_owned(), token.to_owned());
         self.call(move |db| db.lock_owned(&name, &token))
     }
@@ -210,24 +212,24 @@ impl LockBackend for SqliteBackend {
     }
 }
 
-impl LeaderElectionBackend for SqliteBackend {
-    fn acquire_or_renew<'a>(
-        &'a self,
-        name: &'a str,
-        token: &'a str,
+impl LeaderElectionOperations for SqliteBackend {
+    fn acquire_or_renew(
+        &self,
+        name: &str,
+        token: &str,
         duration: Duration,
-        metadata: &'a Metadata,
-    ) -> BackendFuture<'a, LeaderRecord> {
+        metadata: &Metadata,
+    ) -> impl Future<Output = Result<LeaderRecord, BackendError>> + Send {
         let (name, token, metadata) = (name.to_owned(), token.to_owned(), metadata.clone());
         self.call(move |db| db.leader_acquire_or_renew(&name, &token, duration, &metadata))
     }
 
-    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
+    fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
         let (owned_name, token) = (name.to_owned(), token.to_owned());
         self.released(name, self.call(move |db| db.leader_release(&owned_name, &token)))
     }
 
-    fn get<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<LeaderRecord>> {
+    fn get(&self, name: &str) -> impl Future<Output = Result<Option<LeaderRecord>, BackendError>> + Send {
         let name = name.to_owned();
         self.call(move |db| db.leader_get(&name))
     }

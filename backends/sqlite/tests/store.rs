@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
-use tenure::backend::{LeaderElectionBackend, LockBackend};
 use tenure::{BackendErrorKind, Inspect, Metadata};
+use tenure::{LeaderElectionCalls, LockCalls};
 use tenure_sqlite::{SqliteBackend, SqliteOptions};
 
 fn fresh_path() -> PathBuf {
@@ -35,7 +35,7 @@ const LONG: Duration = Duration::from_secs(30);
 async fn the_layout_is_grelmicro_044s() {
     let path = fresh_path();
     let store = open(&path).await;
-    let fence = LockBackend::acquire(&store, "lock:cart", "w1:task:0.ab", Duration::from_millis(30_001_500)).await;
+    let fence = LockCalls::acquire(&store, "lock:cart", "w1:task:0.ab", Duration::from_millis(30_001_500)).await;
     assert_eq!(fence.ok().flatten().map(|f| f.get()), Some(1));
     let meta = Metadata::from_pairs([("pod", "p1")]).expect("metadata");
     store.acquire_or_renew("leader:svc", "w9", Duration::from_micros(15_000_500), &meta).await.expect("leader");
@@ -78,8 +78,8 @@ async fn a_legacy_whole_second_expiry_holds_through_that_second() {
         )
         .expect("legacy rows");
     assert_eq!(store.locked("lock:old").await.ok(), Some(true));
-    assert_eq!(LockBackend::acquire(&store, "lock:old", "t", LONG).await.ok(), Some(None));
-    let taken = LockBackend::acquire(&store, "lock:gone", "t", LONG).await.ok().flatten();
+    assert_eq!(LockCalls::acquire(&store, "lock:old", "t", LONG).await.ok(), Some(None));
+    let taken = LockCalls::acquire(&store, "lock:gone", "t", LONG).await.ok().flatten();
     assert_eq!(taken.map(|f| f.get()), Some(10), "the legacy fence continues");
 }
 
@@ -87,12 +87,12 @@ async fn a_legacy_whole_second_expiry_holds_through_that_second() {
 async fn connections_on_one_file_exclude_each_other_and_see_commits_at_once() {
     let path = fresh_path();
     let (a, b) = (open(&path).await, open(&path).await);
-    let first = LockBackend::acquire(&a, "lock:x", "ta", LONG).await.ok().flatten();
+    let first = LockCalls::acquire(&a, "lock:x", "ta", LONG).await.ok().flatten();
     assert_eq!(first.map(|f| f.get()), Some(1));
-    assert_eq!(LockBackend::acquire(&b, "lock:x", "tb", LONG).await.ok(), Some(None));
+    assert_eq!(LockCalls::acquire(&b, "lock:x", "tb", LONG).await.ok(), Some(None));
     assert_eq!(b.owned("lock:x", "ta").await.ok(), Some(true));
-    assert_eq!(LockBackend::release(&a, "lock:x", "ta").await.ok(), Some(true));
-    let second = LockBackend::acquire(&b, "lock:x", "tb", LONG).await.ok().flatten();
+    assert_eq!(LockCalls::release(&a, "lock:x", "ta").await.ok(), Some(true));
+    let second = LockCalls::acquire(&b, "lock:x", "tb", LONG).await.ok().flatten();
     assert_eq!(second.map(|f| f.get()), Some(2));
 }
 
@@ -100,11 +100,11 @@ async fn connections_on_one_file_exclude_each_other_and_see_commits_at_once() {
 async fn fences_survive_reopening_and_close_vacates_expired_leases() {
     let path = fresh_path();
     let store = open(&path).await;
-    LockBackend::acquire(&store, "lock:x", "t1", Duration::from_millis(20)).await.expect("acquire");
-    LockBackend::acquire(&store, "lock:live", "t1", LONG).await.expect("acquire");
+    LockCalls::acquire(&store, "lock:x", "t1", Duration::from_millis(20)).await.expect("acquire");
+    LockCalls::acquire(&store, "lock:live", "t1", LONG).await.expect("acquire");
     tokio::time::sleep(Duration::from_millis(60)).await;
     store.close().await.expect("close");
-    let after_close = LockBackend::locked(&store, "lock:x").await.expect_err("a closed store answered");
+    let after_close = LockCalls::locked(&store, "lock:x").await.expect_err("a closed store answered");
     assert_eq!(after_close.kind(), BackendErrorKind::Closed);
     let rows: Vec<(String, Option<String>, i64)> = raw(&path)
         .prepare("SELECT name, token, fence FROM locks ORDER BY name")
@@ -112,7 +112,7 @@ async fn fences_survive_reopening_and_close_vacates_expired_leases() {
         .expect("rows");
     assert_eq!(rows, [("lock:live".into(), Some("t1".into()), 1), ("lock:x".into(), None, 1)]);
     let reopened = open(&path).await;
-    let fence = LockBackend::acquire(&reopened, "lock:x", "t2", LONG).await.ok().flatten();
+    let fence = LockCalls::acquire(&reopened, "lock:x", "t2", LONG).await.ok().flatten();
     assert_eq!(fence.map(|f| f.get()), Some(2), "the counter survived the restart");
 }
 
@@ -121,10 +121,10 @@ async fn sub_second_leases_expire_to_the_millisecond() {
     let store = open(&fresh_path()).await;
     let lease = Duration::from_millis(300);
     let start = Instant::now();
-    LockBackend::acquire(&store, "lock:quick", "t1", lease).await.expect("acquire");
-    assert_eq!(LockBackend::acquire(&store, "lock:quick", "t2", lease).await.ok(), Some(None));
+    LockCalls::acquire(&store, "lock:quick", "t1", lease).await.expect("acquire");
+    assert_eq!(LockCalls::acquire(&store, "lock:quick", "t2", lease).await.ok(), Some(None));
     tokio::time::sleep(Duration::from_millis(400).saturating_sub(start.elapsed())).await;
-    let next = LockBackend::acquire(&store, "lock:quick", "t2", lease).await.ok().flatten();
+    let next = LockCalls::acquire(&store, "lock:quick", "t2", lease).await.ok().flatten();
     assert_eq!(next.map(|f| f.get()), Some(2), "a 300 ms lease was still held after 400 ms");
 }
 
@@ -136,13 +136,13 @@ async fn a_busy_file_fails_within_the_busy_timeout_and_recovers() {
     let blocker = raw(&path);
     blocker.execute_batch("BEGIN IMMEDIATE").expect("hold the write lock");
     let start = Instant::now();
-    let err = LockBackend::acquire(&store, "lock:x", "t1", LONG).await.expect_err("acquired through a held file");
+    let err = LockCalls::acquire(&store, "lock:x", "t1", LONG).await.expect_err("acquired through a held file");
     let waited = start.elapsed();
     assert_eq!(err.kind(), BackendErrorKind::Unavailable, "{err}");
     assert!(err.message().contains("busy timeout"), "{err}");
     assert!(waited >= Duration::from_millis(150) && waited < Duration::from_secs(3), "waited {waited:?}");
     blocker.execute_batch("ROLLBACK").expect("let go");
-    let fence = LockBackend::acquire(&store, "lock:x", "t1", LONG).await.ok().flatten();
+    let fence = LockCalls::acquire(&store, "lock:x", "t1", LONG).await.ok().flatten();
     assert_eq!(fence.map(|f| f.get()), Some(1), "the connection was left in a transaction");
 }
 
@@ -165,7 +165,7 @@ async fn malformed_rows_are_reported_naming_the_column() {
     let err = store.lock_states(vec!["lock:neg".into()]).await.expect_err("a negative fence was accepted");
     assert!(err.message().contains("fence"), "{err}");
     // The store still works for everything else.
-    assert!(LockBackend::acquire(&store, "lock:fine", "t", LONG).await.is_ok());
+    assert!(LockCalls::acquire(&store, "lock:fine", "t", LONG).await.is_ok());
 }
 
 #[tokio::test]
@@ -173,23 +173,23 @@ async fn a_dropped_table_is_an_error_and_leaves_no_transaction_open() {
     let path = fresh_path();
     let store = open(&path).await;
     raw(&path).execute_batch("DROP TABLE locks").expect("drop");
-    let err = LockBackend::acquire(&store, "lock:x", "t", LONG).await.expect_err("acquired without a table");
+    let err = LockCalls::acquire(&store, "lock:x", "t", LONG).await.expect_err("acquired without a table");
     assert!(err.message().contains("no such table"), "{err}");
     raw(&path)
         .execute_batch(
             "CREATE TABLE locks (name TEXT PRIMARY KEY, token TEXT, expire_at TEXT, fence INTEGER NOT NULL DEFAULT 0)",
         )
         .expect("recreate");
-    assert!(LockBackend::acquire(&store, "lock:x", "t", LONG).await.is_ok(), "the connection stayed in a transaction");
+    assert!(LockCalls::acquire(&store, "lock:x", "t", LONG).await.is_ok(), "the connection stayed in a transaction");
 }
 
 #[tokio::test]
 async fn inspection_lists_holders_and_leaders() {
     let path = fresh_path();
     let store = open(&path).await;
-    LockBackend::acquire(&store, "lock:a", "w1:task:0.aa", LONG).await.expect("a");
-    LockBackend::acquire(&store, "lock:b", "w2:task:0.bb", LONG).await.expect("b");
-    LockBackend::release(&store, "lock:b", "w2:task:0.bb").await.expect("release b");
+    LockCalls::acquire(&store, "lock:a", "w1:task:0.aa", LONG).await.expect("a");
+    LockCalls::acquire(&store, "lock:b", "w2:task:0.bb", LONG).await.expect("b");
+    LockCalls::release(&store, "lock:b", "w2:task:0.bb").await.expect("release b");
     store.acquire_or_renew("leader:svc", "w9", LONG, &Metadata::default()).await.expect("leader");
     let locks = store.lock_states(Vec::new()).await.expect("locks");
     let summary: Vec<_> =

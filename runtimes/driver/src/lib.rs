@@ -27,8 +27,9 @@ mod task_lock;
 use std::time::Duration;
 
 pub use backend::{
-    BackendFuture, Inspect, LeaderElectionBackend, LeaderState, LockBackend, LockState, MemoryBackend, OpenError,
-    ReleaseSignals, ScheduleBackend, Signal, Wakeup,
+    BackendFuture, Inspect, LeaderElectionBackend, LeaderElectionCalls, LeaderElectionOperations, LeaderState,
+    LockBackend, LockCalls, LockOperations, LockState, MemoryBackend, OpenError, ReleaseSignals, ScheduleBackend,
+    Signal, Wakeup,
 };
 pub use blocking::{BlockingLock, BlockingLockGuard, BlockingLockHolder, BlockingTaskLock, BlockingTaskLockGuard};
 pub use coordination::{Coordination, Provider, Registry};

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tenure_core::{FencingToken, Metadata};
 
 use crate::{Clock, Harness};
+use tenure::backend::{LeaderElectionCalls as _, LockCalls as _};
 
 const LONG: Duration = Duration::from_secs(60);
 

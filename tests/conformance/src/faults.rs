@@ -9,6 +9,7 @@ use tenure::backend::LockBackend;
 use tenure_tokio::{Lock, Tokio};
 
 use crate::Store;
+use tenure::backend::LockCalls as _;
 
 /// A server process the test owns.
 pub trait Server {

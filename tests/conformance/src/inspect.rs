@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use tenure::backend::{LeaderElectionBackend, LockBackend};
+use tenure::backend::{LeaderElectionCalls, LockCalls};
 use tenure::{Inspect, Metadata};
 
 /// A held lock, a released task lock (its fence kept) and a leader are listed, each with what
@@ -11,10 +12,12 @@ pub async fn inspection_lists_holders_and_leaders<B>(store: &B)
 where
     B: Inspect + LockBackend + LeaderElectionBackend,
 {
-    LockBackend::acquire(store, "lock:a", "w1:task:0.1", Duration::from_secs(30)).await.expect("a");
-    LockBackend::acquire(store, "tasklock:b", "w2:task:0.2", Duration::from_secs(30)).await.expect("b");
-    LockBackend::release(store, "tasklock:b", "w2:task:0.2").await.expect("release b");
-    store.acquire_or_renew("leader:svc", "w3", Duration::from_secs(30), &Metadata::new()).await.expect("leader");
+    LockCalls::acquire(store, "lock:a", "w1:task:0.1", Duration::from_secs(30)).await.expect("a");
+    LockCalls::acquire(store, "tasklock:b", "w2:task:0.2", Duration::from_secs(30)).await.expect("b");
+    LockCalls::release(store, "tasklock:b", "w2:task:0.2").await.expect("release b");
+    LeaderElectionCalls::acquire_or_renew(store, "leader:svc", "w3", Duration::from_secs(30), &Metadata::new())
+        .await
+        .expect("leader");
     let locks = store.lock_states(Vec::new()).await.expect("locks");
     let keys: Vec<_> = locks.iter().map(|s| (s.key.as_str(), s.fence.map(|f| f.get()), s.holder.as_deref())).collect();
     assert_eq!(keys, [("lock:a", Some(1), Some("w1:task:0.1")), ("tasklock:b", Some(1), None)]);

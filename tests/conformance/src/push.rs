@@ -11,6 +11,7 @@ use tenure::{Lock, Runtime, WorkerId};
 use tenure_tokio::Tokio;
 
 use crate::Store;
+use tenure::backend::LockCalls as _;
 
 /// A lock on `store` named `name` that retries only once a minute.
 pub fn patient_lock<R: Runtime>(store: &Store, name: &str, runtime: R) -> Lock<R> {

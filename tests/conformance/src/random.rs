@@ -10,6 +10,7 @@ use rand_core::Rng as _;
 use tenure_core::{LeaderRecord, Metadata, SplitMix64, StoreModel, Timestamp, Token};
 
 use crate::{Clock, Harness};
+use tenure::backend::{LeaderElectionCalls as _, LockCalls as _};
 
 #[derive(Clone, Debug)]
 enum Op {

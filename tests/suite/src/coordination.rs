@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
-use tenure::{Coordination, Error, LeaderElectionBackend, LockBackend, MemoryBackend, Registry, Runtime};
+use tenure::{Coordination, Error, LeaderElectionBackend, MemoryBackend, Registry, Runtime};
 
 use crate::support::ms;
+use tenure::{LeaderElectionCalls, LockCalls};
 
 pub async fn coordination_binds_each_slot<R: Runtime>(rt: R) {
     let locks = MemoryBackend::new();
@@ -14,7 +15,7 @@ pub async fn coordination_binds_each_slot<R: Runtime>(rt: R) {
         .with_leader_election_backend(Arc::new(elections.clone()) as Arc<dyn LeaderElectionBackend>);
     let lock = c.lock("cart").unwrap().env_load(false).build().unwrap();
     let guard = lock.acquire().await.unwrap();
-    assert!(LockBackend::locked(&locks, "lock:cart").await.unwrap(), "the lock slot came from the source");
+    assert!(LockCalls::locked(&locks, "lock:cart").await.unwrap(), "the lock slot came from the source");
     guard.release().await.unwrap();
     let task = c.task_lock("job").unwrap().env_load(false).build().unwrap();
     task.enter().await.unwrap().exit().await.unwrap();
@@ -22,8 +23,8 @@ pub async fn coordination_binds_each_slot<R: Runtime>(rt: R) {
     let election = c.leader_election("svc").unwrap().env_load(false).retry_interval(ms(5)).build().unwrap();
     election.start();
     election.wait_for_leader().await;
-    assert!(LeaderElectionBackend::get(&elections, "leader:svc").await.unwrap().is_some(), "the keyword overrides");
-    assert!(LeaderElectionBackend::get(&locks, "leader:svc").await.unwrap().is_none());
+    assert!(LeaderElectionCalls::get(&elections, "leader:svc").await.unwrap().is_some(), "the keyword overrides");
+    assert!(LeaderElectionCalls::get(&locks, "leader:svc").await.unwrap().is_none());
     election.stop().await;
     assert!(c.schedule_backend().is_ok());
     assert_eq!(c.name(), "default");

@@ -4,9 +4,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tenure::{Error, LeaderElectionBackend, MemoryBackend, Runtime, WorkerId};
+use tenure::{Error, MemoryBackend, Runtime, WorkerId};
 
 use crate::support::{Faulty, election, eventually, ms, sleep};
+use tenure::LeaderElectionCalls;
 
 pub async fn election_single_worker_leads_with_its_record<R: Runtime>(rt: R) {
     let backend = MemoryBackend::new();
@@ -17,7 +18,7 @@ pub async fn election_single_worker_leads_with_its_record<R: Runtime>(rt: R) {
     let record = e.record().unwrap();
     assert_eq!((record.holder.as_str(), record.transitions), ("w1", 0));
     assert_eq!(record.metadata.get("pod"), Some("w1"));
-    let stored = LeaderElectionBackend::get(&backend, "leader:svc").await.unwrap().unwrap();
+    let stored = LeaderElectionCalls::get(&backend, "leader:svc").await.unwrap().unwrap();
     assert_eq!(stored.holder, "w1", "the record lives under leader:<name>");
     e.stop().await;
 }
@@ -46,7 +47,7 @@ pub async fn election_lifecycle_and_stop_clears_at_once<R: Runtime>(rt: R) {
     assert!(!e.is_leader(), "leadership ends when stop is called");
     stopping.await;
     assert!(!e.is_running());
-    assert!(LeaderElectionBackend::get(&backend, "leader:svc").await.unwrap().is_none(), "released");
+    assert!(LeaderElectionCalls::get(&backend, "leader:svc").await.unwrap().is_none(), "released");
     e.wait_lose_leader().await; // returns at once
     assert!(e.start(), "it can run again");
     e.wait_for_leader().await;
@@ -204,7 +205,7 @@ pub async fn election_start_stop_cycles_leave_nothing_behind<R: Runtime>(rt: R) 
         e.stop().await;
         assert!(!e.is_running() && !e.is_leader());
     }
-    assert!(LeaderElectionBackend::get(&backend, "leader:svc").await.unwrap().is_none());
+    assert!(LeaderElectionCalls::get(&backend, "leader:svc").await.unwrap().is_none());
 }
 
 pub async fn election_attempts_slower_than_backend_timeout_never_elect<R: Runtime>(rt: R) {

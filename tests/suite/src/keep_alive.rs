@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use futures_lite::future;
-use tenure::{KeepAliveEnd, LockBackend, MemoryBackend, Runtime};
+use tenure::{KeepAliveEnd, MemoryBackend, Runtime};
 
 use crate::support::{Faulty, eventually, eventually_async, lock, ms, sleep, task_lock};
+use tenure::LockCalls;
 
 /// The longest a test keeps anything: far beyond every bound it checks.
 const NO_BOUND: Duration = Duration::from_secs(3600);
@@ -89,7 +90,7 @@ pub async fn keep_alive_releases_at_the_maximum_hold<R: Runtime>(rt: R) {
     assert!(rt.now().saturating_duration_since(started) >= ms(150), "released before the maximum hold");
     assert_eq!(kept.ended(), Some(KeepAliveEnd::MaxHold), "the reason is said when the lease goes");
     eventually_async(&rt, "released in the store", || async {
-        !LockBackend::locked(&backend, "lock:cart").await.unwrap()
+        !LockCalls::locked(&backend, "lock:cart").await.unwrap()
     })
     .await;
     assert!(kept.stop().release().await.unwrap_err().is_not_owned());

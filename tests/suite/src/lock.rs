@@ -5,16 +5,17 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures_lite::future;
-use tenure::{BackendErrorKind, Error, LockBackend, MemoryBackend, Runtime};
+use tenure::{BackendErrorKind, Error, MemoryBackend, Runtime};
 
 use crate::support::{Faulty, eventually, eventually_async, lock, ms, sleep};
+use tenure::LockCalls;
 
 pub async fn lock_key_is_prefixed_and_the_raw_name_stays_free<R: Runtime>(rt: R) {
     let backend = MemoryBackend::new();
     let lock = lock(&rt, backend.clone(), "cart", ms(1000));
     let guard = lock.acquire().await.unwrap();
-    assert!(LockBackend::locked(&backend, "lock:cart").await.unwrap());
-    assert!(!LockBackend::locked(&backend, "cart").await.unwrap(), "the raw name is not locked");
+    assert!(LockCalls::locked(&backend, "lock:cart").await.unwrap());
+    assert!(!LockCalls::locked(&backend, "cart").await.unwrap(), "the raw name is not locked");
     guard.release().await.unwrap();
 }
 
@@ -288,7 +289,7 @@ pub async fn lock_cancelled_acquire_releases_a_grant_that_lands_late<R: Runtime>
     let memory = backend.memory.clone();
     eventually_async(&rt, "the late grant released", || {
         let memory = memory.clone();
-        async move { !LockBackend::locked(&memory, "lock:cart").await.unwrap() && memory.lock_names() == 1 }
+        async move { !LockCalls::locked(&memory, "lock:cart").await.unwrap() && memory.lock_names() == 1 }
     })
     .await;
     backend.heal();
@@ -347,7 +348,7 @@ pub async fn lock_every_acquisition_takes_a_fresh_token<R: Runtime>(rt: R) {
     first.release().await.unwrap();
     let second = lock.acquire().await.unwrap();
     assert_ne!(second.handle().token, old, "the pooled holder took a new token");
-    assert!(!LockBackend::release(&backend, "lock:cart", old.as_str()).await.unwrap(), "a stale release misses");
+    assert!(!LockCalls::release(&backend, "lock:cart", old.as_str()).await.unwrap(), "a stale release misses");
     assert!(second.owned().await.unwrap());
     second.release().await.unwrap();
 

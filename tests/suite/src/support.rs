@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use event_listener::Event;
 use tenure::{
-    BackendError, BackendErrorKind, BackendFuture, FencingToken, LeaderElection, LeaderElectionBackend, LeaderRecord,
-    Lock, LockBackend, MemoryBackend, Metadata, Runtime, StoreOp, StoreReply, TaskLock, WorkerId,
+    BackendError, BackendErrorKind, BackendFuture, LeaderElection, LeaderElectionBackend, Lock, LockBackend,
+    MemoryBackend, Metadata, Runtime, StoreOp, StoreReply, TaskLock, WorkerId,
 };
 
 pub fn ms(n: u64) -> Duration {
@@ -177,45 +177,14 @@ impl Faulty {
     }
 }
 
-fn unused<T: Send + 'static>() -> BackendFuture<'static, T> {
-    Box::pin(std::future::ready(Err(BackendError::new(BackendErrorKind::Other, "the suite drives execute only"))))
-}
-
 impl LockBackend for Faulty {
-    fn acquire<'a>(&'a self, _: &'a str, _: &'a str, _: Duration) -> BackendFuture<'a, Option<FencingToken>> {
-        unused()
-    }
-    fn release<'a>(&'a self, _: &'a str, _: &'a str) -> BackendFuture<'a, bool> {
-        unused()
-    }
-    fn locked<'a>(&'a self, _: &'a str) -> BackendFuture<'a, bool> {
-        unused()
-    }
-    fn owned<'a>(&'a self, _: &'a str, _: &'a str) -> BackendFuture<'a, bool> {
-        unused()
-    }
-    fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {
+    fn execute(&self, op: StoreOp) -> BackendFuture<'static, StoreReply> {
         self.run(&op)
     }
 }
 
 impl LeaderElectionBackend for Faulty {
-    fn acquire_or_renew<'a>(
-        &'a self,
-        _: &'a str,
-        _: &'a str,
-        _: Duration,
-        _: &'a Metadata,
-    ) -> BackendFuture<'a, LeaderRecord> {
-        unused()
-    }
-    fn release<'a>(&'a self, _: &'a str, _: &'a str) -> BackendFuture<'a, bool> {
-        unused()
-    }
-    fn get<'a>(&'a self, _: &'a str) -> BackendFuture<'a, Option<LeaderRecord>> {
-        unused()
-    }
-    fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {
+    fn execute(&self, op: StoreOp) -> BackendFuture<'static, StoreReply> {
         self.run(&op)
     }
 }

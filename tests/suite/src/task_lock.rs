@@ -1,14 +1,15 @@
 //! `TaskLock` behaviours (spec §8.5, §8.7).
 
-use tenure::{Error, LockBackend, MemoryBackend, Runtime};
+use tenure::{Error, MemoryBackend, Runtime};
 
 use crate::support::{Faulty, eventually_async, lock, ms, sleep, task_lock};
+use tenure::LockCalls;
 
 pub async fn task_lock_key_is_prefixed_and_separate_from_lock<R: Runtime>(rt: R) {
     let backend = MemoryBackend::new();
     let task = task_lock(&rt, backend.clone(), "cleanup", ms(1), ms(1000));
     let guard = task.enter().await.unwrap();
-    assert!(LockBackend::locked(&backend, "tasklock:cleanup").await.unwrap());
+    assert!(LockCalls::locked(&backend, "tasklock:cleanup").await.unwrap());
     let plain = lock(&rt, backend, "cleanup", ms(1000));
     plain.acquire_nowait().await.unwrap().release().await.unwrap();
     guard.exit().await.unwrap();

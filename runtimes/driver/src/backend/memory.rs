@@ -4,10 +4,7 @@ use std::future::ready;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tenure_core::{
-    BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, StoreModel, StoreOp, StoreReply, Timestamp,
-    Token, WallTime,
-};
+use tenure_core::{BackendError, FencingToken, StoreModel, StoreOp, StoreReply, Timestamp, WallTime};
 
 use super::{BackendFuture, LeaderElectionBackend, LockBackend, ReleaseSignals, ScheduleBackend, Wakeup};
 
@@ -107,107 +104,34 @@ impl std::fmt::Debug for MemoryBackend {
     }
 }
 
-fn done<T: Send + 'static>(value: Result<T, BackendError>) -> BackendFuture<'static, T> {
-    Box::pin(ready(value))
-}
-
-impl MemoryBackend {
-    /// Runs `f` on the model with `token` validated and the store's clock read under the lock.
-    fn with_token<T>(
-        &self,
-        token: &str,
-        f: impl FnOnce(&mut StoreModel, &Token, Timestamp) -> T,
-    ) -> Result<T, BackendError> {
-        let token = Token::new(token).map_err(|e| BackendError::new(BackendErrorKind::Rejected, e.to_string()))?;
-        let mut model = self.model();
-        let now = self.now();
-        Ok(f(&mut model, &token, now))
-    }
-
-    /// A release through the string interface: wakes waiters when it released.
-    fn release_named(&self, name: &str, released: Result<bool, BackendError>) -> BackendFuture<'static, bool> {
-        if released == Ok(true) {
-            self.notify(name);
-        }
-        done(released)
-    }
-}
-
-/// The methods by which the memory backend answers machines directly and pushes releases.
+/// The memory backend answers every operation at once, from the model.
 macro_rules! answered_at_once {
-    () => {
-        fn wakeup(&self, name: &str) -> Option<Wakeup> {
-            self.listen(name)
-        }
+    ($backend:ident) => {
+        impl $backend for MemoryBackend {
+            fn execute(&self, op: StoreOp) -> BackendFuture<'static, StoreReply> {
+                self.run(&op)
+            }
 
-        fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>> {
-            Some(Ok(self.apply(op)))
-        }
+            fn wakeup(&self, name: &str) -> Option<Wakeup> {
+                self.listen(name)
+            }
 
-        fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {
-            self.run(&op)
+            fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>> {
+                Some(Ok(self.apply(op)))
+            }
         }
     };
 }
 
-impl LockBackend for MemoryBackend {
-    fn acquire<'a>(
-        &'a self,
-        name: &'a str,
-        token: &'a str,
-        duration: Duration,
-    ) -> BackendFuture<'a, Option<FencingToken>> {
-        done(self.with_token(token, |model, token, now| model.lock_acquire(name, token, duration, now)))
-    }
-
-    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
-        self.release_named(name, self.with_token(token, |model, token, now| model.lock_release(name, token, now)))
-    }
-
-    fn locked<'a>(&'a self, name: &'a str) -> BackendFuture<'a, bool> {
-        let model = self.model();
-        done(Ok(model.lock_locked(name, self.now())))
-    }
-
-    fn owned<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
-        done(self.with_token(token, |model, token, now| model.lock_owned(name, token, now)))
-    }
-
-    answered_at_once!();
-}
-
-impl LeaderElectionBackend for MemoryBackend {
-    fn acquire_or_renew<'a>(
-        &'a self,
-        name: &'a str,
-        token: &'a str,
-        duration: Duration,
-        metadata: &'a Metadata,
-    ) -> BackendFuture<'a, LeaderRecord> {
-        let metadata = Arc::new(metadata.clone());
-        done(self.with_token(token, |model, token, now| {
-            model.leader_acquire_or_renew(name, token, duration, &metadata, now)
-        }))
-    }
-
-    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool> {
-        self.release_named(name, self.with_token(token, |model, token, now| model.leader_release(name, token, now)))
-    }
-
-    fn get<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<LeaderRecord>> {
-        let model = self.model();
-        done(Ok(model.leader_get(name, self.now())))
-    }
-
-    answered_at_once!();
-}
+answered_at_once!(LockBackend);
+answered_at_once!(LeaderElectionBackend);
 
 impl ScheduleBackend for MemoryBackend {
     fn claim<'a>(&'a self, name: &'a str, due: f64) -> BackendFuture<'a, bool> {
-        done(Ok(self.model().schedule_claim(name, due)))
+        Box::pin(ready(Ok(self.model().schedule_claim(name, due))))
     }
 
     fn last_fired<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<f64>> {
-        done(Ok(self.model().schedule_last_fired(name)))
+        Box::pin(ready(Ok(self.model().schedule_last_fired(name))))
     }
 }

@@ -13,6 +13,7 @@
 //! overtake an earlier one still running. (Lock holders take a fresh token per acquisition and
 //! need no such care; the simulator, tests/sim, found what happens without it.)
 
+mod contract;
 mod memory;
 mod open;
 pub mod record;
@@ -26,14 +27,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use event_listener::{Event, EventListener};
-use std::time::Duration;
 
+pub use contract::{
+    LeaderElectionBackend, LeaderElectionCalls, LeaderElectionOperations, LockBackend, LockCalls, LockOperations,
+};
 pub use memory::MemoryBackend;
 pub use open::{OpenError, percent_decode, percent_encode, shown_url, url_seconds};
 pub use scheme::{SCHEMES, StoreKind};
-use tenure_core::{
-    BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, StoreOp, StoreReply, WallTime,
-};
+use tenure_core::{BackendError, FencingToken, LeaderRecord, WallTime};
 pub use wait::{Entry, WaitQueues, Wake};
 
 /// The future a backend method returns.
@@ -173,109 +174,6 @@ impl std::fmt::Debug for Wakeup {
     }
 }
 
-/// Locks with fencing tokens (spec §5.1). Used by `Lock` and `TaskLock`.
-pub trait LockBackend: Send + Sync + 'static {
-    /// Takes `name` for `duration` if it is free (with a new fencing token) or renews it if
-    /// `token` holds it (same fencing token); `None` if another token holds it.
-    fn acquire<'a>(
-        &'a self,
-        name: &'a str,
-        token: &'a str,
-        duration: Duration,
-    ) -> BackendFuture<'a, Option<FencingToken>>;
-
-    /// Frees `name` if `token` holds a live lease; true iff it did.
-    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool>;
-
-    /// Whether any token holds a live lease on `name`.
-    fn locked<'a>(&'a self, name: &'a str) -> BackendFuture<'a, bool>;
-
-    /// Whether `token` holds a live lease on `name`.
-    fn owned<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool>;
-
-    /// A wake-up for the next release of `name`, if the store can push one (DESIGN §4.5);
-    /// without one, waiters poll at `retry_interval`.
-    fn wakeup(&self, name: &str) -> Option<Wakeup> {
-        let _ = name;
-        None
-    }
-
-    /// The answer to `op` if the backend can give it without waiting (the memory backend), so
-    /// the driver needs no future, timer or allocation for it. The default: `None`.
-    fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>> {
-        let _ = op;
-        None
-    }
-
-    /// Runs one lock operation of a machine. The default calls the methods above; a backend
-    /// that can answer from the operation itself (the memory backend) overrides it.
-    fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {
-        Box::pin(async move {
-            match &op {
-                StoreOp::LockAcquire { key, token, lease } => {
-                    self.acquire(key.as_str(), token.as_str(), *lease).await.map(StoreReply::Fence)
-                }
-                StoreOp::LockRelease { key, token } => {
-                    self.release(key.as_str(), token.as_str()).await.map(StoreReply::Flag)
-                }
-                StoreOp::LockLocked { key } => self.locked(key.as_str()).await.map(StoreReply::Flag),
-                StoreOp::LockOwned { key, token } => {
-                    self.owned(key.as_str(), token.as_str()).await.map(StoreReply::Flag)
-                }
-                other => Err(unsupported("a lock backend", other)),
-            }
-        })
-    }
-}
-
-/// Leader election (spec §5.2).
-pub trait LeaderElectionBackend: Send + Sync + 'static {
-    /// Acquires or renews leadership of `name` for `token`; the caller leads iff the returned
-    /// record's holder is `token`.
-    fn acquire_or_renew<'a>(
-        &'a self,
-        name: &'a str,
-        token: &'a str,
-        duration: Duration,
-        metadata: &'a Metadata,
-    ) -> BackendFuture<'a, LeaderRecord>;
-
-    /// Deletes the record if `token` holds a live lease; true iff it did.
-    fn release<'a>(&'a self, name: &'a str, token: &'a str) -> BackendFuture<'a, bool>;
-
-    /// The live record, if any.
-    fn get<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<LeaderRecord>>;
-
-    /// A wake-up for the next release of `name`, if the store can push one.
-    fn wakeup(&self, name: &str) -> Option<Wakeup> {
-        let _ = name;
-        None
-    }
-
-    /// The answer to `op` if the backend can give it without waiting (see
-    /// [`LockBackend::answer_now`]).
-    fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>> {
-        let _ = op;
-        None
-    }
-
-    /// Runs one election operation of a machine.
-    fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {
-        Box::pin(async move {
-            match &op {
-                StoreOp::LeaderAcquireOrRenew { key, token, lease, metadata } => {
-                    self.acquire_or_renew(key.as_str(), token.as_str(), *lease, metadata).await.map(StoreReply::Leader)
-                }
-                StoreOp::LeaderRelease { key, token } => {
-                    self.release(key.as_str(), token.as_str()).await.map(StoreReply::Flag)
-                }
-                StoreOp::LeaderGet { key } => self.get(key.as_str()).await.map(StoreReply::MaybeLeader),
-                other => Err(unsupported("a leader election backend", other)),
-            }
-        })
-    }
-}
-
 /// Cron schedule claims (spec §5.3).
 pub trait ScheduleBackend: Send + Sync + 'static {
     /// Stores `due` (epoch seconds) iff nothing is stored or the stored value is earlier; true iff
@@ -323,23 +221,4 @@ pub trait Inspect: Send + Sync + 'static {
 
     /// The live leader records of `keys`, or all of them when `keys` is empty; in key order.
     fn leader_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<LeaderState>>;
-}
-
-fn unsupported(what: &str, op: &StoreOp) -> BackendError {
-    BackendError::new(BackendErrorKind::Protocol, format!("{what} cannot run {}", op_name(op)))
-}
-
-fn op_name(op: &StoreOp) -> &'static str {
-    match op {
-        StoreOp::LockAcquire { .. } => "a lock acquire",
-        StoreOp::LockRelease { .. } => "a lock release",
-        StoreOp::LockLocked { .. } => "a locked check",
-        StoreOp::LockOwned { .. } => "an owned check",
-        StoreOp::LeaderAcquireOrRenew { .. } => "a leader acquire_or_renew",
-        StoreOp::LeaderRelease { .. } => "a leader release",
-        StoreOp::LeaderGet { .. } => "a leader get",
-        StoreOp::ScheduleClaim { .. } => "a schedule claim",
-        StoreOp::ScheduleLastFired { .. } => "a schedule last_fired",
-        _ => "an unknown operation",
-    }
 }

@@ -59,7 +59,7 @@ impl Execute for ElectionExec {
     }
 
     fn execute(&self, op: StoreOp) -> Reply {
-        self.0.clone().execute(op)
+        self.0.execute(op)
     }
 }
 

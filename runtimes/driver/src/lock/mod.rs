@@ -77,7 +77,7 @@ impl Execute for LockExec {
     }
 
     fn execute(&self, op: StoreOp) -> Reply {
-        self.0.clone().execute(op)
+        self.0.execute(op)
     }
 }
 

@@ -4,10 +4,9 @@
 //! of calls made under one token) — a lost call never applies.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use tenure::backend::{BackendFuture, LockBackend, ReleaseSignals, Wakeup};
-use tenure::{BackendError, BackendErrorKind, FencingToken, Runtime};
+use tenure::{BackendError, BackendErrorKind, Runtime};
 use tenure_core::{StoreModel, StoreOp, StoreReply, Timestamp, WallTime};
 
 use super::runtime::SimRuntime;
@@ -149,30 +148,15 @@ impl Connection {
 }
 
 impl LockBackend for Connection {
-    fn acquire<'a>(&'a self, _: &'a str, _: &'a str, _: Duration) -> BackendFuture<'a, Option<FencingToken>> {
-        unused()
-    }
-
-    fn release<'a>(&'a self, _: &'a str, _: &'a str) -> BackendFuture<'a, bool> {
-        unused()
-    }
-
-    fn locked<'a>(&'a self, _: &'a str) -> BackendFuture<'a, bool> {
-        unused()
-    }
-
-    fn owned<'a>(&'a self, _: &'a str, _: &'a str) -> BackendFuture<'a, bool> {
-        unused()
-    }
-
     fn wakeup(&self, name: &str) -> Option<Wakeup> {
         Some(self.store().releases.ticket(name))
     }
 
-    fn execute(self: Arc<Self>, op: StoreOp) -> BackendFuture<'static, StoreReply> {
+    fn execute(&self, op: StoreOp) -> BackendFuture<'static, StoreReply> {
         let fate = self.fate();
+        let this = self.clone();
         Box::pin(async move {
-            let rt = self.rt.clone();
+            let rt = this.rt.clone();
             rt.sleep_until(Timestamp::from_nanos(fate.apply_at)).await;
             if fate.lost {
                 std::future::pending::<()>().await;
@@ -181,7 +165,7 @@ impl LockBackend for Connection {
                 return Err(BackendError::new(BackendErrorKind::Unavailable, "the simulated store is unavailable"));
             }
             let reply = {
-                let mut store = self.store();
+                let mut store = this.store();
                 let reply = store.model.apply(&op, rt.now());
                 if let (StoreOp::LockRelease { key, .. }, StoreReply::Flag(true)) = (&op, &reply) {
                     store.releases.ring(key.as_str());
@@ -195,8 +179,4 @@ impl LockBackend for Connection {
             Ok(reply)
         })
     }
-}
-
-fn unused<T: Send + 'static>() -> BackendFuture<'static, T> {
-    Box::pin(std::future::ready(Err(BackendError::new(BackendErrorKind::Other, "the simulator runs execute only"))))
 }

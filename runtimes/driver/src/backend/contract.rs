@@ -1,0 +1,281 @@
+//! What a store must do for the driver, and grelmicro's backend calls both ways.
+//!
+//! The driver makes one call: [`LockBackend::execute`] (and [`LeaderElectionBackend::execute`])
+//! with a [`StoreOp`], plus the optional push [`LockBackend::wakeup`]. A store written as
+//! grelmicro's four calls (`acquire`, `release`, `locked`, `owned`) implements
+//! [`LockOperations`] with plain async methods and is a [`LockBackend`] by that; code that wants
+//! to make those calls on any backend (tests, tools) uses [`LockCalls`].
+
+use std::future::Future;
+use std::time::Duration;
+
+use tenure_core::{
+    BackendError, BackendErrorKind, Error, FencingToken, Key, LeaderRecord, Metadata, StoreOp, StoreReply, Token,
+};
+
+use super::{BackendFuture, Wakeup};
+
+/// Locks with fencing tokens (spec §5.1), as the driver uses them (`Lock`, `TaskLock`).
+pub trait LockBackend: Send + Sync + 'static {
+    /// Runs one lock operation: [`StoreOp::LockAcquire`] (answers [`StoreReply::Fence`]),
+    /// [`StoreOp::LockRelease`], [`StoreOp::LockLocked`] and [`StoreOp::LockOwned`] (answer
+    /// [`StoreReply::Flag`]), with the semantics of [`tenure_core::StoreModel`].
+    fn execute(&self, op: StoreOp) -> BackendFuture<'static, StoreReply>;
+
+    /// A wake-up for the next release of `name`, if the store can push one (DESIGN §4.5);
+    /// without one, waiters poll at `retry_interval`.
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        let _ = name;
+        None
+    }
+
+    /// The answer to `op` if the backend can give it without waiting (the memory backend), so
+    /// the driver needs no future, timer or allocation for it. The default: `None`.
+    fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>> {
+        let _ = op;
+        None
+    }
+}
+
+/// Leader election (spec §5.2), as the driver uses it.
+pub trait LeaderElectionBackend: Send + Sync + 'static {
+    /// Runs one election operation: [`StoreOp::LeaderAcquireOrRenew`] (answers
+    /// [`StoreReply::Leader`]), [`StoreOp::LeaderRelease`] ([`StoreReply::Flag`]) and
+    /// [`StoreOp::LeaderGet`] ([`StoreReply::MaybeLeader`]).
+    fn execute(&self, op: StoreOp) -> BackendFuture<'static, StoreReply>;
+
+    /// A wake-up for the next release of `name`, if the store can push one.
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        let _ = name;
+        None
+    }
+
+    /// The answer to `op` if the backend can give it without waiting (see
+    /// [`LockBackend::answer_now`]).
+    fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>> {
+        let _ = op;
+        None
+    }
+}
+
+/// A lock store written as grelmicro's four calls, with plain async methods; names arrive with
+/// their kind prefix (`lock:cart`), tokens are opaque text. Every `LockOperations` is a
+/// [`LockBackend`].
+pub trait LockOperations: Clone + Send + Sync + 'static {
+    /// Takes `name` for `lease` if it is free (with a new fencing token) or renews it if `token`
+    /// holds it (same fencing token); `None` if another token holds it.
+    fn acquire(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+    ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send;
+
+    /// Frees `name` if `token` holds a live lease; true iff it did.
+    fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send;
+
+    /// Whether any token holds a live lease on `name`.
+    fn locked(&self, name: &str) -> impl Future<Output = Result<bool, BackendError>> + Send;
+
+    /// Whether `token` holds a live lease on `name`.
+    fn owned(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send;
+
+    /// A wake-up for the next release of `name`, if the store can push one.
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        let _ = name;
+        None
+    }
+}
+
+impl<T: LockOperations> LockBackend for T {
+    fn execute(&self, op: StoreOp) -> BackendFuture<'static, StoreReply> {
+        let store = self.clone();
+        Box::pin(async move {
+            match op {
+                StoreOp::LockAcquire { key, token, lease } => {
+                    store.acquire(key.as_str(), token.as_str(), lease).await.map(StoreReply::Fence)
+                }
+                StoreOp::LockRelease { key, token } => {
+                    store.release(key.as_str(), token.as_str()).await.map(StoreReply::Flag)
+                }
+                StoreOp::LockLocked { key } => store.locked(key.as_str()).await.map(StoreReply::Flag),
+                StoreOp::LockOwned { key, token } => {
+                    store.owned(key.as_str(), token.as_str()).await.map(StoreReply::Flag)
+                }
+                other => Err(unsupported("a lock backend", &other)),
+            }
+        })
+    }
+
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        LockOperations::wakeup(self, name)
+    }
+}
+
+/// An election store written as grelmicro's three calls. Every `LeaderElectionOperations` is a
+/// [`LeaderElectionBackend`].
+pub trait LeaderElectionOperations: Clone + Send + Sync + 'static {
+    /// Acquires or renews leadership of `name` for `token`; the caller leads iff the returned
+    /// record's holder is `token`.
+    fn acquire_or_renew(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        metadata: &Metadata,
+    ) -> impl Future<Output = Result<LeaderRecord, BackendError>> + Send;
+
+    /// Deletes the record if `token` holds a live lease; true iff it did.
+    fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send;
+
+    /// The live record, if any.
+    fn get(&self, name: &str) -> impl Future<Output = Result<Option<LeaderRecord>, BackendError>> + Send;
+
+    /// A wake-up for the next release of `name`, if the store can push one.
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        let _ = name;
+        None
+    }
+}
+
+impl<T: LeaderElectionOperations> LeaderElectionBackend for T {
+    fn execute(&self, op: StoreOp) -> BackendFuture<'static, StoreReply> {
+        let store = self.clone();
+        Box::pin(async move {
+            match op {
+                StoreOp::LeaderAcquireOrRenew { key, token, lease, metadata } => {
+                    store.acquire_or_renew(key.as_str(), token.as_str(), lease, &metadata).await.map(StoreReply::Leader)
+                }
+                StoreOp::LeaderRelease { key, token } => {
+                    store.release(key.as_str(), token.as_str()).await.map(StoreReply::Flag)
+                }
+                StoreOp::LeaderGet { key } => store.get(key.as_str()).await.map(StoreReply::MaybeLeader),
+                other => Err(unsupported("a leader election backend", &other)),
+            }
+        })
+    }
+
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        LeaderElectionOperations::wakeup(self, name)
+    }
+}
+
+/// grelmicro's four lock calls on any [`LockBackend`], each one [`LockBackend::execute`]; names
+/// with their kind prefix (`lock:cart`). A name or token that is not valid fails as
+/// [`BackendErrorKind::Rejected`], an answer of the wrong shape as [`BackendErrorKind::Protocol`].
+pub trait LockCalls {
+    /// See [`LockOperations::acquire`].
+    fn acquire(&self, name: &str, token: &str, lease: Duration) -> BackendFuture<'static, Option<FencingToken>>;
+    /// See [`LockOperations::release`].
+    fn release(&self, name: &str, token: &str) -> BackendFuture<'static, bool>;
+    /// See [`LockOperations::locked`].
+    fn locked(&self, name: &str) -> BackendFuture<'static, bool>;
+    /// See [`LockOperations::owned`].
+    fn owned(&self, name: &str, token: &str) -> BackendFuture<'static, bool>;
+}
+
+impl<B: LockBackend + ?Sized> LockCalls for B {
+    fn acquire(&self, name: &str, token: &str, lease: Duration) -> BackendFuture<'static, Option<FencingToken>> {
+        let op = Key::parse(name).and_then(|key| Ok(StoreOp::LockAcquire { key, token: Token::new(token)?, lease }));
+        call(|op| self.execute(op), op, |reply| if let StoreReply::Fence(f) = reply { Some(f) } else { None })
+    }
+
+    fn release(&self, name: &str, token: &str) -> BackendFuture<'static, bool> {
+        let op = Key::parse(name).and_then(|key| Ok(StoreOp::LockRelease { key, token: Token::new(token)? }));
+        call(|op| self.execute(op), op, flag)
+    }
+
+    fn locked(&self, name: &str) -> BackendFuture<'static, bool> {
+        call(|op| self.execute(op), Key::parse(name).map(|key| StoreOp::LockLocked { key }), flag)
+    }
+
+    fn owned(&self, name: &str, token: &str) -> BackendFuture<'static, bool> {
+        let op = Key::parse(name).and_then(|key| Ok(StoreOp::LockOwned { key, token: Token::new(token)? }));
+        call(|op| self.execute(op), op, flag)
+    }
+}
+
+/// grelmicro's three election calls on any [`LeaderElectionBackend`] (see [`LockCalls`]).
+pub trait LeaderElectionCalls {
+    /// See [`LeaderElectionOperations::acquire_or_renew`].
+    fn acquire_or_renew(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        metadata: &Metadata,
+    ) -> BackendFuture<'static, LeaderRecord>;
+    /// See [`LeaderElectionOperations::release`].
+    fn release(&self, name: &str, token: &str) -> BackendFuture<'static, bool>;
+    /// See [`LeaderElectionOperations::get`].
+    fn get(&self, name: &str) -> BackendFuture<'static, Option<LeaderRecord>>;
+}
+
+impl<B: LeaderElectionBackend + ?Sized> LeaderElectionCalls for B {
+    fn acquire_or_renew(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        metadata: &Metadata,
+    ) -> BackendFuture<'static, LeaderRecord> {
+        let op = Key::parse(name).and_then(|key| {
+            let metadata = std::sync::Arc::new(metadata.clone());
+            Ok(StoreOp::LeaderAcquireOrRenew { key, token: Token::new(token)?, lease, metadata })
+        });
+        call(|op| self.execute(op), op, |reply| if let StoreReply::Leader(r) = reply { Some(r) } else { None })
+    }
+
+    fn release(&self, name: &str, token: &str) -> BackendFuture<'static, bool> {
+        let op = Key::parse(name).and_then(|key| Ok(StoreOp::LeaderRelease { key, token: Token::new(token)? }));
+        call(|op| self.execute(op), op, flag)
+    }
+
+    fn get(&self, name: &str) -> BackendFuture<'static, Option<LeaderRecord>> {
+        let op = Key::parse(name).map(|key| StoreOp::LeaderGet { key });
+        call(|op| self.execute(op), op, |reply| if let StoreReply::MaybeLeader(r) = reply { Some(r) } else { None })
+    }
+}
+
+/// Runs `op` through `execute` and takes its answer in `shape`.
+fn call<T: Send + 'static>(
+    execute: impl FnOnce(StoreOp) -> BackendFuture<'static, StoreReply>,
+    op: Result<StoreOp, Error>,
+    shape: fn(StoreReply) -> Option<T>,
+) -> BackendFuture<'static, T> {
+    let reply = match op {
+        Ok(op) => execute(op),
+        Err(e) => {
+            return Box::pin(std::future::ready(Err(BackendError::new(BackendErrorKind::Rejected, e.to_string()))));
+        }
+    };
+    Box::pin(async move {
+        let reply = reply.await?;
+        let what = reply.shape();
+        shape(reply).ok_or_else(|| BackendError::new(BackendErrorKind::Protocol, format!("unexpected answer: {what}")))
+    })
+}
+
+#[allow(clippy::needless_pass_by_value)] // a `shape` of `call`, which hands the reply over
+fn flag(reply: StoreReply) -> Option<bool> {
+    if let StoreReply::Flag(flag) = reply { Some(flag) } else { None }
+}
+
+fn unsupported(what: &str, op: &StoreOp) -> BackendError {
+    BackendError::new(BackendErrorKind::Protocol, format!("{what} cannot run {}", op_name(op)))
+}
+
+fn op_name(op: &StoreOp) -> &'static str {
+    match op {
+        StoreOp::LockAcquire { .. } => "a lock acquire",
+        StoreOp::LockRelease { .. } => "a lock release",
+        StoreOp::LockLocked { .. } => "a locked check",
+        StoreOp::LockOwned { .. } => "an owned check",
+        StoreOp::LeaderAcquireOrRenew { .. } => "a leader acquire_or_renew",
+        StoreOp::LeaderRelease { .. } => "a leader release",
+        StoreOp::LeaderGet { .. } => "a leader get",
+        StoreOp::ScheduleClaim { .. } => "a schedule claim",
+        StoreOp::ScheduleLastFired { .. } => "a schedule last_fired",
+        _ => "an unknown operation",
+    }
+}
