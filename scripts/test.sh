@@ -121,6 +121,9 @@ python3 -m venv "$pyenv_dir"
 "$pyenv_dir/bin/maturin" build -q -m bindings/python/Cargo.toml -o target/wheels
 "$pyenv_dir/bin/pip" install -q target/wheels/tenure-*.whl
 (cd bindings/python/tests && "../../../$pyenv_dir/bin/python" -m pytest -q -p no:cacheprovider)
+# The README's Python quick start, run as a user would paste it.
+awk '/^```python$/{p=1;next} /^```$/{p=0} p' README.md > target/readme_quickstart.py
+"$pyenv_dir/bin/python" target/readme_quickstart.py
 # The stubs of the native module against the built one, and the package's own annotations.
 (cd target && "../$pyenv_dir/bin/python" -m mypy.stubtest tenure && "../$pyenv_dir/bin/python" -m mypy -p tenure)
 
