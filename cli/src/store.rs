@@ -24,7 +24,7 @@ pub(crate) fn target(url: &str) -> Result<Target, Failure> {
 /// Opens the store `backend` names (see [`url`]).
 pub(crate) async fn open(backend: Option<&str>) -> Result<Store, Failure> {
     let url = url(backend)?;
-    target(&url)?.open().await.map_err(|e| match e {
+    target(&url)?.open(tenure_tokio::Tokio::current()).await.map_err(|e| match e {
         OpenError::Settings(e) => Failure::usage(format!("--backend: {e}")),
         e => Failure::store(format!("cannot open {}: {e}", shown_url(&url))),
     })

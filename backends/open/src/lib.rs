@@ -19,7 +19,7 @@
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! use tenure::Coordination;
 //!
-//! let store = tenure_open::open("sqlite:///var/lib/app/locks.db").await?;
+//! let store = tenure_open::open("sqlite:///var/lib/app/locks.db", tenure_tokio::Tokio::current()).await?;
 //! let coordination = Coordination::new(tenure_tokio::Tokio::current()).source(&store);
 //! let guard = coordination.lock("orders")?.build()?.acquire().await?;
 //! guard.release().await?;
@@ -38,11 +38,9 @@ pub use store::Store;
 pub use target::Target;
 pub use tenure::OpenError;
 pub use tenure::backend::{SCHEMES, StoreKind, shown_url};
-/// How a host runs a Redis connection on its own event loop (see [`Target::open_dialed`]).
-#[cfg(feature = "backend-redis")]
-pub use tenure_redis::dial;
+pub use tenure::net::Net;
 
-/// Opens the store `url` names (see [`Target::from_url`]).
-pub async fn open(url: &str) -> Result<Store, OpenError> {
-    Target::from_url(url)?.open().await
+/// Opens the store `url` names (see [`Target::from_url`]) on `runtime` (see [`Target::open`]).
+pub async fn open(url: &str, runtime: impl Net) -> Result<Store, OpenError> {
+    Target::from_url(url)?.open(runtime).await
 }

@@ -2,6 +2,7 @@
 
 use tenure::MemoryBackend;
 use tenure::backend::{SCHEMES, StoreKind, shown_url};
+use tenure::net::Net;
 use tenure_core::{EnvVars, SettingsError};
 
 use crate::env::{Keywords, resolve_url};
@@ -83,28 +84,21 @@ impl Target {
         }
     }
 
-    /// Connects (or opens the file) and prepares the store.
-    pub async fn open(self) -> Result<Store, OpenError> {
+    /// Connects (or opens the file) and prepares the store, on `runtime`: the network stores
+    /// connect with its sockets and timers and run their connections as its tasks (a host's own
+    /// event loop can be the [`Net`]); SQLite keeps a thread of its own.
+    pub async fn open(self, runtime: impl Net) -> Result<Store, OpenError> {
+        #[cfg(not(any(feature = "backend-redis", feature = "backend-postgres")))]
+        drop(runtime);
         Ok(match self {
             Self::Memory => Store::Memory(MemoryBackend::new()),
             #[cfg(feature = "backend-sqlite")]
             Self::Sqlite(options) => Store::Sqlite(options.open().await?),
             #[cfg(feature = "backend-redis")]
-            Self::Redis(options) => Store::Redis(options.open().await?),
+            Self::Redis(options) => Store::Redis(options.open(runtime).await?),
             #[cfg(feature = "backend-postgres")]
-            Self::Postgres(options) => Store::Postgres(options.open().await?),
+            Self::Postgres(options) => Store::Postgres(options.open(runtime).await?),
         })
-    }
-
-    /// Opens as [`Target::open`] does, but a Redis server reached over plain TCP is dialed
-    /// through `dial`, which runs the connection where its host chooses (see
-    /// [`crate::dial`]); other stores open as usual.
-    #[cfg(feature = "backend-redis")]
-    pub async fn open_dialed(self, dial: std::sync::Arc<dyn crate::dial::Dial>) -> Result<Store, OpenError> {
-        match self {
-            Self::Redis(options) => Ok(Store::Redis(options.open_dialed(dial).await?)),
-            other => other.open().await,
-        }
     }
 }
 

@@ -26,7 +26,7 @@ async fn open() -> PostgresBackend {
         .lock_table(format!("{}_locks", stem()))
         .leader_table(format!("{}_leaders", stem()))
         .schedule_table(format!("{}_schedules", stem()));
-    options.open().await.expect("open PostgreSQL")
+    options.open(tenure_tokio::Tokio::current()).await.expect("open PostgreSQL")
 }
 
 async fn raw() -> tokio_postgres::Client {

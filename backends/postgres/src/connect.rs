@@ -1,27 +1,21 @@
-//! One connection: the socket (on tokio when the caller runs on tokio, else on async-io, which
-//! serves smol, async-std or no runtime at all), TLS, the startup handshake, the task that reads
-//! the server's messages (and hands on its notifications), and the prepared statements.
+//! One connection: the socket (from the runtime the backend was handed, [`Net`]), TLS, the
+//! startup handshake, the task that reads the server's messages (and hands on its
+//! notifications), and the prepared statements.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
-use std::time::Duration;
 
 use rustls::ClientConfig;
+use tenure::net::{Net, Socket};
 use tenure_core::{BackendError, BackendErrorKind};
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_postgres::config::Host;
 use tokio_postgres::{AsyncMessage, Client, Config, Statement};
-use tokio_util::compat::FuturesAsyncReadCompatExt as _;
 
 use crate::options::{PostgresOptions, SslMode};
 use crate::sql::{LISTEN, Texts};
 use crate::tls::Connector;
-
-/// A byte stream to the server.
-trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
-impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
 
 /// What the connection's reader calls: with `(channel, payload)` for a notification, and with
 /// `None` when the connection ends.
@@ -55,23 +49,10 @@ impl Session {
     }
 }
 
-/// Runs `work`, giving up after `limit`: on tokio's timer inside a tokio runtime, else on
-/// async-io's.
-pub(crate) async fn within<T>(limit: Duration, work: impl Future<Output = T>) -> Option<T> {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        tokio::time::timeout(limit, work).await.ok()
-    } else {
-        futures_lite::future::or(async { Some(work.await) }, async {
-            async_io::Timer::after(limit).await;
-            None
-        })
-        .await
-    }
-}
-
 /// Connects to the first host of `options` that answers, runs the startup handshake, starts
 /// the reader.
 pub(crate) async fn connect(
+    net: &dyn Net,
     options: &PostgresOptions,
     tls: Option<&Arc<ClientConfig>>,
     listener: Listener,
@@ -82,7 +63,7 @@ pub(crate) async fn connect(
     let mut last = None;
     for (i, host) in hosts.iter().enumerate() {
         let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
-        match connect_one(options, host, port, tls, listener.clone()).await {
+        match connect_one(net, options, host, port, tls, listener.clone()).await {
             Ok(client) => return Ok(client),
             Err(e) => last = Some(e),
         }
@@ -91,6 +72,7 @@ pub(crate) async fn connect(
 }
 
 async fn connect_one(
+    net: &dyn Net,
     options: &PostgresOptions,
     host: &Host,
     port: u16,
@@ -99,21 +81,24 @@ async fn connect_one(
 ) -> Result<Client, BackendError> {
     let shown = options.shown_url();
     let unreachable = |what: String| BackendError::new(BackendErrorKind::Unavailable, what);
-    let (stream, tls_host): (Box<dyn Io>, String) = match host {
+    let timeout = options.connect_timeout;
+    let (socket, tls_host): (Socket, String) = match host {
         Host::Tcp(name) => {
-            let stream = tcp(name, port)
+            let socket = net
+                .connect_tcp(name, port, timeout)
                 .await
                 .map_err(|e| unreachable(format!("cannot connect to PostgreSQL at {name}:{port} ({shown}): {e}")))?;
-            (stream, name.clone())
+            (socket, name.clone())
         }
         Host::Unix(dir) => {
             let path = dir.join(format!(".s.PGSQL.{port}"));
-            let stream = unix(&path).await.map_err(|e| {
+            let socket = net.connect_unix(&path, timeout).await.map_err(|e| {
                 unreachable(format!("cannot connect to PostgreSQL at {} ({shown}): {e}", path.display()))
             })?;
-            (stream, String::new())
+            (socket, String::new())
         }
     };
+    let Socket { stream, spawn, .. } = socket;
     let mut config: Config = options.config.clone();
     config.ssl_mode(match (options.ssl_mode, host) {
         // libpq does not use TLS over a Unix socket either.
@@ -154,7 +139,7 @@ async fn connect_one(
         }
         listener(None);
     };
-    spawn(reader).map_err(|e| unreachable(format!("cannot start the PostgreSQL connection's reader: {e}")))?;
+    spawn(Box::pin(reader));
     Ok(client)
 }
 
@@ -181,39 +166,4 @@ pub(crate) fn sent<'a, T>(
     future: impl Future<Output = Result<T, tokio_postgres::Error>> + Send + 'a,
 ) -> crate::Query<'a, T> {
     Box::pin(future)
-}
-
-async fn tcp(host: &str, port: u16) -> std::io::Result<Box<dyn Io>> {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        let stream = tokio::net::TcpStream::connect((host, port)).await?;
-        stream.set_nodelay(true)?;
-        Ok(Box::new(stream))
-    } else {
-        let stream = async_net::TcpStream::connect((host, port)).await?;
-        stream.set_nodelay(true)?;
-        Ok(Box::new(stream.compat()))
-    }
-}
-
-async fn unix(path: &std::path::Path) -> std::io::Result<Box<dyn Io>> {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        Ok(Box::new(tokio::net::UnixStream::connect(path).await?))
-    } else {
-        Ok(Box::new(async_net::unix::UnixStream::connect(path).await?.compat()))
-    }
-}
-
-/// Runs the connection's reader: on the caller's tokio runtime, else on a thread of its own
-/// (driven by async-io, so it serves any runtime).
-fn spawn(reader: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => {
-            handle.spawn(reader);
-            Ok(())
-        }
-        Err(_) => std::thread::Builder::new()
-            .name("tenure-postgres".into())
-            .spawn(move || async_io::block_on(reader))
-            .map(drop),
-    }
 }

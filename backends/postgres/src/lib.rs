@@ -40,16 +40,16 @@
 //! When a connection breaks (a server restart), the next call on it connects again within
 //! `connect_timeout`, and every waiter looks again.
 //!
-//! **Runtimes.** Called on a tokio runtime, the connection uses tokio's sockets and timers and
-//! its reader is a tokio task; called anywhere else (smol, async-std, a bare executor), it uses
-//! async-io and its reader runs on a thread of its own.
+//! **Runtimes.** The backend is handed its runtime when it opens (`tenure_tokio::Tokio`,
+//! `tenure_smol::Smol`, `tenure_async_std::AsyncStd`, or a host's own [`Net`]): its sockets and
+//! timers carry the connections, and each connection's reader runs as one of its tasks.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! use tenure::Coordination;
 //! use tenure_postgres::PostgresBackend;
 //!
-//! let store = PostgresBackend::open("postgresql://app@127.0.0.1/app").await?;
+//! let store = PostgresBackend::open("postgresql://app@127.0.0.1/app", tenure_tokio::Tokio::current()).await?;
 //! let coordination = Coordination::new(tenure_tokio::Tokio::current()).source(&store);
 //! let lock = coordination.lock("cart")?.build()?;
 //! # Ok(()) }
@@ -78,9 +78,10 @@ use tenure::backend::{
 use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata};
 
-use connect::{Listener, Session, within};
+use connect::{Listener, Session};
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, PostgresOptions, SslMode};
 use sql::Texts;
+use tenure::net::{Net, within};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, Statement};
 
@@ -95,6 +96,8 @@ pub struct PostgresBackend {
 
 struct Inner {
     options: PostgresOptions,
+    /// The runtime the backend was handed: sockets, timers, the readers' tasks.
+    net: Arc<dyn Net>,
     texts: Texts,
     tls: Option<Arc<ClientConfig>>,
     /// The connections; a name's calls all go to the same one (so calls made under one token
@@ -114,9 +117,9 @@ struct Link {
 
 impl PostgresBackend {
     /// Connects to the database at `url` (see [`PostgresOptions::from_url`]) with default
-    /// options, creating the tables if needed.
-    pub async fn open(url: &str) -> Result<Self, OpenError> {
-        PostgresOptions::from_url(url)?.open().await
+    /// options on `runtime`, creating the tables if needed.
+    pub async fn open(url: &str, runtime: impl Net) -> Result<Self, OpenError> {
+        PostgresOptions::from_url(url)?.open(runtime).await
     }
 
     /// The options it was opened with.
@@ -158,7 +161,7 @@ impl PostgresBackend {
         let timeout = self.inner.options.connect_timeout;
         let listens = index == 0 && self.inner.options.notify;
         let dial = async { self.inner.prepare(self.inner.connect(listens).await?).await };
-        let session = within(timeout, dial).await.ok_or_else(|| {
+        let session = within(&*self.inner.net, timeout, dial).await.ok_or_else(|| {
             BackendError::new(
                 BackendErrorKind::Timeout,
                 format!("cannot connect to PostgreSQL at {} within {timeout:?}", self.inner.options.shown_url()),
@@ -224,7 +227,7 @@ impl PostgresBackend {
     /// borrowing its parameters defeats the compiler's proof that the caller's future is `Send`.)
     async fn bounded<T>(&self, what: &str, name: &str, query: Query<'_, T>) -> Result<T, BackendError> {
         let timeout = self.inner.options.command_timeout;
-        match within(timeout, query).await {
+        match within(&*self.inner.net, timeout, query).await {
             Some(result) => result.map_err(|e| error(what, name, &e)),
             None => Err(BackendError::new(
                 BackendErrorKind::Timeout,
@@ -317,7 +320,7 @@ impl Inner {
                 None => queues.wake_everyone(),
             }
         });
-        connect::connect(&self.options, self.tls.as_ref(), listener).await
+        connect::connect(&*self.net, &self.options, self.tls.as_ref(), listener).await
     }
 
     /// Prepares the statements on `client`.
@@ -332,15 +335,17 @@ impl Inner {
 }
 
 impl PostgresOptions {
-    /// Connects: validates the options, connects within the connect timeout, creates or
-    /// upgrades the tables, and prepares the statements.
-    pub async fn open(self) -> Result<PostgresBackend, OpenError> {
+    /// Connects on `runtime` (its sockets and timers; the connections' readers run as its
+    /// tasks): validates the options, connects within the connect timeout, creates or upgrades
+    /// the tables, and prepares the statements.
+    pub async fn open(self, runtime: impl Net) -> Result<PostgresBackend, OpenError> {
         self.validate()?;
         // rustls needs a process-wide crypto provider; keep the application's if it set one.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let tls = tls::client_config(&self)?;
         let connections = self.connections;
         let inner = Arc::new(Inner {
+            net: Arc::new(runtime),
             texts: Texts::new(&self),
             tls,
             options: self,
@@ -359,7 +364,7 @@ impl PostgresOptions {
             migrate(&inner.options, &client).await?;
             inner.prepare(client).await
         };
-        let session = within(timeout, opening).await.ok_or_else(|| {
+        let session = within(&*inner.net, timeout, opening).await.ok_or_else(|| {
             BackendError::new(
                 BackendErrorKind::Timeout,
                 format!(

@@ -44,7 +44,7 @@ pub enum SslMode {
 /// use tenure_postgres::PostgresOptions;
 /// let store = PostgresOptions::from_url("postgresql://app:secret@db.internal/app?sslmode=verify-full")?
 ///     .command_timeout(Duration::from_secs(2))
-///     .open()
+///     .open(tenure_tokio::Tokio::current())
 ///     .await?;
 /// # Ok(()) }
 /// ```

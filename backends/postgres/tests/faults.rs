@@ -23,7 +23,7 @@ async fn open(url: &str, command_timeout: Duration) -> Store {
         .expect("url")
         .command_timeout(command_timeout)
         .connect_timeout(Duration::from_millis(700));
-    Store::of(options.open().await.expect("open"))
+    Store::of(options.open(tenure_tokio::Tokio::current()).await.expect("open"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,7 +72,8 @@ async fn tls_is_used_and_checked_as_sslmode_says() {
     let ca = server.ca().display().to_string();
     let at = |host: &str, params: &str| server.url().replace("127.0.0.1", host) + params;
     let ssl_in_use = async |url: String| {
-        let store = PostgresBackend::open(&url).await.unwrap_or_else(|e| panic!("{url}: {e}"));
+        let store =
+            PostgresBackend::open(&url, tenure_tokio::Tokio::current()).await.unwrap_or_else(|e| panic!("{url}: {e}"));
         assert!(LockCalls::acquire(&store, "lock:tls", "w", Duration::from_secs(1)).await.expect("call").is_some());
         LockCalls::release(&store, "lock:tls", "w").await.expect("release");
         let ssl = common::psql(&server.url(), "SELECT count(*) FROM pg_stat_ssl WHERE ssl AND pid <> pg_backend_pid()");
@@ -83,18 +84,27 @@ async fn tls_is_used_and_checked_as_sslmode_says() {
     assert!(ssl_in_use(at("127.0.0.1", &format!("?sslmode=verify-ca&sslrootcert={ca}"))).await >= 1);
     // The system's roots do not know the test's authority: refused, and said so; `require` with
     // a root certificate checks the chain too (libpq's rule).
-    let e = PostgresBackend::open(&at("localhost", "?sslmode=verify-full")).await.expect_err("unknown authority");
+    let e = PostgresBackend::open(&at("localhost", "?sslmode=verify-full"), tenure_tokio::Tokio::current())
+        .await
+        .expect_err("unknown authority");
     assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
     let other_roots = "/etc/ssl/certs/ca-certificates.crt";
-    let e = PostgresBackend::open(&at("127.0.0.1", &format!("?sslmode=require&sslrootcert={other_roots}")))
-        .await
-        .expect_err("require with other roots");
+    let e = PostgresBackend::open(
+        &at("127.0.0.1", &format!("?sslmode=require&sslrootcert={other_roots}")),
+        tenure_tokio::Tokio::current(),
+    )
+    .await
+    .expect_err("require with other roots");
     assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
     // Without TLS on the server, `require` refuses and `prefer` goes on in the clear.
     let plain = Server::start();
-    let e = PostgresBackend::open(&format!("{}?sslmode=require", plain.url())).await.expect_err("no TLS");
+    let e = PostgresBackend::open(&format!("{}?sslmode=require", plain.url()), tenure_tokio::Tokio::current())
+        .await
+        .expect_err("no TLS");
     assert!(e.to_string().to_lowercase().contains("tls"), "{e}");
-    PostgresBackend::open(&format!("{}?sslmode=prefer", plain.url())).await.expect("prefer without TLS");
+    PostgresBackend::open(&format!("{}?sslmode=prefer", plain.url()), tenure_tokio::Tokio::current())
+        .await
+        .expect("prefer without TLS");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -118,7 +118,7 @@ async fn replicas_starting_together_all_open() {
     let opening: Vec<_> = (0..6)
         .map(|_| {
             let options = common::options(&url(), &t);
-            tokio::spawn(async move { options.open().await })
+            tokio::spawn(async move { options.open(tenure_tokio::Tokio::current()).await })
         })
         .collect();
     for replica in opening {
@@ -214,7 +214,7 @@ async fn unreachable_servers_and_bad_urls_fail_fast_naming_the_problem() {
     let e = PostgresOptions::from_url(&format!("postgresql://u:secret@127.0.0.1:{port}/db"))
         .expect("valid URL")
         .connect_timeout(Duration::from_millis(500))
-        .open()
+        .open(tenure_tokio::Tokio::current())
         .await
         .expect_err("nobody listens");
     assert!(start.elapsed() < Duration::from_secs(5), "took {:?}", start.elapsed());
@@ -227,21 +227,26 @@ async fn unreachable_servers_and_bad_urls_fail_fast_naming_the_problem() {
     let e = PostgresOptions::from_url(&url)
         .expect("valid")
         .connect_timeout(Duration::from_millis(300))
-        .open()
+        .open(tenure_tokio::Tokio::current())
         .await
         .expect_err("silent");
     assert!(start.elapsed() < Duration::from_secs(3), "took {:?}", start.elapsed());
     assert!(e.to_string().contains("within"), "{e}");
     // A database that does not exist, a user refused: rejected, named.
-    let e = PostgresBackend::open("postgresql://postgres@127.0.0.1:5432/no_such_db").await.expect_err("no db");
+    let e = PostgresBackend::open("postgresql://postgres@127.0.0.1:5432/no_such_db", tenure_tokio::Tokio::current())
+        .await
+        .expect_err("no db");
     assert!(e.to_string().contains("no_such_db"), "{e}");
     for bad in ["http://h", "postgres://h?command_timeout=0", "postgres://h?sslmode=sometimes", "postgres://h?x=1"] {
-        let e = PostgresBackend::open(bad).await.expect_err(bad);
+        let e = PostgresBackend::open(bad, tenure_tokio::Tokio::current()).await.expect_err(bad);
         assert!(matches!(e, tenure_postgres::OpenError::Settings(_)), "{bad}: {e}");
     }
-    let e = PostgresBackend::open("postgres://127.0.0.1/db?sslmode=verify-full&sslrootcert=/no/such/ca.pem")
-        .await
-        .expect_err("no CA file");
+    let e = PostgresBackend::open(
+        "postgres://127.0.0.1/db?sslmode=verify-full&sslrootcert=/no/such/ca.pem",
+        tenure_tokio::Tokio::current(),
+    )
+    .await
+    .expect_err("no CA file");
     assert!(e.to_string().contains("/no/such/ca.pem"), "{e}");
 }
 
@@ -249,14 +254,16 @@ async fn unreachable_servers_and_bad_urls_fail_fast_naming_the_problem() {
 #[test]
 fn opening_is_a_send_future() {
     fn send<T: Send>(_: &T) {}
-    let open = PostgresBackend::open("postgres://h/db");
+    let open = PostgresBackend::open("postgres://h/db", tenure_smol::Smol::global());
     send(&open);
 }
 
-/// Two stores on the shared server, on separate connections, as two processes would have.
-async fn pair() -> (Store, Store) {
-    let (store, t) = open().await;
-    (Store::of(store), Store::of(open_at(&url(), &t).await))
+/// Two stores on the shared server, on separate connections on `runtime`, as two processes
+/// would have.
+async fn pair(runtime: impl tenure::net::Net + Clone) -> (Store, Store) {
+    let stem = common::fresh_tables();
+    let first = common::open_on(&url(), &stem, runtime.clone()).await;
+    (Store::of(first), Store::of(common::open_on(&url(), &stem, runtime).await))
 }
 
 tenure_conformance::push_tests!(pair);
@@ -264,7 +271,11 @@ tenure_conformance::push_tests!(pair);
 #[tokio::test]
 async fn a_statement_blocked_past_statement_timeout_is_cancelled_by_the_server() {
     let t = common::fresh_tables();
-    let store = common::options(&url(), &t).statement_timeout(Duration::from_millis(300)).open().await.expect("open");
+    let store = common::options(&url(), &t)
+        .statement_timeout(Duration::from_millis(300))
+        .open(tenure_tokio::Tokio::current())
+        .await
+        .expect("open");
     LockCalls::acquire(&store, "lock:row", "w1", Duration::from_secs(30)).await.expect("acquire");
     // Another session holds the row's lock in an open transaction: the release waits for it.
     let (blocker, connection) = tokio_postgres::connect(&url(), tokio_postgres::NoTls).await.expect("connect");
@@ -285,7 +296,7 @@ async fn a_statement_blocked_past_statement_timeout_is_cancelled_by_the_server()
 #[tokio::test]
 async fn without_notify_waiters_poll() {
     let t = common::fresh_tables();
-    let quiet = common::options(&url(), &t).notify(false).open().await.expect("open");
+    let quiet = common::options(&url(), &t).notify(false).open(tenure_tokio::Tokio::current()).await.expect("open");
     assert!(LockBackend::wakeup(&quiet, "lock:x").is_none(), "no push behind a pooler");
     assert!(LockCalls::acquire(&quiet, "lock:x", "w", Duration::from_secs(1)).await.expect("acquire").is_some());
     assert!(LockCalls::release(&quiet, "lock:x", "w").await.expect("release"));

@@ -16,7 +16,14 @@ fn url() -> String {
 
 async fn open() -> Store {
     let prefix = format!("tenure-bench-{}:", std::process::id());
-    Store::of(RedisOptions::from_url(&url()).expect("url").prefix(prefix).open().await.expect("open Redis"))
+    Store::of(
+        RedisOptions::from_url(&url())
+            .expect("url")
+            .prefix(prefix)
+            .open(tenure_tokio::Tokio::current())
+            .await
+            .expect("open Redis"),
+    )
 }
 
 /// One round trip of the client library itself: `PING` on a multiplexed connection.

@@ -1,18 +1,13 @@
-//! A connection whose reads and writes run where its host chooses.
-//!
-//! A host with an event loop of its own — the Python package, on asyncio — loses a thread hop
-//! each way per command when the socket lives on another runtime's reactor: the caller wakes the
-//! runtime to write, the runtime wakes the caller with the reply. Through [`Dial`] the host
-//! supplies the socket and runs the connection's driver itself (on its loop's thread), so a
-//! command made on that thread is written, answered and completed there.
+//! A connection on the runtime the backend was handed ([`Net`]): its socket, its timer, and the
+//! task that drives it come from there — a runtime crate's, or a host's own event loop (the
+//! Python package puts the socket in its asyncio loop's selector and drives the connection on
+//! the loop's thread, so a command made there is written, answered and completed there).
 //!
 //! The connection is dialed on first use and again after it drops (a server restart, or the
-//! host's loop gone, as [`Socket`]'s liveness check tells); a redial re-subscribes nothing by
+//! host's loop gone, as the socket's liveness check tells); a redial re-subscribes nothing by
 //! itself, so it marks every release channel unsubscribed and wakes every waiter, whose next
 //! attempt subscribes afresh.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -20,52 +15,9 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{
     AsyncConnectionConfig, Cmd, ErrorKind, Pipeline, RedisConnectionInfo, RedisError, RedisFuture, RedisResult, Value,
 };
-use tokio::io::{AsyncRead, AsyncWrite};
+use tenure::net::{Net, within};
 
 use crate::wake::Subscriptions;
-
-/// A boxed future of a [`Dial`].
-pub type DialFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-
-/// A byte stream a [`Dial`] opens.
-pub trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
-
-impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
-
-/// Opens the sockets of a backend opened by [`crate::RedisOptions::open_dialed`].
-pub trait Dial: Send + Sync + 'static {
-    /// Opens a TCP stream to `host:port` within `timeout`.
-    fn connect(&self, host: &str, port: u16, timeout: Duration) -> DialFuture<std::io::Result<Socket>>;
-
-    /// A future that completes after `duration` (it bounds the connection's handshake).
-    fn sleep(&self, duration: Duration) -> DialFuture<()>;
-}
-
-/// An open stream, with how its connection's driver is run and whether it still can be.
-pub struct Socket {
-    stream: Box<dyn Io>,
-    spawn: Box<dyn FnOnce(DialFuture<()>) + Send>,
-    alive: Arc<dyn Fn() -> bool + Send + Sync>,
-}
-
-impl std::fmt::Debug for Socket {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Socket").finish_non_exhaustive()
-    }
-}
-
-impl Socket {
-    /// `stream`, whose connection's driver — the future that reads and writes it — is handed to
-    /// `spawn`; `alive` answers whether that driver still runs (a host's loop can stop: the
-    /// connection is then dialed again).
-    pub fn new(
-        stream: impl Io,
-        spawn: impl FnOnce(DialFuture<()>) + Send + 'static,
-        alive: impl Fn() -> bool + Send + Sync + 'static,
-    ) -> Self {
-        Self { stream: Box::new(stream), spawn: Box::new(spawn), alive: Arc::new(alive) }
-    }
-}
 
 /// The live connection of a [`Dialed`].
 #[derive(Clone)]
@@ -75,9 +27,9 @@ struct Live {
     serial: u64,
 }
 
-/// A connection dialed through a [`Dial`] on first use and after each drop.
+/// A connection dialed through a [`Net`] on first use and after each drop.
 pub(crate) struct Dialed {
-    dial: Arc<dyn Dial>,
+    net: Arc<dyn Net>,
     host: String,
     port: u16,
     info: RedisConnectionInfo,
@@ -91,7 +43,7 @@ pub(crate) struct Dialed {
 impl Dialed {
     #[allow(clippy::too_many_arguments)] // one constructor, called once
     pub(crate) fn new(
-        dial: Arc<dyn Dial>,
+        net: Arc<dyn Net>,
         (host, port): (String, u16),
         info: RedisConnectionInfo,
         config: AsyncConnectionConfig,
@@ -99,7 +51,7 @@ impl Dialed {
         subscriptions: Arc<Subscriptions>,
     ) -> Self {
         Self {
-            dial,
+            net,
             host,
             port,
             info,
@@ -125,14 +77,11 @@ impl Dialed {
         if let Some(live) = self.current() {
             return Ok(live);
         }
-        let socket = self.dial.connect(&self.host, self.port, self.connect_timeout).await?;
+        let socket = self.net.connect_tcp(&self.host, self.port, self.connect_timeout).await?;
         let handshake = MultiplexedConnection::new_with_config(&self.info, socket.stream, self.config.clone());
-        let sleep = self.dial.sleep(self.connect_timeout);
-        let timed_out = async {
-            sleep.await;
-            Err(RedisError::from((ErrorKind::Io, "the connection's handshake timed out")))
-        };
-        let (connection, driver) = futures_lite::future::or(handshake, timed_out).await?;
+        let (connection, driver) = within(&*self.net, self.connect_timeout, handshake)
+            .await
+            .ok_or_else(|| RedisError::from((ErrorKind::Io, "the connection's handshake timed out")))??;
         (socket.spawn)(Box::pin(driver));
         let mut slot = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         slot.1 += 1;

@@ -41,9 +41,11 @@
 //! name's lock key and fence key — which one script touches together — land in one slot
 //! (grelmicro's rule). Releases are published cluster-wide.
 //!
-//! **A host's own event loop.** [`RedisOptions::open_dialed`] takes a [`dial::Dial`] that opens
-//! the socket and runs the connection's driver where the host chooses — the Python package puts
-//! both on its asyncio loop's thread, so a command made there crosses no thread.
+//! **Runtimes.** The backend is handed its runtime when it opens ([`tenure::net::Net`]): a
+//! single server over plain TCP is reached with that runtime's socket and timer and driven by
+//! its task — or by a host's own event loop: the Python package puts both on its asyncio loop's
+//! thread, so a command made there crosses no thread. TLS, Unix sockets and clusters go through
+//! the redis crate's connection manager, which picks tokio or smol by itself.
 //!
 //! **Not yet:** Sentinel, and wake-ups on lease expiry (waiters notice an expired lease at their
 //! next `retry_interval` attempt).
@@ -53,7 +55,7 @@
 //! use tenure::Coordination;
 //! use tenure_redis::RedisBackend;
 //!
-//! let store = RedisBackend::open("redis://127.0.0.1:6379/0").await?;
+//! let store = RedisBackend::open("redis://127.0.0.1:6379/0", tenure_tokio::Tokio::current()).await?;
 //! let coordination = Coordination::new(tenure_tokio::Tokio::current()).source(&store);
 //! let lock = coordination.lock("cart")?.build()?;
 //! # Ok(()) }
@@ -62,7 +64,7 @@
 #![deny(missing_docs)]
 
 mod connection;
-pub mod dial;
+mod dial;
 mod inspect;
 mod options;
 mod record;
@@ -84,9 +86,10 @@ use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, SettingsError};
 
 use connection::Connection;
-use dial::{Dial, Dialed};
+use dial::Dialed;
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, RedisOptions};
 use scripts::Scripts;
+use tenure::net::Net;
 use wake::{Subscriptions, Wake};
 
 /// A lease store on a Redis server. Clones share one multiplexed connection.
@@ -103,9 +106,10 @@ struct Inner {
 }
 
 impl RedisBackend {
-    /// Connects to the server at `url` (see [`RedisOptions::from_url`]) with default options.
-    pub async fn open(url: &str) -> Result<Self, OpenError> {
-        RedisOptions::from_url(url)?.open().await
+    /// Connects to the server at `url` (see [`RedisOptions::from_url`]) with default options, on
+    /// `runtime`.
+    pub async fn open(url: &str, runtime: impl Net) -> Result<Self, OpenError> {
+        RedisOptions::from_url(url)?.open(runtime).await
     }
 
     /// The options it was opened with.
@@ -272,10 +276,32 @@ impl RedisBackend {
 }
 
 impl RedisOptions {
-    /// Connects: validates the options, opens one RESP3 connection (TLS for `rediss://`) within
-    /// the connect timeout, and loads the scripts.
-    pub async fn open(self) -> Result<RedisBackend, OpenError> {
+    /// Connects on `runtime` and loads the scripts: validates the options, then opens one RESP3
+    /// connection within the connect timeout. A single server over plain TCP is dialed through
+    /// `runtime` ([`Net`]: its socket, its timer, its task drives the connection — a host's own
+    /// event loop can be one); TLS, a Unix socket and a cluster connect through the
+    /// redis crate's own connection manager, which runs on tokio when called inside a tokio
+    /// runtime and on smol's reactor otherwise.
+    pub async fn open(self, runtime: impl Net) -> Result<RedisBackend, OpenError> {
         self.validate()?;
+        let info = if self.is_cluster() { None } else { Some(self.connection_info()?) };
+        let Some((info, ConnectionAddr::Tcp(host, port))) =
+            info.map(|i| (i.redis_settings().clone(), i.addr().clone()))
+        else {
+            return self.open_managed().await;
+        };
+        let subscriptions = Arc::new(Subscriptions::new(self.key_prefix()));
+        let config = AsyncConnectionConfig::new()
+            .set_response_timeout(Some(self.command_timeout_value()))
+            .set_push_sender(Subscriptions::push_sender(&subscriptions));
+        let net: Arc<dyn Net> = Arc::new(runtime);
+        let dialed = Dialed::new(net, (host, port), info, config, self.connect_timeout_value(), subscriptions.clone());
+        self.finish_open(Connection::Dialed(Arc::new(dialed)), subscriptions).await
+    }
+
+    /// Opens a TLS, Unix-socket or cluster connection through the redis crate's connection
+    /// manager.
+    async fn open_managed(self) -> Result<RedisBackend, OpenError> {
         // rustls needs a process-wide crypto provider; keep the application's if it set one.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let root =
@@ -292,26 +318,6 @@ impl RedisOptions {
             self.connect_single(root, &subscriptions).await?
         };
         self.finish_open(connection, subscriptions).await
-    }
-
-    /// Connects as [`RedisOptions::open`] does, but a single server reached over plain TCP is
-    /// dialed through `dial`, which runs the connection's reads and writes (see [`dial`]).
-    /// Other addresses — TLS, a Unix socket, a cluster — open as [`RedisOptions::open`] opens
-    /// them.
-    pub async fn open_dialed(self, dial: Arc<dyn Dial>) -> Result<RedisBackend, OpenError> {
-        self.validate()?;
-        let info = if self.is_cluster() { None } else { Some(self.connection_info()?) };
-        let Some((info, ConnectionAddr::Tcp(host, port))) =
-            info.map(|i| (i.redis_settings().clone(), i.addr().clone()))
-        else {
-            return self.open().await;
-        };
-        let subscriptions = Arc::new(Subscriptions::new(self.key_prefix()));
-        let config = AsyncConnectionConfig::new()
-            .set_response_timeout(Some(self.command_timeout_value()))
-            .set_push_sender(Subscriptions::push_sender(&subscriptions));
-        let dialed = Dialed::new(dial, (host, port), info, config, self.connect_timeout_value(), subscriptions.clone());
-        self.finish_open(Connection::Dialed(Arc::new(dialed)), subscriptions).await
     }
 
     /// Loads the scripts on `connection` (its first use) and makes the backend.

@@ -21,7 +21,7 @@ pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 /// let store = RedisOptions::from_url("redis://:secret@cache.internal:6379/2")?
 ///     .prefix("billing:")
 ///     .command_timeout(Duration::from_secs(2))
-///     .open()
+///     .open(tenure_tokio::Tokio::current())
 ///     .await?;
 /// # Ok(()) }
 /// ```

@@ -16,7 +16,7 @@ use tenure::LockCalls;
 
 async fn open(url: &str, prefix: &str) -> RedisBackend {
     let options = RedisOptions::from_url(url).expect("url").prefix(prefix);
-    options.open().await.unwrap_or_else(|e| panic!("cannot reach the cluster: {e}"))
+    options.open(tenure_tokio::Tokio::current()).await.unwrap_or_else(|e| panic!("cannot reach the cluster: {e}"))
 }
 
 /// A tagged prefix no other store uses.
@@ -53,6 +53,11 @@ async fn a_cluster_hands_over_by_push_lists_its_locks_and_requires_a_hash_tag() 
     let keys: Vec<&str> = states.iter().map(|s| s.key.as_str()).collect();
     assert_eq!(keys, ["lock:handoff", "lock:listed"]);
 
-    let e = RedisOptions::from_url(&cluster.url()).expect("url").prefix("app:").open().await.expect_err("no tag");
+    let e = RedisOptions::from_url(&cluster.url())
+        .expect("url")
+        .prefix("app:")
+        .open(tenure_tokio::Tokio::current())
+        .await
+        .expect_err("no tag");
     assert!(e.to_string().contains("hash tag"), "{e}");
 }

@@ -1,5 +1,6 @@
-//! A backend whose connection is dialed through a [`Dial`] (as the Python package dials onto its
-//! event loop), here one that opens tokio sockets and can declare its connection dead: the whole
+//! A backend whose connection is dialed through a runtime of the test's own ([`Net`], as the
+//! Python package dials onto its event loop), one that opens tokio sockets and can declare its
+//! connection dead: the whole
 //! conformance suite, a redial when the host's loop is gone (a waiter still hears releases
 //! afterwards), and a redial after the server was killed and restarted.
 
@@ -12,9 +13,9 @@ use std::time::Duration;
 
 use tenure::BackendErrorKind;
 use tenure::LockCalls;
+use tenure::net::{Net, NetFuture, Socket};
 use tenure_conformance::faults::Server as _;
 use tenure_conformance::{Clock, Harness, Store};
-use tenure_redis::dial::{Dial, DialFuture, Socket};
 use tenure_redis::{RedisBackend, RedisOptions};
 
 use common::server::Server;
@@ -33,8 +34,8 @@ impl TestDial {
     }
 }
 
-impl Dial for TestDial {
-    fn connect(&self, host: &str, port: u16, timeout: Duration) -> DialFuture<io::Result<Socket>> {
+impl Net for TestDial {
+    fn connect_tcp(&self, host: &str, port: u16, timeout: Duration) -> NetFuture<io::Result<Socket>> {
         self.dials.fetch_add(1, Ordering::SeqCst);
         let address = (host.to_owned(), port);
         let generation = self.generation.clone();
@@ -48,14 +49,18 @@ impl Dial for TestDial {
         })
     }
 
-    fn sleep(&self, duration: Duration) -> DialFuture<()> {
+    fn connect_unix(&self, _: &std::path::Path, _: Duration) -> NetFuture<io::Result<Socket>> {
+        Box::pin(async { Err(io::Error::new(io::ErrorKind::Unsupported, "the test dials TCP only")) })
+    }
+
+    fn sleep(&self, duration: Duration) -> NetFuture<()> {
         Box::pin(tokio::time::sleep(duration))
     }
 }
 
 async fn open(url: &str, prefix: &str, dial: Arc<TestDial>) -> RedisBackend {
     let options = RedisOptions::from_url(url).expect("url").prefix(prefix).command_timeout(Duration::from_millis(500));
-    options.open_dialed(dial).await.unwrap_or_else(|e| panic!("cannot reach Redis at {url}: {e}"))
+    options.open(dial).await.unwrap_or_else(|e| panic!("cannot reach Redis at {url}: {e}"))
 }
 
 fn dialed() -> Harness {

@@ -15,7 +15,7 @@ use common::server::Server;
 
 async fn open(url: &str, command_timeout: Duration) -> Store {
     let options = RedisOptions::from_url(url).expect("url").command_timeout(command_timeout);
-    Store::of(options.open().await.expect("open"))
+    Store::of(options.open(tenure_tokio::Tokio::current()).await.expect("open"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

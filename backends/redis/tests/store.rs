@@ -138,29 +138,31 @@ async fn unreachable_servers_and_bad_urls_fail_fast_naming_the_problem() {
     let e = RedisOptions::from_url(&format!("redis://:secret@127.0.0.1:{port}"))
         .expect("valid URL")
         .connect_timeout(Duration::from_millis(500))
-        .open()
+        .open(tenure_tokio::Tokio::current())
         .await
         .expect_err("nobody listens");
     assert!(start.elapsed() < Duration::from_secs(5), "took {:?}", start.elapsed());
     let text = e.to_string();
     assert!(text.contains(&format!("127.0.0.1:{port}")) && !text.contains("secret"), "{text}");
     for bad in ["http://h", "redis://h?command_timeout=0", "redis://h?prefix=%7Bx"] {
-        let e = RedisBackend::open(bad).await.expect_err(bad);
+        let e = RedisBackend::open(bad, tenure_tokio::Tokio::current()).await.expect_err(bad);
         assert!(matches!(e, tenure_redis::OpenError::Settings(_)), "{bad}: {e}");
     }
     let e = RedisOptions::from_url("rediss://127.0.0.1:1")
         .expect("valid")
         .tls_root_certificate("/no/such/ca.pem")
-        .open()
+        .open(tenure_tokio::Tokio::current())
         .await
         .expect_err("no CA file");
     assert!(e.to_string().contains("/no/such/ca.pem"), "{e}");
 }
 
-/// Two stores on the shared server, on separate connections, as two processes would have.
-async fn pair() -> (Store, Store) {
-    let (store, prefix) = open().await;
-    (Store::of(store), Store::of(common::open_at(&url(), &prefix).await))
+/// Two stores on the shared server, on separate connections on `runtime`, as two processes
+/// would have.
+async fn pair(runtime: impl tenure::net::Net + Clone) -> (Store, Store) {
+    let prefix = common::fresh_prefix();
+    let first = common::open_on(&url(), &prefix, runtime.clone()).await;
+    (Store::of(first), Store::of(common::open_on(&url(), &prefix, runtime).await))
 }
 
 tenure_conformance::push_tests!(pair);

@@ -51,7 +51,7 @@ pub(crate) fn open_backend<'py>(py: Python<'py>, url: &str) -> PyResult<Bound<'p
     let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
     let dial = crate::aio::LoopDial::new(&event_loop)?;
     awaitable(py, async move {
-        let store = target.open_dialed(Arc::new(dial)).await.map_err(|e| match e {
+        let store = target.open(dial).await.map_err(|e| match e {
             OpenError::Settings(e) => Fail::Core(tenure::Error::Settings(e)),
             other => Fail::Connection(other.to_string()),
         })?;

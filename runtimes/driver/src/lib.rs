@@ -20,6 +20,7 @@ mod env;
 mod identity;
 mod keep_alive;
 mod lock;
+pub mod net;
 mod observe;
 pub mod runtime;
 mod task_lock;

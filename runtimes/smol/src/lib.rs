@@ -25,7 +25,12 @@
 
 use std::sync::Arc;
 
+use std::io;
+use std::path::Path;
+use std::time::Duration;
+
 pub use tenure::*;
+use tokio_util::compat::FuturesAsyncReadCompatExt;
 
 /// The smol runtime, as Tenure sees it: `async-io` timers and an executor for background tasks.
 #[derive(Clone, Debug, Default)]
@@ -60,6 +65,36 @@ impl Runtime for Smol {
             Some(executor) => executor.spawn(task).detach(),
             None => smol::spawn(task).detach(),
         }
+    }
+}
+
+/// Stores connect with smol's sockets and async-io's timers, and run their readers as tasks of
+/// this runtime (through `tokio_util::compat`, the streams speak the traits the stores read).
+impl net::Net for Smol {
+    fn connect_tcp(&self, host: &str, port: u16, timeout: Duration) -> net::NetFuture<io::Result<net::Socket>> {
+        let (runtime, host) = (self.clone(), host.to_owned());
+        Box::pin(async move {
+            let connecting = smol::net::TcpStream::connect((host.as_str(), port));
+            let stream = net::within(&runtime, timeout, connecting).await.ok_or_else(|| net::timed_out(timeout))??;
+            stream.set_nodelay(true)?;
+            Ok(net::Socket::new(stream.compat(), move |reader| runtime.spawn(reader), || true))
+        })
+    }
+
+    fn connect_unix(&self, path: &Path, timeout: Duration) -> net::NetFuture<io::Result<net::Socket>> {
+        let (runtime, path) = (self.clone(), path.to_owned());
+        Box::pin(async move {
+            let connecting = smol::net::unix::UnixStream::connect(path);
+            let stream = net::within(&runtime, timeout, connecting).await.ok_or_else(|| net::timed_out(timeout))??;
+            Ok(net::Socket::new(stream.compat(), move |reader| runtime.spawn(reader), || true))
+        })
+    }
+
+    fn sleep(&self, duration: Duration) -> net::NetFuture<()> {
+        let timer = async_io::Timer::after(duration);
+        Box::pin(async move {
+            timer.await;
+        })
     }
 }
 

@@ -18,6 +18,10 @@
 
 #![deny(missing_docs)]
 
+use std::io;
+use std::path::Path;
+use std::time::Duration;
+
 pub use tenure::*;
 use tokio::runtime::{Handle, RuntimeFlavor};
 
@@ -81,6 +85,40 @@ impl Runtime for Tokio {
             }
             Ok(_) => Ok(tokio::task::block_in_place(|| futures_lite::future::block_on(work))),
         }
+    }
+}
+
+/// Stores connect with tokio's sockets and timers, and run their readers as tasks of this
+/// runtime.
+impl net::Net for Tokio {
+    fn connect_tcp(&self, host: &str, port: u16, timeout: Duration) -> net::NetFuture<io::Result<net::Socket>> {
+        let (handle, host) = (self.handle.clone(), host.to_owned());
+        Box::pin(async move {
+            let connecting = {
+                let _entered = handle.enter();
+                tokio::time::timeout(timeout, tokio::net::TcpStream::connect((host.as_str(), port)))
+            };
+            let stream = connecting.await.map_err(|_| net::timed_out(timeout))??;
+            stream.set_nodelay(true)?;
+            Ok(net::Socket::new(stream, move |reader| drop(handle.spawn(reader)), || true))
+        })
+    }
+
+    fn connect_unix(&self, path: &Path, timeout: Duration) -> net::NetFuture<io::Result<net::Socket>> {
+        let (handle, path) = (self.handle.clone(), path.to_owned());
+        Box::pin(async move {
+            let connecting = {
+                let _entered = handle.enter();
+                tokio::time::timeout(timeout, tokio::net::UnixStream::connect(path))
+            };
+            let stream = connecting.await.map_err(|_| net::timed_out(timeout))??;
+            Ok(net::Socket::new(stream, move |reader| drop(handle.spawn(reader)), || true))
+        })
+    }
+
+    fn sleep(&self, duration: Duration) -> net::NetFuture<()> {
+        let _entered = self.handle.enter();
+        Box::pin(tokio::time::sleep(duration))
     }
 }
 

@@ -118,7 +118,8 @@ pub async fn a_follower_takes_over_as_soon_as_the_leader_releases(a: &Store, b: 
 }
 
 /// Instantiates every case above as a test, for a backend whose `$pair` (an async function)
-/// opens two stores on one server through separate connections, as two processes would. The
+/// opens two stores on one server through separate connections on the runtime it is given
+/// ([`tenure::net::Net`]), as two processes would. The
 /// test crate needs `tokio`, `smol`, `async-std`, `tenure-tokio`, `tenure-smol` and
 /// `tenure-async-std`.
 #[macro_export]
@@ -126,32 +127,32 @@ macro_rules! push_tests {
     ($pair:path) => {
         #[tokio::test]
         async fn a_release_wakes_a_waiter_in_another_process_at_once() {
-            let (a, b) = $pair().await;
+            let (a, b) = $pair(::tenure_tokio::Tokio::current()).await;
             $crate::push::handoff(&a, &b, ::tenure_tokio::Tokio::current()).await;
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn no_wakeup_is_lost_over_many_handoffs_between_processes() {
-            let (a, b) = $pair().await;
+            let (a, b) = $pair(::tenure_tokio::Tokio::current()).await;
             $crate::push::no_wakeup_is_lost_over_many_handoffs(&a, &b).await;
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn many_waiters_of_one_process_each_get_their_turn() {
-            let (a, _) = $pair().await;
+            let (a, _) = $pair(::tenure_tokio::Tokio::current()).await;
             $crate::push::many_waiters_of_one_process_each_get_their_turn(&a).await;
         }
 
         #[tokio::test]
         async fn a_follower_takes_over_as_soon_as_the_leader_releases() {
-            let (a, b) = $pair().await;
+            let (a, b) = $pair(::tenure_tokio::Tokio::current()).await;
             $crate::push::a_follower_takes_over_as_soon_as_the_leader_releases(&a, &b).await;
         }
 
         #[test]
         fn locks_hand_over_on_smol() {
             ::smol::block_on(async {
-                let (a, b) = $pair().await;
+                let (a, b) = $pair(::tenure_smol::Smol::global()).await;
                 $crate::push::handoff(&a, &b, ::tenure_smol::Smol::global()).await;
             });
         }
@@ -159,7 +160,7 @@ macro_rules! push_tests {
         #[test]
         fn locks_hand_over_on_async_std() {
             ::async_std::task::block_on(async {
-                let (a, b) = $pair().await;
+                let (a, b) = $pair(::tenure_async_std::AsyncStd).await;
                 $crate::push::handoff(&a, &b, ::tenure_async_std::AsyncStd).await;
             });
         }

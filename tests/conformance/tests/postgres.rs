@@ -20,7 +20,7 @@ async fn open() -> Store {
             .schedule_table(format!("{tables}_schedules")),
         Err(e) => panic!("bad TENURE_POSTGRES_URL: {e}"),
     };
-    let store = match options.open().await {
+    let store = match options.open(tenure_tokio::Tokio::current()).await {
         Ok(store) => store,
         Err(e) => panic!("cannot reach the PostgreSQL server (start it as TOOLCHAIN.md says): {e}"),
     };

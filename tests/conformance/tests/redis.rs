@@ -17,7 +17,7 @@ async fn open() -> Store {
         Ok(options) => options.prefix(prefix),
         Err(e) => panic!("bad TENURE_REDIS_URL: {e}"),
     };
-    let store = match options.open().await {
+    let store = match options.open(tenure_tokio::Tokio::current()).await {
         Ok(store) => store,
         Err(e) => panic!("cannot reach the Redis server (start it as TOOLCHAIN.md says): {e}"),
     };

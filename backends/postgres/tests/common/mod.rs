@@ -7,7 +7,9 @@ pub mod server;
 
 use std::hash::{BuildHasher, RandomState};
 
+use tenure::net::Net;
 use tenure_postgres::{PostgresBackend, PostgresOptions};
+use tenure_tokio::Tokio;
 
 /// The shared server (`TENURE_POSTGRES_URL`, default `postgresql://postgres@127.0.0.1:5432/test`).
 pub fn url() -> String {
@@ -28,12 +30,17 @@ pub fn options(url: &str, stem: &str) -> PostgresOptions {
         .schedule_table(format!("{stem}_schedules"))
 }
 
-/// A backend on `url` with the tables of `stem`.
-pub async fn open_at(url: &str, stem: &str) -> PostgresBackend {
-    match options(url, stem).open().await {
+/// A backend on `url` with the tables of `stem`, on `runtime`.
+pub async fn open_on(url: &str, stem: &str, runtime: impl Net) -> PostgresBackend {
+    match options(url, stem).open(runtime).await {
         Ok(store) => store,
         Err(e) => panic!("cannot reach PostgreSQL at {url} (start it as TOOLCHAIN.md says): {e}"),
     }
+}
+
+/// A backend on `url` with the tables of `stem`, on the tokio runtime of the caller.
+pub async fn open_at(url: &str, stem: &str) -> PostgresBackend {
+    open_on(url, stem, Tokio::current()).await
 }
 
 /// A backend on the shared server with fresh tables, and their stem.

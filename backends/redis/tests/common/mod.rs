@@ -3,8 +3,10 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::hash::{BuildHasher, RandomState};
+use tenure::net::Net;
 use tenure_conformance::Store;
 use tenure_redis::{RedisBackend, RedisOptions};
+use tenure_tokio::Tokio;
 
 /// The shared server (`TENURE_REDIS_URL`, default `redis://127.0.0.1:6379`).
 pub fn url() -> String {
@@ -16,13 +18,18 @@ pub fn fresh_prefix() -> String {
     format!("tenure-test:{:016x}:", RandomState::new().hash_one(std::time::SystemTime::now()))
 }
 
-/// A backend on `url` with the key prefix `prefix`.
-pub async fn open_at(url: &str, prefix: &str) -> RedisBackend {
+/// A backend on `url` with the key prefix `prefix`, on `runtime`.
+pub async fn open_on(url: &str, prefix: &str, runtime: impl Net) -> RedisBackend {
     let options = RedisOptions::from_url(url).unwrap_or_else(|e| panic!("bad URL {url}: {e}"));
-    match options.prefix(prefix).open().await {
+    match options.prefix(prefix).open(runtime).await {
         Ok(store) => store,
         Err(e) => panic!("cannot reach Redis at {url} (start it as TOOLCHAIN.md says): {e}"),
     }
+}
+
+/// A backend on `url` with the key prefix `prefix`, on the tokio runtime of the caller.
+pub async fn open_at(url: &str, prefix: &str) -> RedisBackend {
+    open_on(url, prefix, Tokio::current()).await
 }
 
 /// A backend on the shared server with a fresh prefix, and the prefix.

@@ -3,6 +3,7 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
@@ -10,7 +11,7 @@ use std::thread;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use tenure_open::dial::{Dial, DialFuture, Socket};
+use tenure::net::{Net, NetFuture, Socket};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::task::{Inbox, Item, LoopTask, scope};
@@ -43,15 +44,14 @@ impl LoopDial {
     }
 }
 
-impl Dial for LoopDial {
-    fn connect(&self, host: &str, port: u16, timeout: Duration) -> DialFuture<io::Result<Socket>> {
+impl Net for LoopDial {
+    fn connect_tcp(&self, host: &str, port: u16, timeout: Duration) -> NetFuture<io::Result<Socket>> {
         let home = self.pick();
         let host = host.to_owned();
         Box::pin(async move {
             let connecting = tokio::net::TcpStream::connect((host.as_str(), port));
-            let stream = tokio::time::timeout(timeout, connecting)
-                .await
-                .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, format!("no connection within {timeout:?}")))??;
+            let stream =
+                tokio::time::timeout(timeout, connecting).await.map_err(|_| tenure::net::timed_out(timeout))??;
             stream.set_nodelay(true)?;
             let Some(home) = home else {
                 return Ok(Socket::new(stream, |driver| drop(tokio::spawn(driver)), || true));
@@ -65,7 +65,18 @@ impl Dial for LoopDial {
         })
     }
 
-    fn sleep(&self, duration: Duration) -> DialFuture<()> {
+    fn connect_unix(&self, path: &Path, timeout: Duration) -> NetFuture<io::Result<Socket>> {
+        // A Unix socket stays on the package's runtime (the loop's selector watches TCP only).
+        let path = path.to_owned();
+        Box::pin(async move {
+            let connecting = tokio::net::UnixStream::connect(path);
+            let stream =
+                tokio::time::timeout(timeout, connecting).await.map_err(|_| tenure::net::timed_out(timeout))??;
+            Ok(Socket::new(stream, |driver| drop(tokio::spawn(driver)), || true))
+        })
+    }
+
+    fn sleep(&self, duration: Duration) -> NetFuture<()> {
         Box::pin(tokio::time::sleep(duration))
     }
 }
