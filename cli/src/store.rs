@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use tenure_open::{OpenError, Target, shown_url};
+use tenure_open::{Keywords, OpenError, Target, resolve_url, shown_url};
 pub(crate) use tenure_open::{Store, StoreKind};
 
 use crate::Failure;
@@ -21,10 +21,17 @@ pub(crate) fn target(url: &str) -> Result<Target, Failure> {
     Target::from_url(url).map_err(|e| Failure::usage(format!("--backend: {e}")))
 }
 
-/// Opens the store `backend` names (see [`url`]).
+/// Opens the store `backend` names (see [`url`]); a SQLite file's directory is made if missing.
 pub(crate) async fn open(backend: Option<&str>) -> Result<Store, Failure> {
     let url = url(backend)?;
-    target(&url)?.open(tenure_tokio::Tokio::current()).await.map_err(|e| match e {
+    let target = target(&url)?;
+    if let Target::Sqlite(options) = &target
+        && let Some(dir) = options.path().parent().filter(|d| !d.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::store(format!("cannot create {} for the SQLite store: {e}", dir.display())))?;
+    }
+    target.open(tenure_tokio::Tokio::current()).await.map_err(|e| match e {
         OpenError::Settings(e) => Failure::usage(format!("--backend: {e}")),
         e => Failure::store(format!("cannot open {}: {e}", shown_url(&url))),
     })
@@ -36,8 +43,7 @@ pub(crate) async fn close(store: &Store) {
     let _ = store.close().await;
 }
 
-/// `sqlite://` + `$XDG_STATE_HOME/tenure/tenure.db` (or `~/.local/state/tenure/tenure.db`); the
-/// directory is made if missing.
+/// The URL of `$XDG_STATE_HOME/tenure/tenure.db` (or `~/.local/state/tenure/tenure.db`).
 pub(crate) fn default_url() -> Result<String, Failure> {
     let state = std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
@@ -48,8 +54,8 @@ pub(crate) fn default_url() -> Result<String, Failure> {
                 "no store given and no home directory for the default one: pass --backend URL or set TENURE_BACKEND",
             )
         })?;
-    let dir = state.join("tenure");
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Failure::store(format!("cannot create {} for the default store: {e}", dir.display())))?;
-    Ok(format!("sqlite://{}", dir.join("tenure.db").display()))
+    let mut keywords = Keywords::default();
+    keywords.path = Some(state.join("tenure").join("tenure.db"));
+    resolve_url(StoreKind::Sqlite, &keywords, "", &tenure::core::EnvVars::new())
+        .map_err(|e| Failure::usage(format!("the default store: {e}")))
 }

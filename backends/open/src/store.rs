@@ -72,7 +72,33 @@ impl Store {
         }
     }
 
-    /// The store as the provider of every primitive.
+    /// The store's lock backend (locks and task locks): every store serves them.
+    pub fn locks(&self) -> Arc<dyn LockBackend> {
+        match self {
+            Self::Memory(m) => Arc::new(m.clone()),
+            #[cfg(feature = "backend-sqlite")]
+            Self::Sqlite(s) => Arc::new(s.clone()),
+            #[cfg(feature = "backend-redis")]
+            Self::Redis(r) => Arc::new(r.clone()),
+            #[cfg(feature = "backend-postgres")]
+            Self::Postgres(p) => Arc::new(p.clone()),
+        }
+    }
+
+    /// The store's leader-election backend: every store serves elections.
+    pub fn elections(&self) -> Arc<dyn LeaderElectionBackend> {
+        match self {
+            Self::Memory(m) => Arc::new(m.clone()),
+            #[cfg(feature = "backend-sqlite")]
+            Self::Sqlite(s) => Arc::new(s.clone()),
+            #[cfg(feature = "backend-redis")]
+            Self::Redis(r) => Arc::new(r.clone()),
+            #[cfg(feature = "backend-postgres")]
+            Self::Postgres(p) => Arc::new(p.clone()),
+        }
+    }
+
+    /// The store as the provider of its schedule claims.
     fn provider(&self) -> &dyn Provider {
         match self {
             Self::Memory(m) => m,
@@ -89,11 +115,11 @@ impl Store {
 /// Every store serves locks, task locks, elections and schedule claims.
 impl Provider for Store {
     fn lock_backend(&self) -> Option<Arc<dyn LockBackend>> {
-        self.provider().lock_backend()
+        Some(self.locks())
     }
 
     fn leader_election_backend(&self) -> Option<Arc<dyn LeaderElectionBackend>> {
-        self.provider().leader_election_backend()
+        Some(self.elections())
     }
 
     fn schedule_backend(&self) -> Option<Arc<dyn ScheduleBackend>> {

@@ -55,9 +55,7 @@ impl Target {
     /// The store grelmicro's variables name for `kind` (`prefix` is grelmicro's `env_prefix`:
     /// `REDIS_`, `POSTGRES_`, `SQLITE_` by default), read from the process environment.
     pub fn from_env(kind: StoreKind, prefix: &str) -> Result<Self, SettingsError> {
-        let vars: EnvVars =
-            std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
-        Self::from_settings(kind, &Keywords::default(), prefix, &vars)
+        Self::from_settings(kind, &Keywords::default(), prefix, &tenure::process_env())
     }
 
     /// The store named by settings given in code, else the variables `vars` (see
@@ -165,7 +163,7 @@ fn unknown_scheme(url: &str) -> SettingsError {
 
 fn not_built(kind: StoreKind, url: &str) -> SettingsError {
     let why = match kind {
-        StoreKind::Memory | StoreKind::Sqlite | StoreKind::Redis | StoreKind::Postgres => {
+        StoreKind::Sqlite | StoreKind::Redis | StoreKind::Postgres => {
             format!("this build leaves out the {kind} store (cargo feature backend-{kind})")
         }
         _ => format!("the {kind} store is not part of Tenure yet"),

@@ -24,6 +24,8 @@ pub(crate) type Listener = Arc<dyn Fn(Option<(&str, &str)>) + Send + Sync>;
 /// A connected session and its prepared statements.
 pub(crate) struct Session {
     pub(crate) client: Client,
+    /// Whether the connection's reader still runs (a host's event loop can stop under it).
+    alive: Alive,
     /// It LISTENs for releases (see [`Session::listen`]).
     listening: AtomicBool,
     pub(crate) lock_acquire: Statement,
@@ -37,7 +39,21 @@ pub(crate) struct Session {
     pub(crate) schedule_last_fired: Statement,
 }
 
+/// Whether a connection's reader still runs.
+pub(crate) type Alive = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// A connection made, before its statements are prepared.
+pub(crate) struct Connected {
+    pub(crate) client: Client,
+    alive: Alive,
+}
+
 impl Session {
+    /// Whether the session can still carry calls: its connection is open and read.
+    pub(crate) fn is_live(&self) -> bool {
+        !self.client.is_closed() && (self.alive)()
+    }
+
     /// LISTENs for releases on this session, once: called before the first attempt that has a
     /// waiter behind it, and awaited, so every release committed after the attempt is heard.
     pub(crate) async fn listen(&self) -> Result<(), tokio_postgres::Error> {
@@ -56,7 +72,7 @@ pub(crate) async fn connect(
     options: &PostgresOptions,
     tls: Option<&Arc<ClientConfig>>,
     listener: Listener,
-) -> Result<Client, BackendError> {
+) -> Result<Connected, BackendError> {
     let config = &options.config;
     let hosts = config.get_hosts();
     let ports = config.get_ports();
@@ -64,7 +80,7 @@ pub(crate) async fn connect(
     for (i, host) in hosts.iter().enumerate() {
         let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
         match connect_one(net, options, host, port, tls, listener.clone()).await {
-            Ok(client) => return Ok(client),
+            Ok(connected) => return Ok(connected),
             Err(e) => last = Some(e),
         }
     }
@@ -78,7 +94,7 @@ async fn connect_one(
     port: u16,
     tls: Option<&Arc<ClientConfig>>,
     listener: Listener,
-) -> Result<Client, BackendError> {
+) -> Result<Connected, BackendError> {
     let shown = options.shown_url();
     let unreachable = |what: String| BackendError::new(BackendErrorKind::Unavailable, what);
     let timeout = options.connect_timeout;
@@ -98,7 +114,7 @@ async fn connect_one(
             (socket, String::new())
         }
     };
-    let Socket { stream, spawn, .. } = socket;
+    let Socket { stream, spawn, alive } = socket;
     let mut config: Config = options.config.clone();
     config.ssl_mode(match (options.ssl_mode, host) {
         // libpq does not use TLS over a Unix socket either.
@@ -140,12 +156,14 @@ async fn connect_one(
         listener(None);
     };
     spawn(Box::pin(reader));
-    Ok(client)
+    Ok(Connected { client, alive })
 }
 
 /// Prepares the statements on `client`.
-pub(crate) async fn prepare(client: Client, texts: &Texts) -> Result<Session, tokio_postgres::Error> {
+pub(crate) async fn prepare(connected: Connected, texts: &Texts) -> Result<Session, tokio_postgres::Error> {
+    let Connected { client, alive } = connected;
     Ok(Session {
+        alive,
         listening: AtomicBool::new(false),
         lock_acquire: sent(client.prepare(&texts.lock_acquire)).await?,
         lock_release: sent(client.prepare(&texts.lock_release)).await?,

@@ -78,7 +78,7 @@ use tenure::backend::{
 use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata};
 
-use connect::{Listener, Session};
+use connect::{Connected, Listener, Session};
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, PostgresOptions, SslMode};
 use sql::Texts;
 use tenure::net::{Net, within};
@@ -190,7 +190,7 @@ impl PostgresBackend {
             return Err(BackendError::new(BackendErrorKind::Closed, "the PostgreSQL backend is closed"));
         }
         let session = link.session.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        Ok(session.filter(|s| !s.client.is_closed()))
+        Ok(session.filter(|s| s.is_live()))
     }
 
     /// Before an attempt on `name`: if a waiter of this process is queued on it, the listening
@@ -305,7 +305,7 @@ impl PostgresBackend {
 impl Inner {
     /// Connects; if the connection `listens` (once asked to, see
     /// [`PostgresBackend::listen_if_waited`]), its reader wakes this backend's waiters.
-    async fn connect(self: &Arc<Self>, listens: bool) -> Result<Client, BackendError> {
+    async fn connect(self: &Arc<Self>, listens: bool) -> Result<Connected, BackendError> {
         let queues = if listens { Arc::downgrade(&self.queues) } else { std::sync::Weak::new() };
         let prefixes = [format!("{}:", self.options.lock_table), format!("{}:", self.options.leader_table)];
         let listener: Listener = Arc::new(move |message| {
@@ -324,8 +324,8 @@ impl Inner {
     }
 
     /// Prepares the statements on `client`.
-    async fn prepare(&self, client: Client) -> Result<Session, BackendError> {
-        connect::prepare(client, &self.texts).await.map_err(|e| {
+    async fn prepare(&self, connected: Connected) -> Result<Session, BackendError> {
+        connect::prepare(connected, &self.texts).await.map_err(|e| {
             BackendError::new(
                 kind(&e),
                 format!("cannot prepare Tenure's statements on {}: {}", self.options.shown_url(), describe(&e)),
@@ -360,9 +360,9 @@ impl PostgresOptions {
         let inner = &backend.inner;
         let timeout = inner.options.connect_timeout;
         let opening = async {
-            let client = inner.connect(inner.options.notify).await?;
-            migrate(&inner.options, &client).await?;
-            inner.prepare(client).await
+            let connected = inner.connect(inner.options.notify).await?;
+            migrate(&inner.options, &connected.client).await?;
+            inner.prepare(connected).await
         };
         let session = within(&*inner.net, timeout, opening).await.ok_or_else(|| {
             BackendError::new(

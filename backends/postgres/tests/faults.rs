@@ -16,7 +16,7 @@ use tenure_postgres::{PostgresBackend, PostgresOptions};
 use tenure_tokio::Tokio;
 
 use common::server::Server;
-use tenure::LockCalls;
+use tenure::backend::LockCalls;
 
 async fn open(url: &str, command_timeout: Duration) -> Store {
     let options = PostgresOptions::from_url(url)

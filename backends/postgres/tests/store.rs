@@ -13,7 +13,7 @@ use tenure_conformance::Store;
 use tenure_postgres::{PostgresBackend, PostgresOptions};
 
 use common::{open, open_at, psql, url};
-use tenure::{LeaderElectionCalls, LockCalls};
+use tenure::backend::{LeaderElectionCalls, LockCalls};
 
 #[tokio::test]
 async fn the_layout_is_grelmicro_044s() {

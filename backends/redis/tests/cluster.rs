@@ -12,7 +12,7 @@ use tenure_conformance::{Clock, Harness, Store};
 use tenure_redis::{RedisBackend, RedisOptions};
 
 use common::server::Cluster;
-use tenure::LockCalls;
+use tenure::backend::LockCalls;
 
 async fn open(url: &str, prefix: &str) -> RedisBackend {
     let options = RedisOptions::from_url(url).expect("url").prefix(prefix);

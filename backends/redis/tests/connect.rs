@@ -9,7 +9,7 @@ use tenure::BackendErrorKind;
 use tenure_redis::{OpenError, RedisBackend, RedisOptions};
 
 use common::server::Server;
-use tenure::LockCalls;
+use tenure::backend::LockCalls;
 
 async fn works(store: &RedisBackend) {
     let fence = LockCalls::acquire(store, "lock:tls", "w1", Duration::from_secs(5)).await.expect("acquire");

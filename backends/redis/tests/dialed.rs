@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tenure::BackendErrorKind;
-use tenure::LockCalls;
+use tenure::backend::LockCalls;
 use tenure::net::{Net, NetFuture, Socket};
 use tenure_conformance::faults::Server as _;
 use tenure_conformance::{Clock, Harness, Store};

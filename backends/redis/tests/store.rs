@@ -13,7 +13,7 @@ use tenure_conformance::Store;
 use tenure_redis::{RedisBackend, RedisOptions};
 
 use common::{open, raw, url};
-use tenure::{LeaderElectionCalls, LockCalls};
+use tenure::backend::{LeaderElectionCalls, LockCalls};
 
 #[tokio::test]
 async fn the_layout_is_grelmicro_044s() {

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
+use tenure::backend::{LeaderElectionCalls, LockCalls};
 use tenure::{BackendErrorKind, Inspect, Metadata};
-use tenure::{LeaderElectionCalls, LockCalls};
 use tenure_sqlite::{SqliteBackend, SqliteOptions};
 
 fn fresh_path() -> PathBuf {

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use tenure::MemoryBackend;
 use tenure::backend::{LeaderElectionBackend, LockBackend};
-use tenure::core::{EnvVars, SettingsError};
-use tenure::{MemoryBackend, Provider};
+use tenure::core::SettingsError;
 use tenure_open::{Keywords, OpenError, Store, StoreKind, Target};
 
 use crate::bridge::{Fail, awaitable};
@@ -20,11 +20,8 @@ pub(crate) struct Backend {
 }
 
 impl Backend {
-    fn new(store: Store) -> Result<Self, Fail> {
-        let missing = || Fail::Connection(format!("the {} store serves no locks or elections", store.kind()));
-        let lock = store.lock_backend().ok_or_else(missing)?;
-        let leader = store.leader_election_backend().ok_or_else(missing)?;
-        Ok(Self { lock, leader, store })
+    fn new(store: Store) -> Self {
+        Self { lock: store.locks(), leader: store.elections(), store }
     }
 }
 
@@ -39,8 +36,8 @@ impl Backend {
 
 /// A private in-process store.
 #[pyfunction]
-pub(crate) fn memory_backend(py: Python<'_>) -> PyResult<Backend> {
-    Backend::new(Store::Memory(MemoryBackend::new())).map_err(|e| e.into_py(py))
+pub(crate) fn memory_backend() -> Backend {
+    Backend::new(Store::Memory(MemoryBackend::new()))
 }
 
 /// Opens the store at `url`; an awaitable of a [`Backend`]. A plain `redis://` connection is
@@ -55,7 +52,7 @@ pub(crate) fn open_backend<'py>(py: Python<'py>, url: &str) -> PyResult<Bound<'p
             OpenError::Settings(e) => Fail::Core(tenure::Error::Settings(e)),
             other => Fail::Connection(other.to_string()),
         })?;
-        Backend::new(store)
+        Ok(Backend::new(store))
     })
 }
 
@@ -99,9 +96,8 @@ pub(crate) fn store_url(
     keywords.password = password;
     keywords.path = path.map(Into::into);
     keywords.command_timeout = command_timeout.map(|s| crate::seconds(py, "command_timeout", s)).transpose()?;
-    let vars: EnvVars =
-        std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
-    let url = tenure_open::resolve_url(kind, &keywords, env_prefix, &vars).map_err(|e| settings(py, e))?;
+    let url =
+        tenure_open::resolve_url(kind, &keywords, env_prefix, &tenure::process_env()).map_err(|e| settings(py, e))?;
     Target::from_url(&url).map_err(|e| settings(py, e))?;
     Ok(url)
 }

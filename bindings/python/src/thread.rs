@@ -56,8 +56,11 @@ impl ThreadGuard {
 
     /// Releases (once); the thread may acquire again afterwards, whatever the outcome.
     fn release(&self, py: Python<'_>) -> PyResult<()> {
-        let guard = self.guard.lock().unwrap_or_else(PoisonError::into_inner).take();
-        detached(py, || guard.map_or_else(|| Err(self.not_owned()), BlockingLockGuard::release))
+        // The guard's lock is taken without the interpreter lock, as every wait here.
+        detached(py, || {
+            let guard = self.guard.lock().unwrap_or_else(PoisonError::into_inner).take();
+            guard.map_or_else(|| Err(self.not_owned()), BlockingLockGuard::release)
+        })
     }
 
     /// Whether the store still has this thread's token as the holder.
@@ -89,14 +92,18 @@ impl ThreadTaskGuard {
 impl ThreadTaskGuard {
     /// The fencing token of this run.
     #[getter]
-    fn fencing_token(&self) -> Option<u64> {
-        self.guard.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(|g| g.fencing_token().get())
+    fn fencing_token(&self, py: Python<'_>) -> Option<u64> {
+        let guard =
+            py.detach(|| self.guard.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(|g| g.fencing_token()));
+        guard.map(|fence| fence.get())
     }
 
     /// Ends the run (once), keeping the lock until the minimum hold has passed.
     fn exit(&self, py: Python<'_>) -> PyResult<()> {
-        let guard = self.guard.lock().unwrap_or_else(PoisonError::into_inner).take();
-        let name = self.name.clone();
-        detached(py, || guard.map_or_else(|| Err(tenure::Error::NotOwned { name }), BlockingTaskLockGuard::exit))
+        detached(py, || {
+            let guard = self.guard.lock().unwrap_or_else(PoisonError::into_inner).take();
+            let not_owned = || tenure::Error::NotOwned { name: self.name.clone() };
+            guard.map_or_else(|| Err(not_owned()), BlockingTaskLockGuard::exit)
+        })
     }
 }

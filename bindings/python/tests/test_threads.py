@@ -131,3 +131,19 @@ def test_a_nested_acquire_on_one_thread_is_refused_not_a_deadlock():
     assert not t.is_alive(), "the nested acquire waited for its own thread"
     assert outcome == ["cart"]
     assert not lock.from_thread.locked()
+
+
+def test_threads_use_a_store_whose_loop_has_closed(store):
+    """A provider opened in `asyncio.run` serves plain threads afterwards: its connections, made
+    on a loop that is gone, are made again on the package's runtime."""
+    provider = store()
+    asyncio.run(provider.open())
+    try:
+        lock = Lock("cart", backend=provider.lock(), backend_timeout=2, env_load=False)
+        handle = lock.from_thread.acquire(timeout=5)
+        assert lock.from_thread.owned() and lock.from_thread.locked()
+        assert lock.from_thread.extend().fencing_token == handle.fencing_token
+        lock.from_thread.release()
+        assert not lock.from_thread.locked()
+    finally:
+        asyncio.run(provider.close())

@@ -2,8 +2,9 @@
 //! and hand back the events a caller waits for.
 //!
 //! A machine lives in a [`Cell`]: a mutex never held across an await, an [`Event`] rung whenever
-//! the machine may have changed, and the machine's **turn** — an async mutex, taken in arrival
-//! order — held by whoever drives it (takes its requests and events). Two kinds of driver:
+//! the machine may have changed, and the machine's **turn** — an async mutex (`async-lock`'s,
+//! which starves no waiter) — held by whoever drives it (takes its requests and events). Two
+//! kinds of driver:
 //!
 //! - **In the foreground**, a caller runs one command to its end: [`command`] (it first finishes
 //!   what an earlier command left, then starts its own) or [`follow`] (a loop already under way,
@@ -90,12 +91,9 @@ impl<M> Cell<M> {
         self.machine.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Waits for the machine's turn (at once when nobody drives it).
+    /// Waits for the machine's turn.
     async fn turn(&self) -> async_lock::MutexGuard<'_, ()> {
-        match self.turn.try_lock() {
-            Some(turn) => turn,
-            None => self.turn.lock().await,
-        }
+        self.turn.lock().await
     }
 }
 
@@ -305,10 +303,17 @@ impl<R: Runtime, M: Abandon, X: Execute> Driver<'_, R, M, X> {
     /// Drives until `purpose` is reached, or the machine has nothing left to wait for (`None`).
     async fn run<P: Purpose<M>>(&mut self, purpose: &mut P, wakeup: &mut Option<Wakeup>) -> Option<P::Output> {
         loop {
-            let (request, timeout, output) = turn(&mut *self.cell.lock(), self.runtime, self.exec, purpose);
-            // Watchers (lost futures, leadership waiters) re-check after every turn: a state can
-            // change without an event (a release stops the holder counting on its lease at once).
-            self.cell.changed.notify(usize::MAX);
+            let (request, timeout, output, changed) = {
+                let mut machine = self.cell.lock();
+                let (request, timeout, output) = turn(&mut *machine, self.runtime, self.exec, purpose);
+                // Watchers (lost futures, leadership waiters) re-check after every turn: a state
+                // can change without an event (a release stops the holder counting on its lease).
+                self.cell.changed.notify(usize::MAX);
+                // Listening before the machine is let go: a change made by anyone after this turn
+                // (a late answer delivered in the background) wakes this driver.
+                let changed = output.is_none().then(|| self.cell.changed.listen());
+                (request, timeout, output, changed)
+            };
             if let Some(request) = request
                 && self.send(request, output.is_none())
             {
@@ -319,7 +324,7 @@ impl<R: Runtime, M: Abandon, X: Execute> Driver<'_, R, M, X> {
             if output.is_some() || (self.pending.is_none() && timeout.is_none() && wakeup.is_none()) {
                 return output;
             }
-            let changed = self.cell.changed.listen();
+            let changed = changed.unwrap_or_else(|| self.cell.changed.listen());
             // Boxed: only drives that must wait pay for the timers' space.
             let woke = Box::pin(wait(self.runtime, &mut self.pending, timeout, wakeup.as_mut(), changed)).await;
             let mut machine = self.cell.lock();

@@ -17,13 +17,16 @@ pub(crate) enum EnvSource {
 impl EnvSource {
     pub(crate) fn vars(&self) -> EnvVars {
         match self {
-            // Variables that are not UTF-8 cannot name a Tenure setting; skip them.
-            Self::Process => {
-                std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect()
-            }
+            Self::Process => process_env(),
             Self::Vars(vars) => vars.clone(),
         }
     }
+}
+
+/// The process environment now, as the core reads variables (variables that are not UTF-8
+/// cannot name a Tenure setting and are skipped).
+pub fn process_env() -> EnvVars {
+    std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect()
 }
 
 static WARNED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());

@@ -70,7 +70,7 @@ pub enum KeepAliveEnd {
     MaxHold,
     /// The validity ran out without a confirmed renewal (the store was unreachable or slow).
     Expired,
-    /// A renewal found the lease taken by another holder, or it was released.
+    /// A renewal found the lease taken by another holder.
     Lost,
 }
 

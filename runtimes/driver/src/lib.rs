@@ -28,13 +28,13 @@ mod task_lock;
 use std::time::Duration;
 
 pub use backend::{
-    BackendFuture, Inspect, LeaderElectionBackend, LeaderElectionCalls, LeaderElectionOperations, LeaderState,
-    LockBackend, LockCalls, LockOperations, LockState, MemoryBackend, OpenError, ReleaseSignals, ScheduleBackend,
-    Signal, Wakeup,
+    BackendFuture, Inspect, LeaderElectionBackend, LeaderState, LockBackend, LockState, MemoryBackend, OpenError,
+    ReleaseSignals, ScheduleBackend, Signal, Wakeup,
 };
 pub use blocking::{BlockingLock, BlockingLockGuard, BlockingLockHolder, BlockingTaskLock, BlockingTaskLockGuard};
 pub use coordination::{Coordination, Provider, Registry};
 pub use election::{LeaderElection, LeaderElectionBuilder, LeaderGuard};
+pub use env::process_env;
 pub use keep_alive::{KeepAlive, KeepAliveEnd, Keepable};
 pub use lock::{Lock, LockBuilder, LockGuard, LockHolder};
 pub use runtime::Runtime;

@@ -79,7 +79,12 @@ impl Runtime for Tokio {
 
     fn block_on<F: std::future::Future>(&self, what: &str, work: F) -> Result<F::Output, Error> {
         match Handle::try_current() {
-            Err(_) => Ok(futures_lite::future::block_on(work)),
+            Err(_) => {
+                // On a plain thread: in this runtime's context, so that what the work makes on
+                // the way (a store's socket, timer or reader task) finds its reactor.
+                let _entered = self.handle.enter();
+                Ok(futures_lite::future::block_on(work))
+            }
             Ok(h) if h.runtime_flavor() == RuntimeFlavor::CurrentThread => {
                 Err(Error::Deadlock { what: what.to_owned() })
             }
@@ -92,33 +97,44 @@ impl Runtime for Tokio {
 /// runtime.
 impl net::Net for Tokio {
     fn connect_tcp(&self, host: &str, port: u16, timeout: Duration) -> net::NetFuture<io::Result<net::Socket>> {
-        let (handle, host) = (self.handle.clone(), host.to_owned());
-        Box::pin(async move {
-            let connecting = {
-                let _entered = handle.enter();
-                tokio::time::timeout(timeout, tokio::net::TcpStream::connect((host.as_str(), port)))
-            };
-            let stream = connecting.await.map_err(|_| net::timed_out(timeout))??;
+        let host = host.to_owned();
+        // Connected by a task of this runtime, so that whoever awaits it needs no tokio context.
+        self.connect(async move {
+            let stream = tokio::time::timeout(timeout, tokio::net::TcpStream::connect((host.as_str(), port)))
+                .await
+                .map_err(|_| net::timed_out(timeout))??;
             stream.set_nodelay(true)?;
-            Ok(net::Socket::new(stream, move |reader| drop(handle.spawn(reader)), || true))
+            Ok(stream)
         })
     }
 
     fn connect_unix(&self, path: &Path, timeout: Duration) -> net::NetFuture<io::Result<net::Socket>> {
-        let (handle, path) = (self.handle.clone(), path.to_owned());
-        Box::pin(async move {
-            let connecting = {
-                let _entered = handle.enter();
-                tokio::time::timeout(timeout, tokio::net::UnixStream::connect(path))
-            };
-            let stream = connecting.await.map_err(|_| net::timed_out(timeout))??;
-            Ok(net::Socket::new(stream, move |reader| drop(handle.spawn(reader)), || true))
+        let path = path.to_owned();
+        self.connect(async move {
+            tokio::time::timeout(timeout, tokio::net::UnixStream::connect(path))
+                .await
+                .map_err(|_| net::timed_out(timeout))?
         })
     }
 
     fn sleep(&self, duration: Duration) -> net::NetFuture<()> {
         let _entered = self.handle.enter();
         Box::pin(tokio::time::sleep(duration))
+    }
+}
+
+impl Tokio {
+    /// Runs `connecting` as a task of this runtime; the stream's reader runs as one too.
+    fn connect<S: net::Stream>(
+        &self,
+        connecting: impl std::future::Future<Output = io::Result<S>> + Send + 'static,
+    ) -> net::NetFuture<io::Result<net::Socket>> {
+        let handle = self.handle.clone();
+        let task = handle.spawn(connecting);
+        Box::pin(async move {
+            let stream = task.await.map_err(io::Error::other)??;
+            Ok(net::Socket::new(stream, move |reader| drop(handle.spawn(reader)), || true))
+        })
     }
 }
 

@@ -157,7 +157,7 @@ pub async fn store_bytes_per_held_lock(count: usize) -> usize {
     let before = live_bytes();
     for i in 0..count {
         let (name, token) = (format!("lock:held/{i:06}"), format!("0123456789abcdef:task:{i}.0123456789abcdef"));
-        let granted = tenure::LockCalls::acquire(&backend, &name, &token, Duration::from_secs(60)).await;
+        let granted = tenure::backend::LockCalls::acquire(&backend, &name, &token, Duration::from_secs(60)).await;
         assert!(granted.is_ok_and(|fence| fence.is_some()));
     }
     live_bytes().saturating_sub(before) / count

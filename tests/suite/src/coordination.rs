@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tenure::{Coordination, Error, LeaderElectionBackend, MemoryBackend, Registry, Runtime};
 
 use crate::support::ms;
-use tenure::{LeaderElectionCalls, LockCalls};
+use tenure::backend::{LeaderElectionCalls, LockCalls};
 
 pub async fn coordination_binds_each_slot<R: Runtime>(rt: R) {
     let locks = MemoryBackend::new();

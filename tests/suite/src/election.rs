@@ -7,7 +7,7 @@ use std::time::Duration;
 use tenure::{Error, MemoryBackend, Runtime, WorkerId};
 
 use crate::support::{Faulty, election, eventually, ms, sleep};
-use tenure::LeaderElectionCalls;
+use tenure::backend::LeaderElectionCalls;
 
 pub async fn election_single_worker_leads_with_its_record<R: Runtime>(rt: R) {
     let backend = MemoryBackend::new();

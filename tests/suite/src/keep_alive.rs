@@ -7,7 +7,7 @@ use futures_lite::future;
 use tenure::{KeepAliveEnd, MemoryBackend, Runtime};
 
 use crate::support::{Faulty, eventually, eventually_async, lock, ms, sleep, task_lock};
-use tenure::LockCalls;
+use tenure::backend::LockCalls;
 
 /// The longest a test keeps anything: far beyond every bound it checks.
 const NO_BOUND: Duration = Duration::from_secs(3600);
@@ -142,4 +142,33 @@ pub async fn keep_alive_a_renewal_confirmed_after_the_validity_does_not_revive_i
     kept.lost().await; // completes at once from now on
     // Nothing renews the lease any more: another holder gets it once it runs out.
     other.acquire_timeout(ms(1000)).await.unwrap().release().await.unwrap();
+}
+
+pub async fn keep_alive_holds_and_ends_a_lease_on_a_sqlite_file<R: Runtime>(rt: R) {
+    static FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = FILES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let path = std::env::temp_dir().join(format!("tenure-suite-keep-{}-{n}.db", std::process::id()));
+    let store = tenure_sqlite::SqliteBackend::open(&path).await.unwrap();
+    let lock = lock(&rt, store.clone(), "cart", ms(150));
+    let other = crate::support::lock(&rt, store.clone(), "cart", ms(150));
+    let kept = lock.acquire().await.unwrap().keep_alive(NO_BOUND);
+    let fence = kept.fencing_token();
+    sleep(&rt, ms(500)).await;
+    assert!(kept.is_valid(), "kept past three leases on the file");
+    assert_eq!((kept.fencing_token(), kept.ended()), (fence, None));
+    assert!(other.acquire_nowait().await.unwrap_err().is_would_block(), "nobody else got it");
+    drop(kept);
+    eventually_async(&rt, "the dropped keep-alive releases in the file", || async { !lock.locked().await.unwrap() })
+        .await;
+    let kept = lock.acquire().await.unwrap().keep_alive(ms(200));
+    kept.lost().await;
+    assert_eq!(kept.ended(), Some(KeepAliveEnd::MaxHold));
+    eventually_async(&rt, "released at the maximum hold", || async { !lock.locked().await.unwrap() }).await;
+    let next = other.acquire_nowait().await.unwrap();
+    assert!(next.fencing_token() > fence);
+    next.release().await.unwrap();
+    store.close().await.unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
 }

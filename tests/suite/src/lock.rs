@@ -8,7 +8,7 @@ use futures_lite::future;
 use tenure::{BackendErrorKind, Error, MemoryBackend, Runtime};
 
 use crate::support::{Faulty, eventually, eventually_async, lock, ms, sleep};
-use tenure::LockCalls;
+use tenure::backend::LockCalls;
 
 pub async fn lock_key_is_prefixed_and_the_raw_name_stays_free<R: Runtime>(rt: R) {
     let backend = MemoryBackend::new();

@@ -3,7 +3,7 @@
 use tenure::{Error, MemoryBackend, Runtime};
 
 use crate::support::{Faulty, eventually_async, lock, ms, sleep, task_lock};
-use tenure::LockCalls;
+use tenure::backend::LockCalls;
 
 pub async fn task_lock_key_is_prefixed_and_separate_from_lock<R: Runtime>(rt: R) {
     let backend = MemoryBackend::new();

@@ -116,7 +116,8 @@ class Lock(Primitive):
         the lease alive while the body runs — renewed every third of the lease, retried while it is
         still valid — and releases at the end. The body is cancelled the moment the lease is lost
         (its validity ran out without a confirmed renewal, another holder took it) or `max_hold`
-        passes; the block then raises `LockLostError` (a `LockNotOwnedError`). A Tenure extension."""
+        passes; the block then raises `LockLostError` (a `LockNotOwnedError`). The block releases
+        the lock itself: do not release it in the body. A Tenure extension."""
         return LockHold(self, seconds("max_hold", max_hold), seconds("timeout", timeout))
 
     async def __aenter__(self) -> LockHandle:
@@ -142,7 +143,11 @@ class LockHold:
         handle = await self._lock.acquire(timeout=self._timeout)
         holder = self._lock._holder(create=False)
         assert holder is not None and self._max_hold is not None
-        self._kept = holder.keep_alive(self._max_hold)
+        try:
+            self._kept = holder.keep_alive(self._max_hold)
+        except BaseException:
+            await self._lock.release()
+            raise
         self._task = asyncio.current_task()
         self._watch = asyncio.ensure_future(self._kept.lost())
         self._watch.add_done_callback(self._lost)

@@ -1,4 +1,5 @@
-//! Sockets the event loop's selector watches, for a Redis backend's connections.
+//! Sockets the event loop's selector watches, for the connections of the network stores (Redis,
+//! PostgreSQL): the package hands its loop to them as their runtime ([`Net`]).
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -20,7 +21,7 @@ use crate::bridge::with_python;
 /// The read buffer's capacity kept once it is empty (a burst's peak is given back).
 const KEPT_BUFFER: usize = 16 * 1024;
 
-/// Dials a Redis backend's sockets onto the event loop it was opened on (see the module).
+/// Dials a store's sockets onto the event loop it was opened on (see the module).
 pub(crate) struct LoopDial {
     home: Mutex<Arc<Inbox>>,
 }
@@ -77,6 +78,8 @@ impl Net for LoopDial {
     }
 
     fn sleep(&self, duration: Duration) -> NetFuture<()> {
+        // On the package's runtime's timer, whoever asks (a loop's thread, a plain thread).
+        let _entered = crate::tokio_handle().enter();
         Box::pin(tokio::time::sleep(duration))
     }
 }

@@ -86,53 +86,61 @@ pub fn url_seconds(field: &str, text: &str) -> Result<Duration, SettingsError> {
 }
 
 /// `url` as it may be shown in messages and logs: the password replaced by `***`, wherever it
-/// is written — `user:password@`, `:password@`, or a `password=` / `sslpassword=` parameter.
+/// is written — `user:password@`, `:password@`, a `password=` / `sslpassword=` parameter.
 ///
-/// The one masking of Tenure: every store, the CLI and the bindings show URLs through it.
-/// A lone `user@` names a user (RFC 3986; libpq, redis-rs and redis-py all read it so) and stays.
-/// Everything before the last `@` counts as the user part, so a password holding a `/`, `?` or
-/// `@` of its own is still hidden; text without a scheme is not shown at all (it may be a
-/// password pasted in the wrong place).
+/// The one masking of Tenure: every store, the CLI and the bindings show URLs through it. It
+/// errs toward hiding, so that a password holding `@`, `#`, `/`, `?` or `:` of its own (which a
+/// URL should percent-escape) is still hidden:
+///
+/// - a `password=` value is hidden up to the next `&`, whatever it holds;
+/// - everything before the last `@` is the user part: a plain user name (`app@`) stays, the rest
+///   of a `user:…` part is hidden, and a user part that is not plain is hidden whole;
+/// - text whose scheme is not a store's and has no `://` shows only that scheme.
 pub fn shown_url(url: &str) -> String {
-    let Some(colon) = url.find(':') else {
+    let Some((scheme, rest)) = url.split_once(':') else {
         return "(a value without a scheme)".into();
     };
-    let (base, fragment) = url.split_once('#').map_or((url, None), |(b, f)| (b, Some(f)));
-    let prefix_end = if url[colon..].starts_with("://") { colon + 3 } else { colon + 1 };
-    let (prefix, rest) = base.split_at(prefix_end.min(base.len()));
-    let (userinfo, tail) = rest.rsplit_once('@').map_or((None, rest), |(u, t)| (Some(u), t));
-    let mut shown = prefix.to_owned();
-    if let Some(userinfo) = userinfo {
-        match userinfo.split_once(':') {
-            Some((user, _)) => shown.push_str(&format!("{user}:***@")),
-            None => shown.push_str(&format!("{userinfo}@")),
-        }
+    let (prefix, rest) = match rest.strip_prefix("//") {
+        Some(rest) => (format!("{scheme}://"), rest),
+        None if super::StoreKind::of_url(url).is_some() => (format!("{scheme}:"), rest),
+        None => return format!("{scheme}:***"),
+    };
+    let rest = hide_parameters(rest);
+    let Some((userinfo, host)) = rest.rsplit_once('@') else { return format!("{prefix}{rest}") };
+    let plain = |text: &str| text.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~%".contains(&b));
+    let user = match userinfo.split_once(':') {
+        Some((user, _)) if plain(user) => format!("{user}:***"),
+        None if plain(userinfo) => userinfo.to_owned(),
+        _ => "***".to_owned(),
+    };
+    format!("{prefix}{user}@{host}")
+}
+
+/// `text` with the value of every `password=` / `sslpassword=` parameter hidden (to the next
+/// `&`, or the end).
+fn hide_parameters(text: &str) -> String {
+    let mut shown = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = next_secret(rest) {
+        let (before, from) = rest.split_at(at);
+        let equals = from.find('=').map_or(from.len(), |i| i + 1);
+        shown.push_str(before);
+        shown.push_str(&from[..equals]);
+        shown.push_str("***");
+        rest = &from[equals..];
+        rest = rest.find('&').map_or("", |end| &rest[end..]);
     }
-    match tail.split_once('?') {
-        Some((path, query)) => {
-            shown.push_str(path);
-            shown.push('?');
-            let pairs: Vec<String> = query
-                .split('&')
-                .map(|pair| match pair.split_once('=') {
-                    Some((key, _)) if is_secret_parameter(key) => format!("{key}=***"),
-                    _ => pair.to_owned(),
-                })
-                .collect();
-            shown.push_str(&pairs.join("&"));
-        }
-        None => shown.push_str(tail),
-    }
-    if let Some(fragment) = fragment {
-        shown.push('#');
-        shown.push_str(fragment);
-    }
+    shown.push_str(rest);
     shown
 }
 
-fn is_secret_parameter(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    key == "password" || key == "sslpassword" || key == "pass"
+/// Where the next secret parameter starts in `text` (its name, after a `?` or `&`).
+fn next_secret(text: &str) -> Option<usize> {
+    let lower = text.to_ascii_lowercase();
+    ["?password=", "&password=", "?sslpassword=", "&sslpassword="]
+        .iter()
+        .filter_map(|key| lower.find(key).map(|i| i + 1))
+        .min()
 }
 
 #[cfg(test)]
@@ -141,20 +149,26 @@ mod tests {
 
     #[test]
     fn passwords_are_hidden() {
-        assert_eq!(shown_url("redis://:pw@h:1/0"), "redis://:***@h:1/0");
-        assert_eq!(shown_url("rediss://u:pw@h"), "rediss://u:***@h");
-        assert_eq!(shown_url("postgres://app@h/db?sslmode=require"), "postgres://app@h/db?sslmode=require");
-        assert_eq!(shown_url("postgres://u:p@ss/w?rd@h/db"), "postgres://u:***@h/db");
-        assert_eq!(
-            shown_url("postgresql://h/db?sslmode=require&password=pw"),
-            "postgresql://h/db?sslmode=require&password=***"
-        );
-        assert_eq!(shown_url("rediss://:pw@h#insecure"), "rediss://:***@h#insecure");
-        assert_eq!(shown_url("redis://h:1"), "redis://h:1");
-        assert_eq!(shown_url("sqlite::memory:"), "sqlite::memory:");
-        assert_eq!(shown_url("sqlite:///var/lib/a.db?busy_timeout=2"), "sqlite:///var/lib/a.db?busy_timeout=2");
-        assert_eq!(shown_url("redis:u:pw@h"), "redis:u:***@h");
-        assert_eq!(shown_url("hunter2"), "(a value without a scheme)");
+        for (url, shown) in [
+            ("redis://:pw@h:1/0", "redis://:***@h:1/0"),
+            ("rediss://u:pw@h", "rediss://u:***@h"),
+            ("postgres://app@h/db?sslmode=require", "postgres://app@h/db?sslmode=require"),
+            ("postgres://u:p@ss/w?rd@h/db", "postgres://u:***@h/db"),
+            ("postgresql://h/db?sslmode=require&password=pw", "postgresql://h/db?sslmode=require&password=***"),
+            ("postgresql://h/db?password=p@ss&sslmode=require", "postgresql://h/db?password=***&sslmode=require"),
+            ("postgresql://h/db?PassWord=p@ss#x", "postgresql://h/db?PassWord=***"),
+            ("rediss://:pw@h#insecure", "rediss://:***@h#insecure"),
+            ("redis://:pa#ss@h", "redis://:***@h"),
+            ("redis://u/x:pw@h", "redis://***@h"),
+            ("redis://h:1", "redis://h:1"),
+            ("sqlite::memory:", "sqlite::memory:"),
+            ("sqlite:///var/lib/a.db?busy_timeout=2", "sqlite:///var/lib/a.db?busy_timeout=2"),
+            ("redis:u:pw@h", "redis:u:***@h"),
+            ("p4ss:word", "p4ss:***"),
+            ("hunter2", "(a value without a scheme)"),
+        ] {
+            assert_eq!(shown_url(url), shown, "{url}");
+        }
     }
 
     #[test]

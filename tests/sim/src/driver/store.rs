@@ -88,9 +88,11 @@ impl Store {
         self.model.lock_locked(key, now)
     }
 
-    /// When the faults stop.
-    pub(crate) fn faults_until(&self) -> u64 {
-        self.network.until
+    /// When the last call the faults touched has reached the store: the faults stop, the last
+    /// freeze thaws, and a call delayed by a spike arrives.
+    pub(crate) fn faults_settled(&self) -> u64 {
+        let thawed = self.network.freezes.iter().map(|(_, end)| *end).max().unwrap_or(0);
+        self.network.until.max(thawed) + self.network.spike_max + self.network.delay.1
     }
 }
 

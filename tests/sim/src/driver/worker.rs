@@ -374,15 +374,16 @@ pub(crate) fn spawn(
     rt.spawn(worker.run(locks, task));
 }
 
-/// Once every worker has finished — after the faults stopped, and a lease later, so no lease
-/// from the faulty time is left — and a few round trips have passed, no lock may still be held:
+/// Once every worker has finished — after the faults settled (the last call they delayed has
+/// reached the store) and a lease later, so no lease from the faulty time is left — and a few
+/// round trips have passed, no lock may still be held:
 /// what was let go (dropped guards, acquires and releases given up mid-call) was finished.
 pub(crate) async fn all_let_go(rt: SimRuntime, store: Arc<Mutex<Store>>, world: Arc<Mutex<World>>, plan: Plan) {
     let tick = Duration::from_millis(5);
     while world.lock().unwrap_or_else(PoisonError::into_inner).finished < plan.workers {
         rt.sleep_until(rt.now() + tick).await;
     }
-    let quiet_since = store.lock().unwrap_or_else(PoisonError::into_inner).faults_until() + plan.lease;
+    let quiet_since = store.lock().unwrap_or_else(PoisonError::into_inner).faults_settled() + plan.lease;
     if rt.now().as_nanos() < quiet_since {
         return;
     }
