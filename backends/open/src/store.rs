@@ -6,6 +6,21 @@ use tenure::backend::{LeaderElectionBackend, LockBackend, ScheduleBackend, Store
 use tenure::{Inspect, MemoryBackend, Provider};
 use tenure_core::BackendError;
 
+/// `$body` with `$store` bound to the backend inside `$this`, whatever its kind.
+macro_rules! each_store {
+    ($this:expr, $store:ident => $body:expr) => {
+        match $this {
+            Store::Memory($store) => $body,
+            #[cfg(feature = "backend-sqlite")]
+            Store::Sqlite($store) => $body,
+            #[cfg(feature = "backend-redis")]
+            Store::Redis($store) => $body,
+            #[cfg(feature = "backend-postgres")]
+            Store::Postgres($store) => $body,
+        }
+    };
+}
+
 /// An open store. Clones share its connection (or file, or memory).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -74,41 +89,17 @@ impl Store {
 
     /// The store's lock backend (locks and task locks): every store serves them.
     pub fn locks(&self) -> Arc<dyn LockBackend> {
-        match self {
-            Self::Memory(m) => Arc::new(m.clone()),
-            #[cfg(feature = "backend-sqlite")]
-            Self::Sqlite(s) => Arc::new(s.clone()),
-            #[cfg(feature = "backend-redis")]
-            Self::Redis(r) => Arc::new(r.clone()),
-            #[cfg(feature = "backend-postgres")]
-            Self::Postgres(p) => Arc::new(p.clone()),
-        }
+        each_store!(self, store => Arc::new(store.clone()))
     }
 
     /// The store's leader-election backend: every store serves elections.
     pub fn elections(&self) -> Arc<dyn LeaderElectionBackend> {
-        match self {
-            Self::Memory(m) => Arc::new(m.clone()),
-            #[cfg(feature = "backend-sqlite")]
-            Self::Sqlite(s) => Arc::new(s.clone()),
-            #[cfg(feature = "backend-redis")]
-            Self::Redis(r) => Arc::new(r.clone()),
-            #[cfg(feature = "backend-postgres")]
-            Self::Postgres(p) => Arc::new(p.clone()),
-        }
+        each_store!(self, store => Arc::new(store.clone()))
     }
 
     /// The store as the provider of its schedule claims.
     fn provider(&self) -> &dyn Provider {
-        match self {
-            Self::Memory(m) => m,
-            #[cfg(feature = "backend-sqlite")]
-            Self::Sqlite(s) => s,
-            #[cfg(feature = "backend-redis")]
-            Self::Redis(r) => r,
-            #[cfg(feature = "backend-postgres")]
-            Self::Postgres(p) => p,
-        }
+        each_store!(self, store => store)
     }
 }
 
