@@ -91,9 +91,14 @@ impl<M> Cell<M> {
         self.machine.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Waits for the machine's turn.
+    /// Waits for the machine's turn. The free case is the same compare-and-swap `lock()` tries
+    /// first (a starving waiter keeps the state non-zero, so neither barges past it), without
+    /// the lock future around it.
     async fn turn(&self) -> async_lock::MutexGuard<'_, ()> {
-        self.turn.lock().await
+        match self.turn.try_lock() {
+            Some(turn) => turn,
+            None => self.turn.lock().await,
+        }
     }
 }
 
@@ -141,31 +146,9 @@ where
 {
     let _turn = cell.turn().await;
     let mut driver = Driver { runtime, cell, exec, pending: None, role: Role::Foreground, finished: false };
-    let mut start = Some(start);
-    loop {
-        // Started under the lock that found the machine settled (one lock on the fast path).
-        let started = {
-            let mut machine = cell.lock();
-            match start.take_if(|_| machine.is_settled()) {
-                Some(begin) => {
-                    let now = runtime.now();
-                    Some(begin(&mut machine, now))
-                }
-                None => None,
-            }
-        };
-        match started {
-            Some(Ok(())) => break,
-            Some(Err(refused)) => {
-                driver.finished = true;
-                return Err(refused);
-            }
-            None => driver.run(&mut Settle, &mut None).await,
-        };
-    }
-    let output = driver.run(&mut purpose, &mut wakeup).await;
+    let output = driver.run(&mut purpose, &mut wakeup, Some(start)).await;
     driver.finished = true;
-    Ok(output)
+    output
 }
 
 /// Drives, in the foreground, what the machine has under way (the election's loop) until
@@ -185,9 +168,9 @@ where
 {
     let _turn = cell.turn().await;
     let mut driver = Driver { runtime, cell, exec, pending: None, role: Role::Foreground, finished: false };
-    let output = driver.run(&mut purpose, &mut wakeup).await;
+    let output = driver.run(&mut purpose, &mut wakeup, NoStart::<M>::None).await;
     driver.finished = true;
-    output
+    output.unwrap_or(None)
 }
 
 /// Finishes, in the background and at the machine's next turn, what it has queued (a release
@@ -222,7 +205,7 @@ where
 {
     let _turn = cell.turn().await;
     let mut driver = Driver { runtime, cell, exec, pending: None, role: Role::Background, finished: false };
-    driver.run(&mut Settle, &mut None).await;
+    let _ = driver.run(&mut Settle, &mut None, NoStart::<M>::None).await;
     driver.finished = true;
 }
 
@@ -266,6 +249,9 @@ pub(crate) async fn watch<R: Runtime, M>(
     }
 }
 
+/// No command to start: [`Driver::run`] drives what is under way.
+type NoStart<M> = Option<fn(&mut M, Timestamp) -> Result<(), Error>>;
+
 /// Who drives: a caller, or nobody (a bounded background drive that never hands off again).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Role {
@@ -300,12 +286,35 @@ enum Woke {
 }
 
 impl<R: Runtime, M: Abandon, X: Execute> Driver<'_, R, M, X> {
-    /// Drives until `purpose` is reached, or the machine has nothing left to wait for (`None`).
-    async fn run<P: Purpose<M>>(&mut self, purpose: &mut P, wakeup: &mut Option<Wakeup>) -> Option<P::Output> {
+    /// Drives until `purpose` is reached, or the machine has nothing left to wait for
+    /// (`Ok(None)`). With `start`, what an earlier command left is finished first (its events
+    /// reach no purpose), then `start` begins this command under the lock of the turn that finds
+    /// the machine settled; its refusal is returned at once.
+    async fn run<P, S>(
+        &mut self,
+        purpose: &mut P,
+        wakeup: &mut Option<Wakeup>,
+        mut start: Option<S>,
+    ) -> Result<Option<P::Output>, Error>
+    where
+        P: Purpose<M>,
+        S: FnOnce(&mut M, Timestamp) -> Result<(), Error>,
+    {
         loop {
             let (request, timeout, output, changed) = {
                 let mut machine = self.cell.lock();
-                let (request, timeout, output) = turn(&mut *machine, self.runtime, self.exec, purpose);
+                if let Some(begin) = start.take_if(|_| machine.is_settled()) {
+                    let now = self.runtime.now();
+                    begin(&mut machine, now)?;
+                }
+                let (request, timeout, output) = match start {
+                    Some(_) => match turn(&mut *machine, self.runtime, self.exec, &mut Settle) {
+                        // What was left is finished: start this command at once.
+                        (None, _, Some(())) => continue,
+                        (request, timeout, _) => (request, timeout, None),
+                    },
+                    None => turn(&mut *machine, self.runtime, self.exec, purpose),
+                };
                 // Watchers (lost futures, leadership waiters) re-check after every turn: a state
                 // can change without an event (a release stops the holder counting on its lease).
                 self.cell.changed.notify(usize::MAX);
@@ -322,7 +331,7 @@ impl<R: Runtime, M: Abandon, X: Execute> Driver<'_, R, M, X> {
             // A call still in flight once the purpose is reached is one the machine gave up on:
             // its late answer is delivered without holding the turn (see `Drop`).
             if output.is_some() || (self.pending.is_none() && timeout.is_none() && wakeup.is_none()) {
-                return output;
+                return Ok(output);
             }
             let changed = changed.unwrap_or_else(|| self.cell.changed.listen());
             // Boxed: only drives that must wait pay for the timers' space.
