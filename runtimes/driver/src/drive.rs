@@ -144,11 +144,7 @@ where
     X: Execute,
     P: Purpose<M>,
 {
-    let _turn = cell.turn().await;
-    let mut driver = Driver { runtime, cell, exec, pending: None, role: Role::Foreground, finished: false };
-    let output = driver.run(&mut purpose, &mut wakeup, Some(start)).await;
-    driver.finished = true;
-    output
+    drive(runtime, cell, exec, Role::Foreground, &mut purpose, &mut wakeup, Some(start)).await
 }
 
 /// Drives, in the foreground, what the machine has under way (the election's loop) until
@@ -166,10 +162,7 @@ where
     X: Execute,
     P: Purpose<M>,
 {
-    let _turn = cell.turn().await;
-    let mut driver = Driver { runtime, cell, exec, pending: None, role: Role::Foreground, finished: false };
-    let output = driver.run(&mut purpose, &mut wakeup, NoStart::<M>::None).await;
-    driver.finished = true;
+    let output = drive(runtime, cell, exec, Role::Foreground, &mut purpose, &mut wakeup, NoStart::<M>::None).await;
     output.unwrap_or(None)
 }
 
@@ -203,10 +196,31 @@ where
     M: Abandon,
     X: Execute,
 {
+    let _ = drive(runtime, cell, exec, Role::Background, &mut Settle, &mut None, NoStart::<M>::None).await;
+}
+
+/// Takes the machine's turn and drives it as `role` (see [`Driver::run`]).
+async fn drive<R, M, X, P, S>(
+    runtime: &R,
+    cell: &Arc<Cell<M>>,
+    exec: &X,
+    role: Role,
+    purpose: &mut P,
+    wakeup: &mut Option<Wakeup>,
+    start: Option<S>,
+) -> Result<Option<P::Output>, Error>
+where
+    R: Runtime,
+    M: Abandon,
+    X: Execute,
+    P: Purpose<M>,
+    S: FnOnce(&mut M, Timestamp) -> Result<(), Error>,
+{
     let _turn = cell.turn().await;
-    let mut driver = Driver { runtime, cell, exec, pending: None, role: Role::Background, finished: false };
-    let _ = driver.run(&mut Settle, &mut None, NoStart::<M>::None).await;
+    let mut driver = Driver { runtime, cell, exec, pending: None, role, finished: false };
+    let output = driver.run(purpose, wakeup, start).await;
     driver.finished = true;
+    output
 }
 
 /// Delivers, in the background, the late answer of a store call nobody waits for any more (the
