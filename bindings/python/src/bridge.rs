@@ -40,7 +40,7 @@ impl From<tenure::Error> for Fail {
 }
 
 impl Fail {
-    pub(crate) fn into_py(self, py: Python<'_>) -> PyErr {
+    fn into_py(self, py: Python<'_>) -> PyErr {
         match self {
             Self::Core(e) => py_error(py, &e),
             Self::Connection(message) => pyo3::exceptions::PyConnectionError::new_err(message),

@@ -50,12 +50,6 @@ impl Kept {
         })
     }
 
-    /// Whether the lease may be counted on now.
-    #[getter]
-    fn valid(&self) -> bool {
-        self.with(KeepAlive::is_valid).unwrap_or(false)
-    }
-
     /// Stops the renewals and releases (once): `LockNotOwnedError` if the lease was lost.
     fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let kept = self.inner.lock().unwrap_or_else(PoisonError::into_inner).take();

@@ -90,14 +90,6 @@ impl ThreadTaskGuard {
 
 #[pymethods]
 impl ThreadTaskGuard {
-    /// The fencing token of this run.
-    #[getter]
-    fn fencing_token(&self, py: Python<'_>) -> Option<u64> {
-        let guard =
-            py.detach(|| self.guard.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(|g| g.fencing_token()));
-        guard.map(|fence| fence.get())
-    }
-
     /// Ends the run (once), keeping the lock until the minimum hold has passed.
     fn exit(&self, py: Python<'_>) -> PyResult<()> {
         detached(py, || {

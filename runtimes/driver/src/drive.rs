@@ -266,7 +266,8 @@ pub(crate) async fn watch<R: Runtime, M>(
 /// No command to start: [`Driver::run`] drives what is under way.
 type NoStart<M> = Option<fn(&mut M, Timestamp) -> Result<(), Error>>;
 
-/// Who drives: a caller, or nobody (a bounded background drive that never hands off again).
+/// Who drives: a caller, or nobody (a bounded background drive, which hands on only the late
+/// answer of a call it gave up on, never what it was finishing).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Role {
     Foreground,

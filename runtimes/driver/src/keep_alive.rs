@@ -154,14 +154,10 @@ impl<G: Keepable> KeepAlive<G> {
         Self { guard: Some(guard), lease, shared }
     }
 
-    fn inner(&self) -> &G {
-        // `guard` is only taken by `stop` and `drop`, after which no `&self` exists.
-        self.guard.as_ref().expect("a live KeepAlive has its guard")
-    }
-
     /// The guard whose lease is kept.
     pub fn guard(&self) -> &G {
-        self.inner()
+        // `guard` is only taken by `stop` and `drop`, after which no `&self` exists.
+        self.guard.as_ref().expect("a live KeepAlive has its guard")
     }
 
     /// The fencing token of the kept lease: send it with every write the lock protects.
@@ -177,7 +173,7 @@ impl<G: Keepable> KeepAlive<G> {
 
     /// Whether the lease may be counted on now.
     pub fn is_valid(&self) -> bool {
-        let now = self.inner().runtime().now();
+        let now = self.guard().runtime().now();
         self.valid_until().is_some_and(|until| now < until)
     }
 
@@ -187,7 +183,7 @@ impl<G: Keepable> KeepAlive<G> {
     /// Once it has completed the `KeepAlive` renews no more, even if a renewal sent before the
     /// validity ran out is confirmed after it.
     pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static + use<G> {
-        future::or(self.inner().lost(), self.shared.clone().until_ended())
+        future::or(self.guard().lost(), self.shared.clone().until_ended())
     }
 
     /// Why the renewals stopped on their own, once they have.
@@ -195,7 +191,8 @@ impl<G: Keepable> KeepAlive<G> {
         self.shared.ended()
     }
 
-    /// Stops renewing and hands the guard back (a renewal in flight completes first).
+    /// Stops renewing and hands the guard back at once (a renewal already in flight still
+    /// completes, in the background).
     pub fn stop(mut self) -> G {
         self.shared.stop();
         // `guard` is only taken here and in `drop`, each once.
