@@ -5,33 +5,96 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use tenure::MemoryBackend;
-use tenure::backend::{LeaderElectionBackend, LockBackend};
+use tenure::Provider;
+use tenure::backend::{LeaderElectionBackend, LockBackend, ScheduleBackend};
 use tenure::core::SettingsError;
 use tenure_open::{Keywords, OpenError, Store, StoreKind, Target};
 
 use crate::bridge::{Fail, awaitable};
+use crate::user::UserStore;
 
-/// An open store.
+/// An open store: a built-in one, or a backend a user wrote in Python.
 #[pyclass(frozen, module = "tenure._tenure")]
 pub(crate) struct Backend {
     pub(crate) lock: Arc<dyn LockBackend>,
     pub(crate) leader: Arc<dyn LeaderElectionBackend>,
-    store: Store,
+    kind: Kind,
+}
+
+enum Kind {
+    Store(Store),
+    User(UserStore),
 }
 
 impl Backend {
     fn new(store: Store) -> Self {
-        Self { lock: store.locks(), leader: store.elections(), store }
+        Self { lock: store.locks(), leader: store.elections(), kind: Kind::Store(store) }
     }
 }
 
 #[pymethods]
 impl Backend {
-    /// Closes the store (SQLite vacates expired leases); later calls fail.
+    /// Closes the store (SQLite vacates expired leases); later calls fail. A user's backend is
+    /// the user's to close.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let store = self.store.clone();
-        awaitable(py, async move { store.close().await.map_err(|e| Fail::Connection(e.to_string())) })
+        let store = match &self.kind {
+            Kind::Store(store) => Some(store.clone()),
+            Kind::User(_) => None,
+        };
+        awaitable(py, async move {
+            match store {
+                Some(store) => store.close().await.map_err(|e| Fail::Connection(e.to_string())),
+                None => Ok(()),
+            }
+        })
     }
+
+    /// Claims fire time `due` of the cron task `name` (see the driver's `ScheduleBackend`).
+    fn claim<'py>(&self, py: Python<'py>, name: String, due: f64) -> PyResult<Bound<'py, PyAny>> {
+        let schedule = self.schedule()?;
+        awaitable(py, async move { schedule.claim(&name, due).await.map_err(Fail::Backend) })
+    }
+
+    /// The last claimed fire time of `name`, if any.
+    fn last_fired<'py>(&self, py: Python<'py>, name: String) -> PyResult<Bound<'py, PyAny>> {
+        let schedule = self.schedule()?;
+        awaitable(py, async move { schedule.last_fired(&name).await.map_err(Fail::Backend) })
+    }
+
+    /// Whether calls made off any loop have a loop to run on (always, for a built-in store).
+    fn has_loop(&self) -> bool {
+        match &self.kind {
+            Kind::User(user) => user.has_home(),
+            Kind::Store(_) => true,
+        }
+    }
+
+    /// For a user's backend: makes the running loop of this thread the one its calls run on
+    /// when they are made off any loop (`from_thread`, background work).
+    fn attach_loop(&self, event_loop: &Bound<'_, PyAny>) -> PyResult<()> {
+        match &self.kind {
+            Kind::User(user) => user.attach(event_loop),
+            Kind::Store(_) => Ok(()),
+        }
+    }
+}
+
+impl Backend {
+    fn schedule(&self) -> PyResult<Arc<dyn ScheduleBackend>> {
+        let store = match &self.kind {
+            Kind::Store(store) => store.schedule_backend(),
+            Kind::User(_) => None,
+        };
+        store.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("this backend serves no schedule claims"))
+    }
+}
+
+/// A backend a user wrote: `wrapper` is the `tenure._user_backend.UserBackend` around it,
+/// `label` its class name.
+#[pyfunction]
+pub(crate) fn user_backend(wrapper: Py<PyAny>, label: String) -> Backend {
+    let user = UserStore::new(wrapper, label);
+    Backend { lock: Arc::new(user.clone()), leader: Arc::new(user.clone()), kind: Kind::User(user) }
 }
 
 /// A private in-process store.

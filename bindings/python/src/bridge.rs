@@ -29,6 +29,8 @@ pub(crate) enum Fail {
     Core(tenure::Error),
     /// A store that could not be reached or opened.
     Connection(String),
+    /// A store's failure in a backend call made directly.
+    Backend(tenure::core::BackendError),
     /// A bug: the operation panicked.
     Panic(String),
 }
@@ -44,6 +46,7 @@ impl Fail {
         match self {
             Self::Core(e) => py_error(py, &e),
             Self::Connection(message) => pyo3::exceptions::PyConnectionError::new_err(message),
+            Self::Backend(e) => crate::backend_exception(py, &e),
             Self::Panic(message) => {
                 pyo3::exceptions::PyRuntimeError::new_err(format!("tenure failed (a bug, please report it): {message}"))
             }

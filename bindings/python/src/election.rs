@@ -20,7 +20,7 @@ pub(crate) struct LeaderElection {
 
 /// A record as Python receives it: `(holder, lease_seconds, acquired_at_us, renewed_at_us,
 /// transitions, metadata)`.
-type RecordTuple = (String, f64, i64, i64, u64, BTreeMap<String, String>);
+use crate::calls::RecordTuple;
 
 #[pymethods]
 impl LeaderElection {
@@ -136,16 +136,7 @@ impl LeaderElection {
 
     /// The last record the store returned.
     fn record(&self) -> Option<RecordTuple> {
-        self.inner.record().map(|r| {
-            (
-                r.holder,
-                r.lease_duration.as_secs_f64(),
-                r.acquired_at.as_unix_micros(),
-                r.renewed_at.as_unix_micros(),
-                r.transitions,
-                r.metadata.as_map().clone(),
-            )
-        })
+        self.inner.record().map(crate::calls::record_tuple)
     }
 }
 

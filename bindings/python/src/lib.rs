@@ -8,18 +8,21 @@
 mod aio;
 mod backend;
 mod bridge;
+mod calls;
 mod election;
 mod kept;
 mod lock;
 mod logging;
 mod task_lock;
 mod thread;
+mod user;
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use pyo3::prelude::*;
+use tenure::core::{BackendError, BackendErrorKind};
 use tenure_tokio::Tokio;
 
 /// Bumped in a child after `fork()` (`os.register_at_fork` calls [`forked`]).
@@ -93,9 +96,35 @@ pub(crate) fn py_error(py: Python<'_>, error: &tenure::Error) -> PyErr {
     let made = py
         .import("tenure.errors")
         .and_then(|errors| errors.call_method1("_from_rust", (error.code(), error.to_string(), error.name(), timeout)));
-    match made {
-        Ok(exception) => PyErr::from_value(exception),
-        Err(e) => e,
+    let exception = match made {
+        Ok(exception) => exception,
+        Err(e) => return e,
+    };
+    // The store's failure behind it, if any, is its `__cause__`.
+    let cause = std::error::Error::source(error).and_then(|s| s.downcast_ref::<BackendError>());
+    if let Some(cause) = cause
+        && let Err(e) = exception.setattr("__cause__", backend_exception(py, cause).into_value(py))
+    {
+        return e;
+    }
+    PyErr::from_value(exception)
+}
+
+/// The Python exception for a store's failure: the exception a user's backend raised (kept as
+/// the failure's source), else a `TimeoutError`, `ConnectionError` or `RuntimeError` saying what
+/// the store did.
+pub(crate) fn backend_exception(py: Python<'_>, error: &BackendError) -> PyErr {
+    let raised = std::error::Error::source(error).and_then(|s| s.downcast_ref::<PyErr>());
+    if let Some(raised) = raised {
+        return raised.clone_ref(py);
+    }
+    let message = error.to_string();
+    match error.kind() {
+        BackendErrorKind::Timeout => pyo3::exceptions::PyTimeoutError::new_err(message),
+        BackendErrorKind::Unavailable | BackendErrorKind::Closed => {
+            pyo3::exceptions::PyConnectionError::new_err(message)
+        }
+        _ => pyo3::exceptions::PyRuntimeError::new_err(message),
     }
 }
 
@@ -162,7 +191,16 @@ fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<thread::ThreadTaskGuard>()?;
     m.add_class::<kept::Kept>()?;
     m.add_class::<election::LeaderElection>()?;
+    m.add_class::<user::Answer>()?;
     m.add_function(wrap_pyfunction!(backend::memory_backend, m)?)?;
+    m.add_function(wrap_pyfunction!(backend::user_backend, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::lock_acquire, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::lock_release, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::lock_locked, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::lock_owned, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::leader_acquire_or_renew, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::leader_release, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::leader_get, m)?)?;
     m.add_function(wrap_pyfunction!(backend::open_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backend::store_url, m)?)?;
     m.add_function(wrap_pyfunction!(backend::sqlite_file, m)?)?;

@@ -10,6 +10,10 @@ import pytest
 
 from tenure import MemoryProvider, PostgresProvider, RedisProvider, SQLiteProvider
 
+# The suite runs as a test environment: a memory or SQLite backend under a Coordination that
+# requires cluster scope is not reported (test_scope.py sets the variable itself).
+os.environ["GREL_ENVIRONMENT"] = "test"
+
 REDIS_URL = os.environ.get("TENURE_REDIS_URL", "redis://127.0.0.1:6379")
 POSTGRES_URL = os.environ.get("TENURE_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 

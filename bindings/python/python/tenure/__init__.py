@@ -1,5 +1,5 @@
 """Tenure: distributed locks with fencing tokens, task locks and leader election — grelmicro's
-coordination API on a Rust core, on memory, SQLite and Redis."""
+coordination API on a Rust core, on memory, SQLite, Redis, PostgreSQL, or a backend you write."""
 
 import atexit
 
@@ -7,19 +7,22 @@ from tenure import _tenure
 from tenure._lock import Lock, LockHandle
 from tenure._config import LeaderElectionConfig, LockConfig, TaskLockConfig
 from tenure._coordination import Coordination
-from tenure._election import LeaderElection, LeaderRecord
+from tenure._election import LeaderElection
+from tenure._record import LeaderRecord
 from tenure._task_lock import TaskLock
-from tenure._providers import (
+from tenure._adapters import (
     LeaderElectionAdapter,
     LockAdapter,
     MemoryLeaderElectionAdapter,
     MemoryLockAdapter,
-    MemoryProvider,
-    PostgresProvider,
-    RedisProvider,
-    SQLiteProvider,
+    MemoryScheduleAdapter,
+    ScheduleAdapter,
 )
+from tenure._providers import MemoryProvider, PostgresProvider, RedisProvider, SQLiteProvider
+from tenure._user_backend import LeaderElectionBackend, LockBackend, ScheduleBackend
 from tenure.errors import (
+    BackendScopeError,
+    BackendScopeWarning,
     CoordinationBackendError,
     CoordinationError,
     LockAcquireError,
@@ -38,16 +41,20 @@ from tenure.errors import (
 atexit.register(_tenure.shutdown)
 
 __all__ = [
+    "BackendScopeError",
+    "BackendScopeWarning",
     "Coordination",
     "CoordinationBackendError",
     "CoordinationError",
     "LeaderElection",
     "LeaderElectionAdapter",
+    "LeaderElectionBackend",
     "LeaderElectionConfig",
     "LeaderRecord",
     "Lock",
     "LockAcquireError",
     "LockAdapter",
+    "LockBackend",
     "LockConfig",
     "LockHandle",
     "LockLostError",
@@ -58,10 +65,13 @@ __all__ = [
     "MemoryLeaderElectionAdapter",
     "MemoryLockAdapter",
     "MemoryProvider",
+    "MemoryScheduleAdapter",
     "PostgresProvider",
     "OutOfContextError",
     "RedisProvider",
     "SQLiteProvider",
+    "ScheduleAdapter",
+    "ScheduleBackend",
     "SettingsValidationError",
     "TaskLock",
     "TaskLockConfig",

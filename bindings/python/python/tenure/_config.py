@@ -1,15 +1,22 @@
 """`LockConfig`, `TaskLockConfig`, `LeaderElectionConfig`: the settings of a primitive as one
-immutable value, for `from_config` and `reconfigure`. As in grelmicro 0.44, lease-like fields are
+immutable value, for `from_config` and `reconfigure`. `worker` defaults to a fresh
+16-hex-character identity per config. As in grelmicro 0.44, lease-like fields are
 `timedelta`s and the others float seconds; each is validated by the core when built."""
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any, ClassVar
 
 from tenure import _tenure
 from tenure._durations import seconds
+
+
+def _worker() -> str:
+    """A fresh worker identity: 16 random hex characters, as grelmicro makes them."""
+    return secrets.token_hex(8)
 
 
 def _duration(value: Any) -> timedelta:
@@ -45,7 +52,7 @@ class LockConfig(_Config):
     _native_class: ClassVar[Any] = _tenure.Lock
     _timedeltas: ClassVar[tuple[str, ...]] = ("lease_duration",)
 
-    worker: str
+    worker: str = field(default_factory=_worker)
     lease_duration: timedelta = field(default=timedelta(seconds=60))
     retry_interval: float = 0.1
     retry_jitter: float = 0.1
@@ -59,7 +66,7 @@ class TaskLockConfig(_Config):
     _native_class: ClassVar[Any] = _tenure.TaskLock
     _timedeltas: ClassVar[tuple[str, ...]] = ("min_hold_duration", "lease_duration")
 
-    worker: str
+    worker: str = field(default_factory=_worker)
     min_hold_duration: timedelta = field(default=timedelta(seconds=1))
     lease_duration: timedelta = field(default=timedelta(seconds=60))
     backend_timeout: float = 5.0
@@ -72,7 +79,7 @@ class LeaderElectionConfig(_Config):
     _native_class: ClassVar[Any] = _tenure.LeaderElection
     _timedeltas: ClassVar[tuple[str, ...]] = ("lease_duration", "renew_deadline")
 
-    worker: str
+    worker: str = field(default_factory=_worker)
     lease_duration: timedelta = field(default=timedelta(seconds=15))
     renew_deadline: timedelta = field(default=timedelta(seconds=10))
     retry_interval: float = 2.0

@@ -1,23 +1,45 @@
 """`Coordination`: one component wiring the backends of every primitive.
 
-`Coordination(provider)` resolves the lock, election and schedule backends from one provider;
-the `lock=`, `election=` (0.44: `leaderelection=`) and `schedule=` keywords set each on its own.
-`async with Coordination(...)` opens the providers it was given and, for the code inside the
-block (and the tasks it starts), becomes the backend of every primitive built with
-`backend=None`; outside any such block those primitives raise `OutOfContextError`."""
+`Coordination(provider)` resolves the lock, election and schedule backends from one provider
+(its `lock_backend()` / `leaderelection_backend()` / `schedule_backend()` factories, or the API
+reference's `lock()` / `leaderelection()` / `schedule()`); a bare backend as `source` fills every
+slot whose protocol it serves. The `lock=`, `election=` (0.44: `leaderelection=`) and
+`schedule=` keywords set each slot on its own: a provider, a backend object, or a zero-argument
+class of either. `requires=` (`process`, `host`, `cluster`; default `cluster`) is the reach the
+backends must have: see `tenure._scope`.
+
+`async with Coordination(...)` checks the scopes, opens the providers it was given and enters the
+backends that are async context managers; for the code inside the block (and the tasks it
+starts) it becomes the backend of every primitive built with `backend=None`; outside any such
+block those primitives raise `OutOfContextError`."""
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
-from tenure._providers import LeaderElectionAdapter, LockAdapter, _Provider
+from tenure import _scope
+from tenure._providers import _Provider
+from tenure._user_backend import check, serves
 from tenure.errors import CoordinationBackendError, SettingsValidationError
 
 #: The components of the enclosing `async with` blocks, by name (innermost wins).
 _CURRENT: contextvars.ContextVar[dict[str, Coordination]] = contextvars.ContextVar("tenure_coordination", default={})
 
-Source = Union[_Provider, LockAdapter, type, None]
+_SLOTS = ("lock", "leaderelection", "schedule")
+_FACTORIES = {slot: (f"{slot}_backend", slot) for slot in _SLOTS}
+_MISSING = {
+    "lock": "Coordination has no lock backend. Pass a lock provider as Coordination(provider) or Coordination(lock=...).",
+    "leaderelection": (
+        "Coordination has no leader election backend. Pass an election provider as Coordination(provider) or "
+        "Coordination(leaderelection=...)."
+    ),
+    "schedule": (
+        "Coordination has no schedule backend. Pass a schedule provider as Coordination(provider) or "
+        "Coordination(schedule=...)."
+    ),
+}
 
 
 def current(name: str = "default") -> Optional[Coordination]:
@@ -31,32 +53,61 @@ def current(name: str = "default") -> Optional[Coordination]:
 
 
 class Coordination:
-    """Backends for locks, task locks and leader elections, and a scope that makes them the default."""
+    """Backends for locks, task locks, leader elections and cron schedules, and a scope that makes
+    them the default."""
 
     kind = "coordination"
+    default_requires = "cluster"
 
     def __init__(
         self,
-        source: Source = None,
+        source: Any = None,
         *,
-        lock: Source = None,
-        election: Source = None,
-        schedule: Source = None,
-        leaderelection: Source = None,
+        lock: Any = None,
+        election: Any = None,
+        leaderelection: Any = None,
+        schedule: Any = None,
+        requires: Optional[str] = None,
         name: str = "default",
     ) -> None:
         if election is not None and leaderelection is not None:
             raise SettingsValidationError("pass either election= or leaderelection=, not both")
-        source = _instance(source)
         self._name = name
-        self._lock = _lock_backend(_instance(lock) if lock is not None else source)
-        self._election = _election_backend(
-            _instance(election if election is not None else leaderelection)
-            if election is not None or leaderelection is not None
-            else source
-        )
-        self._schedule = _instance(schedule) if schedule is not None else source
-        self._tokens: list[contextvars.Token] = []
+        self._requires = _scope.required(requires)
+        self._sources: list[Any] = []
+        self._slots: dict[str, Any] = dict.fromkeys(_SLOTS)
+        if source is not None:
+            self._fill(_instance(source))
+        given = {"lock": lock, "leaderelection": election if election is not None else leaderelection, "schedule": schedule}
+        for slot, value in given.items():
+            if value is not None:
+                self._slots[slot] = self._keyword(slot, _instance(value))
+        self._stacks: list[contextlib.AsyncExitStack] = []
+        self._tokens: list[contextvars.Token[dict[str, Coordination]]] = []
+
+    def _fill(self, source: Any) -> None:
+        """A provider fills every slot it has a factory for; a backend the slots it serves."""
+        if not _is_provider(source):
+            matched = [slot for slot in _SLOTS if serves(source, slot)]
+            if not matched:
+                raise TypeError(f"Coordination expects a provider or a coordination backend, got {type(source).__name__}.")
+            for slot in matched:
+                self._slots[slot] = source
+            return
+        self._sources.append(source)
+        for slot in _SLOTS:
+            try:
+                self._slots[slot] = _factory(source, slot)
+            except NotImplementedError:
+                self._slots[slot] = None
+
+    def _keyword(self, slot: str, value: Any) -> Any:
+        if _is_provider(value) and not serves(value, slot):
+            if all(value is not s for s in self._sources):
+                self._sources.append(value)
+            return _factory(value, slot)
+        check(value, slot, f"Coordination({'leaderelection' if slot == 'leaderelection' else slot}=...)")
+        return value
 
     @property
     def name(self) -> str:
@@ -64,18 +115,32 @@ class Coordination:
         return self._name
 
     @property
-    def lock_backend(self) -> LockAdapter:
-        """The lock backend (`CoordinationBackendError` if none is wired)."""
-        if self._lock is None:
-            raise CoordinationBackendError(_missing("lock", "lock="))
-        return self._lock
+    def requires(self) -> str:
+        """The reach the backends must have: `process`, `host` or `cluster`."""
+        return self._requires
+
+    def _slot(self, slot: str) -> Any:
+        backend = self._slots[slot]
+        if backend is None:
+            raise CoordinationBackendError(_MISSING[slot])
+        return backend
 
     @property
-    def election_backend(self) -> LeaderElectionAdapter:
+    def lock_backend(self) -> Any:
+        """The lock backend (`CoordinationBackendError` if none is wired)."""
+        return self._slot("lock")
+
+    @property
+    def leaderelection_backend(self) -> Any:
         """The leader election backend (`CoordinationBackendError` if none is wired)."""
-        if self._election is None:
-            raise CoordinationBackendError(_missing("leader election", "election="))
-        return self._election
+        return self._slot("leaderelection")
+
+    election_backend = leaderelection_backend
+
+    @property
+    def schedule_backend(self) -> Any:
+        """The cron schedule backend (`CoordinationBackendError` if none is wired)."""
+        return self._slot("schedule")
 
     def lock(self, name: str, **kwargs: Any) -> Any:
         """A `Lock` on this component's lock backend."""
@@ -93,62 +158,61 @@ class Coordination:
         """A `LeaderElection` on this component's election backend."""
         from tenure._election import LeaderElection
 
-        return LeaderElection(name, backend=self.election_backend, **kwargs)
+        return LeaderElection(name, backend=self.leaderelection_backend, **kwargs)
 
-    def _providers(self) -> list[_Provider]:
-        found: list[_Provider] = []
-        for adapter in (self._lock, self._election):
-            provider = None if adapter is None else adapter.provider
-            if provider is not None and all(provider is not p for p in found):
-                found.append(provider)
+    def _contexts(self) -> list[Any]:
+        """What `async with` enters, in order: the providers, then each backend once (slot order
+        lock, leader election, schedule) that is an async context manager."""
+        found: list[Any] = []
+        for candidate in [*self._sources, *(getattr(b, "provider", None) for b in self._slots.values()), *self._slots.values()]:
+            if candidate is None or any(candidate is f for f in found):
+                continue
+            if callable(getattr(candidate, "__aenter__", None)) and callable(getattr(candidate, "__aexit__", None)):
+                found.append(candidate)
         return found
 
     async def __aenter__(self) -> Coordination:
-        for provider in self._providers():
-            await provider.open()
+        _scope.check(f"Coordination({self._name!r})", [b for b in self._slots.values() if b is not None], self._requires)
+        async with contextlib.AsyncExitStack() as opening:
+            for context in self._contexts():
+                await opening.enter_async_context(context)
+            # All entered: keep them for __aexit__ (a failure above exits those already entered).
+            self._stacks.append(opening.pop_all())
         self._tokens.append(_CURRENT.set({**_CURRENT.get(), self._name: self}))
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        """Leaves the scope and exits what it entered (in reverse), even when one exit raises."""
+        if not self._tokens:
+            return
         _CURRENT.reset(self._tokens.pop())
-        for provider in self._providers():
-            await provider.close()
+        await self._stacks.pop().aclose()
 
 
-def _instance(source: Source) -> Any:
+def _is_provider(value: Any) -> bool:
+    if isinstance(value, _Provider):
+        return True
+    return any(callable(getattr(value, f, None)) for factories in _FACTORIES.values() for f in factories)
+
+
+def _factory(provider: Any, slot: str) -> Any:
+    """The provider's backend for `slot`, through its 0.44 name or the reference's."""
+    for name in _FACTORIES[slot]:
+        make = getattr(provider, name, None)
+        if callable(make):
+            return make()
+    raise NotImplementedError(f"{type(provider).__name__} has no {slot} backend")
+
+
+def _instance(source: Any) -> Any:
     """A zero-argument class is instantiated for you, as in grelmicro."""
     if isinstance(source, type):
         try:
             return source()
         except TypeError as error:
-            raise TypeError(f"{source.__name__} needs arguments: pass an instance instead") from error
+            raise TypeError(
+                f"{source.__name__} needs constructor arguments, so it cannot be passed as a bare class. "
+                f"Instantiate it first, for example {source.__name__}(...)"
+            ) from error
     return source
 
-
-def _lock_backend(source: Any) -> Optional[LockAdapter]:
-    if source is None or isinstance(source, LeaderElectionAdapter):
-        return None
-    if isinstance(source, LockAdapter):
-        return source
-    if isinstance(source, _Provider):
-        return source.lock()
-    raise TypeError(f"not a provider or lock backend: {source!r}")
-
-
-def _election_backend(source: Any) -> Optional[LeaderElectionAdapter]:
-    if source is None:
-        return None
-    if isinstance(source, LeaderElectionAdapter):
-        return source
-    if isinstance(source, LockAdapter):
-        return None
-    if isinstance(source, _Provider):
-        return source.leaderelection()
-    raise TypeError(f"not a provider or leader election backend: {source!r}")
-
-
-def _missing(what: str, keyword: str) -> str:
-    return (
-        f"Coordination has no {what} backend. Pass a provider that serves it, or set the {what} backend "
-        f"explicitly with {keyword}."
-    )

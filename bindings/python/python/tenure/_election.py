@@ -7,32 +7,18 @@ takes over without waiting for it to expire."""
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta, timezone
-from typing import Any, Awaitable, Callable, Mapping, NamedTuple, Optional, TypeVar, Union
+from typing import Any, Awaitable, Callable, Mapping, Optional, TypeVar, Union
 from uuid import UUID
 
 from tenure import _tenure
 from tenure._durations import Seconds
 from tenure._config import LeaderElectionConfig
+from tenure._record import LeaderRecord, record
 from tenure._primitive import Primitive
-from tenure._providers import LeaderElectionAdapter
+from tenure._adapters import LeaderElectionAdapter
 from tenure.errors import WouldBlockError
 
 T = TypeVar("T")
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-
-
-class LeaderRecord(NamedTuple):
-    """The lease as the store reports it (shaped like Kubernetes' `LeaderElectionRecord`)."""
-
-    holder: str
-    lease_duration: timedelta
-    acquired_at: datetime
-    renewed_at: datetime
-    transitions: int
-    metadata: Mapping[str, str]
-
 
 class _LeaderGuard:
     """`async with election.guard():` enters only while this worker leads."""
@@ -145,17 +131,7 @@ class LeaderElection(Primitive):
         """The last record the store returned, if any."""
         native = self._own_native()
         raw = None if native is None else native.record()
-        if raw is None:
-            return None
-        holder, lease, acquired_us, renewed_us, transitions, metadata = raw
-        return LeaderRecord(
-            holder,
-            timedelta(seconds=lease),
-            _EPOCH + timedelta(microseconds=acquired_us),
-            _EPOCH + timedelta(microseconds=renewed_us),
-            transitions,
-            metadata,
-        )
+        return None if raw is None else record(raw)
 
     def guard(self) -> _LeaderGuard:
         """A guard that enters only while this worker leads (`WouldBlockError` otherwise)."""

@@ -11,7 +11,7 @@ from tenure import _tenure
 from tenure._durations import Seconds, seconds
 from tenure._config import LockConfig
 from tenure._primitive import Primitive
-from tenure._providers import LockAdapter, MemoryLockAdapter
+from tenure._adapters import LockAdapter, MemoryLockAdapter
 from tenure._thread import ThreadLockAdapter
 from tenure.errors import LockLostError, LockNotOwnedError
 

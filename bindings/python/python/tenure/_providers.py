@@ -1,7 +1,6 @@
 """Where leases are kept: providers (`MemoryProvider`, `SQLiteProvider`, `RedisProvider`,
-`PostgresProvider`) and the
-lock adapters they hand out. A provider other than memory is opened with `async with provider:`
-(or `await provider.open()`) and closed the same way; an adapter used while its provider is not
+`PostgresProvider`). A provider other than memory is opened with `async with provider:` (or
+`await provider.open()`) and closed the same way; a backend it handed out used while it is not
 open raises `OutOfContextError`."""
 
 from __future__ import annotations
@@ -10,18 +9,28 @@ import os
 from typing import Any, Optional
 
 from tenure import _tenure
+from tenure._adapters import LeaderElectionAdapter, LockAdapter, ScheduleAdapter
 from tenure._process import generation
 from tenure.errors import OutOfContextError, SettingsValidationError
 
 
 class _Provider:
-    """A store reached through one native backend, opened once."""
+    """A store reached through one native backend, opened once.
+
+    `async with provider:` opens it and closes it when the outermost block ends (blocks nest);
+    `open()` and `close()` do so directly. The factories hand out its backends — grelmicro 0.44's
+    names (`lock_backend()`, `leaderelection_backend()`, `schedule_backend()`) and the API
+    reference's (`lock()`, `leaderelection()`, `schedule()`) — one of each kind per provider."""
 
     kind = "provider"
+    #: How far the store's exclusion reaches: `process`, `host` or `cluster`.
+    scope = "cluster"
 
     def __init__(self) -> None:
         self._backend: Optional[_tenure.Backend] = None
         self._pid, self._generation = os.getpid(), generation()
+        self._entered = 0
+        self._adapters: dict[str, Any] = {}
 
     def _url(self) -> str:
         raise NotImplementedError
@@ -35,15 +44,22 @@ class _Provider:
     async def close(self) -> None:
         """Disconnects; adapters fail until it is opened again."""
         backend, self._backend = self._backend, None
+        self._entered = 0
         if backend is not None:
             await backend.close()
 
     async def __aenter__(self) -> Any:
         await self.open()
+        self._entered += 1
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+        """Closes when the outermost `async with` ends; an exit without an enter does nothing."""
+        if self._entered == 0:
+            return
+        self._entered -= 1
+        if self._entered == 0:
+            await self.close()
 
     def _native(self, method: str) -> _tenure.Backend:
         if self._backend is not None and self._generation != generation():
@@ -60,41 +76,34 @@ class _Provider:
             )
         return self._backend
 
-    def lock(self) -> LockAdapter:
-        """The lock backend of this store."""
-        return LockAdapter(self)
+    def _adapter(self, cls: type) -> Any:
+        adapter = self._adapters.get(cls.__name__)
+        if adapter is None:
+            adapter = self._adapters[cls.__name__] = cls(self)
+        return adapter
 
-    def leaderelection(self) -> LeaderElectionAdapter:
+    def lock_backend(self) -> LockAdapter:
+        """The lock backend of this store (locks and task locks)."""
+        return self._adapter(LockAdapter)  # type: ignore[no-any-return]
+
+    def leaderelection_backend(self) -> LeaderElectionAdapter:
         """The leader-election backend of this store."""
-        return LeaderElectionAdapter(self)
+        return self._adapter(LeaderElectionAdapter)  # type: ignore[no-any-return]
 
+    def schedule_backend(self) -> ScheduleAdapter:
+        """The cron schedule backend of this store."""
+        return self._adapter(ScheduleAdapter)  # type: ignore[no-any-return]
 
-class LockAdapter:
-    """A lock backend: pass it as `Lock(..., backend=...)`."""
-
-    def __init__(self, provider: _Provider) -> None:
-        self._provider = provider
-
-    def _native(self) -> _tenure.Backend:
-        return self._provider._native("lock")
-
-    @property
-    def provider(self) -> _Provider:
-        """The provider it belongs to."""
-        return self._provider
-
-
-class LeaderElectionAdapter(LockAdapter):
-    """A leader-election backend: pass it as `LeaderElection(..., backend=...)`."""
-
-    def _native(self) -> _tenure.Backend:
-        return self._provider._native("leaderelection")
+    lock = lock_backend
+    leaderelection = leaderelection_backend
+    schedule = schedule_backend
 
 
 class MemoryProvider(_Provider):
     """Leases in this process's memory: for tests, and for one process."""
 
     kind = "memory"
+    scope = "process"
 
     def __init__(self) -> None:
         super().__init__()
@@ -113,20 +122,7 @@ class MemoryProvider(_Provider):
 
     async def close(self) -> None:
         """Nothing to close: the leases live as long as the provider."""
-
-
-class MemoryLockAdapter(LockAdapter):
-    """An in-process lock backend of its own."""
-
-    def __init__(self) -> None:
-        super().__init__(MemoryProvider())
-
-
-class MemoryLeaderElectionAdapter(LeaderElectionAdapter):
-    """An in-process leader-election backend of its own."""
-
-    def __init__(self) -> None:
-        super().__init__(MemoryProvider())
+        self._entered = 0
 
 
 class SQLiteProvider(_Provider):
@@ -140,6 +136,7 @@ class SQLiteProvider(_Provider):
     """
 
     kind = "sqlite"
+    scope = "host"
 
     def __init__(self, path: Optional[str] = None, *, env_prefix: str = "SQLITE_") -> None:
         super().__init__()

@@ -11,7 +11,7 @@ from tenure import _tenure
 from tenure._durations import Seconds
 from tenure._config import TaskLockConfig
 from tenure._primitive import Primitive
-from tenure._providers import LockAdapter
+from tenure._adapters import LockAdapter
 from tenure._thread import ThreadTaskLockAdapter
 from tenure.errors import LockNotOwnedError
 

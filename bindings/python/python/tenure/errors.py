@@ -14,6 +14,7 @@ from typing import Optional
 __all__ = [
     "AdmissionError",
     "BackendScopeError",
+    "BackendScopeWarning",
     "CoordinationBackendError",
     "CoordinationError",
     "EventLoopDeadlockError",
@@ -30,7 +31,9 @@ __all__ = [
     "LockUpgradeError",
     "OutOfContextError",
     "SettingsValidationError",
+    "TenureConfigWarning",
     "TenureError",
+    "UnknownEnvironmentWarning",
     "WouldBlockError",
 ]
 
@@ -173,7 +176,30 @@ class SettingsValidationError(TenureError, ValueError):
 
 
 class BackendScopeError(TenureError, RuntimeError):
-    """A backend's scope does not fit where it is used."""
+    """A backend reaches less far than its `Coordination` requires, in a `staging` or
+    `production` environment (`GREL_ENVIRONMENT`)."""
+
+    code = "backend-scope"
+
+
+class TenureConfigWarning(UserWarning):
+    """Base of the configuration warnings (grelmicro's `GrelmicroConfigWarning`)."""
+
+
+GrelmicroConfigWarning = TenureConfigWarning
+
+
+class BackendScopeWarning(TenureConfigWarning):
+    """A backend reaches less far than its `Coordination` requires, and `GREL_ENVIRONMENT` does
+    not say where this runs."""
+
+    code = "backend-scope"
+
+
+class UnknownEnvironmentWarning(TenureConfigWarning):
+    """`GREL_ENVIRONMENT` is not one of development, test, staging, production."""
+
+    code = "unknown-environment"
 
 
 _BY_CODE = {

@@ -14,4 +14,4 @@ mod stream;
 mod task;
 
 pub(crate) use stream::LoopDial;
-pub(crate) use task::{LoopTask, panic_message};
+pub(crate) use task::{Inbox, LoopTask, call_on, panic_message, scope};

@@ -22,8 +22,9 @@ pub(crate) type LoopCall = Box<dyn FnOnce(Python<'_>, &Bound<'_, PyAny>) -> PyRe
 thread_local! {
     /// How many scopes are open on this thread.
     static DEPTH: Cell<u32> = const { Cell::new(0) };
-    /// Tasks of this thread's loop woken inside a scope, run when the outermost one ends.
-    static READY: RefCell<VecDeque<Arc<LoopTask>>> = const { RefCell::new(VecDeque::new()) };
+    /// Work for this thread's loop that came up inside a scope (tasks woken, calls made), run
+    /// when the outermost one ends.
+    static READY: RefCell<VecDeque<Item>> = const { RefCell::new(VecDeque::new()) };
     /// The inbox of the loop this thread ran last: the loop's address, the process's fork
     /// count then (a forked child shares the parent's inbox socket: it makes its own).
     static INBOX: RefCell<Option<(LoopKey, Arc<Inbox>)>> = const { RefCell::new(None) };
@@ -47,11 +48,28 @@ pub(crate) fn scope(f: impl FnOnce()) {
         return;
     }
     for _ in 0..RUN_BUDGET {
-        let Some(task) = READY.with_borrow_mut(VecDeque::pop_front) else { return };
-        nested(|| task.poll());
+        let Some(item) = READY.with_borrow_mut(VecDeque::pop_front) else { return };
+        nested(|| item.run_here());
     }
-    while let Some(task) = READY.with_borrow_mut(VecDeque::pop_front) {
-        task.inbox.post(Item::Poll(task.clone()));
+    while let Some(item) = READY.with_borrow_mut(VecDeque::pop_front) {
+        match item {
+            Item::Poll(task) => task.inbox.clone().post(Item::Poll(task)),
+            // A call can only be queued by a scope on its loop's thread: this one.
+            Item::Call(call) => match Inbox::here() {
+                Some(inbox) => inbox.post(Item::Call(call)),
+                None => drop(call),
+            },
+        }
+    }
+}
+
+/// Runs `call` on `inbox`'s loop: at the end of the current scope when this is the loop's thread
+/// inside one (no trip around the loop), else at the loop's next turn.
+pub(crate) fn call_on(inbox: &Arc<Inbox>, call: LoopCall) {
+    if thread::current().id() == inbox.thread && DEPTH.get() > 0 {
+        READY.with_borrow_mut(|ready| ready.push_back(Item::Call(call)));
+    } else {
+        inbox.post(Item::Call(call));
     }
 }
 
@@ -159,7 +177,7 @@ impl Wake for LoopTask {
             return;
         }
         if thread::current().id() == self.inbox.thread && DEPTH.get() > 0 {
-            READY.with_borrow_mut(|ready| ready.push_back(self.clone()));
+            READY.with_borrow_mut(|ready| ready.push_back(Item::Poll(self.clone())));
         } else {
             // Outside a scope whoever wakes may hold a lock the task takes: it runs later.
             self.inbox.post(Item::Poll(self.clone()));
@@ -173,6 +191,20 @@ pub(crate) enum Item {
 }
 
 impl Item {
+    /// Runs it on this thread, its loop's, inside a scope.
+    fn run_here(self) {
+        match self {
+            Self::Poll(task) => task.poll(),
+            Self::Call(call) => Python::attach(|py| {
+                let ran =
+                    py.import("asyncio").and_then(|a| a.call_method0("get_running_loop")).and_then(|l| call(py, &l));
+                if let Err(e) = ran {
+                    e.print(py);
+                }
+            }),
+        }
+    }
+
     /// Gives up work its loop will never run (the loop is closed): a task's future is dropped,
     /// on the runtime.
     fn discard(self) {
@@ -284,7 +316,7 @@ impl InboxReader {
         scope(|| {
             for item in items {
                 match item {
-                    Item::Poll(task) => READY.with_borrow_mut(|ready| ready.push_back(task)),
+                    Item::Poll(_) => READY.with_borrow_mut(|ready| ready.push_back(item)),
                     Item::Call(call) => {
                         if let Err(e) = call(py, &event_loop) {
                             failed = Err(e);

@@ -1,0 +1,276 @@
+"""Backends written by users: the protocols, and how the native layer calls such a backend.
+
+Any object with grelmicro's lock calls (`acquire`, `release`, `locked`, `owned`) is a lock backend,
+and any object with its election calls (`acquire_or_renew`, `release`, `get`) an election backend:
+pass it as `Lock(..., backend=obj)`, `LeaderElection(..., backend=obj)` or in a `Coordination`
+slot. The driver calls it like a built-in store — each call bounded by `backend_timeout`, the
+answer checked — on the event loop the primitive runs on (`from_thread` and the driver's own
+work use the loop the backend was last used on).
+
+`duration` reaches the backend as a `datetime.timedelta`, as in grelmicro 0.44; a backend whose
+`acquire` (or `acquire_or_renew`) annotates `duration` as `float` or `int` gets float seconds
+instead, as the API reference describes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import numbers
+import sys
+import typing
+import weakref
+from collections.abc import Mapping
+from datetime import datetime, timedelta, timezone
+from typing import Any, Optional, Protocol, runtime_checkable
+
+from tenure import _tenure
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MAX_FENCE = 2**63 - 1
+
+
+@runtime_checkable
+class LockBackend(Protocol):
+    """A lock store (grelmicro's `LockBackend`). Names arrive with their kind prefix
+    (`lock:cart`, `tasklock:job`); `acquire` answers the fencing token — a positive int that
+    grows on every change of holder and stays the same when `token` renews its own lease — or
+    `None` when another token holds the lock."""
+
+    async def acquire(self, *, name: str, token: str, duration: timedelta) -> Optional[int]: ...
+    async def release(self, *, name: str, token: str) -> bool: ...
+    async def locked(self, *, name: str) -> bool: ...
+    async def owned(self, *, name: str, token: str) -> bool: ...
+
+
+@runtime_checkable
+class LeaderElectionBackend(Protocol):
+    """A leader-election store (grelmicro's `LeaderElectionBackend`): one renewable lease per
+    name (`leader:svc`) holding a `LeaderRecord`; the caller leads when `record.holder == token`."""
+
+    async def acquire_or_renew(
+        self, *, name: str, token: str, duration: timedelta, metadata: Optional[Mapping[str, str]] = None
+    ) -> Any: ...
+    async def release(self, *, name: str, token: str) -> bool: ...
+    async def get(self, *, name: str) -> Any: ...
+
+
+@runtime_checkable
+class ScheduleBackend(Protocol):
+    """A cron schedule store (grelmicro's `ScheduleBackend`): `claim` sets `last_fired` to `due`
+    only when nothing is stored or the stored value is lower, and answers whether it did."""
+
+    async def claim(self, name: str, due: float) -> bool: ...
+    async def last_fired(self, name: str) -> Optional[float]: ...
+
+
+#: The methods each slot needs, for messages and for matching a bare backend to a slot.
+METHODS = {
+    "lock": ("acquire", "release", "locked", "owned"),
+    "leaderelection": ("acquire_or_renew", "release", "get"),
+    "schedule": ("claim", "last_fired"),
+}
+
+_PROTOCOL_NAMES = {"lock": "LockBackend", "leaderelection": "LeaderElectionBackend", "schedule": "ScheduleBackend"}
+
+
+def serves(backend: Any, slot: str) -> bool:
+    """Whether `backend` has every method of `slot`'s protocol."""
+    return all(callable(getattr(backend, m, None)) for m in METHODS[slot])
+
+
+def check(backend: Any, slot: str, owner: str) -> None:
+    """A `TypeError` naming what `backend` lacks to serve `slot`."""
+    missing = [m for m in METHODS[slot] if not callable(getattr(backend, m, None))]
+    if missing:
+        raise TypeError(
+            f"{owner} needs a {_PROTOCOL_NAMES[slot]}: {type(backend).__name__} has no "
+            f"{', '.join(missing)} method{'s' if len(missing) > 1 else ''}"
+        )
+
+
+class UserBackend:
+    """A user's backend as the native layer calls it: `run` starts one call on this thread's
+    event loop and hands its checked answer to `done`."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.label = type(backend).__name__
+        self.seconds = _wants_seconds(backend)
+
+    def run(self, method: str, args: dict[str, Any], done: Any) -> Optional[asyncio.Future[Any]]:
+        """Calls `method` (`leader_release` is the election's `release`); returns the task still
+        running it, if any (the native layer cancels it when the driver gives up)."""
+        name = "release" if method == "leader_release" else method
+        label = f"{self.label}.{name}"
+        lease_us = args.pop("lease_us", None)
+        if lease_us is not None:
+            args["duration"] = lease_us / 1e6 if self.seconds else timedelta(microseconds=lease_us)
+        if method == "acquire_or_renew" and not args.get("metadata"):
+            args["metadata"] = None
+        try:
+            answer = getattr(self.backend, name)(**args)
+        except Exception as error:
+            done.fail(f"{label} raised {type(error).__name__}: {error}", error)
+            return None
+        if not inspect.isawaitable(answer):
+            _finish(answer, method, label, done)
+            return None
+        task = _start(answer)
+        if task.done():
+            _settled(task, method, label, done)
+            return None
+        task.add_done_callback(lambda t: _settled(t, method, label, done))
+        return task
+
+
+def _start(answer: Any) -> asyncio.Future[Any]:
+    """A task running `answer`; on Python 3.12+ a coroutine runs its first step now (a backend
+    that answers without waiting is done before this returns)."""
+    if asyncio.iscoroutine(answer) and sys.version_info >= (3, 12):
+        loop = asyncio.get_running_loop()
+        return asyncio.Task(answer, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
+    return asyncio.ensure_future(answer)
+
+
+def _settled(task: asyncio.Future[Any], method: str, label: str, done: Any) -> None:
+    if task.cancelled():
+        done.fail(f"{label} was cancelled", asyncio.CancelledError())
+        return
+    error = task.exception()
+    if error is not None:
+        done.fail(f"{label} raised {type(error).__name__}: {error}", error)
+        return
+    _finish(task.result(), method, label, done)
+
+
+def _finish(value: Any, method: str, label: str, done: Any) -> None:
+    """Hands `value` to `done` in the shape the driver reads, or fails naming what was wrong (the
+    value's type, never its text, which could be a token)."""
+    try:
+        if method == "acquire":
+            shaped: Any = _fence(value)
+        elif method in ("release", "leader_release", "locked", "owned"):
+            shaped = _flag(value)
+        elif method == "acquire_or_renew":
+            shaped = _record(value)
+        else:
+            shaped = None if value is None else _record(value)
+    except (TypeError, ValueError) as error:
+        wrong = type(error)(f"{label} answered {error}")
+        done.fail(str(wrong), wrong)
+        return
+    done.ok(shaped)
+
+
+def _fence(value: Any) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"a {type(value).__name__}: a fencing token is a positive int, or None when another token holds the lock")
+    if not 0 < int(value) <= _MAX_FENCE:
+        raise ValueError(f"the fencing token {int(value)}: a fencing token is a positive int below 2**63")
+    return int(value)
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, numbers.Integral) and int(value) in (0, 1):
+        return bool(value)
+    raise TypeError(f"a {type(value).__name__}: the answer is a bool")
+
+
+def _record(value: Any) -> tuple[str, int, int, int, int, dict[str, str]]:
+    """`(holder, lease_us, acquired_at_us, renewed_at_us, transitions, metadata)` from a
+    `LeaderRecord` (tenure's or grelmicro's, or any object with its fields)."""
+    fields = ("holder", "lease_duration", "acquired_at", "renewed_at", "transitions")
+    missing = [f for f in fields if not hasattr(value, f)]
+    if missing:
+        raise TypeError(f"a {type(value).__name__}, not a LeaderRecord (no {', '.join(missing)})")
+    holder, lease, acquired, renewed, transitions = (getattr(value, f) for f in fields)
+    if not isinstance(holder, str):
+        raise TypeError(f"a LeaderRecord whose holder is a {type(holder).__name__}, not a str")
+    if isinstance(lease, timedelta):
+        lease_us = lease // timedelta(microseconds=1)
+    elif isinstance(lease, (int, float)) and not isinstance(lease, bool):
+        lease_us = round(lease * 1e6)
+    else:
+        raise TypeError(f"a LeaderRecord whose lease_duration is a {type(lease).__name__}, not a timedelta")
+    if lease_us <= 0:
+        raise ValueError("a LeaderRecord whose lease_duration is not positive")
+    if isinstance(transitions, bool) or not isinstance(transitions, numbers.Integral) or transitions < 0:
+        raise TypeError("a LeaderRecord whose transitions is not an int >= 0")
+    metadata = getattr(value, "metadata", None) or {}
+    if not isinstance(metadata, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
+        raise TypeError("a LeaderRecord whose metadata is not a mapping of str to str")
+    return holder, lease_us, _micros(acquired, "acquired_at"), _micros(renewed, "renewed_at"), int(transitions), dict(metadata)
+
+
+def _micros(moment: Any, field: str) -> int:
+    """Microseconds since the epoch; a naive datetime is read as UTC."""
+    if not isinstance(moment, datetime):
+        raise TypeError(f"a LeaderRecord whose {field} is a {type(moment).__name__}, not a datetime")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def _wants_seconds(backend: Any) -> bool:
+    """Whether the backend annotates `duration` as float or int seconds (the API reference's
+    form) rather than as a `timedelta` (grelmicro 0.44's, the default)."""
+    for name in ("acquire", "acquire_or_renew"):
+        method = getattr(backend, name, None)
+        if method is None:
+            continue
+        try:
+            hint = typing.get_type_hints(method).get("duration")
+        except Exception:
+            hint = getattr(method, "__annotations__", {}).get("duration")
+        if hint is not None:
+            return hint in (float, int, "float", "int") or getattr(hint, "__name__", None) in ("float", "Seconds")
+    return False
+
+
+#: The native backend of each user's object (kept as long as the object lives).
+_NATIVE: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_NATIVE_BY_ID: dict[int, tuple[Any, Any]] = {}
+
+
+def native(backend: Any, slot: str, owner: str) -> _tenure.Backend:
+    """The native backend running `backend` (made once per object), attached to this thread's
+    running loop if there is one."""
+    try:
+        made = _NATIVE.get(backend)
+    except TypeError:  # not weakly referenceable, or not hashable
+        made = _NATIVE_BY_ID.get(id(backend), (None, None))[1]
+    if made is None:
+        check(backend, slot, owner)
+        wrapper = UserBackend(backend)
+        made = _tenure.user_backend(wrapper, wrapper.label)
+        try:
+            _NATIVE[backend] = made
+        except TypeError:
+            _NATIVE_BY_ID[id(backend)] = (backend, made)
+    event_loop = asyncio._get_running_loop()
+    if event_loop is not None:
+        made.attach_loop(event_loop)
+    elif not made.has_loop():
+        _attach_from_thread(backend, made)
+    return made
+
+
+def _attach_from_thread(backend: Any, made: Any) -> None:
+    """Off any loop, before the backend was used on one: the loop a grelmicro-style backend
+    captured on `__aenter__` (its `_loop`) becomes its home, if that loop runs."""
+    event_loop = getattr(backend, "_loop", None)
+    if not isinstance(event_loop, asyncio.AbstractEventLoop) or event_loop.is_closed() or not event_loop.is_running():
+        return
+
+    async def attach() -> None:
+        made.attach_loop(asyncio.get_running_loop())
+
+    try:
+        asyncio.run_coroutine_threadsafe(attach(), event_loop).result(timeout=5)
+    except Exception:
+        return  # the call then fails, saying the backend has no loop

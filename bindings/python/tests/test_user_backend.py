@@ -1,0 +1,318 @@
+"""Backends written by users in pure Python (`dict_backend.py`), used as grelmicro users use them:
+`Lock`, `TaskLock`, `LeaderElection`, `from_thread` and `Coordination` on them, and every way such
+a backend can fail — it raises, hangs past `backend_timeout`, or answers garbage."""
+
+import asyncio
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from dict_backend import DictBackend, SecondsLocks
+
+from tenure import (
+    Coordination,
+    LeaderElection,
+    LeaderElectionBackend,
+    Lock,
+    LockAcquireError,
+    LockBackend,
+    LockReleaseError,
+    MemoryScheduleAdapter,
+    ScheduleBackend,
+    TaskLock,
+    WouldBlockError,
+)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_a_lock_cycle_takes_its_fences_from_the_users_backend():
+    async def main():
+        async with DictBackend() as backend:
+            lock = Lock("cart", backend=backend)
+            async with lock as handle:
+                assert handle.fencing_token == 1
+                assert backend.locks["lock:cart"][2] == 1
+                assert await lock.locked() and await lock.owned()
+            assert not await lock.locked()
+            async with lock as handle:
+                assert handle.fencing_token == 2
+            assert backend.calls == ["acquire lock:cart", "release lock:cart"] * 2
+
+    run(main())
+
+
+def test_the_backend_satisfies_the_protocols():
+    backend = DictBackend()
+    assert isinstance(backend, LockBackend) and isinstance(backend, LeaderElectionBackend)
+    assert not isinstance(backend, ScheduleBackend)
+    assert isinstance(MemoryScheduleAdapter(), ScheduleBackend)
+
+
+def test_tasks_exclude_each_other_and_fences_climb():
+    async def main():
+        backend = DictBackend()
+        lock = Lock("cart", backend=backend, retry_interval=0.001)
+        inside, most, fences = 0, 0, []
+
+        async def worker():
+            nonlocal inside, most
+            for _ in range(5):
+                async with lock as handle:
+                    inside += 1
+                    most = max(most, inside)
+                    fences.append(handle.fencing_token)
+                    await asyncio.sleep(0.001)
+                    inside -= 1
+
+        await asyncio.gather(*(worker() for _ in range(6)))
+        assert most == 1
+        assert fences == sorted(fences) and len(set(fences)) == 30
+
+    run(main())
+
+
+def test_threads_exclude_each_other_through_the_loop_the_backend_was_entered_on():
+    async def main():
+        async with DictBackend() as backend:
+            lock = Lock("cart", backend=backend, retry_interval=0.001)
+            inside, most, fences = 0, 0, []
+            guard = threading.Lock()
+
+            def worker():
+                nonlocal inside, most
+                for _ in range(5):
+                    with lock.from_thread as handle:
+                        with guard:
+                            inside += 1
+                            most = max(most, inside)
+                            fences.append(handle.fencing_token)
+                        time.sleep(0.001)
+                        with guard:
+                            inside -= 1
+
+            await asyncio.gather(*(asyncio.to_thread(worker) for _ in range(4)))
+            assert most == 1 and len(set(fences)) == 20
+            assert any(":thread:" in token for token, _, _ in backend.locks.values()) is False  # all released
+
+    run(main())
+
+
+def test_a_task_lock_holds_for_its_minimum():
+    async def main():
+        backend = DictBackend()
+        first = TaskLock("job", backend=backend, min_hold_duration=0.3, lease_duration=5)
+        second = TaskLock("job", backend=backend, min_hold_duration=0.3, lease_duration=5)
+        async with first:
+            assert first.fencing_token == 1
+        assert await second.locked()  # kept for the rest of the minimum hold
+        with pytest.raises(WouldBlockError):
+            async with second:
+                pass
+        await asyncio.sleep(0.35)
+        async with second:
+            assert second.fencing_token == 2
+
+    run(main())
+
+
+def test_one_leader_among_several_and_a_clean_hand_over():
+    async def main():
+        backend = DictBackend()
+        elections = [
+            LeaderElection("svc", backend=backend, worker=f"w{i}", lease_duration=2, renew_deadline=1.5,
+                           retry_interval=0.02, backend_timeout=1)
+            for i in range(3)
+        ]
+        tasks = {e.config.worker: asyncio.create_task(e()) for e in elections}
+        await asyncio.wait_for(asyncio.wait([asyncio.create_task(e.wait_for_leader()) for e in elections],
+                                            return_when=asyncio.FIRST_COMPLETED), 5)
+        await asyncio.sleep(0.1)
+        leaders = [e for e in elections if e.is_leader()]
+        assert len(leaders) == 1
+        leader = leaders[0]
+        assert (await backend.get(name="leader:svc")).holder == leader.config.worker
+        started = time.monotonic()
+        tasks.pop(leader.config.worker).cancel()
+        others = [e for e in elections if e is not leader]
+        await asyncio.wait_for(asyncio.wait([asyncio.create_task(e.wait_for_leader()) for e in others],
+                                            return_when=asyncio.FIRST_COMPLETED), 5)
+        assert time.monotonic() - started < 1.0  # released, not left to expire (2 s)
+        assert sum(e.is_leader() for e in others) == 1 and not leader.is_leader()
+        assert (await backend.get(name="leader:svc")).transitions == 0  # a release deletes the record
+        for task in tasks.values():
+            task.cancel()
+        await asyncio.gather(*tasks.values(), return_exceptions=True)
+
+    run(main())
+
+
+def test_coordination_takes_user_backends_in_each_slot_and_as_a_bare_source():
+    async def main():
+        locks, leaders, schedule = DictBackend(), DictBackend(), MemoryScheduleAdapter()
+        async with Coordination(lock=locks, leaderelection=leaders, schedule=schedule) as coordination:
+            assert coordination.lock_backend is locks
+            assert coordination.leaderelection_backend is leaders
+            assert coordination.schedule_backend is schedule
+            async with Lock("cart"):
+                assert "lock:cart" in locks.locks
+            election = coordination.leaderelection("svc", worker="w1", retry_interval=0.02)
+            running = asyncio.create_task(election())
+            await asyncio.wait_for(election.wait_for_leader(), 5)
+            assert "leader:svc" in leaders.leaders
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+            assert await schedule.claim("nightly", 10.0) and not await schedule.claim("nightly", 10.0)
+        both = DictBackend()
+        async with Coordination(both) as coordination:  # serves locks and elections: both slots
+            assert coordination.lock_backend is both and coordination.leaderelection_backend is both
+            assert both._loop is asyncio.get_running_loop()  # entered, as grelmicro's app does
+
+    run(main())
+
+
+class Raising(DictBackend):
+    async def acquire(self, *, name, token, duration):
+        raise KeyError("the table is gone")
+
+    async def release(self, *, name, token):
+        raise OSError("disk full")
+
+
+def test_a_backend_that_raises_is_the_calls_error_with_its_exception_as_cause():
+    async def main():
+        lock = Lock("cart", backend=Raising())
+        with pytest.raises(LockAcquireError) as caught:
+            await lock.acquire()
+        assert isinstance(caught.value.__cause__, KeyError)
+        assert not await lock.owned()
+
+        class ReleaseRaises(DictBackend):
+            release = Raising.release
+
+        backend = ReleaseRaises()
+        lock = Lock("cart", backend=backend)
+        await lock.acquire()
+        with pytest.raises(LockReleaseError) as caught:
+            await lock.release()
+        assert isinstance(caught.value.__cause__, OSError)
+
+    run(main())
+
+
+class Slow(DictBackend):
+    """Grants, but only after `delay` seconds."""
+
+    def __init__(self, delay):
+        super().__init__()
+        self.delay = delay
+
+    async def acquire(self, *, name, token, duration):
+        await asyncio.sleep(self.delay)
+        return await super().acquire(name=name, token=token, duration=duration)
+
+
+def test_a_backend_that_hangs_fails_at_backend_timeout_and_a_late_grant_is_given_back():
+    async def main():
+        backend = Slow(0.5)
+        lock = Lock("cart", backend=backend, backend_timeout=0.2)
+        started = time.monotonic()
+        with pytest.raises(LockAcquireError) as caught:
+            await lock.acquire()
+        assert 0.15 < time.monotonic() - started < 0.45
+        assert isinstance(caught.value.__cause__, TimeoutError)
+        assert not await lock.owned()
+        await asyncio.sleep(0.6)  # the grant lands late: the driver releases it
+        assert not backend.locks and backend.calls[-1] == "release lock:cart"
+
+    run(main())
+
+
+class Garbage(DictBackend):
+    def __init__(self, answer):
+        super().__init__()
+        self.answer = answer
+
+    async def acquire(self, *, name, token, duration):
+        return self.answer(token)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (lambda token: token, "a str"),
+        (lambda token: True, "a bool"),
+        (lambda token: 0, "fencing token 0"),
+        (lambda token: -3, "fencing token -3"),
+        (lambda token: 2**70, "below 2**63"),
+        (lambda token: 1.5, "a float"),
+    ],
+)
+def test_a_backend_that_answers_garbage_is_an_error_naming_the_call(answer, words):
+    async def main():
+        lock = Lock("cart", backend=Garbage(answer))
+        with pytest.raises(LockAcquireError) as caught:
+            await lock.acquire()
+        cause = caught.value.__cause__
+        assert isinstance(cause, (TypeError, ValueError))
+        assert str(cause).startswith("Garbage.acquire answered ") and words in str(cause)
+        assert lock.config.worker not in f"{caught.value} {cause}"  # never the token
+        assert not await lock.owned()
+
+    run(main())
+
+
+def test_an_election_on_a_backend_that_answers_garbage_never_leads():
+    class NotARecord(DictBackend):
+        async def acquire_or_renew(self, *, name, token, duration, metadata=None):
+            return {"holder": token}
+
+    async def main():
+        election = LeaderElection("svc", backend=NotARecord(), worker="w1", retry_interval=0.02)
+        running = asyncio.create_task(election())
+        await asyncio.sleep(0.3)
+        assert not election.is_leader() and election.record is None
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+
+    run(main())
+
+
+def test_a_backend_annotating_seconds_gets_float_seconds():
+    async def main():
+        backend = SecondsLocks()
+        async with Lock("cart", backend=backend, lease_duration=timedelta(milliseconds=1500)):
+            pass
+        assert backend.durations == [1.5]
+
+    run(main())
+
+
+def test_fences_that_go_backwards_are_refused():
+    class Regressing(DictBackend):
+        answers = iter([5, 3])
+
+        async def acquire(self, *, name, token, duration):
+            await super().acquire(name=name, token=token, duration=duration)
+            return next(self.answers)
+
+    async def main():
+        lock = Lock("cart", backend=Regressing())
+        async with lock as handle:
+            assert handle.fencing_token == 5
+        with pytest.raises(LockAcquireError) as caught:
+            await lock.acquire()
+        assert "backwards" in str(caught.value.__cause__) or "3 after 5" in str(caught.value.__cause__)
+
+    run(main())
+
+
+def test_an_object_that_is_no_backend_is_refused_with_what_it_lacks():
+    async def main():
+        with pytest.raises(TypeError, match="has no acquire, release, locked, owned"):
+            await Lock("cart", backend=object()).acquire()
+
+    run(main())
