@@ -52,8 +52,17 @@ use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Me
 use db::Db;
 pub use options::{DEFAULT_BUSY_TIMEOUT, SqliteOptions, Synchronous};
 
-/// A job for the connection's thread; `true` stops the thread after it.
-type Job = Box<dyn FnOnce(&mut Db) -> bool + Send>;
+/// A job for the connection's thread.
+type Job = Box<dyn FnOnce(&mut Db) -> After + Send>;
+
+/// What the connection's thread does after a job.
+enum After {
+    /// Serves the next job.
+    Continue,
+    /// Closes the connection, then runs this (the close's answer: its caller may reopen the
+    /// file at once, and finds no descriptor of this connection left).
+    Stop(Box<dyn FnOnce() + Send>),
+}
 
 /// A lease store in one SQLite file. Clones share one connection.
 #[derive(Clone)]
@@ -84,8 +93,8 @@ impl SqliteBackend {
     pub async fn close(&self) -> Result<(), BackendError> {
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |db| {
-            let _ = tx.send(db.lock_vacate_expired().map(drop));
-            true
+            let vacated = db.lock_vacate_expired().map(drop);
+            After::Stop(Box::new(move || drop(tx.send(vacated))))
         });
         if self.inner.jobs.send(job).is_err() {
             return Ok(()); // already closed
@@ -101,7 +110,7 @@ impl SqliteBackend {
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |db| {
             let _ = tx.send(f(db));
-            false
+            After::Continue
         });
         let sent = self.inner.jobs.send(job).is_ok();
         Box::pin(async move {
@@ -161,7 +170,9 @@ fn serve(options: &SqliteOptions, ready: oneshot::Sender<Result<(), BackendError
     };
     let _ = ready.send(Ok(()));
     while let Ok(job) = queue.recv() {
-        if job(&mut db) {
+        if let After::Stop(then) = job(&mut db) {
+            drop(db);
+            then();
             return;
         }
     }

@@ -187,8 +187,6 @@ fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lock::Holder>()?;
     m.add_class::<task_lock::TaskLock>()?;
     m.add_class::<task_lock::TaskGuard>()?;
-    m.add_class::<thread::ThreadGuard>()?;
-    m.add_class::<thread::ThreadTaskGuard>()?;
     m.add_class::<kept::Kept>()?;
     m.add_class::<election::LeaderElection>()?;
     m.add_class::<user::Answer>()?;

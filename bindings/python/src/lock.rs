@@ -10,7 +10,7 @@ use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
 use crate::bridge::{Fail, awaitable};
-use crate::thread::ThreadGuard;
+use crate::thread::block;
 use crate::{common_settings, py_error, runtime, seconds};
 
 /// A lock on a backend, configured as grelmicro's `Lock(...)` is.
@@ -84,21 +84,10 @@ impl Lock {
         self.inner.reconfigure(config).map_err(|e| py_error(py, &e))
     }
 
-    /// A new holder (one per task).
-    fn holder(&self) -> Holder {
-        Holder { inner: self.inner.holder() }
-    }
-
-    /// Acquires for the calling thread (the driver's blocking adapter), waiting up to `timeout`
-    /// seconds: the thread's guard and the handle.
-    #[pyo3(signature = (timeout=None))]
-    fn acquire_thread(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<(ThreadGuard, HandleTuple)> {
-        ThreadGuard::acquire(py, &self.inner, timeout, false)
-    }
-
-    /// One attempt for the calling thread.
-    fn acquire_nowait_thread(&self, py: Python<'_>) -> PyResult<(ThreadGuard, HandleTuple)> {
-        ThreadGuard::acquire(py, &self.inner, None, true)
+    /// A new holder: a task's (one per asyncio task), or with `thread` a thread's.
+    #[pyo3(signature = (*, thread=false))]
+    fn holder(&self, thread: bool) -> Holder {
+        Holder { inner: if thread { self.inner.thread_holder() } else { self.inner.holder() } }
     }
 
     /// Whether anyone holds the lock, blocking the calling thread.
@@ -169,6 +158,33 @@ impl Holder {
     /// Whether this holder holds a live lease on the store.
     fn owned<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.run(py, |h| async move { h.owned().await })
+    }
+
+    /// [`Holder::acquire`], blocking the calling thread.
+    #[pyo3(signature = (timeout=None))]
+    fn acquire_blocking(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<HandleTuple> {
+        let timeout: Option<Duration> = timeout.map(|t| seconds(py, "timeout", t)).transpose()?;
+        block(py, "Lock.from_thread.acquire", async { self.inner.acquire(timeout).await.map(|h| handle(&h)) })
+    }
+
+    /// [`Holder::acquire_nowait`], blocking the calling thread.
+    fn acquire_nowait_blocking(&self, py: Python<'_>) -> PyResult<HandleTuple> {
+        block(py, "Lock.from_thread.acquire_nowait", async { self.inner.acquire_nowait().await.map(|h| handle(&h)) })
+    }
+
+    /// [`Holder::extend`], blocking the calling thread.
+    fn extend_blocking(&self, py: Python<'_>) -> PyResult<HandleTuple> {
+        block(py, "Lock.from_thread.extend", async { self.inner.extend().await.map(|h| handle(&h)) })
+    }
+
+    /// [`Holder::release`], blocking the calling thread.
+    fn release_blocking(&self, py: Python<'_>) -> PyResult<()> {
+        block(py, "Lock.from_thread.release", self.inner.release())
+    }
+
+    /// [`Holder::owned`], blocking the calling thread.
+    fn owned_blocking(&self, py: Python<'_>) -> PyResult<bool> {
+        block(py, "Lock.from_thread.owned", self.inner.owned())
     }
 
     /// Keeps the lease this holder holds alive (see the driver's `KeepAlive`), for at most

@@ -8,7 +8,7 @@ use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
 use crate::bridge::{Fail, awaitable};
-use crate::thread::ThreadTaskGuard;
+use crate::thread::block;
 use crate::{common_settings, py_error, runtime};
 
 /// A task lock on a backend, configured as grelmicro's `TaskLock(...)` is.
@@ -67,12 +67,20 @@ impl TaskLock {
 
     /// Takes the lock or fails at once (`WouldBlockError`): an awaitable of a [`TaskGuard`].
     fn enter<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        awaitable(py, enter(self.inner.clone()))
+        let lock = self.inner.clone();
+        awaitable(py, async move { Ok::<_, Fail>(TaskGuard::new(&lock, lock.enter().await?)) })
     }
 
-    /// Enters for the calling thread (the driver's blocking adapter, a `:thread:` token).
-    fn enter_thread(&self, py: Python<'_>) -> PyResult<ThreadTaskGuard> {
-        ThreadTaskGuard::enter(py, &self.inner)
+    /// Takes the lock for a thread's run (a `:thread:` token): an awaitable of a [`TaskGuard`].
+    fn enter_thread<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let lock = self.inner.clone();
+        awaitable(py, async move { Ok::<_, Fail>(TaskGuard::new(&lock, lock.enter_thread().await?)) })
+    }
+
+    /// [`TaskLock::enter_thread`], blocking the calling thread.
+    fn enter_thread_blocking(&self, py: Python<'_>) -> PyResult<TaskGuard> {
+        let entered = block(py, "TaskLock.from_thread.__enter__", self.inner.enter_thread())?;
+        Ok(TaskGuard::new(&self.inner, entered))
     }
 
     /// Whether anyone holds the task lock, blocking the calling thread.
@@ -96,6 +104,15 @@ pub(crate) struct TaskGuard {
     name: String,
 }
 
+impl TaskGuard {
+    /// A run of `lock` that `entered` began.
+    fn new(lock: &tenure::TaskLock<Tokio>, entered: tenure::TaskLockGuard<Tokio>) -> Self {
+        let fencing_token = entered.fencing_token().get();
+        let name = lock.name().as_str().to_owned();
+        Self { guard: Arc::new(tokio::sync::Mutex::new(Some(entered))), fencing_token, name }
+    }
+}
+
 #[pymethods]
 impl TaskGuard {
     /// The fencing token of this run.
@@ -117,24 +134,22 @@ impl TaskGuard {
 
     /// Ends the run, keeping the lock until the minimum hold has passed.
     fn exit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        awaitable(py, exit(self.guard.clone(), self.name.clone()))
+        let (guard, name) = (self.guard.clone(), self.name.clone());
+        awaitable(py, async move { exit(guard, name).await.map_err(Fail::from) })
+    }
+
+    /// [`TaskGuard::exit`], blocking the calling thread.
+    fn exit_blocking(&self, py: Python<'_>) -> PyResult<()> {
+        block(py, "TaskLock.from_thread.__exit__", exit(self.guard.clone(), self.name.clone()))
     }
 }
 
 type SharedGuard = Arc<tokio::sync::Mutex<Option<tenure::TaskLockGuard<Tokio>>>>;
 
-/// Takes the task lock for one run.
-async fn enter(lock: tenure::TaskLock<Tokio>) -> Result<TaskGuard, Fail> {
-    let guard = lock.enter().await?;
-    let fencing_token = guard.fencing_token().get();
-    let name = lock.name().as_str().to_owned();
-    Ok(TaskGuard { guard: Arc::new(tokio::sync::Mutex::new(Some(guard))), fencing_token, name })
-}
-
 /// Ends a run (once: a second exit is `LockNotOwnedError`).
-async fn exit(guard: SharedGuard, name: String) -> Result<(), Fail> {
+async fn exit(guard: SharedGuard, name: String) -> Result<(), tenure::Error> {
     match guard.lock().await.take() {
-        Some(guard) => guard.exit().await.map_err(Fail::from),
-        None => Err(Fail::Core(tenure::Error::NotOwned { name })),
+        Some(guard) => guard.exit().await,
+        None => Err(tenure::Error::NotOwned { name }),
     }
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::ThreadId;
 use std::time::Duration;
 
-use tenure_core::{Error, FencingToken, HolderKind, LockHandle};
+use tenure_core::{Error, FencingToken, LockHandle};
 
 use crate::lock::{Lock, LockGuard, LockHolder};
 use crate::runtime::Runtime;
@@ -76,13 +76,13 @@ impl<R: Runtime> BlockingLock<R> {
 
     /// A new thread holder.
     pub fn holder(&self) -> BlockingLockHolder<R> {
-        BlockingLockHolder { holder: LockHolder::new(self.lock.clone(), HolderKind::Thread) }
+        BlockingLockHolder { holder: self.lock.thread_holder() }
     }
 
     /// Blocks until acquired, or until `timeout` ([`Error::Timeout`]).
     pub fn acquire(&self, timeout: Option<Duration>) -> Result<BlockingLockGuard<R>, Error> {
         let hold = ThreadHold::take(&self.lock)?;
-        let holder = LockHolder::new(self.lock.clone(), HolderKind::Thread);
+        let holder = self.lock.thread_holder();
         let guard = block(self.runtime(), "Lock.blocking().acquire", holder.acquire_guard(timeout))?;
         Ok(BlockingLockGuard { guard, _hold: hold })
     }
@@ -90,7 +90,7 @@ impl<R: Runtime> BlockingLock<R> {
     /// One attempt ([`Error::WouldBlock`] if held).
     pub fn acquire_nowait(&self) -> Result<BlockingLockGuard<R>, Error> {
         let hold = ThreadHold::take(&self.lock)?;
-        let holder = LockHolder::new(self.lock.clone(), HolderKind::Thread);
+        let holder = self.lock.thread_holder();
         let guard = block(self.runtime(), "Lock.blocking().acquire_nowait", holder.acquire_nowait_guard())?;
         Ok(BlockingLockGuard { guard, _hold: hold })
     }
@@ -207,7 +207,7 @@ pub struct BlockingTaskLock<R: Runtime> {
 impl<R: Runtime> BlockingTaskLock<R> {
     /// Takes the task lock or fails at once (see [`TaskLock::enter`]).
     pub fn enter(&self) -> Result<BlockingTaskLockGuard<R>, Error> {
-        let guard = block(self.lock.runtime(), "TaskLock.blocking().enter", self.lock.enter_as(HolderKind::Thread))?;
+        let guard = block(self.lock.runtime(), "TaskLock.blocking().enter", self.lock.enter_thread())?;
         Ok(BlockingTaskLockGuard { guard, runtime: self.lock.runtime().clone() })
     }
 

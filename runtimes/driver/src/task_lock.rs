@@ -89,6 +89,12 @@ impl<R: Runtime> TaskLock<R> {
         self.enter_as(HolderKind::Task).await
     }
 
+    /// [`TaskLock::enter`] with a thread's identity (`{worker}:thread:{n}.{hex}`), for a binding
+    /// that serves a thread from an event loop (grelmicro's `do_thread_enter`).
+    pub async fn enter_thread(&self) -> Result<TaskLockGuard<R>, Error> {
+        self.enter_as(HolderKind::Thread).await
+    }
+
     pub(crate) async fn enter_as(&self, kind: HolderKind) -> Result<TaskLockGuard<R>, Error> {
         let config = self.config();
         let token = task_lock_token(config.worker(), kind);

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from tenure import _tenure
-from tenure._durations import Seconds, seconds
+from tenure._durations import Seconds, positive
 from tenure._record import record
 
 if TYPE_CHECKING:
@@ -28,12 +28,6 @@ if TYPE_CHECKING:
 
 #: How long a backend call made directly on an adapter may take, in seconds.
 CALL_TIMEOUT = 5.0
-
-
-def _lease(duration: Seconds) -> float:
-    value = seconds("duration", duration)
-    assert value is not None
-    return value
 
 
 class _Adapter:
@@ -77,7 +71,7 @@ class LockAdapter(_Adapter):
 
     async def acquire(self, *, name: str, token: str, duration: Seconds) -> Optional[int]:
         """The fencing token if `token` now holds `name` for `duration`, else `None`."""
-        return await _tenure.lock_acquire(self._native(), name, token, _lease(duration), CALL_TIMEOUT)  # type: ignore[no-any-return]
+        return await _tenure.lock_acquire(self._native(), name, token, positive("duration", duration), CALL_TIMEOUT)  # type: ignore[no-any-return]
 
     async def release(self, *, name: str, token: str) -> bool:
         """Frees `name` if `token` holds it; whether it did."""
@@ -103,7 +97,7 @@ class LeaderElectionAdapter(_Adapter):
     ) -> Any:
         """The `LeaderRecord` after trying to take or renew `name` for `token`."""
         raw = await _tenure.leader_acquire_or_renew(
-            self._native(), name, token, _lease(duration), dict(metadata or {}), CALL_TIMEOUT
+            self._native(), name, token, positive("duration", duration), dict(metadata or {}), CALL_TIMEOUT
         )
         return record(raw)
 

@@ -20,3 +20,11 @@ def seconds(field: str, value: Optional[Seconds]) -> Optional[float]:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SettingsValidationError(f"{field} must be a number of seconds or a timedelta, got {type(value).__name__}")
     return float(value)
+
+
+def positive(field: str, value: Seconds) -> float:
+    """`value` in seconds, which must be given and above zero (a lease a backend call asks for)."""
+    given = seconds(field, value)
+    if given is None or not given > 0:
+        raise SettingsValidationError(f"{field} must be a positive number of seconds or a timedelta, got {value!r}")
+    return given

@@ -15,7 +15,7 @@ from tenure._durations import Seconds
 from tenure._config import LeaderElectionConfig
 from tenure._record import LeaderRecord, record
 from tenure._primitive import Primitive
-from tenure._adapters import LeaderElectionAdapter
+from tenure._user_backend import LeaderElectionBackend
 from tenure.errors import WouldBlockError
 
 T = TypeVar("T")
@@ -51,7 +51,7 @@ class LeaderElection(Primitive):
         self,
         name: str,
         *,
-        backend: Union[LeaderElectionAdapter, str, None] = None,
+        backend: Union[LeaderElectionBackend, str, None] = None,
         worker: Union[str, UUID, None] = None,
         lease_duration: Optional[Seconds] = None,
         renew_deadline: Optional[Seconds] = None,

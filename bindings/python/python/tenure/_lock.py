@@ -8,12 +8,19 @@ from typing import Any, NamedTuple, Optional, Union
 from uuid import UUID
 
 from tenure import _tenure
-from tenure._durations import Seconds, seconds
+from tenure._durations import Seconds, positive, seconds
 from tenure._config import LockConfig
 from tenure._primitive import Primitive
-from tenure._adapters import LockAdapter, MemoryLockAdapter
+from tenure._adapters import MemoryLockAdapter
+from tenure._user_backend import LockBackend
 from tenure._thread import ThreadLockAdapter
-from tenure.errors import LockLostError, LockNotOwnedError
+from tenure.errors import (
+    LockAcquireError,
+    LockLostError,
+    LockNotOwnedError,
+    LockOwnedCheckError,
+    LockReleaseError,
+)
 
 
 class LockHandle(NamedTuple):
@@ -39,7 +46,7 @@ class Lock(Primitive):
         self,
         name: str,
         *,
-        backend: Union[LockAdapter, str, None] = None,
+        backend: Union[LockBackend, str, None] = None,
         worker: Union[str, UUID, None] = None,
         lease_duration: Optional[Seconds] = None,
         retry_interval: Optional[Seconds] = None,
@@ -119,6 +126,40 @@ class Lock(Primitive):
         passes; the block then raises `LockLostError` (a `LockNotOwnedError`). The block releases
         the lock itself: do not release it in the body. A Tenure extension."""
         return LockHold(self, seconds("max_hold", max_hold), seconds("timeout", timeout))
+
+    # grelmicro's low-level calls: "should not be called directly", but public. `do_acquire`,
+    # `do_release` and `do_owned` are single backend calls for `token` (no retry, no holder);
+    # the `do_thread_*` calls drive the holder of thread `thread_id` — the one its
+    # `from_thread` calls use — from the event loop.
+
+    async def do_acquire(self, token: str, *, duration: Seconds) -> Optional[int]:
+        """One acquire of the lease for `token`: the fencing token, or `None` if another token
+        holds it (`LockAcquireError` if the backend fails)."""
+        return await self._call(LockAcquireError, "lock_acquire", token, positive("duration", duration))  # type: ignore[no-any-return]
+
+    async def do_release(self, token: str) -> bool:
+        """Releases `token`'s lease: whether it was released (`LockReleaseError` if the backend fails)."""
+        return await self._call(LockReleaseError, "lock_release", token)  # type: ignore[no-any-return]
+
+    async def do_owned(self, token: str) -> bool:
+        """Whether `token` holds the lock (`LockOwnedCheckError` if the backend fails)."""
+        return await self._call(LockOwnedCheckError, "lock_owned", token)  # type: ignore[no-any-return]
+
+    async def do_thread_acquire(self, thread_id: int, *, timeout: Optional[Seconds] = None) -> LockHandle:
+        """Acquires for thread `thread_id`, waiting up to `timeout` (see `acquire`)."""
+        return LockHandle(*await self.from_thread.holder(thread_id).acquire(seconds("timeout", timeout)))
+
+    async def do_thread_acquire_nowait(self, thread_id: int) -> LockHandle:
+        """One attempt for thread `thread_id` (see `acquire_nowait`)."""
+        return LockHandle(*await self.from_thread.holder(thread_id).acquire_nowait())
+
+    async def do_thread_extend(self, thread_id: int) -> LockHandle:
+        """Renews thread `thread_id`'s lease (see `extend`)."""
+        return LockHandle(*await self.from_thread.holder(thread_id).extend())
+
+    async def do_thread_release(self, thread_id: int) -> None:
+        """Releases thread `thread_id`'s lease (see `release`)."""
+        await self.from_thread.holder(thread_id).release()
 
     async def __aenter__(self) -> LockHandle:
         return await self.acquire()

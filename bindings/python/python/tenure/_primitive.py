@@ -12,7 +12,7 @@ from tenure import _tenure
 from tenure._process import generation
 from tenure._coordination import current
 from tenure._durations import seconds
-from tenure._adapters import LockAdapter, native_of
+from tenure._adapters import native_of
 from tenure.errors import OutOfContextError, SettingsValidationError
 
 _DURATIONS = {"lease_duration", "retry_interval", "backend_timeout", "renew_deadline", "error_interval", "min_hold_duration"}
@@ -24,13 +24,14 @@ class Primitive:
     _native_class: Any
     _backend_hint: str
     _slot = "lock"
+    _key_prefix = "lock:"
     _thread_adapter: Any = None
     _config_class: Any = None
 
     def __init__(
         self,
         name: str,
-        backend: Union[LockAdapter, str, None],
+        backend: Any,
         worker: Union[str, UUID, None],
         env_prefix: Optional[str],
         env_load: Optional[bool],
@@ -56,7 +57,7 @@ class Primitive:
         return self._name
 
     @property
-    def backend(self) -> LockAdapter:
+    def backend(self) -> Any:
         """The backend given at construction, else the one of the innermost
         `async with Coordination(...)` block, resolved on each call."""
         if self._backend is not None and not isinstance(self._backend, str):
@@ -121,7 +122,7 @@ class Primitive:
 
     def _built(self) -> Any:
         """The native object, built on the backend's open store (again if it was reopened)."""
-        native_backend = native_of(self.backend, "lock" if self._slot == "lock" else "leaderelection", type(self).__name__)
+        native_backend = self._backend_native()
         stale = self._native_backend is not native_backend or self._native_generation != generation()
         if self._native is None or stale:
             self._native = self._native_class(self._name, native_backend, **self._settings)
@@ -129,6 +130,19 @@ class Primitive:
             self._native_generation = generation()
             self._rebuilt()
         return self._native
+
+    def _backend_native(self) -> _tenure.Backend:
+        """The native backend of the backend in force (an adapter's store, or a user's backend)."""
+        return native_of(self.backend, "lock" if self._slot == "lock" else "leaderelection", type(self).__name__)
+
+    async def _call(self, error: type, call: str, *args: Any) -> Any:
+        """One backend call of grelmicro's low-level API (`do_*`), bounded by `backend_timeout`:
+        a failure is `error` (`LockAcquireError`, ...) with the store's exception as its cause."""
+        native = self._backend_native()
+        try:
+            return await getattr(_tenure, call)(native, f"{self._key_prefix}{self._name}", *args, self._settings["backend_timeout"])
+        except Exception as failure:
+            raise error(name=self._name) from failure
 
     def _own_native(self) -> Any:
         """The native object if it was built in this process (a forked child gets `None`)."""

@@ -8,12 +8,12 @@ from typing import Optional, Union
 from uuid import UUID
 
 from tenure import _tenure
-from tenure._durations import Seconds
+from tenure._durations import Seconds, positive
 from tenure._config import TaskLockConfig
 from tenure._primitive import Primitive
-from tenure._adapters import LockAdapter
+from tenure._user_backend import LockBackend
 from tenure._thread import ThreadTaskLockAdapter
-from tenure.errors import LockNotOwnedError
+from tenure.errors import LockAcquireError, LockNotOwnedError, LockReleaseError, SettingsValidationError
 
 
 class TaskLock(Primitive):
@@ -23,12 +23,13 @@ class TaskLock(Primitive):
     _config_class = TaskLockConfig
     _backend_hint = "a MemoryLockAdapter() for a per-process lock, or provider.lock() of an open provider"
     _thread_adapter = ThreadTaskLockAdapter
+    _key_prefix = "tasklock:"
 
     def __init__(
         self,
         name: str = "default",
         *,
-        backend: Union[LockAdapter, str, None] = None,
+        backend: Union[LockBackend, str, None] = None,
         worker: Union[str, UUID, None] = None,
         min_hold_duration: Optional[Seconds] = None,
         lease_duration: Optional[Seconds] = None,
@@ -73,6 +74,54 @@ class TaskLock(Primitive):
         return self._guard
 
     refresh = extend
+
+    # grelmicro's low-level calls: "should not be called directly", but public. `do_acquire`,
+    # `do_release` and `do_reacquire` are single backend calls for `token`; `do_exit` and the
+    # `do_thread_*` calls end or begin the instance's run, the one `async with` and
+    # `from_thread` use.
+
+    async def do_acquire(self, token: str, *, duration: Seconds) -> bool:
+        """One acquire of the lease for `token`: whether it was granted (`LockAcquireError` if
+        the backend fails)."""
+        return await self._call(LockAcquireError, "lock_acquire", token, positive("duration", duration)) is not None
+
+    async def do_release(self, token: str) -> bool:
+        """Releases `token`'s lease: whether it was released (`LockReleaseError` if the backend
+        fails)."""
+        return await self._call(LockReleaseError, "lock_release", token)  # type: ignore[no-any-return]
+
+    async def do_reacquire(self, token: str, duration: Seconds) -> bool:
+        """Sets `token`'s lease to `duration` (how an exit keeps the minimum hold): whether it
+        was granted (`LockReleaseError` if the backend fails, as in grelmicro)."""
+        return await self._call(LockReleaseError, "lock_acquire", token, positive("duration", duration)) is not None
+
+    async def do_exit(self, token: str, *, min_hold_duration: Seconds) -> None:
+        """Ends the run in progress (begun by `async with` or `do_thread_enter`; this instance
+        runs one at a time, named by `token`): released if `min_hold_duration` has passed since
+        it began, else kept until then. `min_hold_duration` is the config's, as the caller
+        captured it; `LockNotOwnedError` if no run is in progress."""
+        wanted = positive("min_hold_duration", min_hold_duration)
+        if abs(wanted - float(self._settings["min_hold_duration"])) > 1e-6:
+            raise SettingsValidationError(
+                f"do_exit ends the run with the task lock's min_hold_duration ({self._settings['min_hold_duration']}s); "
+                "reconfigure() the task lock to change it"
+            )
+        del token  # the run in progress is this instance's only one
+        if self._guard is not None:
+            guard, self._guard = self._own_guard(), None
+            await guard.exit()
+            return
+        await self.from_thread.take().exit()
+
+    async def do_thread_enter(self) -> None:
+        """Begins a thread's run (a `:thread:` token) from the event loop: `WouldBlockError` if
+        another worker has the lock, `LockReentrantError` if this instance runs already."""
+        self.from_thread.entered(await self._built().enter_thread())
+
+    async def do_thread_exit(self) -> None:
+        """Ends the thread's run begun by `do_thread_enter` or `from_thread` (keeping the
+        minimum hold)."""
+        await self.from_thread.take().exit()
 
     async def locked(self) -> bool:
         """Whether anyone holds the task lock."""

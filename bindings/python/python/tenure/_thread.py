@@ -1,8 +1,9 @@
-"""`from_thread` adapters: the same primitives from plain threads, blocking — the driver's blocking
-adapters, as grelmicro's: each thread is its own holder (a `:thread:` ownership token), and a
+"""`from_thread` adapters: the same primitives from plain threads, blocking — the holders of the
+async API, waited for on the calling thread, as grelmicro's: each thread is its own holder (a `:thread:` ownership token), and a
 thread that holds a lock and acquires it again gets `LockReentrantError` instead of waiting for
 itself. A call blocks its thread (without the interpreter lock) while the package's runtime does
-the work — no event loop is involved. A call made on a thread that runs an asyncio event loop is
+the work — no event loop is involved, unless the backend is one a user wrote (its coroutines run
+on the loop it was used on). A call made on a thread that runs an asyncio event loop is
 refused with `EventLoopDeadlockError` (a `BaseException`, as in grelmicro): it would freeze that
 loop; use the async API there."""
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, Optional
 
 from tenure._process import generation
@@ -35,58 +37,59 @@ def _refuse_on_loop(what: str) -> None:
 
 class ThreadLockAdapter:
     """`lock.from_thread`: `acquire`, `acquire_nowait`, `extend`, `release`, `locked`, `owned`, and
-    `with lock.from_thread as handle:`."""
+    `with lock.from_thread as handle:`. Each thread is its own holder; `Lock.do_thread_*` drive the
+    same holders from the event loop, by thread id."""
 
     def __init__(self, lock: Lock) -> None:
         self._lock = lock
-        self._local = threading.local()
+        self._native: Any = None
+        #: Each thread's holder, by thread id, with the thread it was made for (a thread id is
+        #: reused once its thread ended: a newcomer never inherits a holder).
+        self._holders: dict[int, tuple[Optional[weakref.ref[threading.Thread]], Any]] = {}
 
-    def _native(self, what: str) -> Any:
-        _refuse_on_loop(f"Lock.from_thread.{what}")
+    def holder(self, thread_id: Optional[int] = None) -> Any:
+        """The holder of thread `thread_id` (default: the calling thread), made on first use."""
         native = self._lock._built()
-        if getattr(self._local, "native", None) is not native:
-            # A rebuilt lock (a new backend, a fork) starts the thread afresh.
-            self._local.native, self._local.guard = native, None
-        return native
+        if native is not self._native:
+            # A rebuilt lock (a new backend, a fork) starts every thread afresh.
+            self._native, self._holders = native, {}
+        thread = threading.current_thread() if thread_id is None else _thread_of(thread_id)
+        ident = threading.get_ident() if thread_id is None else thread_id
+        known = self._holders.get(ident)
+        if known is not None and (known[0] is None or known[0]() is thread):
+            return known[1]
+        holder = native.holder(thread=True)
+        self._holders[ident] = (None if thread is None else weakref.ref(thread), holder)
+        return holder
 
-    def _guard(self, what: str) -> Any:
-        """This thread's hold of the lock, if it has one."""
-        self._native(what)
-        return self._local.guard
-
-    def _took(self, taken: tuple[Any, tuple[str, str, int]]) -> LockHandle:
-        from tenure._lock import LockHandle
-
-        self._local.guard, handle = taken
-        return LockHandle(*handle)
+    def _mine(self, what: str) -> Any:
+        _refuse_on_loop(f"Lock.from_thread.{what}")
+        return self.holder()
 
     def acquire(self, timeout: Optional[Seconds] = None) -> LockHandle:
-        return self._took(self._native("acquire").acquire_thread(seconds("timeout", timeout)))
+        from tenure._lock import LockHandle
+
+        return LockHandle(*self._mine("acquire").acquire_blocking(seconds("timeout", timeout)))
 
     def acquire_nowait(self) -> LockHandle:
-        return self._took(self._native("acquire_nowait").acquire_nowait_thread())
+        from tenure._lock import LockHandle
+
+        return LockHandle(*self._mine("acquire_nowait").acquire_nowait_blocking())
 
     def extend(self) -> LockHandle:
         from tenure._lock import LockHandle
 
-        guard = self._guard("extend")
-        if guard is None:
-            raise LockNotOwnedError(name=self._lock.name)
-        return LockHandle(*guard.extend())
+        return LockHandle(*self._mine("extend").extend_blocking())
 
     def release(self) -> None:
-        guard = self._guard("release")
-        if guard is None:
-            raise LockNotOwnedError(name=self._lock.name)
-        self._local.guard = None
-        guard.release()
+        self._mine("release").release_blocking()
 
     def locked(self) -> bool:
-        return bool(self._native("locked").locked_blocking())
+        _refuse_on_loop("Lock.from_thread.locked")
+        return bool(self._lock._built().locked_blocking())
 
     def owned(self) -> bool:
-        guard = self._guard("owned")
-        return False if guard is None else bool(guard.owned())
+        return bool(self._mine("owned").owned_blocking())
 
     def __enter__(self) -> LockHandle:
         return self.acquire()
@@ -95,26 +98,42 @@ class ThreadLockAdapter:
         self.release()
 
 
+def _thread_of(thread_id: int) -> Optional[threading.Thread]:
+    """The live thread with id `thread_id`, if any."""
+    return next((t for t in threading.enumerate() if t.ident == thread_id), None)
+
+
 class ThreadTaskLockAdapter:
-    """`task_lock.from_thread`: `with task_lock.from_thread:` and `locked()`."""
+    """`task_lock.from_thread`: `with task_lock.from_thread:` and `locked()`. The run is the task
+    lock's (instance-wide, as in grelmicro); `TaskLock.do_thread_enter` / `do_thread_exit` enter
+    and exit the same run from the event loop."""
 
     def __init__(self, lock: TaskLock) -> None:
         self._lock = lock
-        self._guard: Any = None
+        self.guard: Any = None
         self._pid, self._generation = os.getpid(), generation()
 
-    def __enter__(self) -> ThreadTaskLockAdapter:
-        _refuse_on_loop("TaskLock.from_thread.__enter__")
-        self._guard = self._lock._built().enter_thread()
+    def entered(self, guard: Any) -> None:
+        """Keeps the run `guard` entered (from a thread or from the loop)."""
+        self.guard = guard
         self._pid, self._generation = os.getpid(), generation()
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        guard, self._guard = self._guard, None
+    def take(self) -> Any:
+        """The run to exit; `LockNotOwnedError` if none began in this process."""
+        guard, self.guard = self.guard, None
         if guard is None or self._generation != generation():
             # A forked child never exits (nor renews) its parent's run.
             raise LockNotOwnedError(name=self._lock.name)
-        guard.exit()
+        return guard
+
+    def __enter__(self) -> ThreadTaskLockAdapter:
+        _refuse_on_loop("TaskLock.from_thread.__enter__")
+        self.entered(self._lock._built().enter_thread_blocking())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _refuse_on_loop("TaskLock.from_thread.__exit__")
+        self.take().exit_blocking()
 
     def locked(self) -> bool:
         _refuse_on_loop("TaskLock.from_thread.locked")

@@ -132,6 +132,12 @@ impl<R: Runtime> Lock<R> {
         LockHolder::new(self.clone(), HolderKind::Task)
     }
 
+    /// A new holder with a thread's identity (`{worker}:thread:{n}.{hex}`), for a binding that
+    /// serves a thread both blocking and from an event loop (grelmicro's `do_thread_*`).
+    pub fn thread_holder(&self) -> LockHolder<R> {
+        LockHolder::new(self.clone(), HolderKind::Thread)
+    }
+
     /// Waits until the lock is acquired, retrying every jittered `retry_interval` (and at once
     /// when the backend pushes a release).
     pub async fn acquire(&self) -> Result<LockGuard<R>, Error> {
