@@ -136,6 +136,10 @@ tests/interop/store.sh postgres "$py" target/debug/tenure
 # The Python package (the wheel the python step built) and grelmicro in one asyncio program.
 "$py" -m pip install -q --force-reinstall --no-deps target/wheels/tenure-*.whl
 "$py" tests/interop/python_mixed.py "${TENURE_REDIS_URL:-redis://127.0.0.1:6379}"
+# The package's suite again on Python 3.14, where a backend written in Python runs its first step
+# eagerly (3.12+), beside grelmicro installed in the same interpreter.
+"$py" -m pip install -q pytest
+(cd bindings/python/tests && "$py" -m pytest -q -p no:cacheprovider)
 
 step "main job: tenure demo on the default store"
 cargo run -q -p tenure-cli -- demo

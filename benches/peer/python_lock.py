@@ -1,6 +1,7 @@
 """tenure's Python package beside grelmicro 0.44, in one interpreter and one run: one task's
-`async with lock:` on the memory backend (median of 11 batches of 1000), and on Redis (median of
-11 batches of 200) when a URL is given, beside the floor: a PING round trip on a bare asyncio
+`async with lock:` on the memory backend (median of 11 batches of 1000), on a trivial backend
+written in Python (a dict; both libraries' `Lock` on the same class), and on Redis (median of 11
+batches of 200) when a URL is given, beside the floor: a PING round trip on a bare asyncio
 stream. Prints microseconds per cycle and the ratios.
 Usage: python_lock.py [REDIS_URL]   (needs grelmicro 0.44 and the tenure wheel installed)"""
 
@@ -34,6 +35,46 @@ async def memory() -> tuple:
     async with GrelMemory() as backend:
         ours = tenure.Lock("bench", backend=tenure.MemoryLockAdapter(), env_load=False)
         return await per_cycle(GrelLock("bench", backend=backend), ours, batch=1000)
+
+
+class DictLocks:
+    """The least a lock backend written in Python does: a dict of (token, expiry, fence)."""
+
+    def __init__(self) -> None:
+        self.held: dict = {}
+        self.fences: dict = {}
+
+    async def acquire(self, *, name, token, duration):
+        now = time.monotonic()
+        held = self.held.get(name)
+        if held is not None and held[0] != token and held[1] > now:
+            return None
+        fence = held[2] if held is not None and held[0] == token else self.fences.get(name, 0) + 1
+        self.fences[name] = fence
+        self.held[name] = (token, now + duration.total_seconds(), fence)
+        return fence
+
+    async def release(self, *, name, token):
+        held = self.held.get(name)
+        if held is None or held[0] != token:
+            return False
+        del self.held[name]
+        return True
+
+    async def locked(self, *, name):
+        return name in self.held
+
+    async def owned(self, *, name, token):
+        return self.held.get(name, ("",))[0] == token
+
+
+async def user_backend() -> tuple:
+    import tenure
+    from grelmicro.coordination.lock import Lock as GrelLock
+
+    ours = tenure.Lock("bench", backend=DictLocks(), env_load=False)
+    memory = tenure.Lock("bench", backend=tenure.MemoryLockAdapter(), env_load=False)
+    return await per_cycle(GrelLock("bench", backend=DictLocks()), ours, memory, batch=1000)
 
 
 async def round_trip(url: str) -> float:
@@ -76,6 +117,12 @@ async def redis(url: str) -> tuple:
 async def main() -> None:
     grel, ours = await memory()
     print(f"memory, one task, async with lock: grelmicro {grel:.2f} us, tenure {ours:.2f} us, ratio {ours / grel:.2f}")
+    grel, ours, memory_ = await user_backend()
+    print(
+        f"a backend written in Python (a dict), one task, async with lock: grelmicro {grel:.2f} us, tenure {ours:.2f}"
+        f" us, ratio {ours / grel:.2f}; tenure on its memory store {memory_:.2f} us (the user backend costs"
+        f" {ours - memory_:.2f} us more)"
+    )
     if len(sys.argv) > 1:
         grel, ours = await redis(sys.argv[1])
         floor = await round_trip(sys.argv[1])

@@ -1,6 +1,7 @@
 """grelmicro 0.44's Lock and the `tenure` package's Lock as tasks of one asyncio program on one
 Redis: critical sections never overlap and fencing tokens strictly increase across both
-libraries. Usage: python_mixed.py REDIS_URL
+libraries; then tenure's Lock on grelmicro's own adapters (Redis, memory), which tenure runs as
+backends a user wrote. Usage: python_mixed.py REDIS_URL
 
 (Not SQLite in one program: tenure links its own copy of SQLite, and two copies of SQLite in one
 process do not see each other's file locks — POSIX locks are per process — so they can both
@@ -12,6 +13,7 @@ import uuid
 
 import tenure
 from grelmicro.coordination.lock import Lock as GrelLock
+from grelmicro.coordination.memory import MemoryLockAdapter as GrelMemory
 from grelmicro.coordination.redis import RedisLockAdapter
 from grelmicro.providers.redis import RedisProvider as GrelRedis
 
@@ -49,6 +51,10 @@ async def main(url: str) -> None:
     async with GrelRedis(url) as provider, RedisLockAdapter(provider=provider, prefix=prefix) as grel:
         async with tenure.RedisProvider(f"{url}/?prefix={prefix}") as mine:
             await contend("redis", grel, mine.lock())
+        # grelmicro's adapters are backends a user wrote, from tenure's side: its Lock runs on them.
+        await contend("grelmicro's RedisLockAdapter under tenure's Lock", grel, grel)
+    async with GrelMemory() as memory:
+        await contend("grelmicro's MemoryLockAdapter under tenure's Lock", memory, memory)
 
 
 asyncio.run(main(sys.argv[1]))

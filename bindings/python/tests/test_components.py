@@ -218,3 +218,21 @@ def test_configs_without_a_worker_get_a_fresh_one():
     assert TaskLockConfig(min_hold_duration=2).worker
     lock = Lock.from_config("cart", LockConfig(lease_duration=9), backend=MemoryLockAdapter())
     assert lock.config.lease_duration.total_seconds() == 9
+
+
+def test_a_coordination_enters_twice_and_exits_without_entering():
+    async def main():
+        provider = ReferenceProvider()
+        coordination = Coordination(provider)
+        await coordination.__aexit__(None, None, None)  # never entered: nothing happens
+        async with coordination, coordination:
+            assert provider.entered == 2
+            async with Lock("cart") as handle:
+                assert handle.fencing_token == 1
+        assert provider.entered == 0
+        with pytest.raises(KeyError):
+            async with coordination:
+                raise KeyError("the body's error goes on")
+        assert provider.entered == 0
+
+    run(main())

@@ -17,6 +17,7 @@ from tenure import (
     Lock,
     LockAcquireError,
     LockBackend,
+    LockLockedCheckError,
     LockReleaseError,
     MemoryScheduleAdapter,
     ScheduleBackend,
@@ -316,3 +317,49 @@ def test_an_object_that_is_no_backend_is_refused_with_what_it_lacks():
             await Lock("cart", backend=object()).acquire()
 
     run(main())
+
+
+def test_plain_methods_work_and_a_garbage_flag_is_the_checks_error():
+    class Plain:
+        """Methods that answer at once, without a coroutine."""
+
+        def __init__(self):
+            self.inner = DictBackend()
+
+        def acquire(self, *, name, token, duration):
+            return 7
+
+        def release(self, *, name, token):
+            return True
+
+        def locked(self, *, name):
+            return "yes"
+
+        def owned(self, *, name, token):
+            return 1
+
+    async def main():
+        lock = Lock("cart", backend=Plain())
+        async with lock as handle:
+            assert handle.fencing_token == 7
+            assert await lock.owned() is True
+        with pytest.raises(LockLockedCheckError) as caught:
+            await lock.locked()
+        assert str(caught.value.__cause__) == "Plain.locked answered a str: the answer is a bool"
+
+    run(main())
+
+
+def test_a_backend_no_primitive_uses_is_collected():
+    import gc
+    import weakref
+
+    async def main():
+        backend = DictBackend()
+        async with Lock("cart", backend=backend):
+            pass
+        return weakref.ref(backend)
+
+    gone = run(main())
+    gc.collect()
+    assert gone() is None

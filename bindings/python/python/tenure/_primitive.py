@@ -12,7 +12,7 @@ from tenure import _tenure
 from tenure._process import generation
 from tenure._coordination import current
 from tenure._durations import seconds
-from tenure._adapters import native_of
+from tenure._adapters import _Adapter, native_of
 from tenure.errors import OutOfContextError, SettingsValidationError
 
 _DURATIONS = {"lease_duration", "retry_interval", "backend_timeout", "renew_deadline", "error_interval", "min_hold_duration"}
@@ -122,7 +122,9 @@ class Primitive:
 
     def _built(self) -> Any:
         """The native object, built on the backend's open store (again if it was reopened)."""
-        native_backend = self._backend_native()
+        backend = self.backend
+        # A built-in store's adapter answers directly (the common case, kept to one call).
+        native_backend = backend._native() if isinstance(backend, _Adapter) else self._backend_native()
         stale = self._native_backend is not native_backend or self._native_generation != generation()
         if self._native is None or stale:
             self._native = self._native_class(self._name, native_backend, **self._settings)

@@ -94,9 +94,19 @@ class UserBackend:
     event loop and hands its checked answer to `done`."""
 
     def __init__(self, backend: Any) -> None:
-        self.backend = backend
+        # Held weakly: the native backend made for it lives in `_NATIVE` under it, and must not
+        # keep it alive (the primitives built on it hold it).
+        try:
+            self._backend: Any = weakref.ref(backend)
+        except TypeError:
+            self._backend = lambda: backend
         self.label = type(backend).__name__
         self.seconds = _wants_seconds(backend)
+
+    @property
+    def backend(self) -> Any:
+        """The user's object (`None` once it was garbage collected)."""
+        return self._backend()
 
     def run(self, method: str, args: dict[str, Any], done: Any) -> Optional[asyncio.Future[Any]]:
         """Calls `method` (`leader_release` is the election's `release`); returns the task still
@@ -109,39 +119,43 @@ class UserBackend:
         if method == "acquire_or_renew" and not args.get("metadata"):
             args["metadata"] = None
         try:
-            answer = getattr(self.backend, name)(**args)
+            backend = self.backend
+            if backend is None:
+                raise ReferenceError(f"the {self.label} was garbage collected")
+            answer = getattr(backend, name)(**args)
         except Exception as error:
             done.fail(f"{label} raised {type(error).__name__}: {error}", error)
             return None
         if not inspect.isawaitable(answer):
             _finish(answer, method, label, done)
             return None
-        task = _start(answer)
-        if task.done():
-            _settled(task, method, label, done)
-            return None
-        task.add_done_callback(lambda t: _settled(t, method, label, done))
-        return task
+        task = _start(_answered(answer, method, label, done))
+        return None if task.done() else task
 
 
-def _start(answer: Any) -> asyncio.Future[Any]:
-    """A task running `answer`; on Python 3.12+ a coroutine runs its first step now (a backend
-    that answers without waiting is done before this returns)."""
-    if asyncio.iscoroutine(answer) and sys.version_info >= (3, 12):
-        loop = asyncio.get_running_loop()
-        return asyncio.Task(answer, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
-    return asyncio.ensure_future(answer)
-
-
-def _settled(task: asyncio.Future[Any], method: str, label: str, done: Any) -> None:
-    if task.cancelled():
+async def _answered(answer: Any, method: str, label: str, done: Any) -> None:
+    """Awaits the user's coroutine and hands its outcome to `done` from inside the task (no
+    further turn of the loop for a done callback)."""
+    try:
+        value = await answer
+    except asyncio.CancelledError:
         done.fail(f"{label} was cancelled", asyncio.CancelledError())
-        return
-    error = task.exception()
-    if error is not None:
+        raise
+    except Exception as error:
         done.fail(f"{label} raised {type(error).__name__}: {error}", error)
         return
-    _finish(task.result(), method, label, done)
+    except BaseException as error:
+        done.fail(f"{label} raised {type(error).__name__}", error)
+        raise
+    _finish(value, method, label, done)
+
+
+def _start(call: Any) -> asyncio.Future[Any]:
+    """A task running `call`; on Python 3.12+ its first step runs now (a backend that answers
+    without waiting is done before this returns)."""
+    if sys.version_info >= (3, 12):
+        return asyncio.Task(call, loop=asyncio.get_running_loop(), eager_start=True)  # type: ignore[call-arg,unused-ignore]
+    return asyncio.get_running_loop().create_task(call)
 
 
 def _finish(value: Any, method: str, label: str, done: Any) -> None:
