@@ -14,7 +14,7 @@ use crate::bridge::{Fail, awaitable};
 use crate::user::UserStore;
 
 /// An open store: a built-in one, or a backend a user wrote in Python.
-#[pyclass(frozen, module = "tenure._tenure")]
+#[pyclass(frozen, weakref, module = "tenure._tenure")]
 pub(crate) struct Backend {
     pub(crate) lock: Arc<dyn LockBackend>,
     pub(crate) leader: Arc<dyn LeaderElectionBackend>,

@@ -32,13 +32,13 @@ pub(crate) fn record_tuple(r: LeaderRecord) -> RecordTuple {
     )
 }
 
-/// `call`'s answer within `timeout`, else a timeout failure.
-fn bounded<'py, T, F>(py: Python<'py>, timeout: f64, call: F) -> PyResult<Bound<'py, PyAny>>
+/// `call`'s answer within `timeout` (checked by the caller before it made the call), else a
+/// timeout failure.
+fn bounded<'py, T, F>(py: Python<'py>, timeout: Duration, call: F) -> PyResult<Bound<'py, PyAny>>
 where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
     F: Future<Output = Result<T, BackendError>> + Send + 'static,
 {
-    let timeout = seconds(py, "timeout", timeout)?;
     let runtime = runtime();
     let deadline = runtime.now().saturating_add(timeout);
     awaitable(py, async move {
@@ -63,6 +63,7 @@ pub(crate) fn lock_acquire<'py>(
     duration: f64,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let timeout = seconds(py, "timeout", timeout)?;
     let call = backend.lock.acquire(name, token, lease(py, duration)?);
     bounded(py, timeout, async move { call.await.map(|f| f.map(|f| f.get())) })
 }
@@ -76,6 +77,7 @@ pub(crate) fn lock_release<'py>(
     token: &str,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let timeout = seconds(py, "timeout", timeout)?;
     bounded(py, timeout, LockCalls::release(&*backend.lock, name, token))
 }
 
@@ -87,6 +89,7 @@ pub(crate) fn lock_locked<'py>(
     name: &str,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let timeout = seconds(py, "timeout", timeout)?;
     bounded(py, timeout, backend.lock.locked(name))
 }
 
@@ -99,6 +102,7 @@ pub(crate) fn lock_owned<'py>(
     token: &str,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let timeout = seconds(py, "timeout", timeout)?;
     bounded(py, timeout, backend.lock.owned(name, token))
 }
 
@@ -113,6 +117,7 @@ pub(crate) fn leader_acquire_or_renew<'py>(
     metadata: BTreeMap<String, String>,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let timeout = seconds(py, "timeout", timeout)?;
     let metadata = Metadata::try_from(metadata).map_err(|e| crate::py_error(py, &e))?;
     let call = backend.leader.acquire_or_renew(name, token, lease(py, duration)?, &metadata);
     bounded(py, timeout, async move { call.await.map(record_tuple) })
@@ -127,6 +132,7 @@ pub(crate) fn leader_release<'py>(
     token: &str,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let timeout = seconds(py, "timeout", timeout)?;
     bounded(py, timeout, LeaderElectionCalls::release(&*backend.leader, name, token))
 }
 
@@ -138,6 +144,7 @@ pub(crate) fn leader_get<'py>(
     name: &str,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let timeout = seconds(py, "timeout", timeout)?;
     let call = backend.leader.get(name);
     bounded(py, timeout, async move { call.await.map(|r| r.map(record_tuple)) })
 }

@@ -21,7 +21,7 @@ use tenure::core::time::{WallTime, ceil_micros};
 use tenure::core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, StoreOp, StoreReply};
 use tokio::sync::oneshot;
 
-use crate::aio::{Inbox, call_on, scope};
+use crate::aio::{Inbox, call_on, in_scope, scope};
 
 /// A user's backend as the driver calls it.
 #[derive(Clone)]
@@ -32,8 +32,9 @@ struct Inner {
     wrapper: Py<PyAny>,
     /// The user's class name, for messages.
     label: String,
-    /// The inbox of the loop the backend was last used on.
-    home: Mutex<Option<Arc<Inbox>>>,
+    /// The inbox of the loop the backend was last used on, and the process's fork count then
+    /// (a forked child has no home: its parent's loop is not its own).
+    home: Mutex<Option<(u64, Arc<Inbox>)>>,
 }
 
 impl UserStore {
@@ -44,23 +45,28 @@ impl UserStore {
     /// Makes the running loop of this thread the backend's home (called on that thread).
     pub(crate) fn attach(&self, event_loop: &Bound<'_, PyAny>) -> PyResult<()> {
         let inbox = Inbox::of(event_loop)?;
-        *self.0.home.lock().unwrap_or_else(PoisonError::into_inner) = Some(inbox);
+        *self.0.home.lock().unwrap_or_else(PoisonError::into_inner) = Some((crate::forks(), inbox));
         Ok(())
     }
 
     /// Whether a loop is known for calls made off any loop.
     pub(crate) fn has_home(&self) -> bool {
-        self.0.home.lock().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(|i| i.is_alive())
+        self.home().is_some()
     }
 
-    /// The loop a call runs on: this thread's, else the home loop while it is open.
+    fn home(&self) -> Option<Arc<Inbox>> {
+        let home = self.0.home.lock().unwrap_or_else(PoisonError::into_inner);
+        home.as_ref().filter(|(forks, inbox)| *forks == crate::forks() && inbox.is_alive()).map(|(_, i)| i.clone())
+    }
+
+    /// The loop a call runs on: the one running this thread's callback now (which becomes the
+    /// home), else the home loop while it is open.
     fn inbox(&self) -> Option<Arc<Inbox>> {
-        let mut home = self.0.home.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(here) = Inbox::here() {
-            *home = Some(here.clone());
+        if let Some(here) = Inbox::here().filter(|_| in_scope()) {
+            *self.0.home.lock().unwrap_or_else(PoisonError::into_inner) = Some((crate::forks(), here.clone()));
             return Some(here);
         }
-        home.clone().filter(|i| i.is_alive())
+        self.home()
     }
 
     fn call(&self, op: &StoreOp) -> BackendFuture<'static, StoreReply> {
@@ -79,6 +85,8 @@ impl UserStore {
         let (sender, receiver) = oneshot::channel();
         let pending = Arc::new(Pending { task: Mutex::new(None), dropped: AtomicBool::new(false) });
         let started = pending.clone();
+        // Armed now: a call dropped before its first poll cancels its task too.
+        let cancel = CancelOnDrop { pending, inbox: inbox.clone(), armed: true };
         let inner = self.0.clone();
         call_on(
             &inbox,
@@ -98,7 +106,7 @@ impl UserStore {
         );
         let label = self.0.label.clone();
         Box::pin(async move {
-            let mut cancel = CancelOnDrop { pending, inbox, armed: true };
+            let mut cancel = cancel; // the whole guard lives in the future (not just a field)
             let reply = receiver.await.unwrap_or_else(|_| {
                 Err(BackendError::new(
                     BackendErrorKind::Closed,

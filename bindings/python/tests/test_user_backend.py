@@ -3,12 +3,14 @@
 a backend can fail — it raises, hangs past `backend_timeout`, or answers garbage."""
 
 import asyncio
+import gc
 import threading
 import time
-from datetime import timedelta
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 
 import pytest
-from dict_backend import DictBackend, SecondsLocks
+from dict_backend import DictBackend, Record, SecondsLocks
 
 from tenure import (
     Coordination,
@@ -266,18 +268,105 @@ def test_a_backend_that_answers_garbage_is_an_error_naming_the_call(answer, word
     run(main())
 
 
-def test_an_election_on_a_backend_that_answers_garbage_never_leads():
+def test_an_election_on_a_backend_that_answers_garbage_never_leads(caplog):
     class NotARecord(DictBackend):
         async def acquire_or_renew(self, *, name, token, duration, metadata=None):
+            self.calls.append("acquire_or_renew")
             return {"holder": token}
 
     async def main():
-        election = LeaderElection("svc", backend=NotARecord(), worker="w1", retry_interval=0.02)
+        backend = NotARecord()
+        election = LeaderElection("svc", backend=backend, worker="w1", retry_interval=0.02)
         running = asyncio.create_task(election())
         await asyncio.sleep(0.3)
         assert not election.is_leader() and election.record is None
+        assert backend.calls.count("acquire_or_renew") >= 2  # asked, refused, asked again
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
+
+    with caplog.at_level("WARNING", logger="tenure"):
+        run(main())
+    assert "NotARecord.acquire_or_renew answered a dict, not a LeaderRecord" in caplog.text
+
+
+def test_a_placeholder_record_with_no_lease_means_another_leads(caplog):
+    class Placeholder(DictBackend):
+        """grelmicro's Kubernetes adapter answers a lost race with a zero-lease record."""
+
+        async def acquire_or_renew(self, *, name, token, duration, metadata=None):
+            epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+            return Record("someone-else", timedelta(0), epoch, epoch, 0)
+
+    async def main():
+        election = LeaderElection("svc", backend=Placeholder(), worker="w1", retry_interval=0.02)
+        running = asyncio.create_task(election())
+        await asyncio.sleep(0.2)
+        assert not election.is_leader() and election.record.holder == "someone-else"
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+
+    with caplog.at_level("WARNING", logger="tenure"):
+        run(main())
+    assert "answered" not in caplog.text
+
+
+class Forwarding:
+    """A backend of dataclass fields that forwards to a `DictBackend` (not compared)."""
+
+    async def acquire(self, **call):
+        return await self.inner.acquire(**call)
+
+    async def release(self, **call):
+        return await self.inner.release(**call)
+
+    async def locked(self, **call):
+        return await self.inner.locked(**call)
+
+    async def owned(self, **call):
+        return await self.inner.owned(**call)
+
+
+@dataclass(frozen=True)
+class FrozenBackend(Forwarding):
+    table: str = "locks"
+    inner: DictBackend = field(default_factory=DictBackend, compare=False)
+
+
+@dataclass
+class MutableBackend(Forwarding):  # unhashable: eq without frozen
+    table: str = "locks"
+    inner: DictBackend = field(default_factory=DictBackend, compare=False)
+
+
+def test_equal_backends_are_two_stores_and_unhashable_ones_work():
+    async def main():
+        first, second = FrozenBackend(), FrozenBackend()
+        assert first == second and hash(first) == hash(second)
+        async with Lock("cart", backend=first):
+            async with Lock("cart", backend=second) as handle:  # another store: not contended
+                assert handle.fencing_token == 1
+        assert "lock:cart" not in first.inner.locks and first.inner.fences["lock:cart"] == 1
+        mutable = MutableBackend()
+        async with Lock("cart", backend=mutable) as handle:
+            assert handle.fencing_token == 1 and "lock:cart" in mutable.inner.locks
+
+    run(main())
+
+
+def test_a_late_grant_is_given_back_after_the_lock_and_backend_are_dropped():
+    async def attempt(backend):
+        with pytest.raises(LockAcquireError):
+            await Lock("cart", backend=backend, backend_timeout=0.2).acquire()
+
+    async def main():
+        backend = Slow(0.4)
+        await attempt(backend)
+        locks = backend.locks
+        calls = backend.calls
+        del backend  # nothing of the caller keeps the backend now
+        gc.collect()
+        await asyncio.sleep(0.6)
+        assert not locks and calls[-1] == "release lock:cart"
 
     run(main())
 
@@ -363,3 +452,29 @@ def test_a_backend_no_primitive_uses_is_collected():
     gone = run(main())
     gc.collect()
     assert gone() is None
+
+
+def test_from_thread_finds_the_loop_of_the_coordination_that_holds_the_backend():
+    class NoLoop(DictBackend):
+        async def __aenter__(self):  # captures nothing
+            return self
+
+    async def main():
+        backend = NoLoop()
+        async with Coordination(lock=backend, requires="process"):
+            lock = Lock("cart", backend=backend)  # never used on the loop before the thread
+
+            def in_thread():
+                with lock.from_thread as handle:
+                    return handle.fencing_token
+
+            assert await asyncio.to_thread(in_thread) == 1
+
+    run(main())
+
+
+def test_from_thread_without_any_loop_says_so():
+    lock = Lock("cart", backend=DictBackend())
+    with pytest.raises(LockAcquireError) as caught:
+        lock.from_thread.acquire(timeout=1)
+    assert "has no event loop to run on" in str(caught.value.__cause__)

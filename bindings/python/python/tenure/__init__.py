@@ -21,6 +21,7 @@ from tenure._adapters import (
 from tenure._providers import MemoryProvider, PostgresProvider, RedisProvider, SQLiteProvider
 from tenure._user_backend import LeaderElectionBackend, LockBackend, ScheduleBackend
 from tenure.errors import (
+    AdmissionError,
     BackendScopeError,
     BackendScopeWarning,
     CoordinationBackendError,
@@ -36,9 +37,12 @@ from tenure.errors import (
     LockReentrantError,
     LockReleaseError,
     LockTimeoutError,
+    LockUpgradeError,
     OutOfContextError,
     SettingsValidationError,
+    TenureConfigWarning,
     TenureError,
+    UnknownEnvironmentWarning,
     WouldBlockError,
 )
 
@@ -46,6 +50,7 @@ from tenure.errors import (
 atexit.register(_tenure.shutdown)
 
 __all__ = [
+    "AdmissionError",
     "BackendScopeError",
     "BackendScopeWarning",
     "Coordination",
@@ -72,6 +77,7 @@ __all__ = [
     "LockReentrantError",
     "LockReleaseError",
     "LockTimeoutError",
+    "LockUpgradeError",
     "MemoryLeaderElectionAdapter",
     "MemoryLockAdapter",
     "MemoryProvider",
@@ -85,6 +91,8 @@ __all__ = [
     "SettingsValidationError",
     "TaskLock",
     "TaskLockConfig",
+    "TenureConfigWarning",
     "TenureError",
+    "UnknownEnvironmentWarning",
     "WouldBlockError",
 ]

@@ -21,7 +21,8 @@ from typing import Any, Optional
 
 from tenure import _scope
 from tenure._providers import _Provider
-from tenure._user_backend import check, serves
+from tenure._adapters import _Adapter
+from tenure._user_backend import check, native, serves
 from tenure.errors import CoordinationBackendError, SettingsValidationError
 
 #: The components of the enclosing `async with` blocks, by name (innermost wins).
@@ -83,17 +84,18 @@ class Coordination:
             if value is not None:
                 self._slots[slot] = self._keyword(slot, _instance(value))
         self._stacks: list[contextlib.AsyncExitStack] = []
+        self._natives: list[Any] = []
         self._tokens: list[contextvars.Token[dict[str, Coordination]]] = []
 
     def _fill(self, source: Any) -> None:
         """A provider fills every slot it has a factory for; a backend the slots it serves."""
-        if not _is_provider(source):
-            matched = [slot for slot in _SLOTS if serves(source, slot)]
-            if not matched:
-                raise TypeError(f"Coordination expects a provider or a coordination backend, got {type(source).__name__}.")
-            for slot in matched:
-                self._slots[slot] = source
+        if not isinstance(source, _Provider) and any(serves(source, slot) for slot in _SLOTS):
+            for slot in _SLOTS:
+                if serves(source, slot):
+                    self._slots[slot] = source
             return
+        if not _is_provider(source):
+            raise TypeError(f"Coordination expects a provider or a coordination backend, got {type(source).__name__}.")
         self._sources.append(source)
         for slot in _SLOTS:
             try:
@@ -178,6 +180,13 @@ class Coordination:
                 await opening.enter_async_context(context)
             # All entered: keep them for __aexit__ (a failure above exits those already entered).
             self._stacks.append(opening.pop_all())
+        # A backend written by a user runs its calls off any loop (from_thread) on this one; the
+        # component keeps its native store while it is entered.
+        self._natives = [
+            native(backend, slot, "Coordination")
+            for slot, backend in self._slots.items()
+            if slot != "schedule" and backend is not None and not isinstance(backend, _Adapter)
+        ]
         self._tokens.append(_CURRENT.set({**_CURRENT.get(), self._name: self}))
         return self
 
@@ -185,8 +194,17 @@ class Coordination:
         """Leaves the scope and exits what it entered (in reverse), even when one exit raises."""
         if not self._tokens:
             return
-        _CURRENT.reset(self._tokens.pop())
-        await self._stacks.pop().aclose()
+        token, stack = self._tokens.pop(), self._stacks.pop()
+        try:
+            _CURRENT.reset(token)
+        except ValueError:
+            # Exited in another context than it was entered in (a fixture's teardown): leave
+            # this component's name out of the current one.
+            _CURRENT.set({k: v for k, v in _CURRENT.get().items() if v is not self})
+        finally:
+            if not self._tokens:
+                self._natives = []
+            await stack.aclose()
 
 
 def _is_provider(value: Any) -> bool:

@@ -5,6 +5,7 @@ as in grelmicro), the backend they were given, and the native object built on it
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any, Optional, Union
 from uuid import UUID
 
@@ -49,6 +50,7 @@ class Primitive:
         self._native: Any = None
         self._native_backend: Optional[_tenure.Backend] = None
         self._native_generation = generation()
+        self._building = threading.Lock()
         self._config: Any = None
 
     @property
@@ -127,10 +129,13 @@ class Primitive:
         native_backend = backend._native() if isinstance(backend, _Adapter) else self._backend_native()
         stale = self._native_backend is not native_backend or self._native_generation != generation()
         if self._native is None or stale:
-            self._native = self._native_class(self._name, native_backend, **self._settings)
-            self._native_backend = native_backend
-            self._native_generation = generation()
-            self._rebuilt()
+            with self._building:  # threads using it first at once build it once
+                stale = self._native_backend is not native_backend or self._native_generation != generation()
+                if self._native is None or stale:
+                    self._native = self._native_class(self._name, native_backend, **self._settings)
+                    self._native_backend = native_backend
+                    self._native_generation = generation()
+                    self._rebuilt()
         return self._native
 
     def _backend_native(self) -> _tenure.Backend:

@@ -30,6 +30,7 @@ class _Provider:
         self._backend: Optional[_tenure.Backend] = None
         self._pid, self._generation = os.getpid(), generation()
         self._entered = 0
+        self._opened_by_block = False
         self._adapters: dict[str, Any] = {}
 
     def _url(self) -> str:
@@ -49,16 +50,21 @@ class _Provider:
             await backend.close()
 
     async def __aenter__(self) -> Any:
+        if self._entered == 0:
+            # The outermost block closes only what it opened: a provider opened with `open()`
+            # stays open after a block (a `Coordination`'s) that borrowed it.
+            self._opened_by_block = self._backend is None or self._generation != generation()
         await self.open()
         self._entered += 1
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        """Closes when the outermost `async with` ends; an exit without an enter does nothing."""
+        """Closes when the outermost `async with` that opened it ends; an exit without an
+        enter does nothing."""
         if self._entered == 0:
             return
         self._entered -= 1
-        if self._entered == 0:
+        if self._entered == 0 and self._opened_by_block:
             await self.close()
 
     def _native(self, method: str) -> _tenure.Backend:

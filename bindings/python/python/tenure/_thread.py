@@ -44,8 +44,10 @@ class ThreadLockAdapter:
         self._lock = lock
         self._native: Any = None
         #: Each thread's holder, by thread id, with the thread it was made for (a thread id is
-        #: reused once its thread ended: a newcomer never inherits a holder).
+        #: reused once its thread ended: a newcomer never inherits a holder; `None` for an id no
+        #: live thread had when `do_thread_*` asked for it).
         self._holders: dict[int, tuple[Optional[weakref.ref[threading.Thread]], Any]] = {}
+        self._guard = threading.Lock()
 
     def holder(self, thread_id: Optional[int] = None) -> Any:
         """The holder of thread `thread_id` (default: the calling thread), made on first use."""
@@ -55,12 +57,15 @@ class ThreadLockAdapter:
             self._native, self._holders = native, {}
         thread = threading.current_thread() if thread_id is None else _thread_of(thread_id)
         ident = threading.get_ident() if thread_id is None else thread_id
-        known = self._holders.get(ident)
-        if known is not None and (known[0] is None or known[0]() is thread):
-            return known[1]
-        holder = native.holder(thread=True)
-        self._holders[ident] = (None if thread is None else weakref.ref(thread), holder)
-        return holder
+        with self._guard:
+            known = self._holders.get(ident)
+            if known is not None and (None if known[0] is None else known[0]()) is thread:
+                return known[1]
+            # Threads that ended leave their holders behind: drop them.
+            self._holders = {i: h for i, h in self._holders.items() if h[0] is None or h[0]() is not None}
+            holder = native.holder(thread=True)
+            self._holders[ident] = (None if thread is None else weakref.ref(thread), holder)
+            return holder
 
     def _mine(self, what: str) -> Any:
         _refuse_on_loop(f"Lock.from_thread.{what}")

@@ -18,6 +18,7 @@ import asyncio
 import inspect
 import numbers
 import sys
+import threading
 import typing
 import weakref
 from collections.abc import Mapping
@@ -94,19 +95,11 @@ class UserBackend:
     event loop and hands its checked answer to `done`."""
 
     def __init__(self, backend: Any) -> None:
-        # Held weakly: the native backend made for it lives in `_NATIVE` under it, and must not
-        # keep it alive (the primitives built on it hold it).
-        try:
-            self._backend: Any = weakref.ref(backend)
-        except TypeError:
-            self._backend = lambda: backend
+        # Held strongly: the driver may still call it (a late grant to give back) after every
+        # primitive built on it is gone.
+        self.backend = backend
         self.label = type(backend).__name__
         self.seconds = _wants_seconds(backend)
-
-    @property
-    def backend(self) -> Any:
-        """The user's object (`None` once it was garbage collected)."""
-        return self._backend()
 
     def run(self, method: str, args: dict[str, Any], done: Any) -> Optional[asyncio.Future[Any]]:
         """Calls `method` (`leader_release` is the election's `release`); returns the task still
@@ -119,10 +112,7 @@ class UserBackend:
         if method == "acquire_or_renew" and not args.get("metadata"):
             args["metadata"] = None
         try:
-            backend = self.backend
-            if backend is None:
-                raise ReferenceError(f"the {self.label} was garbage collected")
-            answer = getattr(backend, name)(**args)
+            answer = getattr(self.backend, name)(**args)
         except Exception as error:
             done.fail(f"{label} raised {type(error).__name__}: {error}", error)
             return None
@@ -170,8 +160,8 @@ def _finish(value: Any, method: str, label: str, done: Any) -> None:
             shaped = _record(value)
         else:
             shaped = None if value is None else _record(value)
-    except (TypeError, ValueError) as error:
-        wrong = type(error)(f"{label} answered {error}")
+    except Exception as error:
+        wrong = (type(error) if isinstance(error, (TypeError, ValueError)) else ValueError)(f"{label} answered {error}")
         done.fail(str(wrong), wrong)
         return
     done.ok(shaped)
@@ -211,8 +201,8 @@ def _record(value: Any) -> tuple[str, int, int, int, int, dict[str, str]]:
         lease_us = round(lease * 1e6)
     else:
         raise TypeError(f"a LeaderRecord whose lease_duration is a {type(lease).__name__}, not a timedelta")
-    if lease_us <= 0:
-        raise ValueError("a LeaderRecord whose lease_duration is not positive")
+    if lease_us < 0:
+        raise ValueError("a LeaderRecord whose lease_duration is negative")
     if isinstance(transitions, bool) or not isinstance(transitions, numbers.Integral) or transitions < 0:
         raise TypeError("a LeaderRecord whose transitions is not an int >= 0")
     metadata = getattr(value, "metadata", None) or {}
@@ -246,26 +236,24 @@ def _wants_seconds(backend: Any) -> bool:
     return False
 
 
-#: The native backend of each user's object (kept as long as the object lives).
-_NATIVE: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-_NATIVE_BY_ID: dict[int, tuple[Any, Any]] = {}
+#: The native backend running each user's object, by the object's identity (never its `==`: two
+#: equal backends are two stores). An entry lives while a primitive holds its native backend;
+#: the native backend holds the object, so its id cannot be reused meanwhile.
+_NATIVE: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+_MAKING = threading.Lock()
 
 
 def native(backend: Any, slot: str, owner: str) -> _tenure.Backend:
-    """The native backend running `backend` (made once per object), attached to this thread's
-    running loop if there is one."""
-    try:
-        made = _NATIVE.get(backend)
-    except TypeError:  # not weakly referenceable, or not hashable
-        made = _NATIVE_BY_ID.get(id(backend), (None, None))[1]
+    """The native backend running `backend` (one per object at a time), attached to this
+    thread's running loop if there is one."""
+    check(backend, slot, owner)
+    made = _NATIVE.get(id(backend))
     if made is None:
-        check(backend, slot, owner)
-        wrapper = UserBackend(backend)
-        made = _tenure.user_backend(wrapper, wrapper.label)
-        try:
-            _NATIVE[backend] = made
-        except TypeError:
-            _NATIVE_BY_ID[id(backend)] = (backend, made)
+        with _MAKING:
+            made = _NATIVE.get(id(backend))
+            if made is None:
+                wrapper = UserBackend(backend)
+                made = _NATIVE[id(backend)] = _tenure.user_backend(wrapper, wrapper.label)
     event_loop = asyncio._get_running_loop()
     if event_loop is not None:
         made.attach_loop(event_loop)

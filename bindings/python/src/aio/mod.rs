@@ -14,4 +14,4 @@ mod stream;
 mod task;
 
 pub(crate) use stream::LoopDial;
-pub(crate) use task::{Inbox, LoopTask, call_on, panic_message, scope};
+pub(crate) use task::{Inbox, LoopTask, call_on, in_scope, panic_message, scope};

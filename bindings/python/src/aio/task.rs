@@ -63,6 +63,12 @@ pub(crate) fn scope(f: impl FnOnce()) {
     }
 }
 
+/// Whether this thread is inside a scope: running a callback of its event loop (so that loop is
+/// the one running here now).
+pub(crate) fn in_scope() -> bool {
+    DEPTH.get() > 0
+}
+
 /// Runs `call` on `inbox`'s loop: at the end of the current scope when this is the loop's thread
 /// inside one (no trip around the loop), else at the loop's next turn.
 pub(crate) fn call_on(inbox: &Arc<Inbox>, call: LoopCall) {
