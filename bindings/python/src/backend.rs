@@ -11,7 +11,7 @@ use tenure::core::SettingsError;
 use tenure_open::{Keywords, OpenError, Store, StoreKind, Target};
 
 use crate::bridge::{Fail, awaitable};
-use crate::user::UserStore;
+use crate::user::{Fences, UserStore};
 
 /// An open store: a built-in one, or a backend a user wrote in Python.
 #[pyclass(frozen, weakref, module = "tenure._tenure")]
@@ -90,10 +90,10 @@ impl Backend {
 }
 
 /// A backend a user wrote: `wrapper` is the `tenure._user_backend.UserBackend` around it,
-/// `label` its class name.
+/// `label` its class name, `fences` the fencing tokens it answered so far.
 #[pyfunction]
-pub(crate) fn user_backend(wrapper: Py<PyAny>, label: String) -> Backend {
-    let user = UserStore::new(wrapper, label);
+pub(crate) fn user_backend(wrapper: Py<PyAny>, label: String, fences: &Fences) -> Backend {
+    let user = UserStore::new(wrapper, label, fences);
     Backend { lock: Arc::new(user.clone()), leader: Arc::new(user.clone()), kind: Kind::User(user) }
 }
 

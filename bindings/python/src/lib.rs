@@ -190,6 +190,7 @@ fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kept::Kept>()?;
     m.add_class::<election::LeaderElection>()?;
     m.add_class::<user::Answer>()?;
+    m.add_class::<user::Fences>()?;
     m.add_function(wrap_pyfunction!(backend::memory_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backend::user_backend, m)?)?;
     m.add_function(wrap_pyfunction!(calls::lock_acquire, m)?)?;

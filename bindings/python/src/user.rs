@@ -10,6 +10,7 @@
 //! answer of the wrong shape, fails the call as a backend error whose source is the Python
 //! exception, so that the primitive's error (`LockAcquireError`, ...) has it as `__cause__`.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -32,14 +33,17 @@ struct Inner {
     wrapper: Py<PyAny>,
     /// The user's class name, for messages.
     label: String,
+    /// The highest fencing token the backend answered for each name: a lower one afterwards
+    /// (from any holder) means the backend lost its counter.
+    fences: Arc<Mutex<HashMap<String, u64>>>,
     /// The inbox of the loop the backend was last used on, and the process's fork count then
     /// (a forked child has no home: its parent's loop is not its own).
     home: Mutex<Option<(u64, Arc<Inbox>)>>,
 }
 
 impl UserStore {
-    pub(crate) fn new(wrapper: Py<PyAny>, label: String) -> Self {
-        Self(Arc::new(Inner { wrapper, label, home: Mutex::new(None) }))
+    pub(crate) fn new(wrapper: Py<PyAny>, label: String, fences: &Fences) -> Self {
+        Self(Arc::new(Inner { wrapper, label, fences: fences.0.clone(), home: Mutex::new(None) }))
     }
 
     /// Makes the running loop of this thread the backend's home (called on that thread).
@@ -82,6 +86,7 @@ impl UserStore {
             );
             return Box::pin(std::future::ready(Err(BackendError::new(BackendErrorKind::Closed, message))));
         };
+        let (store, name) = (self.0.clone(), call.name.clone());
         let (sender, receiver) = oneshot::channel();
         let pending = Arc::new(Pending { task: Mutex::new(None), dropped: AtomicBool::new(false) });
         let started = pending.clone();
@@ -104,18 +109,38 @@ impl UserStore {
                 Ok(())
             }),
         );
-        let label = self.0.label.clone();
         Box::pin(async move {
             let mut cancel = cancel; // the whole guard lives in the future (not just a field)
             let reply = receiver.await.unwrap_or_else(|_| {
                 Err(BackendError::new(
                     BackendErrorKind::Closed,
-                    format!("the event loop that runs {label} closed before the call answered"),
+                    format!("the event loop that runs {} closed before the call answered", store.label),
                 ))
             });
             cancel.armed = false;
-            reply
+            match reply {
+                Ok(StoreReply::Fence(Some(fence))) => {
+                    store.note_fence(&name, fence).map(|()| StoreReply::Fence(Some(fence)))
+                }
+                other => other,
+            }
         })
+    }
+}
+
+impl Inner {
+    /// Keeps `fence` as the highest answered for `name`, or fails if it is lower than that.
+    fn note_fence(&self, name: &str, fence: FencingToken) -> Result<(), BackendError> {
+        let mut fences = self.fences.lock().unwrap_or_else(PoisonError::into_inner);
+        let highest = fences.entry(name.to_owned()).or_insert(0);
+        if fence.get() < *highest {
+            return Err(BackendError::new(
+                BackendErrorKind::FenceRegression,
+                format!("{}.acquire answered fencing token {} after {} for {name}", self.label, fence.get(), *highest),
+            ));
+        }
+        *highest = fence.get();
+        Ok(())
     }
 }
 
@@ -128,6 +153,19 @@ impl LockBackend for UserStore {
 impl LeaderElectionBackend for UserStore {
     fn execute(&self, op: StoreOp) -> BackendFuture<'static, StoreReply> {
         self.call(&op)
+    }
+}
+
+/// The highest fencing token a user's backend answered for each name, kept by the package as
+/// long as the user's object lives (across the native stores made for it).
+#[pyclass(frozen, module = "tenure._tenure")]
+pub(crate) struct Fences(Arc<Mutex<HashMap<String, u64>>>);
+
+#[pymethods]
+impl Fences {
+    #[new]
+    fn new() -> Self {
+        Self(Arc::default())
     }
 }
 

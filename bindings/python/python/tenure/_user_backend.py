@@ -253,13 +253,30 @@ def native(backend: Any, slot: str, owner: str) -> _tenure.Backend:
             made = _NATIVE.get(id(backend))
             if made is None:
                 wrapper = UserBackend(backend)
-                made = _NATIVE[id(backend)] = _tenure.user_backend(wrapper, wrapper.label)
+                made = _NATIVE[id(backend)] = _tenure.user_backend(wrapper, wrapper.label, _fences_of(backend))
     event_loop = asyncio._get_running_loop()
     if event_loop is not None:
         made.attach_loop(event_loop)
     elif not made.has_loop():
         _attach_from_thread(backend, made)
     return made
+
+
+#: The fencing tokens each user's object answered, by identity, while the object lives (a fence
+#: lower than one it answered before is refused, whichever native store asked).
+_FENCES: dict[int, Any] = {}
+
+
+def _fences_of(backend: Any) -> Any:
+    fences = _FENCES.get(id(backend))
+    if fences is None:
+        fences = _tenure.Fences()
+        try:
+            weakref.finalize(backend, _FENCES.pop, id(backend), None)
+        except TypeError:
+            return fences  # not weakly referenceable: remembered by this native store only
+        _FENCES[id(backend)] = fences
+    return fences
 
 
 def _attach_from_thread(backend: Any, made: Any) -> None:
