@@ -113,7 +113,7 @@ def test_task_lock_do_calls_answer_as_the_reference_says(make):
         assert await task_lock.do_acquire("t1", duration=5) is True
         assert await task_lock.do_acquire("t2", duration=5) is False
         assert await task_lock.do_reacquire("t1", 0.05) is True  # shortened
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.3)
         assert not await task_lock.locked()
         assert await task_lock.do_release("t1") is False
         assert await task_lock.do_acquire("t2", duration=5) is True

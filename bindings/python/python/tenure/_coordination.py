@@ -108,7 +108,7 @@ class Coordination:
             if all(value is not s for s in self._sources):
                 self._sources.append(value)
             return _factory(value, slot)
-        check(value, slot, f"Coordination({'leaderelection' if slot == 'leaderelection' else slot}=...)")
+        check(value, slot, f"Coordination({slot}=...)")
         return value
 
     @property
