@@ -6,7 +6,8 @@
 //! it (a primitive used on that loop), else the loop the backend was last used on (`from_thread`,
 //! the driver's own tasks) — where `tenure._user_backend` calls the method, runs the coroutine it
 //! returns as a task, and checks the answer's shape. The driver bounds the call by
-//! `backend_timeout`; a call it gives up on has its task cancelled. A method that raises, or an
+//! `backend_timeout` (and still reads a late answer, to give back a late grant); a call it drops
+//! — after that, or never polled — has its task cancelled. A method that raises, or an
 //! answer of the wrong shape, fails the call as a backend error whose source is the Python
 //! exception, so that the primitive's error (`LockAcquireError`, ...) has it as `__cause__`.
 
@@ -104,7 +105,8 @@ impl UserStore {
                 match inner.wrapper.call_method1(py, "run", (call.method, args, answer.clone_ref(py))) {
                     Ok(task) if !task.is_none(py) => started.hold(py, task),
                     Ok(_) => {}
-                    Err(e) => answer.get().fail_with(py, format!("{} failed to start: {e}", call.method), e),
+                    // The exception's text stays out of the message (it could hold a token).
+                    Err(e) => answer.get().fail_with(py, format!("{}.{} failed to start", inner.label, call.method), e),
                 }
                 Ok(())
             }),
