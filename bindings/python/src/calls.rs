@@ -32,13 +32,15 @@ pub(crate) fn record_tuple(r: LeaderRecord) -> RecordTuple {
     )
 }
 
-/// `call`'s answer within `timeout` (checked by the caller before it made the call), else a
-/// timeout failure.
-fn bounded<'py, T, F>(py: Python<'py>, timeout: Duration, call: F) -> PyResult<Bound<'py, PyAny>>
+/// The answer of the call `make` starts, within `timeout` seconds (else a timeout failure);
+/// `timeout` is checked before the call is made.
+fn bounded<'py, T, F>(py: Python<'py>, timeout: f64, make: impl FnOnce() -> PyResult<F>) -> PyResult<Bound<'py, PyAny>>
 where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
     F: Future<Output = Result<T, BackendError>> + Send + 'static,
 {
+    let timeout = seconds(py, "timeout", timeout)?;
+    let call = make()?;
     let runtime = runtime();
     let deadline = runtime.now().saturating_add(timeout);
     awaitable(py, async move {
@@ -63,9 +65,10 @@ pub(crate) fn lock_acquire<'py>(
     duration: f64,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let timeout = seconds(py, "timeout", timeout)?;
-    let call = backend.lock.acquire(name, token, lease(py, duration)?);
-    bounded(py, timeout, async move { call.await.map(|f| f.map(|f| f.get())) })
+    bounded(py, timeout, || {
+        let call = backend.lock.acquire(name, token, lease(py, duration)?);
+        Ok(async move { call.await.map(|f| f.map(|f| f.get())) })
+    })
 }
 
 /// `LockBackend.release`.
@@ -77,8 +80,7 @@ pub(crate) fn lock_release<'py>(
     token: &str,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let timeout = seconds(py, "timeout", timeout)?;
-    bounded(py, timeout, LockCalls::release(&*backend.lock, name, token))
+    bounded(py, timeout, || Ok(LockCalls::release(&*backend.lock, name, token)))
 }
 
 /// `LockBackend.locked`.
@@ -89,8 +91,7 @@ pub(crate) fn lock_locked<'py>(
     name: &str,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let timeout = seconds(py, "timeout", timeout)?;
-    bounded(py, timeout, backend.lock.locked(name))
+    bounded(py, timeout, || Ok(backend.lock.locked(name)))
 }
 
 /// `LockBackend.owned`.
@@ -102,8 +103,7 @@ pub(crate) fn lock_owned<'py>(
     token: &str,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let timeout = seconds(py, "timeout", timeout)?;
-    bounded(py, timeout, backend.lock.owned(name, token))
+    bounded(py, timeout, || Ok(backend.lock.owned(name, token)))
 }
 
 /// `LeaderElectionBackend.acquire_or_renew`: the record after the call.
@@ -117,10 +117,11 @@ pub(crate) fn leader_acquire_or_renew<'py>(
     metadata: BTreeMap<String, String>,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let timeout = seconds(py, "timeout", timeout)?;
-    let metadata = Metadata::try_from(metadata).map_err(|e| crate::py_error(py, &e))?;
-    let call = backend.leader.acquire_or_renew(name, token, lease(py, duration)?, &metadata);
-    bounded(py, timeout, async move { call.await.map(record_tuple) })
+    bounded(py, timeout, || {
+        let metadata = Metadata::try_from(metadata).map_err(|e| crate::py_error(py, &e))?;
+        let call = backend.leader.acquire_or_renew(name, token, lease(py, duration)?, &metadata);
+        Ok(async move { call.await.map(record_tuple) })
+    })
 }
 
 /// `LeaderElectionBackend.release`.
@@ -132,8 +133,7 @@ pub(crate) fn leader_release<'py>(
     token: &str,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let timeout = seconds(py, "timeout", timeout)?;
-    bounded(py, timeout, LeaderElectionCalls::release(&*backend.leader, name, token))
+    bounded(py, timeout, || Ok(LeaderElectionCalls::release(&*backend.leader, name, token)))
 }
 
 /// `LeaderElectionBackend.get`: the live record, if any.
@@ -144,7 +144,8 @@ pub(crate) fn leader_get<'py>(
     name: &str,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let timeout = seconds(py, "timeout", timeout)?;
-    let call = backend.leader.get(name);
-    bounded(py, timeout, async move { call.await.map(|r| r.map(record_tuple)) })
+    bounded(py, timeout, || {
+        let call = backend.leader.get(name);
+        Ok(async move { call.await.map(|r| r.map(record_tuple)) })
+    })
 }

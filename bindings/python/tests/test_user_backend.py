@@ -82,7 +82,7 @@ def test_threads_exclude_each_other_through_the_loop_the_backend_was_entered_on(
     async def main():
         async with DictBackend() as backend:
             lock = Lock("cart", backend=backend, retry_interval=0.001)
-            inside, most, fences = 0, 0, []
+            inside, most, fences, tokens = 0, 0, [], []
             guard = threading.Lock()
 
             def worker():
@@ -93,13 +93,15 @@ def test_threads_exclude_each_other_through_the_loop_the_backend_was_entered_on(
                             inside += 1
                             most = max(most, inside)
                             fences.append(handle.fencing_token)
+                            tokens.append(handle.token)
                         time.sleep(0.001)
                         with guard:
                             inside -= 1
 
             await asyncio.gather(*(asyncio.to_thread(worker) for _ in range(4)))
             assert most == 1 and len(set(fences)) == 20
-            assert any(":thread:" in token for token, _, _ in backend.locks.values()) is False  # all released
+            assert all(":thread:" in token for token in tokens)  # each thread holds as a thread
+            assert not backend.locks  # all released
 
     run(main())
 
