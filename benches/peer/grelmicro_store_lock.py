@@ -3,10 +3,12 @@ RedisLockAdapter (under a key prefix of its own) or PostgresLockAdapter (on a ta
 dropped afterwards), with the defaults (retry_interval 0.1 s), on the store at URL:
 
 - one task, acquire + release: the median of 11 batches of 200, in microseconds per cycle;
-- 8 tasks sharing one Lock, each acquiring and releasing in a loop for 2 s: cycles per second;
+- 8 tasks sharing one Lock, each acquiring and releasing in a loop for 2 s: cycles per second,
+  and Jain's fairness index over the tasks' cycle counts (1 = equal turns, 1/8 = one task
+  takes them all);
 - 8 tasks on 8 names (a Lock each): cycles per second.
 
-Prints `one <us>`, `contended <cycles/s>`, `spread <cycles/s>`.
+Prints `one <us>`, `contended <cycles/s>`, `fairness <index>`, `spread <cycles/s>`.
 Usage: grelmicro_store_lock.py redis|postgres URL"""
 
 import asyncio
@@ -41,26 +43,33 @@ async def one(backend: Any) -> float:
     return statistics.median(per_cycle) * 1e6
 
 
-async def many(backend: Any, names: int) -> float:
+def jain(counts: list[int]) -> float:
+    """Jain's fairness index of `counts`."""
+    total = sum(counts)
+    return total * total / (len(counts) * sum(c * c for c in counts)) if total else 0.0
+
+
+async def many(backend: Any, names: int) -> tuple[float, float]:
     locks = [Lock(f"many-{names}-{i}", backend=backend) for i in range(names)]
-    cycles = 0
+    cycles = [0] * TASKS
     start = time.perf_counter()
 
-    async def worker(lock: Lock) -> None:
-        nonlocal cycles
+    async def worker(task: int, lock: Lock) -> None:
         while time.perf_counter() - start < RUN:
             async with lock:
                 pass
-            cycles += 1
+            cycles[task] += 1
 
-    await asyncio.gather(*(worker(locks[i % names]) for i in range(TASKS)))
-    return cycles / (time.perf_counter() - start)
+    await asyncio.gather(*(worker(i, locks[i % names]) for i in range(TASKS)))
+    return sum(cycles) / (time.perf_counter() - start), jain(cycles)
 
 
 async def measure(backend: Any) -> None:
     print(f"one {await one(backend):.1f}")
-    print(f"contended {await many(backend, 1):.0f}")
-    print(f"spread {await many(backend, TASKS):.0f}")
+    rate, fairness = await many(backend, 1)
+    print(f"contended {rate:.0f}")
+    print(f"fairness {fairness:.3f}")
+    print(f"spread {(await many(backend, TASKS))[0]:.0f}")
 
 
 async def main(kind: str, url: str) -> None:

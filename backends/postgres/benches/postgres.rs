@@ -92,8 +92,8 @@ fn main() {
         let pgbench = pgbench_floor(&backend);
         let (store, other) = (Store::of(backend), Store::of(open().await));
         let one = bench::one_task(&store).await;
-        let (contended, _) = bench::many_tasks(&store, 1).await;
-        let (spread, _) = bench::many_tasks(&store, TASKS).await;
+        let contended = bench::many_tasks(&store, 1).await;
+        let spread = bench::many_tasks(&store, TASKS).await;
         let handoff = bench::handoff(&store, &other).await;
         let handover = bench::leader_handover(&store, &other).await;
         println!(
@@ -105,8 +105,9 @@ fn main() {
         }
         println!("  floor (the same statements, tokio-postgres): {:>8.1} us", us(floor));
         println!("  one task, acquire + release:          {:>8.1} us", us(one));
-        println!("  {TASKS} tasks on one name:                {contended:>8.0} cycles/s");
-        println!("  {TASKS} tasks on {TASKS} names:                 {spread:>8.0} cycles/s");
+        println!("  {TASKS} tasks on one name:                {:>8.0} cycles/s", contended.rate);
+        println!("  fairness on one name (Jain's index):  {:>8.3}", contended.fairness);
+        println!("  {TASKS} tasks on {TASKS} names:                 {:>8.0} cycles/s", spread.rate);
         println!("  release to next waiter's grant:       {:>8.1} us", us(handoff));
         println!("  leader hand-over after a clean stop:  {:>8.1} us", us(handover));
         drop_tables().await;

@@ -1,30 +1,28 @@
-//! A connection on the runtime the backend was handed ([`Net`]): its socket, its timer, and the
-//! task that drives it come from there — a runtime crate's, or a host's own event loop (the
-//! Python package puts the socket in its asyncio loop's selector and drives the connection on
-//! the loop's thread, so a command made there is written, answered and completed there).
+//! A connection on the runtime the backend was handed ([`Net`]): its socket and its timer come
+//! from there — a runtime crate's, or a host's own event loop (the Python package puts the
+//! socket in its asyncio loop's selector). The connection itself is a [`Wire`]: each call's task
+//! writes and reads the socket, and the listener, run where the socket says, reads pushes.
 //!
-//! The connection is dialed on first use and again after it drops (a server restart, or the
+//! The connection is dialed on first use and again after it breaks (a server restart, or the
 //! host's loop gone, as the socket's liveness check tells); a redial re-subscribes nothing by
 //! itself, so it marks every release channel unsubscribed and wakes every waiter, whose next
 //! attempt subscribes afresh.
 
+use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use redis::aio::{ConnectionLike, MultiplexedConnection};
-use redis::{
-    AsyncConnectionConfig, Cmd, ErrorKind, Pipeline, RedisConnectionInfo, RedisError, RedisFuture, RedisResult, Value,
-};
+use redis::{Cmd, ErrorKind, Pipeline, RedisConnectionInfo, RedisError, RedisFuture, RedisResult, Value};
 use tenure::net::{Net, within};
 
 use crate::wake::Subscriptions;
+use crate::wire::{Pushes, Wire};
 
 /// The live connection of a [`Dialed`].
 #[derive(Clone)]
 struct Live {
-    connection: MultiplexedConnection,
+    wire: Arc<Wire>,
     alive: Arc<dyn Fn() -> bool + Send + Sync>,
-    serial: u64,
 }
 
 /// A connection dialed through a [`Net`] on first use and after each drop.
@@ -33,30 +31,34 @@ pub(crate) struct Dialed {
     host: String,
     port: u16,
     info: RedisConnectionInfo,
-    config: AsyncConnectionConfig,
+    pushes: Pushes,
     connect_timeout: Duration,
+    command_timeout: Duration,
     subscriptions: Arc<Subscriptions>,
     live: Mutex<(Option<Live>, u64)>,
     dialing: tokio::sync::Mutex<()>,
 }
 
+/// What a [`Dialed`] is opened with.
+pub(crate) struct Dial {
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    pub(crate) info: RedisConnectionInfo,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) command_timeout: Duration,
+}
+
 impl Dialed {
-    #[allow(clippy::too_many_arguments)] // one constructor, called once
-    pub(crate) fn new(
-        net: Arc<dyn Net>,
-        (host, port): (String, u16),
-        info: RedisConnectionInfo,
-        config: AsyncConnectionConfig,
-        connect_timeout: Duration,
-        subscriptions: Arc<Subscriptions>,
-    ) -> Self {
+    pub(crate) fn new(net: Arc<dyn Net>, dial: Dial, subscriptions: Arc<Subscriptions>) -> Self {
+        let Dial { host, port, info, connect_timeout, command_timeout } = dial;
         Self {
             net,
             host,
             port,
             info,
-            config,
+            pushes: Arc::new(Subscriptions::push_sender(&subscriptions)),
             connect_timeout,
+            command_timeout,
             subscriptions,
             live: Mutex::new((None, 0)),
             dialing: tokio::sync::Mutex::new(()),
@@ -65,7 +67,7 @@ impl Dialed {
 
     fn current(&self) -> Option<Live> {
         let live = self.live.lock().unwrap_or_else(PoisonError::into_inner).0.clone();
-        live.filter(|l| (l.alive)())
+        live.filter(|l| (l.alive)() && !l.wire.is_broken())
     }
 
     /// The live connection, dialed if there is none (one dial at a time).
@@ -78,14 +80,14 @@ impl Dialed {
             return Ok(live);
         }
         let socket = self.net.connect_tcp(&self.host, self.port, self.connect_timeout).await?;
-        let handshake = MultiplexedConnection::new_with_config(&self.info, socket.stream, self.config.clone());
-        let (connection, driver) = within(&*self.net, self.connect_timeout, handshake)
+        let wire = Wire::new(socket.stream, self.pushes.clone());
+        (socket.spawn)(Box::pin(Wire::listen(&wire)));
+        within(&*self.net, self.connect_timeout, handshake(&wire, &self.info))
             .await
             .ok_or_else(|| RedisError::from((ErrorKind::Io, "the connection's handshake timed out")))??;
-        (socket.spawn)(Box::pin(driver));
         let mut slot = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         slot.1 += 1;
-        let live = Live { connection, alive: socket.alive, serial: slot.1 };
+        let live = Live { wire, alive: socket.alive };
         slot.0 = Some(live.clone());
         let redialed = slot.1 > 1;
         drop(slot);
@@ -95,38 +97,38 @@ impl Dialed {
         Ok(live)
     }
 
-    /// Drops `live` if `error` says its connection is gone, so the next call dials again. A
-    /// timeout does not (the redis crate reports it as an I/O error): a slow or frozen server
-    /// keeps its connection, and a redial would only wake every waiter for nothing.
-    fn check(&self, live: &Live, error: &RedisError) {
-        if error.is_timeout() {
-            return;
-        }
-        if error.is_connection_dropped() || error.is_io_error() || error.is_unrecoverable_error() {
-            let mut slot = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-            if slot.0.as_ref().is_some_and(|l| l.serial == live.serial) {
-                slot.0 = None;
-            }
-        }
+    /// Runs one request on the live connection within the command timeout. A timeout leaves
+    /// the connection as it is: a slow or frozen server keeps it (its late replies are read and
+    /// discarded), and a redial would only wake every waiter for nothing.
+    async fn run(
+        &self,
+        write: impl FnOnce(&mut Vec<u8>) + Unpin,
+        replies: usize,
+        confirmations: bool,
+    ) -> RedisResult<Vec<Value>> {
+        let live = self.connection().await?;
+        let request = live.wire.request(write, replies, confirmations);
+        within(&*self.net, self.command_timeout, request).await.unwrap_or_else(|| {
+            let text = format!("no reply within the command timeout ({:?})", self.command_timeout);
+            Err(RedisError::from(io::Error::new(io::ErrorKind::TimedOut, text)))
+        })
     }
 
     pub(crate) async fn subscribe(&self, channel: &str) -> RedisResult<()> {
-        let live = self.connection().await?;
-        let done = live.connection.clone().subscribe(channel).await;
-        done.inspect_err(|e| self.check(&live, e))
+        self.connection().await?.wire.subscribed();
+        let cmd = redis::cmd("SUBSCRIBE").arg(channel).clone();
+        confirmed(self.run(|out| cmd.write_packed_command(out), 1, true).await?)
     }
 
     pub(crate) async fn unsubscribe(&self, channels: &[String]) -> RedisResult<()> {
-        let live = self.connection().await?;
-        let done = live.connection.clone().unsubscribe(channels).await;
-        done.inspect_err(|e| self.check(&live, e))
+        let cmd = redis::cmd("UNSUBSCRIBE").arg(channels).clone();
+        confirmed(self.run(|out| cmd.write_packed_command(out), channels.len().max(1), true).await?)
     }
 
     pub(crate) fn command<'a>(&'a self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
-            let live = self.connection().await?;
-            let done = live.connection.clone().req_packed_command(cmd).await;
-            done.inspect_err(|e| self.check(&live, e))
+            let mut values = self.run(|out| cmd.write_packed_command(out), 1, false).await?;
+            Ok(values.pop().unwrap_or(Value::Nil))
         })
     }
 
@@ -137,13 +139,48 @@ impl Dialed {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
-            let live = self.connection().await?;
-            let done = live.connection.clone().req_packed_commands(pipeline, offset, count).await;
-            done.inspect_err(|e| self.check(&live, e))
+            let packed = pipeline.get_packed_pipeline();
+            let mut values = self.run(move |out| out.extend_from_slice(&packed), offset + count, false).await?;
+            Ok(values.split_off(offset.min(values.len())))
         })
     }
 
     pub(crate) fn db(&self) -> i64 {
         self.info.db()
     }
+}
+
+/// Subscription confirmations: the first error among them, if any.
+fn confirmed(values: Vec<Value>) -> RedisResult<()> {
+    values.into_iter().try_for_each(|v| v.extract_error().map(drop))
+}
+
+/// Greets the server on a new connection, in one round trip: RESP3 (with the credentials, if
+/// any), the database, and the library's name (which old servers may refuse: ignored).
+async fn handshake(wire: &Wire, info: &RedisConnectionInfo) -> RedisResult<()> {
+    let mut pipeline = redis::pipe();
+    let hello = pipeline.cmd("HELLO").arg(3);
+    if let Some(password) = info.password() {
+        hello.arg("AUTH").arg(info.username().unwrap_or("default")).arg(password);
+    }
+    let select = info.db() != 0;
+    if select {
+        pipeline.cmd("SELECT").arg(info.db());
+    }
+    pipeline.cmd("CLIENT").arg("SETINFO").arg("LIB-NAME").arg("tenure");
+    pipeline.cmd("CLIENT").arg("SETINFO").arg("LIB-VER").arg(env!("CARGO_PKG_VERSION"));
+    let packed = pipeline.get_packed_pipeline();
+    let replies = wire.request(move |out| out.extend_from_slice(&packed), 3 + usize::from(select), false).await?;
+    let mut replies = replies.into_iter();
+    let hello = replies.next().unwrap_or(Value::Nil).extract_error()?;
+    if !matches!(hello, Value::Map(_)) {
+        return Err(RedisError::from((
+            ErrorKind::Client,
+            "the server does not speak RESP3 (Redis 6 or later is needed)",
+        )));
+    }
+    if select {
+        replies.next().unwrap_or(Value::Nil).extract_error()?;
+    }
+    Ok(())
 }

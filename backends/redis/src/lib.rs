@@ -42,10 +42,13 @@
 //! (grelmicro's rule). Releases are published cluster-wide.
 //!
 //! **Runtimes.** The backend is handed its runtime when it opens ([`tenure::net::Net`]): a
-//! single server over plain TCP is reached with that runtime's socket and timer and driven by
-//! its task — or by a host's own event loop: the Python package puts both on its asyncio loop's
-//! thread, so a command made there crosses no thread. TLS, Unix sockets and clusters go through
-//! the redis crate's connection manager, which picks tokio or smol by itself.
+//! single server over plain TCP is reached with that runtime's socket and timer, on a
+//! connection of Tenure's own whose callers do its I/O — the task making a call writes the
+//! request and reads the reply itself, so a call costs one write and one read, with no hop to a
+//! connection task (a listener task reads published releases while no call does). A host's own
+//! event loop can be the runtime: the Python package puts the socket in its asyncio loop's
+//! selector. TLS, Unix sockets and clusters go through the redis crate's connection manager,
+//! which picks tokio or smol by itself.
 //!
 //! **Not yet:** Sentinel, and wake-ups on lease expiry (waiters notice an expired lease at their
 //! next `retry_interval` attempt).
@@ -65,28 +68,27 @@
 
 mod connection;
 mod dial;
+mod frame;
 mod inspect;
 mod options;
 mod record;
 mod scripts;
 mod wake;
+mod wire;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use redis::aio::ConnectionManagerConfig;
 use redis::cluster::ClusterClientBuilder;
-use redis::{
-    AsyncConnectionConfig, Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, ProtocolVersion, RedisError,
-    TlsCertificates,
-};
+use redis::{Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, ProtocolVersion, RedisError, TlsCertificates};
 pub use tenure::OpenError;
 use tenure::backend::{BackendFuture, LeaderElectionOperations, LockOperations, ScheduleBackend, Wakeup};
 use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, SettingsError};
 
 use connection::Connection;
-use dial::Dialed;
+use dial::{Dial, Dialed};
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, RedisOptions};
 use scripts::Scripts;
 use tenure::net::Net;
@@ -291,11 +293,14 @@ impl RedisOptions {
             return self.open_managed().await;
         };
         let subscriptions = Arc::new(Subscriptions::new(self.key_prefix()));
-        let config = AsyncConnectionConfig::new()
-            .set_response_timeout(Some(self.command_timeout_value()))
-            .set_push_sender(Subscriptions::push_sender(&subscriptions));
-        let net: Arc<dyn Net> = Arc::new(runtime);
-        let dialed = Dialed::new(net, (host, port), info, config, self.connect_timeout_value(), subscriptions.clone());
+        let dial = Dial {
+            host,
+            port,
+            info,
+            connect_timeout: self.connect_timeout_value(),
+            command_timeout: self.command_timeout_value(),
+        };
+        let dialed = Dialed::new(Arc::new(runtime), dial, subscriptions.clone());
         self.finish_open(Connection::Dialed(Arc::new(dialed)), subscriptions).await
     }
 

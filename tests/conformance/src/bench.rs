@@ -2,8 +2,6 @@
 //! the store's own floor): medians of batches, rates over a fixed run. Asserts nothing.
 
 use std::future::Future;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tenure_tokio::{LeaderElection, Lock, Tokio, WorkerId};
@@ -16,6 +14,8 @@ pub const BATCH: u32 = 200;
 pub const BATCHES: usize = 11;
 /// Tasks in the contention runs.
 pub const TASKS: usize = 8;
+/// How long a hand-off's waiter waits, refused, before the release it measures.
+pub const HANDOFF_IDLE: Duration = Duration::from_millis(2);
 /// How long a contention run lasts.
 pub const RUN: Duration = Duration::from_secs(2);
 
@@ -64,32 +64,53 @@ pub async fn one_task(store: &Store) -> Duration {
     .await
 }
 
+/// What [`many_tasks`] measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Contention {
+    /// Cycles per second, all tasks together.
+    pub rate: f64,
+    /// Cycles, all tasks together.
+    pub cycles: u64,
+    /// Jain's fairness index over the tasks' cycle counts: 1 when every task had as many turns,
+    /// `1 / TASKS` when one task had them all.
+    pub fairness: f64,
+}
+
+/// Jain's fairness index of `counts`: `(Σx)² / (n·Σx²)`.
+#[allow(clippy::cast_precision_loss)]
+pub fn jain(counts: &[u64]) -> f64 {
+    let total: f64 = counts.iter().map(|&c| c as f64).sum();
+    let squares: f64 = counts.iter().map(|&c| (c as f64) * (c as f64)).sum();
+    if squares == 0.0 { 0.0 } else { total * total / (counts.len() as f64 * squares) }
+}
+
 /// [`TASKS`] tasks, each acquiring and releasing in a loop for [`RUN`], on one name or on one
-/// name each: cycles per second, and the cycles.
-pub async fn many_tasks(store: &Store, names: usize) -> (f64, u64) {
-    let cycles = Arc::new(AtomicU64::new(0));
+/// name each.
+pub async fn many_tasks(store: &Store, names: usize) -> Contention {
     let locks: Vec<Lock> = (0..names).map(|i| lock(store, &format!("many-{names}-{i}"), None)).collect();
     let start = Instant::now();
     let tasks: Vec<_> = (0..TASKS)
         .map(|i| {
             let lock = locks[i % names].clone();
-            let cycles = cycles.clone();
             tokio::spawn(async move {
+                let mut cycles = 0u64;
                 while start.elapsed() < RUN {
                     let guard = lock.acquire().await.expect("acquire");
                     guard.release().await.expect("release");
-                    cycles.fetch_add(1, Ordering::Relaxed);
+                    cycles += 1;
                 }
+                cycles
             })
         })
         .collect();
+    let mut counts = Vec::new();
     for task in tasks {
-        task.await.expect("task");
+        counts.push(task.await.expect("task"));
     }
-    let cycles = cycles.load(Ordering::Relaxed);
+    let cycles = counts.iter().sum();
     #[allow(clippy::cast_precision_loss)]
     let rate = cycles as f64 / start.elapsed().as_secs_f64();
-    (rate, cycles)
+    Contention { rate, cycles, fairness: jain(&counts) }
 }
 
 /// From the start of a release to the grant of the waiter it wakes, on `other` (another
@@ -105,7 +126,7 @@ pub async fn handoff(store: &Store, other: &Store) -> Duration {
             let guard = waiting.acquire().await.expect("waiter");
             (Instant::now(), guard)
         });
-        tokio::time::sleep(Duration::from_millis(2)).await; // the waiter's attempt was refused
+        tokio::time::sleep(HANDOFF_IDLE).await; // the waiter's attempt was refused
         let released = Instant::now();
         guard.release().await.expect("release");
         let (granted, guard) = task.await.expect("waiter task");
