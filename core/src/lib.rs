@@ -86,5 +86,5 @@ pub use machine::{
 };
 pub use record::{LeaderRecord, Metadata};
 pub use rng::SplitMix64;
-pub use store::{StoreModel, StoreOp, StoreReply, StoreRequest};
+pub use store::{Grant, StoreModel, StoreOp, StoreReply, StoreRequest, Waiter};
 pub use time::{CivilTime, Timestamp, WallTime};

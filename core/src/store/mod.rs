@@ -5,11 +5,13 @@
 //! conformance suite answer with [`StoreModel::apply`], the reference semantics of spec §5.
 
 mod model;
+mod queue;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use model::{LockLease, StoreKey, StoreModel};
+pub use queue::{Grant, Waiter};
 
 use crate::ids::{FencingToken, Key, OpId, Token};
 use crate::record::{LeaderRecord, Metadata};

@@ -5,11 +5,12 @@
 //! with a strictly later `due`. Fencing counters start at 1, only grow, and survive release and
 //! [`StoreModel::vacate_expired`] (unlike grelmicro's memory adapter, which resets them on close).
 
-use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::queue::Waiter;
 use super::{StoreOp, StoreReply};
 use crate::ids::{FencingToken, Key, Token};
 use crate::record::{LeaderRecord, Metadata};
@@ -54,10 +55,12 @@ pub struct LockLease {
 }
 
 #[derive(Clone, Debug)]
-struct LockEntry {
+pub(super) struct LockEntry {
     /// The last fencing token issued for the name.
-    fence: FencingToken,
-    lease: Option<LockLease>,
+    pub(super) fence: FencingToken,
+    pub(super) lease: Option<LockLease>,
+    /// Waiters of queued acquires, oldest first ([`super::queue`]).
+    pub(super) queue: VecDeque<Waiter>,
 }
 
 #[derive(Clone, Debug)]
@@ -80,7 +83,7 @@ impl LeaderEntry {
 /// leader records and schedule claims.
 #[derive(Clone, Debug)]
 pub struct StoreModel {
-    locks: BTreeMap<Arc<str>, LockEntry>,
+    pub(super) locks: BTreeMap<Arc<str>, LockEntry>,
     leaders: BTreeMap<Arc<str>, LeaderEntry>,
     schedules: BTreeMap<Arc<str>, f64>,
     wall_at_zero: WallTime,
@@ -137,7 +140,7 @@ impl StoreModel {
         let expires_at = now + lease;
         let Some(entry) = self.locks.get_mut(key.text()) else {
             let lease = Some(LockLease { token: token.clone(), expires_at });
-            self.locks.insert(key.shared(), LockEntry { fence: FencingToken::FIRST, lease });
+            self.locks.insert(key.shared(), LockEntry { fence: FencingToken::FIRST, lease, queue: VecDeque::new() });
             return Some(FencingToken::FIRST);
         };
         match &mut entry.lease {
@@ -279,12 +282,13 @@ impl StoreModel {
     }
 
     /// Vacates every lock lease that expired before `now`, keeping fencing counters (the
-    /// cleanup the SQL backends run on close).
+    /// cleanup the SQL backends run on close), and forgets waiters whose place lapsed.
     pub fn vacate_expired(&mut self, now: Timestamp) {
         for entry in self.locks.values_mut() {
             if entry.lease.as_ref().is_some_and(|lease| lease.expires_at < now) {
                 entry.lease = None;
             }
+            entry.queue.retain(|waiter| waiter.expires_at >= now);
         }
     }
 
