@@ -201,7 +201,8 @@ impl Call {
             metadata: None,
         };
         Some(match op {
-            StoreOp::LockAcquire { key, token, lease } => Call {
+            // A user's backend keeps no queue: a queued acquire is a plain one (the waiter polls).
+            StoreOp::LockAcquire { key, token, lease } | StoreOp::LockAcquireQueued { key, token, lease, .. } => Call {
                 token: Some(token.as_str().to_owned()),
                 lease: Some(*lease),
                 ..call("acquire", Shape::Fence, key)

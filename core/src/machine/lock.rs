@@ -86,6 +86,8 @@ pub enum LockPhase {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum LockOp {
     Acquire(Duration),
+    /// An attempt that keeps a place in the store's queue for the given wait.
+    Queue(Duration, Duration),
     Release,
 }
 
@@ -166,6 +168,11 @@ pub struct LockMachine {
     wake_pending: bool,
     /// The token has been sent in an acquire: a new acquisition should take a new one.
     token_used: bool,
+    /// Attempts keep a place in the store's queue for this long ([`LockMachine::set_queued`]).
+    queue_wait: Option<Duration>,
+    /// When the last attempt the store answered "queued" was sent: a lease handed over by the
+    /// store ([`LockMachine::handle_grant`]) counts from there.
+    queued_at: Option<Timestamp>,
     jitter: SplitMix64,
     out: Outbox<LockEvent, LockOp>,
     #[cfg(feature = "bug-injection")]
@@ -187,6 +194,8 @@ impl LockMachine {
             orphan: None,
             wake_pending: false,
             token_used: false,
+            queue_wait: None,
+            queued_at: None,
             jitter: SplitMix64::from_rng(rng),
             out: Outbox::new(),
             #[cfg(feature = "bug-injection")]
@@ -431,6 +440,46 @@ impl LockMachine {
         }
     }
 
+    /// Makes blocking acquires keep a place in the store's queue, lasting `wait` from each
+    /// attempt ([`StoreOp::LockAcquireQueued`]), so the store hands the lock over in turn
+    /// ([`LockMachine::handle_grant`]); `None` (the default) polls as grelmicro does. `wait`
+    /// should outlast the pause between two attempts, or the place lapses in between.
+    pub fn set_queued(&mut self, wait: Option<Duration>) {
+        self.queue_wait = wait;
+    }
+
+    /// The store pushed that it handed the lock to this holder's token, with `fence`.
+    ///
+    /// A waiting acquire holds at once, counting the lease from when it sent its last attempt
+    /// the store answered "queued" (the store granted after that attempt, so the holder never
+    /// counts on the lease longer than the store keeps it); too late to count on, it asks again
+    /// (which renews the lease, same fence). An acquire that gave up releases what it was
+    /// handed. While an attempt is in flight the push is not needed: the attempt's own answer
+    /// (a renewal of what was handed over) brings the lease.
+    pub fn handle_grant(&mut self, now: Timestamp, fence: FencingToken) {
+        let now = self.out.observe(now);
+        self.check_expiry(now);
+        match (self.state, self.queued_at) {
+            (State::Waiting { lease, attempt, .. }, Some(queued_at)) => {
+                if let Some(cause) = self.regression(fence) {
+                    self.start_release(now, None, true);
+                    self.out.emit(LockEvent::Failed(Error::Acquire { name: self.name(), cause }));
+                    return;
+                }
+                self.note_fence(fence);
+                let valid_until = queued_at + local_validity(lease);
+                if now < valid_until {
+                    self.state = State::Held { fence, valid_until };
+                    self.out.emit(LockEvent::Acquired { fence, valid_until });
+                } else {
+                    self.attempt(now, lease, attempt);
+                }
+            }
+            (State::Idle, _) if self.orphan.is_none() && self.token_used => self.start_release(now, None, true),
+            _ => {}
+        }
+    }
+
     /// Uses `config`'s durations for the commands that start from now on; a command in flight
     /// keeps the lease it started with.
     pub fn set_config(&mut self, config: &LockConfig) {
@@ -448,6 +497,9 @@ impl LockMachine {
         let (key, token) = (&self.key, &self.token);
         self.out.poll_effect_with(|op| match op {
             LockOp::Acquire(lease) => StoreOp::LockAcquire { key: key.clone(), token: token.clone(), lease },
+            LockOp::Queue(lease, wait) => {
+                StoreOp::LockAcquireQueued { key: key.clone(), token: token.clone(), lease, wait }
+            }
             LockOp::Release => StoreOp::LockRelease { key: key.clone(), token: token.clone() },
         })
     }
@@ -478,6 +530,7 @@ impl LockMachine {
         match self.state {
             State::Idle => {
                 self.wake_pending = false;
+                self.queued_at = None;
                 self.attempt(now, self.lease, attempt);
                 Ok(())
             }
@@ -494,7 +547,11 @@ impl LockMachine {
 
     fn attempt(&mut self, now: Timestamp, lease: Duration, attempt: Attempt) {
         self.token_used = true;
-        let flight = self.out.send(now, LockOp::Acquire(lease), self.backend_timeout);
+        let op = match self.queue_wait {
+            Some(wait) if !attempt.nowait => LockOp::Queue(lease, wait),
+            _ => LockOp::Acquire(lease),
+        };
+        let flight = self.out.send(now, op, self.backend_timeout);
         self.state = State::Acquiring { flight, lease, attempt };
     }
 
@@ -548,6 +605,9 @@ impl LockMachine {
                     return;
                 }
                 Attempt { deadline, .. } => {
+                    if self.queue_wait.is_some() {
+                        self.queued_at = Some(flight.sent_at);
+                    }
                     let pause = jitter(self.retry_interval, self.retry_jitter, unit_interval(self.jitter.next_u64()));
                     let retry_at = earliest([Some(now + pause), deadline]).unwrap_or(now);
                     self.state = State::Waiting { retry_at, lease, attempt };

@@ -30,6 +30,21 @@ pub enum StoreOp {
         /// How long the lease lasts from when the store applies it.
         lease: Duration,
     },
+    /// A queued acquire ([`StoreModel::lock_acquire_queued`]): takes or renews like
+    /// [`StoreOp::LockAcquire`] unless a live waiter of another token is ahead; else keeps
+    /// `token`'s place in the lock's queue for `wait` and answers `None`, and the store hands
+    /// the lock over later by a push ([`Grant`]). Answers [`StoreReply::Fence`]. A store that
+    /// keeps no queue answers it as a [`StoreOp::LockAcquire`] (the waiter then polls).
+    LockAcquireQueued {
+        /// The lock key.
+        key: Key,
+        /// The holder's token.
+        token: Token,
+        /// How long the lease lasts from when the store grants it.
+        lease: Duration,
+        /// How long the place in the queue lasts from when the store applies the attempt.
+        wait: Duration,
+    },
     /// `LockBackend.release`: answers [`StoreReply::Flag`] (true iff `token` held a live lease).
     LockRelease {
         /// The lock key.
@@ -91,6 +106,7 @@ impl StoreOp {
     pub fn key(&self) -> &Key {
         match self {
             Self::LockAcquire { key, .. }
+            | Self::LockAcquireQueued { key, .. }
             | Self::LockRelease { key, .. }
             | Self::LockLocked { key }
             | Self::LockOwned { key, .. }

@@ -115,6 +115,11 @@ impl StoreModel {
     pub fn apply(&mut self, op: &StoreOp, now: Timestamp) -> StoreReply {
         match op {
             StoreOp::LockAcquire { key, token, lease } => StoreReply::Fence(self.lock_acquire(key, token, *lease, now)),
+            // The model pushes nothing: a grant it hands over reaches its waiter at the waiter's
+            // next attempt (which renews it).
+            StoreOp::LockAcquireQueued { key, token, lease, wait } => {
+                StoreReply::Fence(self.lock_acquire_queued(key, token, (*lease, *wait), 0, now).0)
+            }
             StoreOp::LockRelease { key, token } => StoreReply::Flag(self.lock_release(key, token, now)),
             StoreOp::LockLocked { key } => StoreReply::Flag(self.lock_locked(key, now)),
             StoreOp::LockOwned { key, token } => StoreReply::Flag(self.lock_owned(key, token, now)),

@@ -192,6 +192,7 @@ macro_rules! conformance_tests {
             fresh_acquire_returns_a_fence_of_at_least_one,
             the_same_token_extends_with_the_same_fence,
             another_token_is_refused_while_held,
+            a_queued_acquire_takes_renews_and_waits_its_turn,
             the_same_token_reacquires_after_expiry_with_a_new_fence,
             another_token_takes_over_after_expiry_with_a_greater_fence,
             release_answers_true_once_and_only_for_a_live_holder,

@@ -92,7 +92,9 @@ impl<T: LockOperations> LockBackend for T {
         let store = self.clone();
         Box::pin(async move {
             match op {
-                StoreOp::LockAcquire { key, token, lease } => {
+                // A store written as grelmicro's calls keeps no queue: a queued acquire is a plain
+                // one, and its waiter polls.
+                StoreOp::LockAcquire { key, token, lease } | StoreOp::LockAcquireQueued { key, token, lease, .. } => {
                     store.acquire(key.as_str(), token.as_str(), lease).await.map(StoreReply::Fence)
                 }
                 StoreOp::LockRelease { key, token } => {
@@ -268,6 +270,7 @@ fn unsupported(what: &str, op: &StoreOp) -> BackendError {
 fn op_name(op: &StoreOp) -> &'static str {
     match op {
         StoreOp::LockAcquire { .. } => "a lock acquire",
+        StoreOp::LockAcquireQueued { .. } => "a queued lock acquire",
         StoreOp::LockRelease { .. } => "a lock release",
         StoreOp::LockLocked { .. } => "a locked check",
         StoreOp::LockOwned { .. } => "an owned check",

@@ -1,0 +1,146 @@
+//! The Lock machine with queued acquires, against the store model: a waiter the store hands
+//! the lock to holds at the push, counting the lease from its last attempt answered "queued";
+//! late, given-up and regressed grants; `acquire_nowait` never queues.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use support::{World, key, ms, token};
+use tenure_core::machine::local_validity;
+use tenure_core::{
+    BackendErrorKind, Error, FencingToken, Grant, KeyKind, LockEvent, LockMachine, LockPhase, StoreOp, StoreReply,
+    Timestamp,
+};
+
+const WAIT: Duration = Duration::from_millis(100);
+
+/// A world where "a" holds "cart" (plain), and queued waiter "b" has been answered "queued".
+fn holder_and_waiter(lease: Duration) -> (World, LockMachine, LockMachine, Timestamp) {
+    let mut w = World::new();
+    let config = w.lock_config(lease);
+    let mut a = w.lock("cart", "a", &config);
+    let mut b = w.lock("cart", "b", &config);
+    b.set_queued(Some(WAIT));
+    a.acquire(w.now, None).unwrap();
+    assert!(matches!(w.pump(&mut a)[..], [LockEvent::Acquired { .. }]));
+    w.advance(ms(5));
+    let sent = w.now;
+    b.acquire(w.now, None).unwrap();
+    let request = w.take(&mut b);
+    assert!(matches!(&request.op, StoreOp::LockAcquireQueued { wait, .. } if *wait == WAIT), "{request:?}");
+    w.advance(ms(1));
+    assert!(w.answer(&mut b, &request).is_empty());
+    assert_eq!(b.phase(), LockPhase::Waiting);
+    (w, a, b, sent)
+}
+
+/// "a"'s release as Tenure's stores run it: frees the lock and hands it to the queue's head.
+fn release_a(w: &mut World) -> Grant {
+    let (released, grant) = w.store.lock_release_queued(&key(KeyKind::Lock, "cart"), &token("a"), w.now);
+    assert!(released);
+    grant.expect("b was queued")
+}
+
+#[test]
+fn a_waiter_handed_the_lock_holds_at_the_push_counting_from_its_queued_attempt() {
+    let lease = ms(1000);
+    let (mut w, _a, mut b, sent) = holder_and_waiter(lease);
+    w.advance(ms(3));
+    let grant = release_a(&mut w);
+    assert_eq!(grant.token, token("b"));
+    w.advance(ms(1)); // the push's way
+    b.handle_grant(w.now, grant.fence);
+    let events: Vec<_> = std::iter::from_fn(|| b.poll_event()).collect();
+    let until = sent + local_validity(lease);
+    assert_eq!(events, [LockEvent::Acquired { fence: grant.fence, valid_until: until }]);
+    assert!(b.poll_effect().is_none(), "no round trip after the push");
+    assert!(until <= grant.expires_at, "the holder never counts past the store's lease");
+    assert!(w.store.lock_owned(&key(KeyKind::Lock, "cart"), &token("b"), w.now));
+}
+
+#[test]
+fn a_grant_too_late_to_count_on_is_renewed_by_asking_again() {
+    let lease = ms(100);
+    let (mut w, _a, mut b, _) = holder_and_waiter(lease);
+    w.advance(ms(80));
+    let grant = release_a(&mut w);
+    // The push comes after the lease counted from the queued attempt would have run out (the
+    // store's, counted from the release, still runs).
+    w.advance(ms(30));
+    b.handle_grant(w.now, grant.fence);
+    let renewal = w.take(&mut b);
+    assert!(matches!(renewal.op, StoreOp::LockAcquireQueued { .. }));
+    let sent = w.now;
+    let events = w.answer(&mut b, &renewal);
+    assert_eq!(events, [LockEvent::Acquired { fence: grant.fence, valid_until: sent + local_validity(lease) }]);
+}
+
+#[test]
+fn a_grant_reaching_an_acquire_that_gave_up_is_released() {
+    let (mut w, _a, mut b, _) = holder_and_waiter(ms(1000));
+    b.cancel(w.now);
+    assert!(b.is_quiescent());
+    let grant = release_a(&mut w);
+    b.handle_grant(w.now, grant.fence);
+    let release = w.take(&mut b);
+    assert!(matches!(release.op, StoreOp::LockRelease { .. }));
+    assert!(w.answer(&mut b, &release).is_empty(), "quiet: nobody waits for it");
+    assert!(!w.store.lock_locked(&key(KeyKind::Lock, "cart"), w.now));
+    assert!(b.is_quiescent());
+}
+
+#[test]
+fn a_grant_with_a_fence_lower_than_one_seen_fails_and_is_released() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(1000));
+    let mut c = w.lock("cart", "c", &config);
+    c.set_queued(Some(WAIT));
+    // An earlier acquisition saw fence 5.
+    let seen = (1..5).fold(FencingToken::FIRST, |f, _| f.next());
+    c.acquire(w.now, None).unwrap();
+    let first = w.take(&mut c);
+    c.handle_reply(w.now, first.id, Ok(StoreReply::Fence(Some(seen))));
+    c.release(w.now).unwrap();
+    let release = w.take(&mut c);
+    c.handle_reply(w.now, release.id, Ok(StoreReply::Flag(true)));
+    let _ = std::iter::from_fn(|| c.poll_event()).count();
+    // Queued now, then handed fence 1: the store lost its counter.
+    c.acquire(w.now, None).unwrap();
+    let queued = w.take(&mut c);
+    c.handle_reply(w.now, queued.id, Ok(StoreReply::Fence(None)));
+    c.handle_grant(w.now, FencingToken::FIRST);
+    let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+    assert!(
+        matches!(&events[..], [LockEvent::Failed(Error::Acquire { cause, .. })] if cause.kind() == BackendErrorKind::FenceRegression),
+        "{events:?}"
+    );
+    assert!(matches!(w.take(&mut c).op, StoreOp::LockRelease { .. }), "what was handed over is given back");
+}
+
+#[test]
+fn a_grant_during_an_attempt_in_flight_waits_for_that_attempts_answer() {
+    let (mut w, _a, mut b, _) = holder_and_waiter(ms(1000));
+    let retry = w.fire(&mut b); // the next attempt is sent (and answered "queued" again)
+    assert!(retry.is_empty());
+    w.advance(ms(20));
+    b.handle_timeout(w.now);
+    let in_flight = w.take(&mut b);
+    let grant = release_a(&mut w);
+    b.handle_grant(w.now, grant.fence);
+    assert!(b.poll_event().is_none() && b.poll_effect().is_none());
+    let sent = w.now;
+    let events = w.answer(&mut b, &in_flight);
+    assert_eq!(events, [LockEvent::Acquired { fence: grant.fence, valid_until: sent + local_validity(ms(1000)) }]);
+}
+
+#[test]
+fn acquire_nowait_never_queues() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(1000));
+    let mut b = w.lock("cart", "b", &config);
+    b.set_queued(Some(WAIT));
+    b.acquire_nowait(w.now).unwrap();
+    assert!(matches!(w.take(&mut b).op, StoreOp::LockAcquire { .. }));
+}
