@@ -23,12 +23,21 @@ impl Bugs {
     pub const FENCE_RESET_ON_RELEASE: Self = Self(1 << 1);
     /// An election machine keeps believing it leads after its renew deadline.
     pub const LEADER_IGNORES_DEADLINE: Self = Self(1 << 2);
+    /// A lock machine handed the lock by the store counts the lease from the push instead of
+    /// from its last attempt answered "queued", so a late push stretches its belief past the
+    /// store's lease.
+    pub const GRANT_VALIDITY_FROM_PUSH: Self = Self(1 << 3);
+    /// The store model hands a lock to a queued waiter whose place lapsed (one that may have
+    /// vanished), blocking the queue for a whole lease.
+    pub const HAND_OVER_LAPSED: Self = Self(1 << 4);
 
     /// Every defect with its command-line name.
-    pub const NAMED: [(&'static str, Self); 3] = [
+    pub const NAMED: [(&'static str, Self); 5] = [
         ("validity-from-reply", Self::VALIDITY_FROM_REPLY),
         ("fence-reset-on-release", Self::FENCE_RESET_ON_RELEASE),
         ("leader-ignores-deadline", Self::LEADER_IGNORES_DEADLINE),
+        ("grant-validity-from-push", Self::GRANT_VALIDITY_FROM_PUSH),
+        ("hand-over-lapsed", Self::HAND_OVER_LAPSED),
     ];
 
     /// The defect called `name` (see [`Bugs::NAMED`]).

@@ -467,7 +467,8 @@ impl LockMachine {
                     return;
                 }
                 self.note_fence(fence);
-                let valid_until = queued_at + local_validity(lease);
+                let since = if bug!(self, GRANT_VALIDITY_FROM_PUSH) { now } else { queued_at };
+                let valid_until = since + local_validity(lease);
                 if now < valid_until {
                     self.state = State::Held { fence, valid_until };
                     self.out.emit(LockEvent::Acquired { fence, valid_until });

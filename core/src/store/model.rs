@@ -88,7 +88,7 @@ pub struct StoreModel {
     schedules: BTreeMap<Arc<str>, f64>,
     wall_at_zero: WallTime,
     #[cfg(feature = "bug-injection")]
-    bugs: crate::bugs::Bugs,
+    pub(super) bugs: crate::bugs::Bugs,
 }
 
 impl StoreModel {

@@ -67,10 +67,11 @@ impl StoreModel {
         route: u64,
         now: Timestamp,
     ) -> (Option<FencingToken>, Option<Grant>) {
+        let lapsed_kept = bug!(self, HAND_OVER_LAPSED);
         let Some(entry) = self.locks.get_mut(key.text()) else {
             return (self.lock_acquire(key, token, lease, now), None);
         };
-        entry.queue.retain(|w| w.expires_at >= now);
+        entry.queue.retain(|w| w.expires_at >= now || lapsed_kept);
         let held = entry.lease.as_ref().filter(|held| held.expires_at >= now).map(|held| held.token == *token);
         let grant = match held {
             Some(true) => {
@@ -102,8 +103,9 @@ impl StoreModel {
         token: &Token,
         now: Timestamp,
     ) -> (bool, Option<Grant>) {
+        let lapsed_kept = bug!(self, HAND_OVER_LAPSED);
         let Some(entry) = self.locks.get_mut(key.text()) else { return (false, None) };
-        entry.queue.retain(|w| w.expires_at >= now && w.token != *token);
+        entry.queue.retain(|w| (w.expires_at >= now || lapsed_kept) && w.token != *token);
         let released = match &entry.lease {
             Some(held) if held.expires_at >= now => {
                 if held.token != *token {

@@ -45,6 +45,8 @@ pub struct Coverage {
     pub kept: u64,
     /// Driver runs: checks that no lock was left held once every holder let go.
     pub let_go: u64,
+    /// Locks the store handed to a queued waiter that heard of it (a push).
+    pub handed_over: u64,
 }
 
 impl Coverage {
@@ -67,6 +69,7 @@ impl Coverage {
             (&mut self.abandoned, other.abandoned),
             (&mut self.kept, other.kept),
             (&mut self.let_go, other.let_go),
+            (&mut self.handed_over, other.handed_over),
         ];
         for (total, more) in pairs {
             *total += more;
@@ -79,7 +82,7 @@ impl fmt::Display for Coverage {
         write!(
             f,
             "contention {}, stale writes rejected {} of {}, leases expired in a pause {}, leadership changes {}, \
-             acquisitions {}, task bodies {}; faults: pauses {}, crashes {}, partitions {}, clock jumps {}, \
+             acquisitions {} (handed over by the store {}), task bodies {}; faults: pauses {}, crashes {}, partitions {}, clock jumps {}, \
              store restarts {}; overlaps under unbounded clocks {}; driver: commands abandoned {}, leases kept {}, let-go checks {}",
             self.contention,
             self.stale_rejected,
@@ -87,6 +90,7 @@ impl fmt::Display for Coverage {
             self.expired_in_pause,
             self.leader_changes,
             self.acquisitions,
+            self.handed_over,
             self.bodies,
             self.pauses,
             self.crashes,

@@ -81,6 +81,8 @@ pub(crate) enum Input {
     Reply(tenure_core::OpId, Result<tenure_core::StoreReply, tenure_core::BackendError>),
     /// A push wake-up.
     Wake,
+    /// The store pushed that it handed the lock to this token (a queued hand-off).
+    Grant(tenure_core::Token, FencingToken),
 }
 
 /// A command whose store calls are allowed while it runs.
@@ -136,6 +138,11 @@ impl Client {
             Self::Task(_) => Target::Task,
             Self::Election(_) => Target::Election,
         }
+    }
+
+    /// Whether this client is the lock holder whose machine holds `token`.
+    pub(crate) fn holds_token(&self, token: &tenure_core::Token) -> bool {
+        matches!(self, Self::Lock(c) if c.m.token() == token)
     }
 
     /// The fencing token held or last held (locks and task locks).
@@ -245,7 +252,9 @@ impl LockClient {
 
     fn allows(&self, op: &StoreOp) -> bool {
         match op {
-            StoreOp::LockAcquire { .. } => matches!(self.pending, Some(Command::Acquire | Command::Extend)),
+            StoreOp::LockAcquire { .. } | StoreOp::LockAcquireQueued { .. } => {
+                matches!(self.pending, Some(Command::Acquire | Command::Extend))
+            }
             _ => true,
         }
     }
@@ -256,6 +265,8 @@ impl LockClient {
             Input::Timer => self.m.handle_timeout(cx.local),
             Input::Reply(id, reply) => self.m.handle_reply(cx.local, id, reply),
             Input::Wake => self.m.wake(cx.local),
+            Input::Grant(token, fence) if token == *self.m.token() => self.m.handle_grant(cx.local, fence),
+            Input::Grant(..) => {}
         }
         drain!(self, cx, react);
     }
@@ -471,7 +482,7 @@ impl TaskClient {
             Input::Action => self.action(cx),
             Input::Timer => self.m.handle_timeout(cx.local),
             Input::Reply(id, reply) => self.m.handle_reply(cx.local, id, reply),
-            Input::Wake => {}
+            Input::Wake | Input::Grant(..) => {}
         }
         drain!(self, cx, react);
     }
@@ -605,6 +616,7 @@ impl ElectionClient {
             Input::Timer => self.m.handle_timeout(cx.local),
             Input::Reply(id, reply) => self.m.handle_reply(cx.local, id, reply),
             Input::Wake => self.m.wake(cx.local),
+            Input::Grant(..) => {}
         }
         drain!(self, cx, react);
     }

@@ -130,7 +130,11 @@ pub fn required_coverage(profile: Profile, coverage: &Coverage) -> Vec<(&'static
     if profile == Profile::Driver {
         return driver::required(coverage);
     }
-    let mut required = vec![("contention", coverage.contention), ("leadership changed hands", coverage.leader_changes)];
+    let mut required = vec![
+        ("contention", coverage.contention),
+        ("leadership changed hands", coverage.leader_changes),
+        ("a lock handed over by the store", coverage.handed_over),
+    ];
     if matches!(profile, Mixed | Network | Pauses | UnboundedClocks) {
         required.push(("stale token rejected", coverage.stale_rejected));
     }

@@ -71,6 +71,13 @@ enum Event {
         life: u32,
         key: Key,
     },
+    /// The store handed a lock to a queued waiter of `worker` (a push).
+    Grant {
+        worker: usize,
+        life: u32,
+        token: Token,
+        fence: FencingToken,
+    },
     Write {
         name: usize,
         fence: FencingToken,
@@ -119,6 +126,7 @@ impl Event {
             Self::StoreUp => 24,
             Self::Heal => 25,
             Self::LivenessCheck => 26,
+            Self::Grant { .. } => 27,
         }
     }
 }
@@ -187,6 +195,8 @@ struct Worker {
 struct Sim {
     bugs: Bugs,
     print: bool,
+    /// How long a queued lock holder's place lasts (ns), on seeds that queue.
+    queue_wait: Option<u64>,
     now: u64,
     seq: u64,
     queue: BinaryHeap<Scheduled>,
@@ -217,6 +227,10 @@ struct Sim {
 impl Sim {
     fn new(seed: u64, profile: Profile, bugs: Bugs, print: bool) -> Self {
         let work = Workload::draw(&mut Stream::new(seed, "workload"));
+        // Half the seeds queue their lock holders in the store (fair turns, hand-offs pushed by
+        // the store), with a place that may outlast the pause between attempts or not.
+        let mut queue = Stream::new(seed, "queue");
+        let queue_wait = queue.chance(0.5).then(|| queue.between(ms(10), ms(300)));
         let faults = profile.faults(&mut Stream::new(seed, "faults"), &work);
         let mut clocks = Stream::new(seed, "clocks");
         let workers = (0..work.workers)
@@ -242,6 +256,7 @@ impl Sim {
         let names = LOCK_NAMES.iter().take(work.lock_names).map(|n| (*n).to_owned()).collect();
         let checker = Checker::new(&work, &faults, names);
         let mut sim = Self {
+            queue_wait,
             bugs,
             print,
             now: 0,
@@ -314,6 +329,7 @@ impl Sim {
                 words.extend([*worker as u64, *client as u64, *round]);
             }
             Event::Write { name, fence, .. } => words.extend([*name as u64, fence.get()]),
+            Event::Grant { worker, fence, .. } => words.extend([*worker as u64, fence.get()]),
             Event::Wake { worker, .. }
             | Event::Fault { worker, .. }
             | Event::Resume(worker)
@@ -353,6 +369,19 @@ impl Sim {
                     if self.client_key(worker, client) == Some(&key) {
                         self.feed(worker, client, Input::Wake, None)?;
                     }
+                }
+            }
+            Event::Grant { worker, life, token, fence } => {
+                let event = Event::Grant { worker, life, token, fence };
+                let Some(Event::Grant { token, fence, .. }) = self.deliverable(worker, life, event) else {
+                    return Ok(());
+                };
+                // To the holder with that token, if it is still there (else the lease lapses).
+                let to = (0..self.workers[worker].slots.len())
+                    .find(|&c| self.workers[worker].slots[c].client.holds_token(&token));
+                if let Some(client) = to {
+                    self.checker.coverage.handed_over += 1;
+                    self.feed(worker, client, Input::Grant(token, fence), None)?;
                 }
             }
             Event::Timer { worker, life, client, round } => {
@@ -552,6 +581,7 @@ impl Sim {
         let token = Token::fresh_holder(&worker.id, HolderKind::Task, worker.tokens, &mut ids);
         let mut machine = LockMachine::new(self.lock_keys[name].clone(), token, &self.work.lock, &mut ids);
         machine.inject(self.bugs);
+        machine.set_queued(self.queue_wait.map(std::time::Duration::from_nanos));
         let configs = [self.work.lock.clone(), self.work.lock_alt.clone()];
         Client::Lock(LockClient::new(name, machine, configs, worker.id.clone(), self.spawn_rng.child()))
     }
@@ -646,13 +676,36 @@ impl Sim {
             return Ok(());
         }
         let holder_before = match op {
-            StoreOp::LockAcquire { key, .. } => self.store.lock_lease(key, Timestamp::from_nanos(self.now)),
+            StoreOp::LockAcquire { key, .. } | StoreOp::LockAcquireQueued { key, .. } => {
+                self.store.lock_lease(key, Timestamp::from_nanos(self.now))
+            }
             _ => None,
         }
         .map(|lease| lease.token.clone());
-        let reply = self.store.apply(op, Timestamp::from_nanos(self.now));
+        let now = Timestamp::from_nanos(self.now);
+        let queue_before = match op {
+            StoreOp::LockAcquireQueued { key, .. } | StoreOp::LockRelease { key, .. } => {
+                self.store.lock_queue(key, now)
+            }
+            _ => Vec::new(),
+        };
+        let (reply, grant) = match op {
+            StoreOp::LockAcquireQueued { key, token, lease, wait } => {
+                let (fence, grant) = self.store.lock_acquire_queued(key, token, (*lease, *wait), w as u64, now);
+                (StoreReply::Fence(fence), grant)
+            }
+            // Where holders queue, a release hands the lock to the queue's head.
+            StoreOp::LockRelease { key, token } if self.queue_wait.is_some() => {
+                let (released, grant) = self.store.lock_release_queued(key, token, now);
+                (StoreReply::Flag(released), grant)
+            }
+            _ => (self.store.apply(op, now), None),
+        };
         match (op, &reply) {
-            (StoreOp::LockAcquire { key, token, .. }, StoreReply::Fence(Some(fence))) => {
+            (
+                StoreOp::LockAcquire { key, token, .. } | StoreOp::LockAcquireQueued { key, token, .. },
+                StoreReply::Fence(Some(fence)),
+            ) => {
                 let renewal = holder_before.as_ref() == Some(token);
                 self.checker.issued(key, token, *fence, renewal).map_err(|what| self.failure(what))?;
             }
@@ -663,7 +716,40 @@ impl Sim {
             }
             _ => {}
         }
+        if let Some(grant) = grant {
+            // Handed to the oldest waiter whose place was live (not the asker): a waiter that
+            // vanished blocks the queue no longer than its place lasts.
+            let asker = match op {
+                StoreOp::LockAcquireQueued { token, .. } | StoreOp::LockRelease { token, .. } => Some(token),
+                _ => None,
+            };
+            let head = queue_before.iter().find(|waiter| waiter.expires_at >= now && Some(&waiter.token) != asker);
+            if head.map(|waiter| &waiter.token) != Some(&grant.token) {
+                return Err(self.failure(format!(
+                    "the store handed {} to a waiter that was not the oldest with a live place",
+                    op.key().name_str()
+                )));
+            }
+            self.hand_over(op.key(), grant)?;
+        }
         self.send_reply(w, life, c, id, &Ok(reply));
+        Ok(())
+    }
+
+    /// The store handed `key` to the head of its queue: the grant is a new fence, pushed to the
+    /// waiter's worker (lost, late or never heard if the network says so: the lease then lapses).
+    fn hand_over(&mut self, key: &Key, grant: tenure_core::Grant) -> Result<(), Failure> {
+        self.checker.issued(key, &grant.token, grant.fence, false).map_err(|what| self.failure(what))?;
+        let w = usize::try_from(grant.route).unwrap_or(usize::MAX);
+        let Some(worker) = self.workers.get(w).filter(|worker| worker.alive && !worker.cut_down) else {
+            return Ok(());
+        };
+        let life = worker.life;
+        if self.lost(self.faults.reply_loss) {
+            return Ok(());
+        }
+        let at = self.now + self.delay();
+        self.push(at, Event::Grant { worker: w, life, token: grant.token, fence: grant.fence });
         Ok(())
     }
 
