@@ -78,17 +78,48 @@ fn a_grant_too_late_to_count_on_is_renewed_by_asking_again() {
 }
 
 #[test]
-fn a_grant_reaching_an_acquire_that_gave_up_is_released() {
+fn an_acquire_given_up_gives_its_place_up_and_what_was_handed_over_meanwhile() {
     let (mut w, _a, mut b, _) = holder_and_waiter(ms(1000));
+    let cart = key(KeyKind::Lock, "cart");
     b.cancel(w.now);
-    assert!(b.is_quiescent());
+    let give_up = w.take(&mut b);
+    assert!(matches!(give_up.op, StoreOp::LockRelease { .. }), "{give_up:?}");
+    // a's release overtakes it: the store hands the lock to b, still queued.
     let grant = release_a(&mut w);
+    assert_eq!(grant.token, token("b"));
+    // b's release then frees what it was handed, and the queue is empty.
+    let (released, next) = w.store.lock_release_queued(&cart, &token("b"), w.now);
+    assert!(released && next.is_none());
+    b.handle_reply(w.now, give_up.id, Ok(StoreReply::Flag(released)));
+    assert!(b.poll_event().is_none(), "quiet: nobody waits for it");
+    // The push comes last: the machine, idle, gives back what it may hold (nothing now).
     b.handle_grant(w.now, grant.fence);
-    let release = w.take(&mut b);
-    assert!(matches!(release.op, StoreOp::LockRelease { .. }));
-    assert!(w.answer(&mut b, &release).is_empty(), "quiet: nobody waits for it");
-    assert!(!w.store.lock_locked(&key(KeyKind::Lock, "cart"), w.now));
+    let again = w.take(&mut b);
+    assert!(matches!(again.op, StoreOp::LockRelease { .. }));
+    assert!(w.answer(&mut b, &again).is_empty());
+    assert!(!w.store.lock_locked(&cart, w.now));
+    assert!(w.store.lock_queue(&cart, w.now).is_empty());
     assert!(b.is_quiescent());
+}
+
+#[test]
+fn a_bounded_acquire_that_times_out_gives_its_place_up() {
+    let mut w = World::new();
+    let config = w.lock_config(ms(1000));
+    let (mut a, mut b) = (w.lock("cart", "a", &config), w.lock("cart", "b", &config));
+    b.set_queued(Some(WAIT));
+    a.acquire(w.now, None).unwrap();
+    w.pump(&mut a);
+    b.acquire(w.now, Some(ms(0))).unwrap();
+    let attempt = w.take(&mut b);
+    let cart = key(KeyKind::Lock, "cart");
+    let (fence, _) = w.store.lock_acquire_queued(&cart, &token("b"), (ms(1000), WAIT), 0, w.now);
+    b.handle_reply(w.now, attempt.id, Ok(StoreReply::Fence(fence)));
+    assert!(matches!(b.poll_event(), Some(LockEvent::Failed(Error::Timeout { .. }))));
+    let give_up = w.take(&mut b);
+    assert!(matches!(give_up.op, StoreOp::LockRelease { .. }));
+    w.store.lock_release_queued(&cart, &token("b"), w.now);
+    assert!(w.store.lock_queue(&cart, w.now).is_empty());
 }
 
 #[test]

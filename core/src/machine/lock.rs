@@ -411,11 +411,17 @@ impl LockMachine {
     }
 
     /// Abandons the current command; it reports no event. A cancelled acquire whose grant may
-    /// still land is followed by a release of that grant; a cancelled extend keeps the old lease;
-    /// a release in flight goes on (a release should complete even when its caller gives up).
+    /// still land is followed by a release of that grant — and one that kept a place in the
+    /// store's queue, by a release that gives the place up (and what the store may have handed
+    /// it meanwhile); a cancelled extend keeps the old lease; a release in flight goes on (a
+    /// release should complete even when its caller gives up).
     pub fn cancel(&mut self, now: Timestamp) {
         let now = self.out.observe(now);
         self.check_expiry(now);
+        if matches!(self.state, State::Waiting { .. }) && self.queued_at.is_some() {
+            self.start_release(now, None, true);
+            return;
+        }
         self.state = match self.state {
             State::Acquiring { flight, .. } => State::Cancelling { flight },
             State::Waiting { .. } => State::Idle,
@@ -599,7 +605,13 @@ impl LockMachine {
                     Error::WouldBlock { name: self.name(), reason: WouldBlockReason::LockHeld }
                 }
                 Attempt { deadline: Some(deadline), timeout, .. } if now >= deadline => {
-                    Error::Timeout { name: self.name(), timeout: timeout.unwrap_or_default() }
+                    if self.queue_wait.is_some() {
+                        // Give up the place in the store's queue (and whatever it hands over).
+                        self.start_release(now, None, true);
+                    }
+                    let error = Error::Timeout { name: self.name(), timeout: timeout.unwrap_or_default() };
+                    self.out.emit(LockEvent::Failed(error));
+                    return;
                 }
                 _ if std::mem::take(&mut self.wake_pending) => {
                     self.attempt(now, lease, attempt);
