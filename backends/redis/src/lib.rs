@@ -13,11 +13,24 @@
 //!   live by the server's clock (`TIME`), never the client's;
 //! - a schedule claim is the string `<name>` holding the last fired epoch.
 //!
-//! Every decision runs in one Lua script, loaded once and called by hash. A release publishes on
-//! `tenure:released:<name>`: a waiter subscribes (on the same connection, before the attempt that
-//! fails) and retries at once, with `retry_interval` polling as the fallback for releases that
-//! publish nothing (grelmicro's, lease expiry). A release wakes one lock waiter per process —
-//! the longest waiting; the others would only be refused — and every election follower.
+//! Every decision runs in one Lua script, loaded once and called by hash.
+//!
+//! **Fair turns, handed over in the store.** A waiting `acquire` keeps a place in the name's
+//! queue (`queue:<name>`, `queue-places:<name>`; a place lasts three pauses between attempts,
+//! 100 ms to 2 s, and the waiter renews it at each attempt). A release hands the lock to the
+//! oldest waiter whose place is live inside the same script — the next fence, that waiter's
+//! lease — and publishes the grant on the waiter's backend's channel, so the waiter holds at the
+//! push, without another round trip (counting its lease from its last attempt, DESIGN §4.1). A
+//! waiter that vanished is skipped once its place lapses. grelmicro's processes on the same name
+//! never find a handed-over lock free; their releases hand nothing over, and the queue's head
+//! takes the lock at its next attempt.
+//!
+//! A release with nobody queued publishes on `tenure:released:<name>`: a waiter subscribes (on
+//! the same connection, before the attempt that fails) and retries at once, with
+//! `retry_interval` polling as the fallback for releases that publish nothing (grelmicro's, lease
+//! expiry). Such a release wakes one lock waiter per process — the longest waiting; the others
+//! would only be refused — and every election follower.
+//!
 //! Connections are RESP3, reconnect after a server restart (subscriptions restored, every waiter
 //! woken to look again), and every command is bounded by the command timeout.
 //!
@@ -71,6 +84,7 @@ mod dial;
 mod frame;
 mod inspect;
 mod options;
+mod queue;
 mod record;
 mod scripts;
 mod wake;
@@ -181,8 +195,54 @@ impl RedisBackend {
         Ok(released == 1)
     }
 
+    /// The keys a lock's scripts touch: the lock, its fence, its queue and the queue's places.
+    fn lock_keys<'a>(&self, script: &'a redis::Script, name: &str) -> redis::ScriptInvocation<'a> {
+        let mut invocation = script.key(self.key(name));
+        invocation
+            .key(self.key(&format!("fence:{name}")))
+            .key(self.key(&format!("queue:{name}")))
+            .key(self.key(&format!("queue-places:{name}")));
+        invocation
+    }
+
+    /// Frees `name` if `token` holds it, and hands it to the oldest live waiter queued, or
+    /// publishes the release.
     async fn lock_release(&self, name: &str, token: &str) -> Result<bool, BackendError> {
-        self.release_by(&self.inner.scripts.lock_release, self.key(name), name, token, "lock release").await
+        let mut con = self.connection()?;
+        let released: i64 = self
+            .lock_keys(&self.inner.scripts.lock_release, name)
+            .arg(token)
+            .arg(self.inner.subscriptions.channel(name))
+            .arg(name)
+            .invoke_async(&mut con)
+            .await
+            .map_err(|e| error("lock release", name, &e))?;
+        Ok(released == 1)
+    }
+
+    /// A queued acquire: subscribes this backend's grant channel first, so a
+    /// hand-off after a refusal is heard.
+    async fn lock_acquire_queued(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        wait: Duration,
+    ) -> Result<Option<FencingToken>, BackendError> {
+        let mut con = self.connection()?;
+        self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
+        self.inner.subscriptions.subscribe_grants(&mut con).await;
+        let fence: Option<i64> = self
+            .lock_keys(&self.inner.scripts.lock_acquire_queued, name)
+            .arg(token)
+            .arg(tenure_core::time::ceil_millis(lease))
+            .arg(tenure_core::time::ceil_millis(wait))
+            .arg(self.inner.subscriptions.grant_channel())
+            .arg(name)
+            .invoke_async(&mut con)
+            .await
+            .map_err(|e| error("lock acquire", name, &e))?;
+        fence.map(|f| record::fence(name, f)).transpose()
     }
 
     /// The holder token of `name`'s live lease, if any.
@@ -464,6 +524,24 @@ impl LockOperations for RedisBackend {
 
     fn wakeup(&self, name: &str) -> Option<Wakeup> {
         Some(self.inner.subscriptions.wakeup(name, Wake::One))
+    }
+
+    fn acquire_queued(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        wait: Duration,
+    ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
+        self.lock_acquire_queued(name, token, lease, wait)
+    }
+
+    fn turn(&self, name: &str, token: &str) -> Option<Wakeup> {
+        Some(self.inner.subscriptions.turn(name, token))
+    }
+
+    fn take_grant(&self, name: &str, token: &str) -> Option<FencingToken> {
+        self.inner.subscriptions.take_grant(name, token)
     }
 }
 

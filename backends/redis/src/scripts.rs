@@ -1,4 +1,5 @@
-//! The Lua scripts: grelmicro 0.44's, answer for answer, with two additions — a release
+//! The Lua scripts: grelmicro 0.44's, answer for answer, with three additions — a lock release
+//! hands the lock to the oldest waiter queued by a queued acquire ([`crate::queue`]), or else
 //! publishes on the name's channel (push wake-ups), and a record that cannot be read is reported
 //! as such instead of failing inside Lua. Loaded once per server and called by hash
 //! ([`redis::Script`] sends `EVALSHA`, and loads the script again after a server restart).
@@ -28,25 +29,6 @@ if string.sub(stored, sep + 1) == ARGV[1] then
     return fence
 end
 return nil
-";
-
-/// `KEYS[1]` lock key; `ARGV[1]` token, `ARGV[2]` release channel. Deletes the key iff the token
-/// holds it (the fence key stays), then publishes the release.
-const LOCK_RELEASE: &str = r"
-local stored = redis.call('get', KEYS[1])
-if not stored then
-    return 0
-end
-local sep = string.find(stored, ':', 1, true)
-if not sep then
-    return redis.error_reply('TENURE_MALFORMED ' .. KEYS[1] .. ' holds no <fence>:<token> value')
-end
-if string.sub(stored, sep + 1) ~= ARGV[1] then
-    return 0
-end
-redis.call('del', KEYS[1])
-redis.call('publish', ARGV[2], '')
-return 1
 ";
 
 /// The server clock in µs, and a check that a stored record's numbers are numbers.
@@ -154,6 +136,7 @@ return 1
 #[derive(Debug)]
 pub(crate) struct Scripts {
     pub(crate) lock_acquire: Script,
+    pub(crate) lock_acquire_queued: Script,
     pub(crate) lock_release: Script,
     pub(crate) leader_acquire_or_renew: Script,
     pub(crate) leader_release: Script,
@@ -166,7 +149,8 @@ impl Scripts {
         let leader = |body: &str| Script::new(&format!("{LEADER_PRELUDE}{body}"));
         Self {
             lock_acquire: Script::new(LOCK_ACQUIRE),
-            lock_release: Script::new(LOCK_RELEASE),
+            lock_acquire_queued: Script::new(&crate::queue::acquire_script()),
+            lock_release: Script::new(&crate::queue::release_script()),
             leader_acquire_or_renew: leader(LEADER_ACQUIRE_OR_RENEW),
             leader_release: leader(LEADER_RELEASE),
             leader_get: leader(LEADER_GET),
@@ -178,6 +162,7 @@ impl Scripts {
     pub(crate) async fn load(&self, con: &mut impl redis::aio::ConnectionLike) -> redis::RedisResult<()> {
         for script in [
             &self.lock_acquire,
+            &self.lock_acquire_queued,
             &self.lock_release,
             &self.leader_acquire_or_renew,
             &self.leader_release,

@@ -14,7 +14,7 @@
 //! wait on the name costs nothing) up to [`MAX_IDLE`], past which idle ones are dropped.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use redis::{Msg, PushInfo, PushKind};
 pub(crate) use tenure::backend::Wake;
@@ -28,6 +28,10 @@ const MAX_IDLE: usize = 1024;
 /// The release channels of one backend: who waits on which, and what is subscribed.
 pub(crate) struct Subscriptions {
     channel_prefix: String,
+    /// Where the store publishes the locks it hands to this backend's queued waiters.
+    grant_channel: String,
+    /// The grant channel is subscribed on the current connection.
+    grants_subscribed: AtomicBool,
     queues: Arc<WaitQueues>,
     /// Bumped by every [`Subscriptions::redialed`]: a subscription confirmed by a connection
     /// replaced meanwhile is not recorded.
@@ -38,6 +42,8 @@ impl Subscriptions {
     pub(crate) fn new(key_prefix: &str) -> Self {
         Self {
             channel_prefix: format!("{key_prefix}tenure:released:"),
+            grant_channel: format!("{key_prefix}tenure:granted:{}", unique_id()),
+            grants_subscribed: AtomicBool::new(false),
             queues: Arc::new(WaitQueues::new()),
             redials: AtomicU64::new(0),
         }
@@ -56,9 +62,17 @@ impl Subscriptions {
             match push.kind {
                 PushKind::Disconnection => this.queues.wake_everyone(),
                 PushKind::Message => {
-                    if let Some(message) = Msg::from_push_info(push)
-                        && let Some(name) = message.get_channel_name().strip_prefix(this.channel_prefix.as_str())
-                    {
+                    let Some(message) = Msg::from_push_info(push) else { return Ok(()) };
+                    if message.get_channel_name() == this.grant_channel {
+                        match crate::queue::grant(message.get_payload_bytes()) {
+                            Ok((name, token, fence)) => {
+                                if !this.queues.granted(&name, &token, fence) {
+                                    tracing::debug!(name, fence = fence.get(), "a hand-off reached no waiter here");
+                                }
+                            }
+                            Err(e) => tracing::warn!(error = %e, "ignoring a hand-off message"),
+                        }
+                    } else if let Some(name) = message.get_channel_name().strip_prefix(this.channel_prefix.as_str()) {
                         this.queues.released(name);
                     }
                 }
@@ -73,6 +87,7 @@ impl Subscriptions {
     pub(crate) fn redialed(&self) {
         let mut names = self.queues.names();
         self.redials.fetch_add(1, Ordering::SeqCst);
+        self.grants_subscribed.store(false, Ordering::SeqCst);
         names.retain(|_, entry| {
             entry.subscribed = false;
             entry.wake_all();
@@ -84,6 +99,38 @@ impl Subscriptions {
     /// subscribe.
     pub(crate) fn wakeup(&self, name: &str, wake: Wake) -> Wakeup {
         self.queues.wakeup(name, wake)
+    }
+
+    /// The channel the store publishes this backend's hand-offs on.
+    pub(crate) fn grant_channel(&self) -> &str {
+        &self.grant_channel
+    }
+
+    /// A wake-up for `token`'s turn on `name` (see [`tenure::backend::LockBackend::turn`]).
+    pub(crate) fn turn(&self, name: &str, token: &str) -> Wakeup {
+        self.queues.turn(name, token)
+    }
+
+    /// The fencing token the store handed `token` on `name`, once its message arrived.
+    pub(crate) fn take_grant(&self, name: &str, token: &str) -> Option<tenure_core::FencingToken> {
+        self.queues.take_grant(name, token)
+    }
+
+    /// Subscribes `con` to the grant channel if it is not yet: called before a queued attempt,
+    /// on the connection the attempt is then sent on, so a hand-off after the attempt is heard.
+    /// A failure only costs the push (the waiter's next attempt finds the lock handed to it).
+    pub(crate) async fn subscribe_grants(&self, con: &mut Connection) {
+        if self.grants_subscribed.load(Ordering::SeqCst) {
+            return;
+        }
+        let redials = self.redials.load(Ordering::SeqCst);
+        match con.subscribe(&self.grant_channel).await {
+            Ok(()) if self.redials.load(Ordering::SeqCst) == redials => {
+                self.grants_subscribed.store(true, Ordering::SeqCst);
+            }
+            Ok(()) => {}
+            Err(e) => tracing::debug!(error = %e, "cannot subscribe to hand-offs; polling instead"),
+        }
     }
 
     /// Subscribes `con` to `name`'s channel if someone waits on it and it is not subscribed:
@@ -136,6 +183,15 @@ impl Subscriptions {
             }
         }
     }
+}
+
+/// An id no other backend shares: 64 random bits (std's randomly keyed hasher), the process
+/// and a counter.
+fn unique_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    format!("{random:016x}.{:x}.{:x}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
 #[cfg(test)]

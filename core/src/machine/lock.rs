@@ -448,8 +448,9 @@ impl LockMachine {
 
     /// Makes blocking acquires keep a place in the store's queue, lasting `wait` from each
     /// attempt ([`StoreOp::LockAcquireQueued`]), so the store hands the lock over in turn
-    /// ([`LockMachine::handle_grant`]); `None` (the default) polls as grelmicro does. `wait`
-    /// should outlast the pause between two attempts, or the place lapses in between.
+    /// ([`LockMachine::handle_grant`]); `None` (the default) polls as grelmicro does. A queued
+    /// waiter pauses at most a third of `wait` between attempts, so its place never lapses
+    /// while it waits.
     pub fn set_queued(&mut self, wait: Option<Duration>) {
         self.queue_wait = wait;
     }
@@ -622,6 +623,9 @@ impl LockMachine {
                         self.queued_at = Some(flight.sent_at);
                     }
                     let pause = jitter(self.retry_interval, self.retry_jitter, unit_interval(self.jitter.next_u64()));
+                    // A queued waiter asks again well within its place, so the place never lapses
+                    // while it waits.
+                    let pause = self.queue_wait.map_or(pause, |wait| pause.min(wait / 3));
                     let retry_at = earliest([Some(now + pause), deadline]).unwrap_or(now);
                     self.state = State::Waiting { retry_at, lease, attempt };
                     return;

@@ -35,6 +35,24 @@ pub trait LockBackend: Send + Sync + 'static {
         let _ = op;
         None
     }
+
+    /// A wake-up for `token`'s turn on `name`, if the store keeps its waiters in a queue and
+    /// hands the lock to the oldest itself ([`StoreOp::LockAcquireQueued`]; DESIGN §4.5): it
+    /// fires when the store pushes that it handed the lock to `token` (then
+    /// [`LockBackend::take_grant`] gives the fencing token), or when `name` is released without
+    /// a hand-off. `None` (the default): the store keeps no queue, and waiters use
+    /// [`LockBackend::wakeup`].
+    fn turn(&self, name: &str, token: &str) -> Option<Wakeup> {
+        let _ = (name, token);
+        None
+    }
+
+    /// The fencing token the store handed `token` on `name`, once its push arrived (given
+    /// once).
+    fn take_grant(&self, name: &str, token: &str) -> Option<FencingToken> {
+        let _ = (name, token);
+        None
+    }
 }
 
 /// Leader election (spec §5.2), as the driver uses it.
@@ -85,6 +103,32 @@ pub trait LockOperations: Clone + Send + Sync + 'static {
         let _ = name;
         None
     }
+
+    /// A queued acquire ([`StoreOp::LockAcquireQueued`]): like `acquire`, but a refused
+    /// `token` keeps a place in the name's queue for `wait`. The default, for a store that keeps
+    /// no queue: `acquire`.
+    fn acquire_queued(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        wait: Duration,
+    ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
+        let _ = wait;
+        self.acquire(name, token, lease)
+    }
+
+    /// See [`LockBackend::turn`].
+    fn turn(&self, name: &str, token: &str) -> Option<Wakeup> {
+        let _ = (name, token);
+        None
+    }
+
+    /// See [`LockBackend::take_grant`].
+    fn take_grant(&self, name: &str, token: &str) -> Option<FencingToken> {
+        let _ = (name, token);
+        None
+    }
 }
 
 impl<T: LockOperations> LockBackend for T {
@@ -92,10 +136,11 @@ impl<T: LockOperations> LockBackend for T {
         let store = self.clone();
         Box::pin(async move {
             match op {
-                // A store written as grelmicro's calls keeps no queue: a queued acquire is a plain
-                // one, and its waiter polls.
-                StoreOp::LockAcquire { key, token, lease } | StoreOp::LockAcquireQueued { key, token, lease, .. } => {
+                StoreOp::LockAcquire { key, token, lease } => {
                     store.acquire(key.as_str(), token.as_str(), lease).await.map(StoreReply::Fence)
+                }
+                StoreOp::LockAcquireQueued { key, token, lease, wait } => {
+                    store.acquire_queued(key.as_str(), token.as_str(), lease, wait).await.map(StoreReply::Fence)
                 }
                 StoreOp::LockRelease { key, token } => {
                     store.release(key.as_str(), token.as_str()).await.map(StoreReply::Flag)
@@ -111,6 +156,14 @@ impl<T: LockOperations> LockBackend for T {
 
     fn wakeup(&self, name: &str) -> Option<Wakeup> {
         LockOperations::wakeup(self, name)
+    }
+
+    fn turn(&self, name: &str, token: &str) -> Option<Wakeup> {
+        LockOperations::turn(self, name, token)
+    }
+
+    fn take_grant(&self, name: &str, token: &str) -> Option<FencingToken> {
+        LockOperations::take_grant(self, name, token)
     }
 }
 

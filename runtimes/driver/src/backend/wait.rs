@@ -20,6 +20,8 @@ use std::task::{Context, Poll};
 
 use event_listener::{Event, EventListener};
 
+use tenure_core::FencingToken;
+
 use super::Wakeup;
 
 /// Who a release wakes.
@@ -41,6 +43,8 @@ pub struct WaitQueues {
 #[derive(Debug, Default)]
 pub struct Entry {
     queue: VecDeque<Arc<Slot>>,
+    /// Locks the store handed to a waiter of this process, by token, until it takes them.
+    grants: Vec<(String, FencingToken)>,
     /// The store pushes this name's releases here (kept up to date by a backend that
     /// subscribes per name; unused by one that hears every release).
     pub subscribed: bool,
@@ -50,6 +54,8 @@ pub struct Entry {
 #[derive(Debug)]
 struct Slot {
     wake: Wake,
+    /// The token whose turn this is (a waiter queued in the store, [`WaitQueues::turn`]).
+    token: Option<String>,
     woken: AtomicBool,
     event: Event,
 }
@@ -113,9 +119,47 @@ impl WaitQueues {
 
     /// A wake-up for the next release of `name`, queued now.
     pub fn wakeup(self: &Arc<Self>, name: &str, wake: Wake) -> Wakeup {
-        let slot = Arc::new(Slot { wake, woken: AtomicBool::new(false), event: Event::new() });
+        self.queued(name, Slot { wake, token: None, woken: AtomicBool::new(false), event: Event::new() })
+    }
+
+    /// A wake-up for `token`'s turn on `name` (a lock waiter queued in the store): the store
+    /// handed it the lock ([`WaitQueues::granted`]), or `name` was released without a hand-off.
+    pub fn turn(self: &Arc<Self>, name: &str, token: &str) -> Wakeup {
+        let slot =
+            Slot { wake: Wake::One, token: Some(token.to_owned()), woken: AtomicBool::new(false), event: Event::new() };
+        self.queued(name, slot)
+    }
+
+    fn queued(self: &Arc<Self>, name: &str, slot: Slot) -> Wakeup {
+        let slot = Arc::new(slot);
         self.names().entry(name.to_owned()).or_default().queue.push_back(slot.clone());
         Wakeup::new(Waiting { queues: self.clone(), name: name.to_owned(), slot, listener: None, seen: false })
+    }
+
+    /// The store handed `name` to `token` with `fence`: kept for the waiter, whose turn is
+    /// woken. False if no waiter of this process waits under `token` (it gave up, or it is
+    /// someone else's): the store then holds the lock for nobody here until its lease ends, or
+    /// the gone waiter's own release frees it.
+    pub fn granted(&self, name: &str, token: &str, fence: FencingToken) -> bool {
+        let mut names = self.names();
+        let Some(entry) = names.get_mut(name) else { return false };
+        let Some(at) = entry.queue.iter().position(|slot| slot.token.as_deref() == Some(token)) else {
+            return false;
+        };
+        entry.grants.retain(|(t, _)| t != token);
+        entry.grants.push((token.to_owned(), fence));
+        if let Some(slot) = entry.queue.remove(at) {
+            slot.wake();
+        }
+        true
+    }
+
+    /// The fencing token the store handed `token` on `name`, if its push arrived (given once).
+    pub fn take_grant(&self, name: &str, token: &str) -> Option<FencingToken> {
+        let mut names = self.names();
+        let entry = names.get_mut(name)?;
+        let at = entry.grants.iter().position(|(t, _)| t == token)?;
+        Some(entry.grants.swap_remove(at).1)
     }
 }
 
@@ -164,7 +208,11 @@ impl Drop for Waiting {
             // Woken, but leaving without looking: the release is someone else's to take.
             entry.release(false);
         }
-        if entry.queue.is_empty() && !entry.subscribed {
+        if let Some(token) = self.slot.token.as_deref().filter(|_| !self.seen) {
+            // Leaving without looking: nobody will take what the store handed it.
+            entry.grants.retain(|(t, _)| t != token);
+        }
+        if entry.queue.is_empty() && entry.grants.is_empty() && !entry.subscribed {
             names.remove(&self.name);
         }
     }
@@ -229,5 +277,29 @@ mod tests {
         queues.names().get_mut("lock:b").expect("queued").subscribed = true;
         drop(waiter);
         assert!(queues.names().get("lock:b").is_some_and(|e| !e.is_waited_on()));
+    }
+
+    #[test]
+    fn a_grant_wakes_the_turn_of_its_token_and_is_taken_once() {
+        let queues = Arc::new(WaitQueues::new());
+        let mut plain = queues.wakeup("lock:a", Wake::One);
+        let (mut first, mut second) = (queues.turn("lock:a", "t1"), queues.turn("lock:a", "t2"));
+        assert!(queues.granted("lock:a", "t2", FencingToken::FIRST));
+        assert!(woken(&mut second) && !woken(&mut first) && !woken(&mut plain), "only t2's turn");
+        assert_eq!(queues.take_grant("lock:a", "t2"), Some(FencingToken::FIRST));
+        assert_eq!(queues.take_grant("lock:a", "t2"), None);
+        assert!(!queues.granted("lock:a", "t9", FencingToken::FIRST), "nobody waits under t9");
+        // A release without a hand-off wakes the longest waiter, as before.
+        queues.released("lock:a");
+        assert!(woken(&mut plain) && !woken(&mut first));
+    }
+
+    #[test]
+    fn a_grant_whose_waiter_left_without_looking_leaves_no_trace() {
+        let queues = Arc::new(WaitQueues::new());
+        let turn = queues.turn("lock:a", "t1");
+        assert!(queues.granted("lock:a", "t1", FencingToken::FIRST));
+        drop(turn);
+        assert!(queues.names().is_empty());
     }
 }

@@ -107,15 +107,30 @@ impl<R: Runtime> LockHolder<R> {
     }
 
     /// Acquires, waiting up to `timeout` (`None`: forever). See [`Lock::acquire_timeout`].
+    ///
+    /// On a store that keeps a queue of waiters ([`crate::backend::LockBackend::turn`]), the
+    /// attempts keep a place in it and the store hands the lock over in turn; otherwise the
+    /// holder polls, woken early by pushed releases.
     pub async fn acquire(&self, timeout: Option<Duration>) -> Result<LockHandle, Error> {
-        // Subscribe before the first attempt, so a release after a refusal is not missed.
-        let wakeup = self.lock.shared.backend.wakeup(self.lock.shared.key.as_str());
+        let shared = &self.lock.shared;
+        // The token the attempts will carry, known now: a turn is the token's.
+        let token = {
+            let mut machine = self.cell.lock();
+            fresh_token(&mut machine, shared.config().worker(), self.kind);
+            machine.token().clone()
+        };
+        // Subscribe before the first attempt, so a release or hand-off after a refusal is not
+        // missed.
+        let turn = shared.backend.turn(shared.key.as_str(), token.as_str());
+        let queued = turn.is_some();
+        let wakeup = turn.or_else(|| shared.backend.wakeup(shared.key.as_str()));
         let kind = self.kind;
         let start = move |m: &mut LockMachine, now, config: &LockConfig| {
             fresh_token(m, config.worker(), kind);
+            m.set_queued(queued.then(|| queue_wait(config)));
             m.acquire(now, timeout)
         };
-        let event = self.run(start, wakeup, "acquire").await?;
+        let event = self.run(start, wakeup, queued, "acquire").await?;
         self.handle_after(&event, "acquire")
     }
 
@@ -126,7 +141,7 @@ impl<R: Runtime> LockHolder<R> {
             fresh_token(m, config.worker(), kind);
             m.acquire_nowait(now)
         };
-        let event = self.run(start, None, "acquire").await?;
+        let event = self.run(start, None, false, "acquire").await?;
         self.handle_after(&event, "acquire")
     }
 
@@ -134,13 +149,13 @@ impl<R: Runtime> LockHolder<R> {
     /// lapsed one nobody took is granted again with a greater one (compare the handle's token);
     /// a lease taken by another holder is [`Error::NotOwned`].
     pub async fn extend(&self) -> Result<LockHandle, Error> {
-        let event = self.run(|m, now, _| m.extend(now), None, "extend").await?;
+        let event = self.run(|m, now, _| m.extend(now), None, false, "extend").await?;
         self.handle_after(&event, "extend")
     }
 
     /// Releases the lease ([`Error::NotOwned`] if it was not held any more).
     pub async fn release(&self) -> Result<(), Error> {
-        self.run(|m, now, _| m.release(now), None, "release").await.map(drop)
+        self.run(|m, now, _| m.release(now), None, false, "release").await.map(drop)
     }
 
     /// Whether this holder's token holds the lock in the store ([`Error::OwnedCheck`]).
@@ -198,6 +213,7 @@ impl<R: Runtime> LockHolder<R> {
         &self,
         begin: impl FnOnce(&mut LockMachine, Timestamp, &LockConfig) -> Result<(), Error>,
         wakeup: Option<Wakeup>,
+        queued: bool,
         operation: &'static str,
     ) -> Result<LockEvent, Error> {
         let shared = &self.lock.shared;
@@ -206,7 +222,7 @@ impl<R: Runtime> LockHolder<R> {
             machine.set_config(&config);
             begin(machine, now, &config)
         };
-        let purpose = Command { backend: &*shared.backend, key: shared.key.as_str() };
+        let purpose = Command { backend: &*shared.backend, key: shared.key.as_str(), queued };
         match command(&shared.runtime, &self.cell, &shared.exec(), purpose, wakeup, start).await {
             Ok(Some(outcome)) => outcome,
             Ok(None) => Err(stopped(self.lock.name(), operation)),
@@ -237,10 +253,13 @@ impl<R: Runtime> std::fmt::Debug for LockHolder<R> {
     }
 }
 
-/// A lock command: ends at its completion event; push wake-ups retry a waiting acquire.
+/// A lock command: ends at its completion event; push wake-ups retry a waiting acquire, or
+/// (queued in the store) hand it the lock.
 struct Command<'a> {
     backend: &'a dyn crate::backend::LockBackend,
     key: &'a str,
+    /// The acquire keeps a place in the store's queue: it waits for its turn.
+    queued: bool,
 }
 
 impl Purpose<LockMachine> for Command<'_> {
@@ -255,10 +274,23 @@ impl Purpose<LockMachine> for Command<'_> {
     }
 
     fn woken(&mut self, machine: &mut LockMachine, now: Timestamp) -> Option<Wakeup> {
-        let next = self.backend.wakeup(self.key);
-        machine.wake(now);
-        next
+        let token = machine.token().clone();
+        match self.backend.take_grant(self.key, token.as_str()) {
+            Some(fence) => machine.handle_grant(now, fence),
+            None => machine.wake(now),
+        }
+        if self.queued { self.backend.turn(self.key, token.as_str()) } else { self.backend.wakeup(self.key) }
     }
+}
+
+/// How long a waiter's place in the store's queue lasts after each attempt: three pauses
+/// between attempts at their longest (jitter included), from 100 ms to 2 s. The machine asks
+/// again within a third of it, so a waiter that keeps asking keeps its place (with a long
+/// `retry_interval`, it asks more often than that while queued), and one that vanished is
+/// skipped within 2 s.
+fn queue_wait(config: &LockConfig) -> Duration {
+    let wait = config.retry_interval().mul_f64(3.0 * (1.0 + config.retry_jitter()));
+    wait.clamp(Duration::from_millis(100), Duration::from_secs(2))
 }
 
 /// Gives a holder whose token served an earlier acquisition a new one: a request of that

@@ -1,0 +1,176 @@
+//! Queued acquires on Redis: fair turns and the hand-off inside the release script
+//! ([`tenure_core::StoreModel::lock_acquire_queued`] is the reference).
+//!
+//! Beside grelmicro's lock key and fence key, a name has two keys of Tenure's own:
+//! `queue:<name>`, a list of the waiting tokens, oldest first, and `queue-places:<name>`, a hash
+//! from each token to `<expires ms>:<lease ms>:<route>` — when its place lapses (server time),
+//! the lease it asked for, and the channel its grant is published on (its backend's). Both
+//! expire once the longest place has lapsed.
+//!
+//! A refused queued acquire keeps or renews its place. A release — or a queued attempt that finds
+//! the lock free behind a live waiter — hands the lock to the oldest waiter whose place is live:
+//! it takes the next fence, sets the lock key for that waiter's token with its lease, and
+//! publishes `<fence>:<name length>:<name><token>` on the waiter's route. grelmicro's scripts
+//! never look at the queue: a grelmicro process may take a free lock ahead of it, never one
+//! handed over (the lock key is set), and after its release the queue's head takes the lock at
+//! its next attempt.
+
+use tenure_core::{BackendError, BackendErrorKind, FencingToken};
+
+/// What every queue script starts with: helpers, the lapsed places pruned, and the lock's holder
+/// read (a value not in grelmicro's layout ends the script with an error). `KEYS[1]` lock key,
+/// `KEYS[2]` fence key, `KEYS[3]` queue, `KEYS[4]` places.
+const PRELUDE: &str = r"
+local now_pair = redis.call('TIME')
+local now = tonumber(now_pair[1]) * 1000 + math.floor(tonumber(now_pair[2]) / 1000)
+-- Most calls find nobody queued: they then touch no queue key.
+local queued = redis.call('EXISTS', KEYS[3]) == 1
+local function place_of(token)
+    local place = redis.call('HGET', KEYS[4], token)
+    if not place then
+        return nil
+    end
+    local expires, lease, route = string.match(place, '^(%d+):(%d+):(.+)$')
+    if not expires or tonumber(expires) < now then
+        return nil
+    end
+    return lease, route
+end
+local function leave(token)
+    if queued then
+        redis.call('LREM', KEYS[3], 0, token)
+        redis.call('HDEL', KEYS[4], token)
+    end
+end
+local function prune()
+    if not queued then
+        return
+    end
+    for _, token in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
+        if not place_of(token) then
+            leave(token)
+        end
+    end
+end
+local function take(token, lease)
+    local fence = redis.call('INCR', KEYS[2])
+    redis.call('SET', KEYS[1], fence .. ':' .. token, 'PX', lease)
+    return fence
+end
+local function hand_over(name)
+    local head = queued and redis.call('LINDEX', KEYS[3], 0)
+    if not head then
+        return false
+    end
+    local lease, route = place_of(head)
+    leave(head)
+    local fence = take(head, lease)
+    redis.call('PUBLISH', route, fence .. ':' .. string.len(name) .. ':' .. name .. head)
+    return true
+end
+prune()
+-- The lock's holder: `stored` (nil when free), its `fence` and `holding` token.
+local stored = redis.call('GET', KEYS[1])
+local fence, holding
+if stored then
+    local sep = string.find(stored, ':', 1, true)
+    fence = sep and tonumber(string.sub(stored, 1, sep - 1))
+    if not fence then
+        return redis.error_reply('TENURE_MALFORMED ' .. KEYS[1] .. ' holds no <fence>:<token> value')
+    end
+    holding = string.sub(stored, sep + 1)
+end
+";
+
+/// `ARGV[1]` token, `ARGV[2]` lease ms, `ARGV[3]` wait ms, `ARGV[4]` route, `ARGV[5]` name.
+/// Takes or renews like grelmicro's acquire unless a live waiter of another token is ahead;
+/// else keeps the token's place and answers nil.
+const ACQUIRE: &str = r"
+if stored then
+    if holding == ARGV[1] then
+        redis.call('PEXPIRE', KEYS[1], ARGV[2])
+        leave(ARGV[1])
+        return fence
+    end
+else
+    local head = queued and redis.call('LINDEX', KEYS[3], 0)
+    if not head or head == ARGV[1] then
+        leave(ARGV[1])
+        return take(ARGV[1], ARGV[2])
+    end
+    hand_over(ARGV[5])
+end
+local wait = tonumber(ARGV[3])
+queued = true
+if redis.call('HSET', KEYS[4], ARGV[1], (now + wait) .. ':' .. ARGV[2] .. ':' .. ARGV[4]) == 1 then
+    redis.call('RPUSH', KEYS[3], ARGV[1])
+end
+for _, key in ipairs({KEYS[3], KEYS[4]}) do
+    if redis.call('PTTL', key) < wait then
+        redis.call('PEXPIRE', key, wait)
+    end
+end
+return nil
+";
+
+/// `ARGV[1]` token, `ARGV[2]` release channel, `ARGV[3]` name. Frees the lock if the token
+/// holds it (1), takes the token out of the queue, then hands a free lock to the oldest live
+/// waiter — or, with nobody queued, publishes the release for waiters that poll.
+const RELEASE: &str = r"
+local released = 0
+if stored then
+    if holding ~= ARGV[1] then
+        leave(ARGV[1])
+        return 0
+    end
+    redis.call('DEL', KEYS[1])
+    released = 1
+end
+leave(ARGV[1])
+if not hand_over(ARGV[3]) and released == 1 then
+    redis.call('PUBLISH', ARGV[2], '')
+end
+return released
+";
+
+/// The queued acquire's script.
+pub(crate) fn acquire_script() -> String {
+    format!("{PRELUDE}{ACQUIRE}")
+}
+
+/// The lock release's script (it hands over to the queue).
+pub(crate) fn release_script() -> String {
+    format!("{PRELUDE}{RELEASE}")
+}
+
+/// A grant published on a backend's route: `(name, token, fence)`.
+pub(crate) fn grant(payload: &[u8]) -> Result<(String, String, FencingToken), BackendError> {
+    let bad = || {
+        let text = "a queued hand-off's message is not <fence>:<length>:<name><token>";
+        BackendError::new(BackendErrorKind::MalformedRecord, text)
+    };
+    let text = std::str::from_utf8(payload).map_err(|_| bad())?;
+    let (fence, rest) = text.split_once(':').ok_or_else(bad)?;
+    let (length, rest) = rest.split_once(':').ok_or_else(bad)?;
+    let fence = fence.parse::<u64>().ok().filter(|&f| f > 0).map(FencingToken::new).ok_or_else(bad)?;
+    let length = length.parse::<usize>().map_err(|_| bad())?;
+    let (name, token) = (rest.get(..length).ok_or_else(bad)?, rest.get(length..).ok_or_else(bad)?);
+    if token.is_empty() {
+        return Err(bad());
+    }
+    Ok((name.to_owned(), token.to_owned(), fence))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_message_names_the_lock_the_token_and_the_fence() {
+        let (name, token, fence) = grant(b"42:9:lock:cartw1:task:7.ab:cd").expect("a grant");
+        assert_eq!((name.as_str(), token.as_str(), fence.get()), ("lock:cart", "w1:task:7.ab:cd", 42));
+        for bad in [&b""[..], b"x:9:lock:cartw1", b"0:9:lock:cartw1", b"4:99:lock:cart", b"4:9:lock:cart", b"\xff"] {
+            assert!(grant(bad).is_err(), "{bad:?}");
+        }
+    }
+}
