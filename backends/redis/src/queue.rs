@@ -21,17 +21,24 @@ use tenure_core::{BackendError, BackendErrorKind, FencingToken};
 /// read (a value not in grelmicro's layout ends the script with an error). `KEYS[1]` lock key,
 /// `KEYS[2]` fence key, `KEYS[3]` queue, `KEYS[4]` places.
 const PRELUDE: &str = r"
-local now_pair = redis.call('TIME')
-local now = tonumber(now_pair[1]) * 1000 + math.floor(tonumber(now_pair[2]) / 1000)
--- Most calls find nobody queued: they then touch no queue key.
+-- Most calls find nobody queued: they then touch no queue key, and read no clock (TIME costs
+-- a script more than the rest of it).
 local queued = redis.call('EXISTS', KEYS[3]) == 1
+local now
+local function clock()
+    if not now then
+        local pair = redis.call('TIME')
+        now = tonumber(pair[1]) * 1000 + math.floor(tonumber(pair[2]) / 1000)
+    end
+    return now
+end
 local function place_of(token)
     local place = redis.call('HGET', KEYS[4], token)
     if not place then
         return nil
     end
     local expires, lease, route = string.match(place, '^(%d+):(%d+):(.+)$')
-    if not expires or tonumber(expires) < now then
+    if not expires or tonumber(expires) < clock() then
         return nil
     end
     return lease, route
@@ -102,7 +109,7 @@ else
 end
 local wait = tonumber(ARGV[3])
 queued = true
-if redis.call('HSET', KEYS[4], ARGV[1], (now + wait) .. ':' .. ARGV[2] .. ':' .. ARGV[4]) == 1 then
+if redis.call('HSET', KEYS[4], ARGV[1], (clock() + wait) .. ':' .. ARGV[2] .. ':' .. ARGV[4]) == 1 then
     redis.call('RPUSH', KEYS[3], ARGV[1])
 end
 for _, key in ipairs({KEYS[3], KEYS[4]}) do
