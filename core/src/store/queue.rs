@@ -1,5 +1,5 @@
-//! Queued acquires: fair turns and a hand-off inside the store (issue 16, DESIGN §4.5 "queued
-//! hand-off").
+//! Queued acquires: fair turns and a hand-off inside the store (issue 16; it goes past DESIGN
+//! §4.5's pushed wake-ups, where a woken waiter still needs a round trip of its own).
 //!
 //! A queued acquire that is refused leaves a [`Waiter`] in the lock's queue, with a place of its
 //! own that lasts `wait` from that attempt (each later attempt renews it). A queued release
