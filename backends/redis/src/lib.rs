@@ -25,10 +25,11 @@
 //! never find a handed-over lock free; their releases hand nothing over, and the queue's head
 //! takes the lock at its next attempt.
 //!
-//! A release with nobody queued publishes on `tenure:released:<name>`: a waiter subscribes (on
-//! the same connection, before the attempt that fails) and retries at once, with
+//! A release with nobody queued publishes on `tenure:released:<name>`, for waiters that do not
+//! queue ([`tenure::backend::LockBackend::wakeup`]'s, older Tenure processes'): such a waiter
+//! subscribes (on the same connection, before the attempt that fails) and retries at once, with
 //! `retry_interval` polling as the fallback for releases that publish nothing (grelmicro's, lease
-//! expiry). Such a release wakes one lock waiter per process — the longest waiting; the others
+//! expiry). A queued waiter does not subscribe to it: the store hands it the lock. Such a release wakes one lock waiter per process — the longest waiting; the others
 //! would only be refused — and every election follower.
 //!
 //! Connections are RESP3, reconnect after a server restart (subscriptions restored, every waiter

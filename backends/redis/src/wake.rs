@@ -133,11 +133,12 @@ impl Subscriptions {
         }
     }
 
-    /// Subscribes `con` to `name`'s channel if someone waits on it and it is not subscribed:
+    /// Subscribes `con` to `name`'s channel if someone waits on its releases (turns need none:
+    /// the store hands them the lock) and it is not subscribed:
     /// called before an attempt, on the connection the attempt is then sent on. A failure only
     /// costs the push (the waiter polls), so it is logged, not returned.
     pub(crate) async fn subscribe_wanted(&self, con: &mut Connection, name: &str) {
-        let wanted = self.queues.names().get(name).is_some_and(|e| e.is_waited_on() && !e.subscribed);
+        let wanted = self.queues.names().get(name).is_some_and(|e| e.wants_releases() && !e.subscribed);
         if !wanted {
             return;
         }

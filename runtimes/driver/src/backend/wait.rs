@@ -73,6 +73,12 @@ impl Entry {
         !self.queue.is_empty()
     }
 
+    /// Whether anyone waits on the name's releases: a waiter other than a turn (a turn is
+    /// handed the lock by the store, [`WaitQueues::turn`], and needs no release message).
+    pub fn wants_releases(&self) -> bool {
+        self.queue.iter().any(|slot| slot.token.is_none())
+    }
+
     /// Wakes the first `One` waiter, and every `All` waiter if `all` (a release; not when a
     /// woken waiter passes its wake-up on), taking them off the queue.
     fn release(&mut self, all: bool) {
@@ -292,6 +298,15 @@ mod tests {
         // A release without a hand-off wakes the longest waiter, as before.
         queues.released("lock:a");
         assert!(woken(&mut plain) && !woken(&mut first));
+    }
+
+    #[test]
+    fn turns_want_no_release_messages_other_waiters_do() {
+        let queues = Arc::new(WaitQueues::new());
+        let _turn = queues.turn("lock:a", "t1");
+        assert!(queues.names().get("lock:a").is_some_and(|e| e.is_waited_on() && !e.wants_releases()));
+        let _plain = queues.wakeup("lock:a", Wake::One);
+        assert!(queues.names().get("lock:a").is_some_and(Entry::wants_releases));
     }
 
     #[test]
