@@ -1,8 +1,8 @@
 """tenure's Python package beside grelmicro 0.44, in one interpreter and one run: one task's
 `async with lock:` on the memory backend (median of 11 batches of 1000), on a trivial backend
 written in Python (a dict; both libraries' `Lock` on the same class), and on Redis (median of 11
-batches of 200) when a URL is given, beside the floor: a PING round trip on a bare asyncio
-stream. Prints microseconds per cycle and the ratios.
+batches of 200) when a URL is given, beside two floors: a PING round trip of redis-py's asyncio
+client (grelmicro's), and one on a bare asyncio stream. Prints microseconds per cycle and the ratios.
 Usage: python_lock.py [REDIS_URL]   (needs grelmicro 0.44 and the tenure wheel installed)"""
 
 import asyncio
@@ -77,6 +77,19 @@ async def user_backend() -> tuple:
     return await per_cycle(GrelLock("bench", backend=DictLocks()), ours, memory, batch=1000)
 
 
+class Each:
+    """`async with Each(call):` awaits `call()`: what per_cycle measures is one call."""
+
+    def __init__(self, call) -> None:
+        self.call = call
+
+    async def __aenter__(self):
+        await self.call()
+
+    async def __aexit__(self, *exc):
+        return None
+
+
 async def round_trip(url: str) -> float:
     """One PING round trip on a bare asyncio stream: the floor a Python program pays per command."""
     from urllib.parse import urlsplit
@@ -84,18 +97,25 @@ async def round_trip(url: str) -> float:
     parts = urlsplit(url)
     reader, writer = await asyncio.open_connection(parts.hostname or "127.0.0.1", parts.port or 6379)
 
-    class Ping:
-        async def __aenter__(self):
-            writer.write(b"PING\r\n")
-            await reader.readline()
-
-        async def __aexit__(self, *exc):
-            return None
+    async def ping():
+        writer.write(b"PING\r\n")
+        await reader.readline()
 
     try:
-        return (await per_cycle(Ping(), batch=200))[0]
+        return (await per_cycle(Each(ping), batch=200))[0]
     finally:
         writer.close()
+
+
+async def redis_asyncio_round_trip(url: str) -> float:
+    """One PING round trip of redis-py's asyncio client (what grelmicro's Redis adapter uses)."""
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(url)
+    try:
+        return (await per_cycle(Each(client.ping), batch=200))[0]
+    finally:
+        await client.aclose()
 
 
 async def redis(url: str) -> tuple:
@@ -125,10 +145,12 @@ async def main() -> None:
     )
     if len(sys.argv) > 1:
         grel, ours = await redis(sys.argv[1])
+        client = await redis_asyncio_round_trip(sys.argv[1])
         floor = await round_trip(sys.argv[1])
         print(
             f"redis, one task, async with lock: grelmicro {grel:.1f} us, tenure {ours:.1f} us, ratio {ours / grel:.2f}"
-            f" (target <= 0.7); an asyncio PING round trip {floor:.1f} us: tenure = {ours / (2 * floor):.2f} x two (target <= 1.0)"
+            f" (target <= 0.7); a redis.asyncio PING round trip {client:.1f} us: tenure = {ours / (2 * client):.2f} x"
+            f" two (target <= 1.0); a PING on a bare asyncio stream {floor:.1f} us: tenure = {ours / (2 * floor):.2f} x two"
         )
 
 

@@ -17,9 +17,14 @@
 
 use tenure_core::{BackendError, BackendErrorKind, FencingToken};
 
-/// What every queue script starts with: helpers, the lapsed places pruned, and the lock's holder
-/// read (a value not in grelmicro's layout ends the script with an error). `KEYS[1]` lock key,
-/// `KEYS[2]` fence key, `KEYS[3]` queue, `KEYS[4]` places.
+/// What every queue script starts with: helpers, and the lock's holder read (a value not in
+/// grelmicro's layout ends the script with an error). `KEYS[1]` lock key, `KEYS[2]` fence key,
+/// `KEYS[3]` queue, `KEYS[4]` places.
+///
+/// A token is in the queue list iff it has a field in the places hash. Lapsed places are dropped
+/// lazily, where a decision looks at them — at the head, or the caller's own — so a call costs
+/// the same however many wait: the live waiters' order is what the store model's eager pruning
+/// leaves (every entry reaches the head in turn, so lapsed ones never pile up).
 const PRELUDE: &str = r"
 -- Most calls find nobody queued: they then touch no queue key, and read no clock (TIME costs
 -- a script more than the rest of it).
@@ -32,7 +37,11 @@ local function clock()
     end
     return now
 end
+-- A live place's lease and route; nil if it lapsed, cannot be read, or there is no queue.
 local function place_of(token)
+    if not queued then
+        return nil
+    end
     local place = redis.call('HGET', KEYS[4], token)
     if not place then
         return nil
@@ -44,20 +53,25 @@ local function place_of(token)
     return lease, route
 end
 local function leave(token)
-    if queued then
-        redis.call('LREM', KEYS[3], 0, token)
-        redis.call('HDEL', KEYS[4], token)
+    if redis.call('HDEL', KEYS[4], token) == 1 then
+        redis.call('LREM', KEYS[3], 1, token)
     end
 end
-local function prune()
-    if not queued then
-        return
-    end
-    for _, token in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
-        if not place_of(token) then
-            leave(token)
+-- The oldest waiter whose place is live (lapsed ones ahead of it leave), with its lease and route.
+local function head()
+    while queued do
+        local token = redis.call('LINDEX', KEYS[3], 0)
+        if not token then
+            return nil
         end
+        local lease, route = place_of(token)
+        if lease then
+            return token, lease, route
+        end
+        redis.call('LPOP', KEYS[3])
+        redis.call('HDEL', KEYS[4], token)
     end
+    return nil
 end
 local function take(token, lease)
     local fence = redis.call('INCR', KEYS[2])
@@ -65,17 +79,16 @@ local function take(token, lease)
     return fence
 end
 local function hand_over(name)
-    local head = queued and redis.call('LINDEX', KEYS[3], 0)
-    if not head then
+    local token, lease, route = head()
+    if not token then
         return false
     end
-    local lease, route = place_of(head)
-    leave(head)
-    local fence = take(head, lease)
-    redis.call('PUBLISH', route, fence .. ':' .. string.len(name) .. ':' .. name .. head)
+    redis.call('LPOP', KEYS[3])
+    redis.call('HDEL', KEYS[4], token)
+    local fence = take(token, lease)
+    redis.call('PUBLISH', route, fence .. ':' .. string.len(name) .. ':' .. name .. token)
     return true
 end
-prune()
 -- The lock's holder: `stored` (nil when free), its `fence` and `holding` token.
 local stored = redis.call('GET', KEYS[1])
 local fence, holding
@@ -91,7 +104,7 @@ end
 
 /// `ARGV[1]` token, `ARGV[2]` lease ms, `ARGV[3]` wait ms, `ARGV[4]` route, `ARGV[5]` name.
 /// Takes or renews like grelmicro's acquire unless a live waiter of another token is ahead;
-/// else keeps the token's place and answers nil.
+/// else keeps the token's place (a lapsed one goes to the back) and answers nil.
 const ACQUIRE: &str = r"
 if stored then
     if holding == ARGV[1] then
@@ -100,16 +113,24 @@ if stored then
         return fence
     end
 else
-    local head = queued and redis.call('LINDEX', KEYS[3], 0)
-    if not head or head == ARGV[1] then
+    local first = head()
+    if not first or first == ARGV[1] then
         leave(ARGV[1])
         return take(ARGV[1], ARGV[2])
     end
     hand_over(ARGV[5])
 end
 local wait = tonumber(ARGV[3])
-queued = true
-if redis.call('HSET', KEYS[4], ARGV[1], (clock() + wait) .. ':' .. ARGV[2] .. ':' .. ARGV[4]) == 1 then
+local place = (clock() + wait) .. ':' .. ARGV[2] .. ':' .. ARGV[4]
+if place_of(ARGV[1]) then
+    redis.call('HSET', KEYS[4], ARGV[1], place)
+else
+    if not queued then
+        -- No list: any place left (its key outlived the list's) lapsed with it.
+        redis.call('DEL', KEYS[4])
+    end
+    leave(ARGV[1])
+    redis.call('HSET', KEYS[4], ARGV[1], place)
     redis.call('RPUSH', KEYS[3], ARGV[1])
 end
 for _, key in ipairs({KEYS[3], KEYS[4]}) do

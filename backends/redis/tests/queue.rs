@@ -124,3 +124,25 @@ async fn grelmicro_never_finds_a_handed_over_lock_free_and_its_release_lets_the_
     assert_eq!(LockCalls::acquire(&store, "lock:q", "grelmicro-2", LEASE).await.expect("acquire"), None);
     assert_eq!(task.await.expect("task"), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_place_lapsed_asks_again_behind_those_that_kept_theirs() {
+    let prefix = fresh_prefix();
+    let store = open_at(&url(), &prefix).await;
+    let holder = |db: &mut redis::Connection| db.get::<_, Option<String>>(format!("{prefix}lock:q")).expect("get");
+    let mut db = raw(&url());
+    assert!(LockCalls::acquire(&store, "lock:q", "holder", LEASE).await.expect("acquire").is_some());
+    let queue = |token, wait| LockOperations::acquire_queued(&store, "lock:q", token, LEASE, wait);
+    assert_eq!(queue("early", Duration::from_millis(100)).await.expect("queued"), None);
+    assert_eq!(queue("late", NEVER).await.expect("queued"), None);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    // "early" lapsed at the head; asking again puts it behind "late".
+    assert_eq!(queue("early", NEVER).await.expect("queued"), None);
+    assert!(LockCalls::release(&store, "lock:q", "holder").await.expect("release"));
+    assert_eq!(holder(&mut db).as_deref(), Some("2:late"), "handed to the waiter that kept its place");
+    assert!(LockCalls::release(&store, "lock:q", "late").await.expect("release"));
+    assert_eq!(holder(&mut db).as_deref(), Some("3:early"));
+    let queue_len: usize = db.llen(format!("{prefix}queue:lock:q")).expect("llen");
+    let places: usize = db.hlen(format!("{prefix}queue-places:lock:q")).expect("hlen");
+    assert_eq!((queue_len, places), (0, 0), "nobody left queued");
+}
