@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tenure::backend::LockOperations;
 use tenure_conformance::Store;
-use tenure_conformance::bench::{self, BATCH, BATCHES, RUN, TASKS, per_call, us};
+use tenure_conformance::bench::{self, BATCH, BATCHES, RUN, Step, TASKS, us};
 use tenure_redis::{RedisBackend, RedisOptions};
 
 fn url() -> String {
@@ -27,13 +27,14 @@ async fn open() -> (Store, RedisBackend) {
 }
 
 /// The store's own calls, without the driver: acquire + release, per cycle.
-async fn backend_calls(backend: &RedisBackend) -> Duration {
-    per_call(|| async {
-        let fence = LockOperations::acquire(backend, "lock:calls", "bench", Duration::from_secs(5)).await;
-        assert!(fence.expect("acquire").is_some());
-        assert!(LockOperations::release(backend, "lock:calls", "bench").await.expect("release"));
+fn backend_calls(backend: &RedisBackend) -> Step<'_> {
+    Box::new(move || {
+        Box::pin(async move {
+            let fence = LockOperations::acquire(backend, "lock:calls", "bench", Duration::from_secs(5)).await;
+            assert!(fence.expect("acquire").is_some());
+            assert!(LockOperations::release(backend, "lock:calls", "bench").await.expect("release"));
+        })
     })
-    .await
 }
 
 /// A round trip of the client after the connection sat idle as long as a hand-off's waiter
@@ -53,16 +54,22 @@ async fn idle_round_trip() -> Duration {
 }
 
 /// One round trip of the client library itself: `PING` on a multiplexed connection.
-async fn client_round_trip() -> Duration {
+async fn client_round_trip<'a>() -> Step<'a> {
     let client = redis::Client::open(url()).expect("client");
     let con = client.get_multiplexed_async_connection().await.expect("connection");
-    per_call(|| {
+    Box::new(move || {
         let mut con = con.clone();
-        async move {
+        Box::pin(async move {
             let _: String = redis::cmd("PING").query_async(&mut con).await.expect("ping");
-        }
+        })
     })
-    .await
+}
+
+/// The client's round trip, the store's calls and the driver's cycle, their batches taking turns.
+async fn round_trip_calls_and_cycle(store: &Store, backend: &RedisBackend) -> (Duration, Duration, Duration) {
+    let mut steps: [Step<'_>; 3] = [client_round_trip().await, backend_calls(backend), bench::one_task_step(store)];
+    let medians = bench::per_call_each(&mut steps).await;
+    (medians[0], medians[1], medians[2])
 }
 
 /// How many scripts the server has run so far (`INFO commandstats`).
@@ -88,9 +95,7 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio");
     runtime.block_on(async {
         let ((store, backend), (other, _)) = (open().await, open().await);
-        let rtt = client_round_trip().await;
-        let calls = backend_calls(&backend).await;
-        let one = bench::one_task(&store).await;
+        let (rtt, calls, one) = round_trip_calls_and_cycle(&store, &backend).await;
         let contended = many_tasks(&store, 1).await;
         let spread = many_tasks(&store, TASKS).await;
         let handoff = bench::handoff(&store, &other).await;
@@ -117,9 +122,7 @@ fn main() {
     let single = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio");
     single.block_on(async {
         let ((store, backend), (other, _)) = (open().await, open().await);
-        let rtt = client_round_trip().await;
-        let calls = backend_calls(&backend).await;
-        let one = bench::one_task(&store).await;
+        let (rtt, calls, one) = round_trip_calls_and_cycle(&store, &backend).await;
         let handoff = bench::handoff(&store, &other).await;
         let idle = idle_round_trip().await;
         println!("Redis, tenure on tokio, current thread:");

@@ -2,6 +2,7 @@
 //! the store's own floor): medians of batches, rates over a fixed run. Asserts nothing.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use tenure_tokio::{LeaderElection, Lock, Tokio, WorkerId};
@@ -56,12 +57,41 @@ fn lock(store: &Store, name: &str, retry_interval: Option<Duration>) -> Lock {
 
 /// One task: acquire + release, per cycle.
 pub async fn one_task(store: &Store) -> Duration {
+    per_call_each(&mut [one_task_step(store)]).await[0]
+}
+
+/// One call of something measured beside others ([`per_call_each`]).
+pub type Step<'a> = Box<dyn FnMut() -> Pin<Box<dyn Future<Output = ()> + 'a>> + 'a>;
+
+/// The median time per call of each step, their batches taking turns (as in [`per_call`]), so
+/// that a slow or fast spell of the machine — on a virtual machine, whether its CPUs were let
+/// idle — hits each alike and their ratios hold.
+pub async fn per_call_each(steps: &mut [Step<'_>]) -> Vec<Duration> {
+    let mut samples = vec![Vec::new(); steps.len()];
+    for batch in 0..=BATCHES {
+        for (step, kept) in steps.iter_mut().zip(&mut samples) {
+            let start = Instant::now();
+            for _ in 0..BATCH {
+                step().await;
+            }
+            if batch > 0 {
+                kept.push(start.elapsed() / BATCH);
+            }
+        }
+    }
+    samples.into_iter().map(median).collect()
+}
+
+/// [`one_task`]'s cycle as a step for [`per_call_each`].
+pub fn one_task_step<'a>(store: &Store) -> Step<'a> {
     let lock = lock(store, "one", None);
-    per_call(|| async {
-        let guard = lock.acquire().await.expect("acquire");
-        guard.release().await.expect("release");
+    Box::new(move || {
+        let lock = lock.clone();
+        Box::pin(async move {
+            let guard = lock.acquire().await.expect("acquire");
+            guard.release().await.expect("release");
+        })
     })
-    .await
 }
 
 /// What [`many_tasks`] measured.
