@@ -23,8 +23,9 @@ case $kind in
     server=${TENURE_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/test}
     where="interop_$$_$(date +%s)"
     url="$server?lock_table=${where}_locks&leader_table=${where}_leaders&schedule_table=${where}_schedules"
-    trap 'rm -rf "$dir"; psql "$server" -qc "DROP TABLE IF EXISTS ${where}_locks, ${where}_leaders, ${where}_schedules;
-      DROP FUNCTION IF EXISTS ${where}_leaders_le_acquire_or_renew_v2" > /dev/null 2>&1 || true' EXIT
+    trap 'rm -rf "$dir"; psql "$server" -qc "DROP TABLE IF EXISTS ${where}_locks, ${where}_locks_queue, ${where}_leaders, ${where}_schedules;
+      DROP FUNCTION IF EXISTS ${where}_leaders_le_acquire_or_renew_v2, ${where}_locks_queue_acquire,
+        ${where}_locks_queue_release, ${where}_locks_queue_hand_over" > /dev/null 2>&1 || true' EXIT
     ;;
   *) echo "usage: $0 redis|postgres PYTHON TENURE" >&2; exit 2 ;;
 esac

@@ -78,8 +78,9 @@ fn pgbench_floor(store: &PostgresBackend) -> Option<Duration> {
 async fn drop_tables() {
     let t = stem();
     let sql = format!(
-        "DROP TABLE IF EXISTS {t}_locks, {t}_leaders, {t}_schedules; \
-         DROP FUNCTION IF EXISTS {t}_leaders_le_acquire_or_renew_v2"
+        "DROP TABLE IF EXISTS {t}_locks, {t}_locks_queue, {t}_leaders, {t}_schedules; \
+         DROP FUNCTION IF EXISTS {t}_leaders_le_acquire_or_renew_v2, {t}_locks_queue_acquire, \
+             {t}_locks_queue_release, {t}_locks_queue_hand_over"
     );
     raw().await.batch_execute(&sql).await.expect("drop the bench tables");
 }

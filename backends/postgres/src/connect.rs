@@ -14,7 +14,7 @@ use tokio_postgres::config::Host;
 use tokio_postgres::{AsyncMessage, Client, Config, Statement};
 
 use crate::options::{PostgresOptions, SslMode};
-use crate::sql::{LISTEN, Texts};
+use crate::sql::Texts;
 use crate::tls::Connector;
 
 /// What the connection's reader calls: with `(channel, payload)` for a notification, and with
@@ -29,6 +29,7 @@ pub(crate) struct Session {
     /// It LISTENs for releases (see [`Session::listen`]).
     listening: AtomicBool,
     pub(crate) lock_acquire: Statement,
+    pub(crate) lock_acquire_queued: Statement,
     pub(crate) lock_release: Statement,
     pub(crate) lock_locked: Statement,
     pub(crate) lock_owned: Statement,
@@ -54,11 +55,12 @@ impl Session {
         !self.client.is_closed() && (self.alive)()
     }
 
-    /// LISTENs for releases on this session, once: called before the first attempt that has a
-    /// waiter behind it, and awaited, so every release committed after the attempt is heard.
-    pub(crate) async fn listen(&self) -> Result<(), tokio_postgres::Error> {
+    /// LISTENs for releases and for this backend's grants on this session (`listen`, from
+    /// [`Texts`]), once: called before the first attempt that has a waiter behind it, and
+    /// awaited, so every release or hand-off committed after the attempt is heard.
+    pub(crate) async fn listen(&self, listen: &str) -> Result<(), tokio_postgres::Error> {
         if !self.listening.load(Ordering::SeqCst) {
-            sent(self.client.batch_execute(LISTEN)).await?;
+            sent(self.client.batch_execute(listen)).await?;
             self.listening.store(true, Ordering::SeqCst);
         }
         Ok(())
@@ -166,6 +168,7 @@ pub(crate) async fn prepare(connected: Connected, texts: &Texts) -> Result<Sessi
         alive,
         listening: AtomicBool::new(false),
         lock_acquire: sent(client.prepare(&texts.lock_acquire)).await?,
+        lock_acquire_queued: sent(client.prepare(&texts.lock_acquire_queued)).await?,
         lock_release: sent(client.prepare(&texts.lock_release)).await?,
         lock_locked: sent(client.prepare(&texts.lock_locked)).await?,
         lock_owned: sent(client.prepare(&texts.lock_owned)).await?,

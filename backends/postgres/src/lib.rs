@@ -22,12 +22,22 @@
 //! upgraded) when the backend opens, each in one transaction holding the advisory lock grelmicro
 //! takes for it, so replicas of either starting together do not race.
 //!
-//! **Wake-ups.** A release announces itself with `NOTIFY tenure_released` in the same statement,
-//! so at its commit. Once a waiter of this process queues on a name, the backend LISTENs (before
-//! that waiter's attempt, so a release after the attempt is heard) and from then on wakes one
-//! lock waiter of this process (the longest waiting) or every election follower per release. A
-//! process that never waits never listens. Releases that announce nothing (grelmicro's, lease
-//! expiry) are noticed by polling at `retry_interval`.
+//! **Fair turns, handed over in the store.** A waiting lock acquire keeps a place in
+//! `<locks>_queue` (an unlogged table of Tenure's own; see the `queue` module), and a release
+//! hands the lock to the oldest waiter whose place is live inside its own transaction — the next
+//! fence, that waiter's lease — and notifies the waiter's backend on its own channel at commit, so
+//! the waiter holds at the notification, without another statement. grelmicro's processes on the
+//! same name never find a handed-over lock free; their releases hand nothing over, and the
+//! queue's head takes the lock at its next attempt.
+//!
+//! **Wake-ups.** A release with nobody queued announces itself with `NOTIFY tenure_released`
+//! in the same statement, so at its commit. Once a waiter of this process waits on a name, the
+//! backend LISTENs (before that waiter's attempt, so a release or hand-off after the attempt is
+//! heard) and from then on wakes one lock waiter of this process (the longest waiting) or every
+//! election follower per release. A process that never waits never listens. Releases that
+//! announce nothing (grelmicro's, lease expiry) are noticed by polling at `retry_interval`. With
+//! `notify=false` (a pooler in transaction mode) nothing is heard: waiters keep no place and
+//! poll, and releases hand nothing over.
 //!
 //! **Connecting.** [`PostgresOptions::from_url`] reads `postgresql://user:password@host/db` (and
 //! `postgres://`), libpq's `sslmode` (`prefer` by default; `verify-full` checks the chain and
@@ -60,6 +70,7 @@
 mod connect;
 mod inspect;
 mod options;
+mod queue;
 mod record;
 mod sql;
 mod tls;
@@ -201,13 +212,16 @@ impl PostgresBackend {
         if !self.inner.options.notify || !self.inner.queues.names().get(name).is_some_and(Entry::is_waited_on) {
             return;
         }
-        let listened = match self.session_at(0).await {
-            Ok(session) => self.bounded("LISTEN", name, connect::sent(session.listen())).await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = listened {
+        if let Err(e) = self.listen(name).await {
             tracing::debug!(name, error = %e, "cannot LISTEN for releases; polling instead");
         }
+    }
+
+    /// LISTENs on the listening connection (once per connection) for releases and this
+    /// backend's grants.
+    async fn listen(&self, name: &str) -> Result<(), BackendError> {
+        let session = self.session_at(0).await?;
+        self.bounded("LISTEN", name, connect::sent(session.listen(&self.inner.texts.listen))).await
     }
 
     /// Runs `statement` with `params` on a session within the command timeout, for at most one
@@ -246,6 +260,28 @@ impl PostgresBackend {
         self.listen_if_waited(name).await;
         let row = self.row("lock acquire", name, |s| &s.lock_acquire, &[&name, &token, &micros]).await?;
         row.map(|r| fence(name, record::column(&r, 0, name, "fence")?)).transpose()
+    }
+
+    /// A queued acquire (see [`queue`]): the listening connection LISTENs first, so that a
+    /// hand-off committed after the attempt is heard; if it cannot, the attempt is a plain one
+    /// (which keeps no place, and the waiter polls).
+    async fn lock_acquire_queued(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        wait: Duration,
+    ) -> Result<Option<FencingToken>, BackendError> {
+        if let Err(e) = self.listen(name).await {
+            tracing::debug!(name, error = %e, "cannot LISTEN for hand-offs; polling instead");
+            return self.lock_acquire(name, token, lease).await;
+        }
+        let (micros, wait) = (micros(lease), self::micros(wait));
+        let route = self.inner.texts.grant_channel.as_str();
+        let params: [&(dyn ToSql + Sync); 5] = [&name, &token, &micros, &wait, &route];
+        let row = self.row("lock acquire", name, |s| &s.lock_acquire_queued, &params).await?;
+        let granted: Option<i64> = row.map(|r| record::column(&r, 0, name, "fence")).transpose()?.flatten();
+        granted.map(|f| fence(name, f)).transpose()
     }
 
     /// A release: true iff `token` held a live lease (a lock, or a leader record if not `lock`).
@@ -308,9 +344,18 @@ impl Inner {
     async fn connect(self: &Arc<Self>, listens: bool) -> Result<Connected, BackendError> {
         let queues = if listens { Arc::downgrade(&self.queues) } else { std::sync::Weak::new() };
         let prefixes = [format!("{}:", self.options.lock_table), format!("{}:", self.options.leader_table)];
+        let grants = self.texts.grant_channel.clone();
         let listener: Listener = Arc::new(move |message| {
             let Some(queues) = queues.upgrade() else { return };
             match message {
+                Some((channel, payload)) if channel == grants => match tenure::backend::grant(payload.as_bytes()) {
+                    Ok((name, token, fence)) => {
+                        if !queues.granted(&name, &token, fence) {
+                            tracing::debug!(name, fence = fence.get(), "a hand-off reached no waiter here");
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "ignoring a hand-off notification"),
+                },
                 Some((_, payload)) => {
                     if let Some(name) = prefixes.iter().find_map(|p| payload.strip_prefix(p.as_str())) {
                         queues.released(name);
@@ -346,7 +391,7 @@ impl PostgresOptions {
         let connections = self.connections;
         let inner = Arc::new(Inner {
             net: Arc::new(runtime),
-            texts: Texts::new(&self),
+            texts: Texts::new(&self, &tenure::backend::route_id()),
             tls,
             options: self,
             links: (0..connections)
@@ -398,7 +443,12 @@ async fn migrate(options: &PostgresOptions, client: &Client) -> Result<(), Backe
             return Err(failed(&e));
         }
     }
-    for schema in [sql::leader_schema(&options.leader_table), sql::schedule_schema(&options.schedule_table)] {
+    let schemas = [
+        queue::schema(&options.lock_table),
+        sql::leader_schema(&options.leader_table),
+        sql::schedule_schema(&options.schedule_table),
+    ];
+    for schema in schemas {
         if let Err(e) = client.batch_execute(&schema).await {
             let _ = client.batch_execute("ROLLBACK").await;
             return Err(failed(&e));
@@ -486,6 +536,24 @@ impl LockOperations for PostgresBackend {
 
     fn wakeup(&self, name: &str) -> Option<Wakeup> {
         self.inner.options.notify.then(|| self.inner.queues.wakeup(name, Wake::One))
+    }
+
+    fn acquire_queued(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        wait: Duration,
+    ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
+        self.lock_acquire_queued(name, token, lease, wait)
+    }
+
+    fn turn(&self, name: &str, token: &str) -> Option<Wakeup> {
+        self.inner.options.notify.then(|| self.inner.queues.turn(name, token))
+    }
+
+    fn take_grant(&self, name: &str, token: &str) -> Option<FencingToken> {
+        self.inner.queues.take_grant(name, token)
     }
 }
 

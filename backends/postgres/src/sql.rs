@@ -15,6 +15,7 @@ const LEADER_NAMESPACE: u64 = 0x6772_6C65_2D65_6C65;
 #[derive(Debug)]
 pub(crate) struct Texts {
     pub(crate) lock_acquire: String,
+    pub(crate) lock_acquire_queued: String,
     pub(crate) lock_release: String,
     pub(crate) lock_locked: String,
     pub(crate) lock_owned: String,
@@ -25,6 +26,10 @@ pub(crate) struct Texts {
     pub(crate) leader_states: String,
     pub(crate) schedule_claim: String,
     pub(crate) schedule_last_fired: String,
+    /// What the listening session runs: releases on [`CHANNEL`], and this backend's grants.
+    pub(crate) listen: String,
+    /// The channel this backend's grants are notified on.
+    pub(crate) grant_channel: String,
 }
 
 /// The columns a leader record is read from: holder, lease (µs), acquired and renewed
@@ -33,7 +38,8 @@ const LEADER_COLUMNS: &str = "holder, round(lease_duration * 1000000)::bigint, a
                               transitions, metadata::text";
 
 impl Texts {
-    pub(crate) fn new(options: &PostgresOptions) -> Self {
+    /// The statements of a backend whose grants are notified on `route`'s channel.
+    pub(crate) fn new(options: &PostgresOptions, route: &str) -> Self {
         let (locks, leaders, schedules) = (&options.lock_table, &options.leader_table, &options.schedule_table);
         // A release announces itself (in the same statement, so at its commit) when asked to.
         let announced = |released: String, table: &str| {
@@ -64,13 +70,20 @@ impl Texts {
                      ON CONFLICT (name) DO NOTHING RETURNING fence) \
                  SELECT fence FROM taken UNION ALL SELECT fence FROM created"
             ),
-            lock_release: announced(
-                format!(
-                    "UPDATE {locks} SET token = NULL, expire_at = NULL \
-                     WHERE name = $1 AND token = $2 AND expire_at >= NOW()"
-                ),
-                locks,
-            ),
+            lock_acquire_queued: crate::queue::acquire(locks),
+            // A release hands the lock to the queue's head (and notifies it) when waiters can
+            // hear it; without LISTEN (a pooler in transaction mode) it is grelmicro's.
+            lock_release: if options.notify {
+                crate::queue::release(locks)
+            } else {
+                announced(
+                    format!(
+                        "UPDATE {locks} SET token = NULL, expire_at = NULL \
+                         WHERE name = $1 AND token = $2 AND expire_at >= NOW()"
+                    ),
+                    locks,
+                )
+            },
             lock_locked: format!("SELECT 1 FROM {locks} WHERE name = $1 AND token IS NOT NULL AND expire_at >= NOW()"),
             lock_owned: format!("SELECT 1 FROM {locks} WHERE name = $1 AND token = $2 AND expire_at >= NOW()"),
             lock_states: format!(
@@ -98,6 +111,8 @@ impl Texts {
                  WHERE {schedules}.last_fired < EXCLUDED.last_fired RETURNING 1"
             ),
             schedule_last_fired: format!("SELECT last_fired FROM {schedules} WHERE name = $1"),
+            listen: format!("{LISTEN}; LISTEN \"{}\"", crate::queue::grant_channel(route)),
+            grant_channel: crate::queue::grant_channel(route),
         }
     }
 }

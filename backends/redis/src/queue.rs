@@ -15,8 +15,6 @@
 //! handed over (the lock key is set), and after its release the queue's head takes the lock at
 //! its next attempt.
 
-use tenure_core::{BackendError, BackendErrorKind, FencingToken};
-
 /// What every queue script starts with: helpers, and the lock's holder read (a value not in
 /// grelmicro's layout ends the script with an error). `KEYS[1]` lock key, `KEYS[2]` fence key,
 /// `KEYS[3]` queue, `KEYS[4]` places.
@@ -169,36 +167,4 @@ pub(crate) fn acquire_script() -> String {
 /// The lock release's script (it hands over to the queue).
 pub(crate) fn release_script() -> String {
     format!("{PRELUDE}{RELEASE}")
-}
-
-/// A grant published on a backend's route: `(name, token, fence)`.
-pub(crate) fn grant(payload: &[u8]) -> Result<(String, String, FencingToken), BackendError> {
-    let bad = || {
-        let text = "a queued hand-off's message is not <fence>:<length>:<name><token>";
-        BackendError::new(BackendErrorKind::MalformedRecord, text)
-    };
-    let text = std::str::from_utf8(payload).map_err(|_| bad())?;
-    let (fence, rest) = text.split_once(':').ok_or_else(bad)?;
-    let (length, rest) = rest.split_once(':').ok_or_else(bad)?;
-    let fence = fence.parse::<u64>().ok().filter(|&f| f > 0).map(FencingToken::new).ok_or_else(bad)?;
-    let length = length.parse::<usize>().map_err(|_| bad())?;
-    let (name, token) = (rest.get(..length).ok_or_else(bad)?, rest.get(length..).ok_or_else(bad)?);
-    if token.is_empty() {
-        return Err(bad());
-    }
-    Ok((name.to_owned(), token.to_owned(), fence))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_grant_message_names_the_lock_the_token_and_the_fence() {
-        let (name, token, fence) = grant(b"42:9:lock:cartw1:task:7.ab:cd").expect("a grant");
-        assert_eq!((name.as_str(), token.as_str(), fence.get()), ("lock:cart", "w1:task:7.ab:cd", 42));
-        for bad in [&b""[..], b"x:9:lock:cartw1", b"0:9:lock:cartw1", b"4:99:lock:cart", b"4:9:lock:cart", b"\xff"] {
-            assert!(grant(bad).is_err(), "{bad:?}");
-        }
-    }
 }

@@ -42,7 +42,7 @@ impl Subscriptions {
     pub(crate) fn new(key_prefix: &str) -> Self {
         Self {
             channel_prefix: format!("{key_prefix}tenure:released:"),
-            grant_channel: format!("{key_prefix}tenure:granted:{}", unique_id()),
+            grant_channel: format!("{key_prefix}tenure:granted:{}", tenure::backend::route_id()),
             grants_subscribed: AtomicBool::new(false),
             queues: Arc::new(WaitQueues::new()),
             redials: AtomicU64::new(0),
@@ -64,7 +64,7 @@ impl Subscriptions {
                 PushKind::Message => {
                     let Some(message) = Msg::from_push_info(push) else { return Ok(()) };
                     if message.get_channel_name() == this.grant_channel {
-                        match crate::queue::grant(message.get_payload_bytes()) {
+                        match tenure::backend::grant(message.get_payload_bytes()) {
                             Ok((name, token, fence)) => {
                                 if !this.queues.granted(&name, &token, fence) {
                                     tracing::debug!(name, fence = fence.get(), "a hand-off reached no waiter here");
@@ -184,15 +184,6 @@ impl Subscriptions {
             }
         }
     }
-}
-
-/// An id no other backend shares: 64 random bits (std's randomly keyed hasher), the process
-/// and a counter.
-fn unique_id() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
-    format!("{random:016x}.{:x}.{:x}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
 #[cfg(test)]

@@ -5,72 +5,33 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::Commands;
 use tenure::backend::{LockCalls, LockOperations};
-use tenure_redis::RedisBackend;
-use tokio::sync::Mutex;
+use tenure_conformance::Store;
+use tenure_conformance::queue::{self, NEVER};
 
 use common::{fresh_prefix, open_at, raw, url};
 
 const LEASE: Duration = Duration::from_secs(10);
-/// Far longer than any test: only a hand-off (never a poll) can let a waiter in.
-const NEVER: Duration = Duration::from_secs(30);
 
-fn lock(store: &RedisBackend, retry: Duration) -> tenure_tokio::Lock {
-    tenure_tokio::Lock::builder("q", tenure_tokio::Tokio::current())
-        .backend(store.clone())
-        .lease_duration(LEASE)
-        .retry_interval(retry)
-        .env_load(false)
-        .build()
-        .expect("lock")
-}
+/// grelmicro 0.44's Redis lock release: deletes the key if the token holds it.
+const GRELMICRO_RELEASE: &str = "local stored = redis.call('get', KEYS[1]) \
+    if stored and string.sub(stored, string.find(stored, ':', 1, true) + 1) == ARGV[1] then \
+        return redis.call('del', KEYS[1]) end return 0";
 
 /// Waits until `n` waiters are queued on `lock:q`.
 async fn queued(prefix: &str, n: usize) {
     let mut db = raw(&url());
-    for _ in 0..400 {
-        let len: usize = db.llen(format!("{prefix}queue:lock:q")).expect("llen");
-        if len >= n {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!("{n} waiters never queued");
+    queue::until_queued(n, || db.llen(format!("{prefix}queue:lock:q")).expect("llen")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_get_the_lock_in_the_order_they_queued_handed_over_at_once() {
     let prefix = fresh_prefix();
-    let holder = lock(&open_at(&url(), &prefix).await, NEVER);
-    let first = holder.acquire().await.expect("first holder");
-    let order = Arc::new(Mutex::new(Vec::new()));
-    let mut tasks = Vec::new();
-    for who in 0..4 {
-        let waiter = lock(&open_at(&url(), &prefix).await, NEVER);
-        let order = order.clone();
-        tasks.push(tokio::spawn(async move {
-            let guard = waiter.acquire().await.expect("waiter");
-            order.lock().await.push((who, guard.fencing_token().get()));
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            guard.release().await.expect("release");
-        }));
-        queued(&prefix, who + 1).await;
-    }
-    let start = Instant::now();
-    first.release().await.expect("release");
-    for task in tasks {
-        task.await.expect("waiter task");
-    }
-    let elapsed = start.elapsed();
-    let order = order.lock().await.clone();
-    let first_fence = order[0].1;
-    let expected: Vec<(usize, u64)> = (0..4).map(|who| (who, first_fence + who as u64)).collect();
-    assert_eq!(order, expected, "turns in queue order, each the next fence");
-    assert!(elapsed < NEVER / 2, "handed over, not polled: {elapsed:?}");
+    let open = || async { Store::of(open_at(&url(), &prefix).await) };
+    queue::waiters_get_the_lock_in_the_order_they_queued(open, |n| queued(&prefix, n)).await;
     assert!(!raw(&url()).exists::<_, bool>(format!("{prefix}queue:lock:q")).expect("exists"), "the queue is gone");
 }
 
@@ -82,7 +43,7 @@ async fn a_waiter_that_vanished_is_skipped_once_its_place_lapses() {
     // A waiter queues with a 100 ms place, and is never heard of again.
     let gone = LockOperations::acquire_queued(&store, "lock:q", "gone", LEASE, Duration::from_millis(100)).await;
     assert_eq!(gone.expect("queued"), None);
-    let waiter = lock(&open_at(&url(), &prefix).await, NEVER);
+    let waiter = queue::lock(&Store::of(open_at(&url(), &prefix).await), "q", NEVER);
     let task = tokio::spawn(async move { waiter.acquire().await.expect("waiter").fencing_token().get() });
     queued(&prefix, 2).await;
     tokio::time::sleep(Duration::from_millis(150)).await;
@@ -97,20 +58,22 @@ async fn a_waiter_that_vanished_is_skipped_once_its_place_lapses() {
 async fn grelmicro_never_finds_a_handed_over_lock_free_and_its_release_lets_the_queue_move() {
     let prefix = fresh_prefix();
     let store = open_at(&url(), &prefix).await;
-    // grelmicro's acquire and release scripts are Tenure's plain ones (same keys, same answers).
+    // grelmicro's acquire script is Tenure's plain one (same keys, same answers); its release
+    // (below) frees the key and hands nothing over.
     assert!(LockCalls::acquire(&store, "lock:q", "grelmicro-1", LEASE).await.expect("acquire").is_some());
-    let waiter = lock(&open_at(&url(), &prefix).await, Duration::from_millis(50));
-    let task = tokio::spawn(async move {
-        let guard = waiter.acquire().await.expect("waiter");
-        let fence = guard.fencing_token().get();
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        guard.release().await.expect("release");
-        fence
-    });
+    let waiter = queue::lock(&Store::of(open_at(&url(), &prefix).await), "q", Duration::from_millis(50));
+    let task = queue::take_and_hold(waiter, Duration::from_millis(300));
     queued(&prefix, 1).await;
     // grelmicro's release hands nothing over; the queue's head takes the lock at its next poll.
-    assert!(LockCalls::release(&store, "lock:q", "grelmicro-1").await.expect("release"));
     let mut db = raw(&url());
+    let released: i64 = redis::cmd("EVAL")
+        .arg(GRELMICRO_RELEASE)
+        .arg(1)
+        .arg(format!("{prefix}lock:q"))
+        .arg("grelmicro-1")
+        .query(&mut db)
+        .expect("grelmicro's release");
+    assert_eq!(released, 1);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let value: Option<String> = db.get(format!("{prefix}lock:q")).expect("get");

@@ -19,6 +19,7 @@ pub mod chaos;
 pub mod faults;
 pub mod inspect;
 pub mod push;
+pub mod queue;
 pub mod random;
 
 use std::future::Future;

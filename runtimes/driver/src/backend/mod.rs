@@ -14,6 +14,7 @@
 //! need no such care; the simulator, tests/sim, found what happens without it.)
 
 mod contract;
+mod grant;
 mod memory;
 mod open;
 pub mod record;
@@ -31,6 +32,7 @@ use event_listener::{Event, EventListener};
 pub use contract::{
     LeaderElectionBackend, LeaderElectionCalls, LeaderElectionOperations, LockBackend, LockCalls, LockOperations,
 };
+pub use grant::{grant, route_id};
 pub use memory::MemoryBackend;
 pub use open::{OpenError, percent_decode, percent_encode, shown_url, url_seconds};
 pub use scheme::{SCHEMES, StoreKind};

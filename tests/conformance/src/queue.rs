@@ -1,0 +1,84 @@
+//! Shared checks of a store that keeps its waiters in a queue and hands the lock over itself
+//! ([`tenure::backend::LockBackend::turn`]: Redis, PostgreSQL). Each store's test opens its own
+//! backends (one per "process") and says how to see that waiters are queued.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tenure_tokio::{Lock, Tokio};
+
+use crate::Store;
+
+/// Far longer than any check: only a hand-off (never a poll) can let a waiter in.
+pub const NEVER: Duration = Duration::from_secs(30);
+
+/// A lock on `name` in `store` with a 10 s lease and `retry_interval`.
+pub fn lock(store: &Store, name: &str, retry_interval: Duration) -> Lock {
+    Lock::builder(name, Tokio::current())
+        .shared_backend(store.lock.clone())
+        .lease_duration(Duration::from_secs(10))
+        .retry_interval(retry_interval)
+        .env_load(false)
+        .build()
+        .expect("lock")
+}
+
+/// A holder on one backend, then four waiters on a backend each, queued one after another
+/// (`queued(n)` completes once `n` wait on lock `q`): after the holder's release they get the
+/// lock in the order they queued, each with the next fence, long before any of them would poll.
+pub async fn waiters_get_the_lock_in_the_order_they_queued<O, Q>(open: impl Fn() -> O, queued: impl Fn(usize) -> Q)
+where
+    O: Future<Output = Store>,
+    Q: Future<Output = ()>,
+{
+    let first = lock(&open().await, "q", NEVER).acquire().await.expect("first holder");
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for who in 0..4u64 {
+        let waiter = lock(&open().await, "q", NEVER);
+        let order = order.clone();
+        tasks.push(tokio::spawn(async move {
+            let guard = waiter.acquire().await.expect("waiter");
+            order.lock().unwrap_or_else(PoisonError::into_inner).push((who, guard.fencing_token().get()));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            guard.release().await.expect("release");
+        }));
+        queued(usize::try_from(who).expect("small") + 1).await;
+    }
+    let start = Instant::now();
+    first.release().await.expect("release");
+    for task in tasks {
+        task.await.expect("waiter task");
+    }
+    let elapsed = start.elapsed();
+    let order = order.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let first_fence = order[0].1;
+    let expected: Vec<(u64, u64)> = (0..4).map(|who| (who, first_fence + who)).collect();
+    assert_eq!(order, expected, "turns in queue order, each the next fence");
+    assert!(elapsed < NEVER / 2, "handed over, not polled: {elapsed:?}");
+}
+
+/// Completes once `count` (how many wait on the lock, read from the store) reaches `n`; panics
+/// after 2 s.
+pub async fn until_queued(n: usize, mut count: impl FnMut() -> usize) {
+    for _ in 0..400 {
+        if count() >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("{n} waiters never queued");
+}
+
+/// A task that acquires `lock` (waiting its turn), holds it for `hold`, releases it, and ends
+/// with the fence it held.
+pub fn take_and_hold(lock: Lock, hold: Duration) -> tokio::task::JoinHandle<u64> {
+    tokio::spawn(async move {
+        let guard = lock.acquire().await.expect("waiter");
+        let fence = guard.fencing_token().get();
+        tokio::time::sleep(hold).await;
+        guard.release().await.expect("release");
+        fence
+    })
+}
