@@ -19,7 +19,9 @@
 //! - `<locks>_queue_release(name, token)` frees the token's lease, takes it out of the queue,
 //!   then hands a free lock to the oldest live waiter (the next fence, that waiter's lease) and
 //!   notifies `<fence>:<name length>:<name><token>` on its route ([`tenure::backend::grant`]);
-//!   with nobody queued it announces the release on [`crate::sql::CHANNEL`] as before.
+//!   with nobody queued it announces the release on [`crate::sql::CHANNEL`] as before. On a
+//!   name nobody queues on, the function call and one index probe cost about 30 µs more than
+//!   grelmicro's release statement on this machine (`pgbench`, interleaved).
 
 use crate::sql::CHANNEL;
 
@@ -95,11 +97,14 @@ pub(crate) fn schema(locks: &str) -> String {
          DECLARE v_count BIGINT; \
          BEGIN \
              {serialize} \
-             DELETE FROM {q} WHERE name = p_name AND (token = p_token OR expire_at < NOW()); \
              UPDATE {locks} SET token = NULL, expire_at = NULL \
                  WHERE name = p_name AND token = p_token AND expire_at >= NOW(); \
              GET DIAGNOSTICS v_count = ROW_COUNT; \
-             IF NOT {q}_hand_over(p_name) AND v_count > 0 THEN \
+             IF EXISTS (SELECT 1 FROM {q} WHERE name = p_name) THEN \
+                 DELETE FROM {q} WHERE name = p_name AND (token = p_token OR expire_at < NOW()); \
+                 IF {q}_hand_over(p_name) THEN RETURN v_count; END IF; \
+             END IF; \
+             IF v_count > 0 THEN \
                  PERFORM pg_notify('{CHANNEL}', '{locks}:' || p_name); \
              END IF; \
              RETURN v_count; \
