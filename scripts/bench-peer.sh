@@ -70,6 +70,9 @@ awk -v c="$(single "client round trip (redis crate PING)")" -v o="$(single "one 
     -v s="$(single "the store's calls, acquire + release")" -v h="$(single "release to next waiter's grant")" \
     -v i="$(single "client round trip after [0-9a-z]* idle")" 'BEGIN {
   printf "  on a current-thread runtime: round trip %.1f us, a cycle %.1f us = %.2f x two of them (target <= 1.25; the store'"'"'s calls alone %.2f x), a hand-off %.1f us = %.2f round trips back to back, %.2f made after the same idle (%.1f us)\n", c, o, o / (2 * c), s / (2 * c), h, h / c, h / i, i }'
+awk -v o="$(single "8 tasks on one name")" -v p="$(peer_field contended)" -v f="$(single "fairness on one name (Jain's index)")" \
+    -v n="$(single "8 tasks on 8 names")" -v q="$(peer_field spread)" 'BEGIN {
+  printf "  on a current-thread runtime: 8 tasks on one name %.0f/s = %.1fx grelmicro (target >= 4), Jain'"'"'s index %.3f; 8 tasks on 8 names %.0f/s = %.1fx (target >= 5)\n", o, o / p, f, n, n / q }'
 
 # Python: the tenure wheel (release) beside grelmicro 0.44 in grelmicro's Python 3.14 venv.
 "$py" -m pip install -q "maturin>=1.16,<2"

@@ -123,12 +123,17 @@ fn main() {
     single.block_on(async {
         let ((store, backend), (other, _)) = (open().await, open().await);
         let (rtt, calls, one) = round_trip_calls_and_cycle(&store, &backend).await;
+        let contended = bench::many_tasks(&store, 1).await;
+        let spread = bench::many_tasks(&store, TASKS).await;
         let handoff = bench::handoff(&store, &other).await;
         let idle = idle_round_trip().await;
         println!("Redis, tenure on tokio, current thread:");
         println!("  client round trip (redis crate PING), current thread: {:>8.1} us", us(rtt));
         println!("  the store's calls, acquire + release, current thread:  {:>8.1} us", us(calls));
         println!("  one task, acquire + release, current thread:          {:>8.1} us", us(one));
+        println!("  {TASKS} tasks on one name, current thread:                {:>8.0} cycles/s", contended.rate);
+        println!("  fairness on one name (Jain's index), current thread:  {:>8.3}", contended.fairness);
+        println!("  {TASKS} tasks on {TASKS} names, current thread:                 {:>8.0} cycles/s", spread.rate);
         println!("  client round trip after {:?} idle, current thread:      {:>8.1} us", bench::HANDOFF_IDLE, us(idle));
         println!("  release to next waiter's grant, current thread:       {:>8.1} us", us(handoff));
     });

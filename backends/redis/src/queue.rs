@@ -35,36 +35,32 @@ local function clock()
     end
     return now
 end
--- A live place's lease and route; nil if it lapsed, cannot be read, or there is no queue.
+-- A token's place as stored (nil if it has none).
 local function place_of(token)
-    if not queued then
-        return nil
-    end
-    local place = redis.call('HGET', KEYS[4], token)
-    if not place then
-        return nil
-    end
-    local expires, lease, route = string.match(place, '^(%d+):(%d+):(.+)$')
+    return queued and redis.call('HGET', KEYS[4], token) or nil
+end
+-- A place's lease and route; nil if it lapsed or cannot be read.
+local function live(place)
+    local expires, lease, route = string.match(place or '', '^(%d+):(%d+):(.+)$')
     if not expires or tonumber(expires) < clock() then
         return nil
     end
     return lease, route
 end
 local function leave(token)
-    if redis.call('HDEL', KEYS[4], token) == 1 then
+    if queued and redis.call('HDEL', KEYS[4], token) == 1 then
         redis.call('LREM', KEYS[3], 1, token)
     end
 end
--- The oldest waiter whose place is live (lapsed ones ahead of it leave), with its lease and route.
+-- The oldest waiter whose place is live (lapsed ones ahead of it leave).
 local function head()
     while queued do
         local token = redis.call('LINDEX', KEYS[3], 0)
         if not token then
             return nil
         end
-        local lease, route = place_of(token)
-        if lease then
-            return token, lease, route
+        if live(place_of(token)) then
+            return token
         end
         redis.call('LPOP', KEYS[3])
         redis.call('HDEL', KEYS[4], token)
@@ -76,16 +72,23 @@ local function take(token, lease)
     redis.call('SET', KEYS[1], fence .. ':' .. token, 'PX', lease)
     return fence
 end
+-- Hands the lock to the oldest waiter whose place is live (lapsed ones ahead of it leave), and
+-- publishes the grant on its route; false if nobody waits.
 local function hand_over(name)
-    local token, lease, route = head()
-    if not token then
-        return false
+    while queued do
+        local token = redis.call('LPOP', KEYS[3])
+        if not token then
+            return false
+        end
+        local lease, route = live(place_of(token))
+        redis.call('HDEL', KEYS[4], token)
+        if lease then
+            local fence = take(token, lease)
+            redis.call('PUBLISH', route, fence .. ':' .. string.len(name) .. ':' .. name .. token)
+            return true
+        end
     end
-    redis.call('LPOP', KEYS[3])
-    redis.call('HDEL', KEYS[4], token)
-    local fence = take(token, lease)
-    redis.call('PUBLISH', route, fence .. ':' .. string.len(name) .. ':' .. name .. token)
-    return true
+    return false
 end
 -- The lock's holder: `stored` (nil when free), its `fence` and `holding` token.
 local stored = redis.call('GET', KEYS[1])
@@ -120,28 +123,29 @@ else
 end
 local wait = tonumber(ARGV[3])
 local place = (clock() + wait) .. ':' .. ARGV[2] .. ':' .. ARGV[4]
-if place_of(ARGV[1]) then
-    redis.call('HSET', KEYS[4], ARGV[1], place)
-else
+local kept = place_of(ARGV[1])
+if not live(kept) then
     if not queued then
         -- No list: any place left (its key outlived the list's) lapsed with it.
         redis.call('DEL', KEYS[4])
+    elseif kept then
+        redis.call('LREM', KEYS[3], 1, ARGV[1])
     end
-    leave(ARGV[1])
-    redis.call('HSET', KEYS[4], ARGV[1], place)
     redis.call('RPUSH', KEYS[3], ARGV[1])
 end
-for _, key in ipairs({KEYS[3], KEYS[4]}) do
-    if redis.call('PTTL', key) < wait then
-        redis.call('PEXPIRE', key, wait)
-    end
+redis.call('HSET', KEYS[4], ARGV[1], place)
+-- The list and the hash are made, emptied and given their expiry together.
+if redis.call('PTTL', KEYS[3]) < wait then
+    redis.call('PEXPIRE', KEYS[3], wait)
+    redis.call('PEXPIRE', KEYS[4], wait)
 end
 return nil
 ";
 
 /// `ARGV[1]` token, `ARGV[2]` release channel, `ARGV[3]` name. Frees the lock if the token
-/// holds it (1), takes the token out of the queue, then hands a free lock to the oldest live
-/// waiter — or, with nobody queued, publishes the release for waiters that poll.
+/// holds it (1) — else takes the token out of the queue — then hands a free lock to the oldest
+/// live waiter (the key is set for it at once) or, with nobody queued, deletes the key and
+/// publishes the release for waiters that poll.
 const RELEASE: &str = r"
 local released = 0
 if stored then
@@ -149,11 +153,16 @@ if stored then
         leave(ARGV[1])
         return 0
     end
-    redis.call('DEL', KEYS[1])
+    -- A holder has no place: it left the queue when it took the lock.
     released = 1
+else
+    leave(ARGV[1])
 end
-leave(ARGV[1])
-if not hand_over(ARGV[3]) and released == 1 then
+if hand_over(ARGV[3]) then
+    return released
+end
+if released == 1 then
+    redis.call('DEL', KEYS[1])
     redis.call('PUBLISH', ARGV[2], '')
 end
 return released

@@ -109,3 +109,26 @@ async fn a_waiter_whose_place_lapsed_asks_again_behind_those_that_kept_theirs() 
     let places: usize = db.hlen(format!("{prefix}queue-places:lock:q")).expect("hlen");
     assert_eq!((queue_len, places), (0, 0), "nobody left queued");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_queue_expires_once_its_longest_place_has_lapsed() {
+    let prefix = fresh_prefix();
+    let store = open_at(&url(), &prefix).await;
+    let mut db = raw(&url());
+    let (list, places) = (format!("{prefix}queue:lock:q"), format!("{prefix}queue-places:lock:q"));
+    let ttls =
+        |db: &mut redis::Connection| -> (i64, i64) { (db.pttl(&list).expect("pttl"), db.pttl(&places).expect("pttl")) };
+    assert!(LockCalls::acquire(&store, "lock:q", "holder", LEASE).await.expect("acquire").is_some());
+    let queue = |token, wait| LockOperations::acquire_queued(&store, "lock:q", token, LEASE, wait);
+    assert_eq!(queue("short", Duration::from_millis(300)).await.expect("queued"), None);
+    let (list_ttl, places_ttl) = ttls(&mut db);
+    assert!((1..=300).contains(&list_ttl) && (1..=300).contains(&places_ttl), "{list_ttl} {places_ttl}");
+    // A longer place stretches both keys' expiry; a shorter one never shortens it.
+    assert_eq!(queue("long", Duration::from_millis(1_500)).await.expect("queued"), None);
+    assert_eq!(queue("short", Duration::from_millis(300)).await.expect("queued"), None);
+    let (list_ttl, places_ttl) = ttls(&mut db);
+    assert!((1_000..=1_500).contains(&list_ttl) && (1_000..=1_500).contains(&places_ttl), "{list_ttl} {places_ttl}");
+    // Nobody asks again and nobody releases: the queue vanishes on its own.
+    tokio::time::sleep(Duration::from_millis(1_600)).await;
+    assert_eq!(ttls(&mut db), (-2, -2), "both keys expired");
+}
