@@ -84,3 +84,9 @@ async fn grelmicro_never_finds_a_handed_over_lock_free_and_its_release_lets_the_
     assert_eq!(psql(&url(), &refused), "", "grelmicro's acquire finds the lock held");
     assert_eq!(task.await.expect("task"), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_that_took_the_lock_plainly_leaves_the_queue_when_it_releases() {
+    let store = Store::of(open_at(&url(), &fresh_tables()).await);
+    queue::a_holder_that_took_the_lock_plainly_leaves_the_queue_when_it_releases(&store).await;
+}

@@ -143,7 +143,7 @@ return nil
 ";
 
 /// `ARGV[1]` token, `ARGV[2]` release channel, `ARGV[3]` name. Frees the lock if the token
-/// holds it (1) — else takes the token out of the queue — then hands a free lock to the oldest
+/// holds it (1), takes the token out of the queue, then hands a free lock to the oldest
 /// live waiter (the key is set for it at once) or, with nobody queued, deletes the key and
 /// publishes the release for waiters that poll.
 const RELEASE: &str = r"
@@ -153,11 +153,10 @@ if stored then
         leave(ARGV[1])
         return 0
     end
-    -- A holder has no place: it left the queue when it took the lock.
     released = 1
-else
-    leave(ARGV[1])
 end
+-- (A holder has a place only if it took the lock with a plain acquire after queueing.)
+leave(ARGV[1])
 if hand_over(ARGV[3]) then
     return released
 end

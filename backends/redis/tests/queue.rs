@@ -132,3 +132,9 @@ async fn an_abandoned_queue_expires_once_its_longest_place_has_lapsed() {
     tokio::time::sleep(Duration::from_millis(1_600)).await;
     assert_eq!(ttls(&mut db), (-2, -2), "both keys expired");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_that_took_the_lock_plainly_leaves_the_queue_when_it_releases() {
+    let store = Store::of(open_at(&url(), &fresh_prefix()).await);
+    queue::a_holder_that_took_the_lock_plainly_leaves_the_queue_when_it_releases(&store).await;
+}

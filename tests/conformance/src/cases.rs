@@ -299,11 +299,25 @@ pub async fn random_sequences_match_the_store_model(h: &Harness) {
         Clock::Manual(_) => (200, 60),
         Clock::Real { .. } => (3, 30),
     };
+    sequences_match_the_store_model(h, crate::random::Mix::All, sequences, ops).await;
+}
+
+/// Random sequences of queued and plain acquires and releases on one name: the store's queue of
+/// waiters against the model's (a store that keeps no queue answers them as plain calls).
+pub async fn queued_sequences_match_the_store_model(h: &Harness) {
+    let (sequences, ops) = match h.clock {
+        Clock::Manual(_) => (200, 60),
+        Clock::Real { .. } => (8, 30),
+    };
+    sequences_match_the_store_model(h, crate::random::Mix::Queue, sequences, ops).await;
+}
+
+async fn sequences_match_the_store_model(h: &Harness, mix: crate::random::Mix, sequences: u64, ops: usize) {
     let seed = std::env::var("TENURE_CONFORMANCE_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x7e4e);
     for i in 0..sequences {
         // A real-clock sequence the machine ran too slowly to judge runs again on a fresh store.
         let mut late = Vec::new();
-        while let Err(too_late) = crate::random::compare(h, seed + i, ops).await {
+        while let Err(too_late) = crate::random::compare(h, mix, seed + i, ops).await {
             late.push(too_late);
             assert!(
                 late.len() < 5,

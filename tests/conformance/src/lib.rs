@@ -209,6 +209,7 @@ macro_rules! conformance_tests {
             concurrent_acquires_have_one_winner,
             concurrent_claims_have_one_winner,
             random_sequences_match_the_store_model,
+            queued_sequences_match_the_store_model,
         );
     };
     (@parallel $harness:expr; $($case:ident),* $(,)?) => {

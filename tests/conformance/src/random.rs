@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use rand_core::Rng as _;
-use tenure_core::{LeaderRecord, Metadata, SplitMix64, StoreModel, Timestamp, Token};
+use tenure_core::{Key, LeaderRecord, Metadata, SplitMix64, StoreModel, StoreOp, StoreReply, Timestamp, Token};
 
 use crate::{Clock, Harness};
 use tenure::backend::{LeaderElectionCalls as _, LockCalls as _};
@@ -16,6 +16,7 @@ use tenure::backend::{LeaderElectionCalls as _, LockCalls as _};
 enum Op {
     Advance(Duration),
     Acquire { key: &'static str, token: &'static str, lease: Duration },
+    AcquireQueued { key: &'static str, token: &'static str, lease: Duration, wait: Duration },
     Release { key: &'static str, token: &'static str },
     Locked { key: &'static str },
     Owned { key: &'static str, token: &'static str },
@@ -39,6 +40,8 @@ struct Gen {
     /// The grid step, and the offset of lease ends from it.
     step: Duration,
     lease_offset: Duration,
+    /// Queue sequences ([`Gen::queue_op`]) rather than a mix of every call.
+    queue: bool,
 }
 
 impl Gen {
@@ -50,16 +53,27 @@ impl Gen {
         items[usize::try_from(self.below(items.len() as u64)).unwrap_or(0)]
     }
 
+    /// A lease (or a place's wait) of 1 to `steps` grid steps, ending off the grid.
+    fn lease_of(&mut self, steps: u64) -> Duration {
+        self.step * u32::try_from(1 + self.below(steps)).unwrap_or(1) + self.lease_offset
+    }
+
     fn lease(&mut self) -> Duration {
-        self.step * u32::try_from(1 + self.below(30)).unwrap_or(1) + self.lease_offset
+        self.lease_of(30)
+    }
+
+    /// A pause of 0 (a third of the time) to `steps` grid steps.
+    fn advance(&mut self, steps: u64) -> Op {
+        let steps = if self.below(3) == 0 { 0 } else { 1 + self.below(steps) };
+        Op::Advance(self.step * u32::try_from(steps).unwrap_or(0))
     }
 
     fn op(&mut self) -> Op {
+        if self.queue {
+            return self.queue_op();
+        }
         match self.below(20) {
-            0..=3 => {
-                let steps = if self.below(3) == 0 { 0 } else { 1 + self.below(15) };
-                Op::Advance(self.step * u32::try_from(steps).unwrap_or(0))
-            }
+            0..=3 => self.advance(15),
             4..=6 => Op::Acquire { key: self.pick(&LOCKS), token: self.pick(&TOKENS), lease: self.lease() },
             7..=8 => Op::Release { key: self.pick(&LOCKS), token: self.pick(&TOKENS) },
             9 => Op::Locked { key: self.pick(&LOCKS) },
@@ -74,12 +88,33 @@ impl Gen {
             _ => Op::LastFired { key: self.pick(&SCHEDULES) },
         }
     }
+
+    /// An operation of a queue sequence: one lock, mostly queued acquires and releases, beside
+    /// plain (grelmicro's) acquires; leases, places and pauses a third as long as in the full mix,
+    /// so as many lapse in a shorter run.
+    fn queue_op(&mut self) -> Op {
+        let (key, token) = (LOCKS[0], self.pick(&TOKENS));
+        match self.below(10) {
+            0..=2 => self.advance(5),
+            3..=5 => Op::AcquireQueued { key, token, lease: self.lease_of(10), wait: self.lease_of(10) },
+            6 => Op::Acquire { key, token, lease: self.lease_of(10) },
+            7..=8 => Op::Release { key, token },
+            _ => Op::Owned { key, token },
+        }
+    }
 }
 
 fn token(text: &str) -> Token {
     match Token::new(text) {
         Ok(t) => t,
         Err(e) => panic!("test token {text:?}: {e}"),
+    }
+}
+
+fn lock_key(text: &str) -> Key {
+    match Key::parse(text) {
+        Ok(k) => k,
+        Err(e) => panic!("test key {text:?}: {e}"),
     }
 }
 
@@ -97,22 +132,33 @@ pub struct TooLate {
     pub late: Duration,
 }
 
-/// Runs sequence `seed` of `ops` operations on a fresh store and on the model, comparing every
-/// answer; panics with the replay seed and the operations so far on the first difference. On a
-/// real clock, an operation that ends too late to judge stops the sequence with [`TooLate`]
-/// before its answer is compared.
-pub async fn compare(h: &Harness, seed: u64, ops: usize) -> Result<(), TooLate> {
+/// Which operations a sequence draws from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mix {
+    /// Every call of every kind, on two names of each.
+    All,
+    /// Queued and plain acquires, releases and ownership checks on one lock name: the store's
+    /// queue of waiters ([`StoreModel::lock_acquire_queued`]) against the model's.
+    Queue,
+}
+
+/// Runs sequence `seed` of `ops` operations drawn from `mix` on a fresh store and on the model,
+/// comparing every answer; panics with the replay seed and the operations so far on the first
+/// difference. On a real clock, an operation that ends too late to judge stops the sequence
+/// with [`TooLate`] before its answer is compared.
+pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize) -> Result<(), TooLate> {
     let (step, lease_offset) = match h.clock {
         Clock::Manual(_) => (Duration::from_millis(10), Duration::ZERO),
         Clock::Real { quantum } => (quantum, quantum / 2),
     };
-    let mut generator = Gen { rng: SplitMix64::new(seed), step, lease_offset };
+    let mut generator = Gen { rng: SplitMix64::new(seed), step, lease_offset, queue: mix == Mix::Queue };
     let store = h.store().await;
     let wall_at_zero = match &h.clock {
         Clock::Manual(clock) => clock.now(),
         Clock::Real { .. } => tenure_core::WallTime::UNIX_EPOCH, // absolute times are not compared
     };
     let mut model = StoreModel::new(wall_at_zero);
+    let queue = warm_up(h, &store).await;
     let mut timeline = h.timeline();
     let mut log = String::new();
     for i in 0..ops {
@@ -150,9 +196,25 @@ pub async fn compare(h: &Harness, seed: u64, ops: usize) -> Result<(), TooLate> 
                     fail(format!("acquire: backend {got:?}, model {want:?}"));
                 }
             }
+            Op::AcquireQueued { key, token: t, lease, wait } => {
+                let op = StoreOp::LockAcquireQueued { key: lock_key(key), token: token(t), lease, wait };
+                let got = got!(store.lock.execute(op));
+                let want = match queue {
+                    Queue::None => model.lock_acquire(key, &token(t), lease, now),
+                    Queue::Kept | Queue::HandedOver => {
+                        model.lock_acquire_queued(key, &token(t), (lease, wait), 0, now).0
+                    }
+                };
+                if got != StoreReply::Fence(want) {
+                    fail(format!("queued acquire: backend {got:?}, model {want:?}"));
+                }
+            }
             Op::Release { key, token: t } => {
                 let got = got!(store.lock.release(key, t));
-                let want = model.lock_release(key, &token(t), now);
+                let want = match queue {
+                    Queue::None | Queue::Kept => model.lock_release(key, &token(t), now),
+                    Queue::HandedOver => model.lock_release_queued(key, &token(t), now).0,
+                };
                 if got != want {
                     fail(format!("release: backend {got}, model {want}"));
                 }
@@ -215,6 +277,59 @@ pub async fn compare(h: &Harness, seed: u64, ops: usize) -> Result<(), TooLate> 
         }
     }
     Ok(())
+}
+
+/// How a store answers queued acquires and releases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Queue {
+    /// It keeps no queue: a queued acquire is a plain one (grelmicro's calls, SQLite).
+    None,
+    /// It keeps one, and a release leaves the lock free for the head's next attempt (the
+    /// model's plain release: the memory store).
+    Kept,
+    /// It keeps one, and a release hands the lock to the head (Redis, PostgreSQL).
+    HandedOver,
+}
+
+/// Makes a call on every name a sequence uses, changing nothing, before its time starts — a
+/// store's first call on a name may set up more than the call (PostgreSQL opens that name's
+/// session, and LISTENs and compiles the queue functions at its first queued call) — and finds
+/// out how the store answers queued calls, on a name of its own.
+async fn warm_up(h: &Harness, store: &crate::Store) -> Queue {
+    let fail = |e: tenure_core::BackendError| -> ! { panic!("{}: a warm-up call failed: {e}", h.name) };
+    for key in LOCKS {
+        store.lock.locked(key).await.unwrap_or_else(|e| fail(e));
+    }
+    for key in LEADERS {
+        store.leader.get(key).await.unwrap_or_else(|e| fail(e));
+    }
+    for key in SCHEDULES {
+        store.schedule.last_fired(key).await.unwrap_or_else(|e| fail(e));
+    }
+    let (name, long) = ("lock:probe", Duration::from_secs(60));
+    let queued = |t: &str| {
+        let op = StoreOp::LockAcquireQueued { key: lock_key(name), token: token(t), lease: long, wait: long };
+        store.lock.execute(op)
+    };
+    let taken = |reply: StoreReply| reply != StoreReply::Fence(None);
+    assert!(store.lock.acquire(name, TOKENS[0], long).await.unwrap_or_else(|e| fail(e)).is_some());
+    let first = queued(TOKENS[1]).await.unwrap_or_else(|e| fail(e));
+    assert!(!taken(first), "{}: a queued acquire of a held lock was granted", h.name);
+    assert!(store.lock.release(name, TOKENS[0]).await.unwrap_or_else(|e| fail(e)));
+    let queue = if store.lock.owned(name, TOKENS[1]).await.unwrap_or_else(|e| fail(e)) {
+        Queue::HandedOver
+    } else if taken(queued(TOKENS[2]).await.unwrap_or_else(|e| fail(e))) {
+        Queue::None
+    } else {
+        Queue::Kept
+    };
+    assert_eq!(
+        store.lock.turn(name, TOKENS[2]).is_some(),
+        queue == Queue::HandedOver,
+        "{}: a store that hands the lock over pushes turns, and only such a store",
+        h.name
+    );
+    queue
 }
 
 /// Whether two records agree: exactly on a manual clock; on a real one, the times only as far as
