@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tenure_core::{FencingToken, Key, Metadata, StoreOp, StoreReply, Token};
+use tenure_core::{FencingToken, Metadata};
 
 use crate::{Clock, Harness};
 use tenure::backend::{LeaderElectionCalls as _, LockCalls as _};
@@ -48,23 +48,13 @@ pub async fn the_same_token_extends_with_the_same_fence(h: &Harness) {
 /// handed it over; one without grants it then).
 pub async fn a_queued_acquire_takes_renews_and_waits_its_turn(h: &Harness) {
     let s = h.store().await;
-    let queued = |token: &str| StoreOp::LockAcquireQueued {
-        key: Key::parse("lock:q").expect("key"),
-        token: Token::new(token).expect("token"),
-        lease: LONG,
-        wait: LONG,
-    };
-    let granted = |reply: StoreReply, what: &str| match reply {
-        StoreReply::Fence(f) => f,
-        other => panic!("{}: {what}: answered {}", h.name, other.shape()),
-    };
-    let a = fence(granted(call!(h, s.lock.execute(queued("t1"))), "queued acquire"), "queued acquire", h);
-    let again = fence(granted(call!(h, s.lock.execute(queued("t1"))), "renewal"), "queued renewal", h);
+    let queued = |token: &str| s.lock.acquire_queued("lock:q", token, LONG, LONG);
+    let a = fence(call!(h, queued("t1")), "queued acquire", h);
+    let again = fence(call!(h, queued("t1")), "queued renewal", h);
     assert_eq!(a, again, "{}: a queued renewal changed the fence", h.name);
-    let refused = granted(call!(h, s.lock.execute(queued("t2"))), "queued acquire while held");
-    assert_eq!(refused, None, "{}: a second holder was let in", h.name);
+    assert_eq!(call!(h, queued("t2")), None, "{}: a second holder was let in", h.name);
     assert!(call!(h, s.lock.release("lock:q", "t1")), "{}: release", h.name);
-    let b = fence(granted(call!(h, s.lock.execute(queued("t2"))), "the waiter's turn"), "the waiter's turn", h);
+    let b = fence(call!(h, queued("t2")), "the waiter's turn", h);
     assert!(b > a, "{}: the waiter's fence {b} is not above {a}", h.name);
 }
 

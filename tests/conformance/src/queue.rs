@@ -88,18 +88,13 @@ pub fn take_and_hold(lock: Lock, hold: Duration) -> tokio::task::JoinHandle<u64>
 /// it releases: the lock goes to the waiter behind it, not back to itself.
 pub async fn a_holder_that_took_the_lock_plainly_leaves_the_queue_when_it_releases(store: &Store) {
     use tenure::backend::LockCalls as _;
-    use tenure_core::{Key, StoreOp, StoreReply, Token};
     let name = "lock:plain";
-    let queued = |token: &str| {
-        let (key, token) = (Key::parse(name).expect("key"), Token::new(token).expect("token"));
-        store.lock.execute(StoreOp::LockAcquireQueued { key, token, lease: NEVER, wait: NEVER })
-    };
-    let refused = StoreReply::Fence(None);
+    let queued = |token: &str| store.lock.acquire_queued(name, token, NEVER, NEVER);
     assert!(store.lock.acquire(name, "first", Duration::from_millis(100)).await.expect("acquire").is_some());
-    assert_eq!(queued("early").await.expect("queued"), refused, "queued behind the holder");
+    assert_eq!(queued("early").await.expect("queued"), None, "queued behind the holder");
     tokio::time::sleep(Duration::from_millis(150)).await; // the holder's lease lapsed
     assert!(store.lock.acquire(name, "early", NEVER).await.expect("plain acquire").is_some());
-    assert_eq!(queued("late").await.expect("queued"), refused, "queued behind the new holder");
+    assert_eq!(queued("late").await.expect("queued"), None, "queued behind the new holder");
     assert!(store.lock.release(name, "early").await.expect("release"));
     assert!(store.lock.owned(name, "late").await.expect("owned"), "handed to the waiter behind");
     assert!(!store.lock.owned(name, "early").await.expect("owned"));

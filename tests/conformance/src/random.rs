@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use rand_core::Rng as _;
-use tenure_core::{Key, LeaderRecord, Metadata, SplitMix64, StoreModel, StoreOp, StoreReply, Timestamp, Token};
+use tenure_core::{LeaderRecord, Metadata, SplitMix64, StoreModel, Timestamp, Token};
 
 use crate::{Clock, Harness};
 use tenure::backend::{LeaderElectionCalls as _, LockCalls as _};
@@ -111,13 +111,6 @@ fn token(text: &str) -> Token {
     }
 }
 
-fn lock_key(text: &str) -> Key {
-    match Key::parse(text) {
-        Ok(k) => k,
-        Err(e) => panic!("test key {text:?}: {e}"),
-    }
-}
-
 fn metadata(pod: Option<&str>) -> Metadata {
     Metadata::from_pairs(pod.map(|p| ("pod", p))).unwrap_or_default()
 }
@@ -197,15 +190,14 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize) -> Result<(),
                 }
             }
             Op::AcquireQueued { key, token: t, lease, wait } => {
-                let op = StoreOp::LockAcquireQueued { key: lock_key(key), token: token(t), lease, wait };
-                let got = got!(store.lock.execute(op));
+                let got = got!(store.lock.acquire_queued(key, t, lease, wait));
                 let want = match queue {
                     Queue::None => model.lock_acquire(key, &token(t), lease, now),
                     Queue::Kept | Queue::HandedOver => {
                         model.lock_acquire_queued(key, &token(t), (lease, wait), 0, now).0
                     }
                 };
-                if got != StoreReply::Fence(want) {
+                if got != want {
                     fail(format!("queued acquire: backend {got:?}, model {want:?}"));
                 }
             }
@@ -307,18 +299,14 @@ async fn warm_up(h: &Harness, store: &crate::Store) -> Queue {
         store.schedule.last_fired(key).await.unwrap_or_else(|e| fail(e));
     }
     let (name, long) = ("lock:probe", Duration::from_secs(60));
-    let queued = |t: &str| {
-        let op = StoreOp::LockAcquireQueued { key: lock_key(name), token: token(t), lease: long, wait: long };
-        store.lock.execute(op)
-    };
-    let taken = |reply: StoreReply| reply != StoreReply::Fence(None);
+    let queued = |t: &'static str| store.lock.acquire_queued(name, t, long, long);
     assert!(store.lock.acquire(name, TOKENS[0], long).await.unwrap_or_else(|e| fail(e)).is_some());
     let first = queued(TOKENS[1]).await.unwrap_or_else(|e| fail(e));
-    assert!(!taken(first), "{}: a queued acquire of a held lock was granted", h.name);
+    assert!(first.is_none(), "{}: a queued acquire of a held lock was granted", h.name);
     assert!(store.lock.release(name, TOKENS[0]).await.unwrap_or_else(|e| fail(e)));
     let queue = if store.lock.owned(name, TOKENS[1]).await.unwrap_or_else(|e| fail(e)) {
         Queue::HandedOver
-    } else if taken(queued(TOKENS[2]).await.unwrap_or_else(|e| fail(e))) {
+    } else if queued(TOKENS[2]).await.unwrap_or_else(|e| fail(e)).is_some() {
         Queue::None
     } else {
         Queue::Kept

@@ -215,12 +215,21 @@ impl<T: LeaderElectionOperations> LeaderElectionBackend for T {
     }
 }
 
-/// grelmicro's four lock calls on any [`LockBackend`], each one [`LockBackend::execute`]; names
-/// with their kind prefix (`lock:cart`). A name or token that is not valid fails as
-/// [`BackendErrorKind::Rejected`], an answer of the wrong shape as [`BackendErrorKind::Protocol`].
+/// grelmicro's four lock calls on any [`LockBackend`], and Tenure's queued acquire, each one
+/// [`LockBackend::execute`]; names with their kind prefix (`lock:cart`). A name or token that is
+/// not valid fails as [`BackendErrorKind::Rejected`], an answer of the wrong shape as
+/// [`BackendErrorKind::Protocol`].
 pub trait LockCalls {
     /// See [`LockOperations::acquire`].
     fn acquire(&self, name: &str, token: &str, lease: Duration) -> BackendFuture<'static, Option<FencingToken>>;
+    /// See [`LockOperations::acquire_queued`].
+    fn acquire_queued(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        wait: Duration,
+    ) -> BackendFuture<'static, Option<FencingToken>>;
     /// See [`LockOperations::release`].
     fn release(&self, name: &str, token: &str) -> BackendFuture<'static, bool>;
     /// See [`LockOperations::locked`].
@@ -232,7 +241,19 @@ pub trait LockCalls {
 impl<B: LockBackend + ?Sized> LockCalls for B {
     fn acquire(&self, name: &str, token: &str, lease: Duration) -> BackendFuture<'static, Option<FencingToken>> {
         let op = Key::parse(name).and_then(|key| Ok(StoreOp::LockAcquire { key, token: Token::new(token)?, lease }));
-        call(|op| self.execute(op), op, |reply| if let StoreReply::Fence(f) = reply { Some(f) } else { None })
+        call(|op| self.execute(op), op, fence)
+    }
+
+    fn acquire_queued(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        wait: Duration,
+    ) -> BackendFuture<'static, Option<FencingToken>> {
+        let op = Key::parse(name)
+            .and_then(|key| Ok(StoreOp::LockAcquireQueued { key, token: Token::new(token)?, lease, wait }));
+        call(|op| self.execute(op), op, fence)
     }
 
     fn release(&self, name: &str, token: &str) -> BackendFuture<'static, bool> {
@@ -314,6 +335,11 @@ fn call<T: Send + 'static>(
 #[allow(clippy::needless_pass_by_value)] // a `shape` of `call`, which hands the reply over
 fn flag(reply: StoreReply) -> Option<bool> {
     if let StoreReply::Flag(flag) = reply { Some(flag) } else { None }
+}
+
+#[allow(clippy::needless_pass_by_value)] // the shape `call` takes, as `flag`
+fn fence(reply: StoreReply) -> Option<Option<FencingToken>> {
+    if let StoreReply::Fence(fence) = reply { Some(fence) } else { None }
 }
 
 fn unsupported(what: &str, op: &StoreOp) -> BackendError {
