@@ -3,7 +3,8 @@
 # unit, property and doc tests, the behaviour suite on every runtime, the backend conformance
 # suite (memory, SQLite, Redis, PostgreSQL), the stores' fault tests, the CLI tests, the
 # examples, the deterministic simulation (1000 fresh seeds, every injected bug caught), the fuzz
-# targets, the Python package's suite on its built wheel, grelmicro 0.44 interop, and the main
+# targets, the Python package's suite on its built wheel, the npm package's suite on its packed
+# tarball, grelmicro 0.44 interop (with the CLI, Node and Python package processes), and the main
 # job.
 # (Benchmarks are type-checked by clippy's --all-targets; run them with `cargo bench`.)
 set -euo pipefail
@@ -127,14 +128,18 @@ awk '/^```python$/{p=1;next} /^```$/{p=0} p' README.md > target/readme_quickstar
 # The stubs of the native module against the built one, and the package's own annotations.
 (cd target && "../$pyenv_dir/bin/python" -m mypy.stubtest tenure && "../$pyenv_dir/bin/python" -m mypy -p tenure)
 
-step "interop: grelmicro 0.44 processes and tenure processes on one SQLite file, one Redis, one PostgreSQL"
+step "node: build the addon, pack the npm tarball, install it in a fresh directory, run its suite there and tsc --strict"
+node_modules=$(scripts/test-node.sh | tee /dev/stderr | tail -1)
+
+step "interop: grelmicro 0.44, tenure CLI, Node and Python package processes on one SQLite file, one Redis, one PostgreSQL"
 py=$(bash scripts/grelmicro-env.sh | tail -1)
 cargo build -q -p tenure-cli
-tests/interop/sqlite.sh "$py" target/debug/tenure
-tests/interop/store.sh redis "$py" target/debug/tenure
-tests/interop/store.sh postgres "$py" target/debug/tenure
-# The Python package (the wheel the python step built) and grelmicro in one asyncio program.
+# The Python package (the wheel the python step built) beside grelmicro in its interpreter.
 "$py" -m pip install -q --force-reinstall --no-deps target/wheels/tenure-*.whl
+tests/interop/sqlite.sh "$py" target/debug/tenure
+TENURE_NODE_PATH=$node_modules TENURE_PYTHON=$py tests/interop/store.sh redis "$py" target/debug/tenure
+TENURE_NODE_PATH=$node_modules TENURE_PYTHON=$py tests/interop/store.sh postgres "$py" target/debug/tenure
+# The Python package and grelmicro in one asyncio program.
 "$py" tests/interop/python_mixed.py "${TENURE_REDIS_URL:-redis://127.0.0.1:6379}"
 # The package's suite again on Python 3.14, where a backend written in Python runs its first step
 # eagerly (3.12+), beside grelmicro installed in the same interpreter.

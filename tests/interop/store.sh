@@ -7,6 +7,8 @@
 #    never interleave, and fencing tokens strictly increase across both libraries.
 # 2. A leader elected by grelmicro keeps `tenure elect` out until its lease ends; `tenure
 #    status` shows it; then grelmicro sees tenure's leader.
+# With TENURE_NODE_PATH (a node_modules holding the npm package) Node processes contend too, and
+# with TENURE_PYTHON (an interpreter with the Python package) processes of the Python package.
 # Usage: tests/interop/store.sh redis|postgres PYTHON TENURE
 set -euo pipefail
 kind=$1 py=$2 tenure=$3
@@ -38,8 +40,17 @@ for _ in 1 2; do
   "${grelmicro[@]}" lock "$server" "$where" interop "$log" "$rounds" & pids+=($!)
   (for _ in $(seq "$rounds"); do "$tenure" --backend "$url" lock interop -- sh -c "$worker" 2>/dev/null; sleep 0.01; done) & pids+=($!)
 done
+contenders=4 also=""
+if [ -n "${TENURE_NODE_PATH:-}" ]; then
+  for _ in 1 2; do NODE_PATH=$TENURE_NODE_PATH node "$here/node_lock.cjs" "$url" interop "$log" "$rounds" & pids+=($!); done
+  contenders=$((contenders + 2)) also="$also node"
+fi
+if [ -n "${TENURE_PYTHON:-}" ]; then
+  "$TENURE_PYTHON" "$here/tenure_py_lock.py" "$url" interop "$log" "$rounds" & pids+=($!)
+  contenders=$((contenders + 1)) also="$also python"
+fi
 for pid in "${pids[@]}"; do wait "$pid"; done
-awk -v want=$((4 * rounds)) -v store="$kind" -f "$here/check_sections.awk" "$log"
+awk -v want=$((contenders * rounds)) -v store="$kind" -v also="$also" -f "$here/check_sections.awk" "$log"
 # Both wrote the same records: the lock is free, the fence where the last holder left it.
 if [ "$kind" = redis ]; then
   [ "$("${cli[@]}" exists "${where}lock:interop")" = 0 ] || { echo "the lock key is still there"; exit 1; }

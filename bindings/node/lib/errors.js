@@ -1,0 +1,113 @@
+'use strict';
+// The errors of `tenure`, with grelmicro 0.44's classes and hierarchy as JavaScript classes.
+// Every error has a stable `code`; one about a lock has its name in `lockName` (`name` is the
+// class's name, as on every JavaScript error); a store's failure behind it is its `cause`.
+// `instanceof` works across the hierarchy: a `LockTimeoutError` is a `WouldBlockError`, a
+// `LockLostError` a `LockNotOwnedError`. Messages never contain an ownership token or a password.
+
+class TenureError extends Error {
+  constructor(message, options) {
+    super(message, options && options.cause !== undefined ? { cause: options.cause } : undefined);
+    this.name = new.target.name;
+    this.code = (options && options.code) || 'TENURE';
+    if (options && options.lockName !== undefined) this.lockName = options.lockName;
+  }
+}
+
+/** A store failed or could not be reached: `code` is `STORE_TIMEOUT`, `STORE_UNAVAILABLE`, … */
+class StoreError extends TenureError {}
+class SettingsValidationError extends TenureError {}
+class OutOfContextError extends TenureError {}
+class BackendNotOpenError extends TenureError {}
+class CoordinationError extends TenureError {}
+class CoordinationBackendError extends CoordinationError {}
+class LockReentrantError extends CoordinationError {}
+class LockUpgradeError extends CoordinationError {}
+class LockBusyError extends CoordinationError {}
+class LockBackendError extends CoordinationError {}
+class LockAcquireError extends LockBackendError {}
+class LockExtendError extends LockBackendError {}
+class LockReleaseError extends LockBackendError {}
+class LockLockedCheckError extends LockBackendError {}
+class LockOwnedCheckError extends LockBackendError {}
+class LockNotOwnedError extends CoordinationError {}
+/** The lease was lost while held (or a keep-alive reached its `maxHold`). */
+class LockLostError extends LockNotOwnedError {}
+class AdmissionError extends TenureError {}
+class WouldBlockError extends AdmissionError {}
+class LockTimeoutError extends WouldBlockError {}
+
+const byCode = {
+  COORDINATION_BACKEND_MISSING: CoordinationBackendError,
+  LOCK_REENTRANT: LockReentrantError,
+  LOCK_UPGRADE: LockUpgradeError,
+  LOCK_NOT_OWNED: LockNotOwnedError,
+  LOCK_LOST: LockLostError,
+  LOCK_ACQUIRE_FAILED: LockAcquireError,
+  LOCK_EXTEND_FAILED: LockExtendError,
+  LOCK_RELEASE_FAILED: LockReleaseError,
+  LOCK_LOCKED_CHECK_FAILED: LockLockedCheckError,
+  LOCK_OWNED_CHECK_FAILED: LockOwnedCheckError,
+  WOULD_BLOCK: WouldBlockError,
+  LOCK_TIMEOUT: LockTimeoutError,
+  OUT_OF_CONTEXT: OutOfContextError,
+  SETTINGS_INVALID: SettingsValidationError,
+  BACKEND_NOT_OPEN: BackendNotOpenError,
+  LOCK_BUSY: LockBusyError,
+};
+
+const MARKER = '\u0000tenure:';
+
+function fromFields(fields) {
+  const Class = byCode[fields.code] || (fields.code.startsWith('STORE_') ? StoreError : TenureError);
+  const cause = fields.cause ? fromFields(fields.cause) : undefined;
+  const error = new Class(fields.message, { code: fields.code, lockName: fields.name, cause });
+  if (fields.timeoutMs !== undefined) error.timeoutMs = fields.timeoutMs;
+  if (fields.field !== undefined) error.field = fields.field;
+  return error;
+}
+
+// napi's statuses for an argument of the wrong type.
+const wrongType = new Set([
+  'InvalidArg', 'ObjectExpected', 'StringExpected', 'NameExpected', 'FunctionExpected', 'NumberExpected',
+  'BooleanExpected', 'ArrayExpected', 'BigintExpected', 'DateExpected', 'ArrayBufferExpected',
+]);
+
+/** The error a native failure stands for (anything else is returned as it is). */
+function fromNative(error, signal) {
+  if (!(error instanceof Error) || typeof error.message !== 'string') return error;
+  if (wrongType.has(error.code)) {
+    const typeError = new TypeError(error.message);
+    typeError.code = 'ERR_INVALID_ARG_TYPE';
+    return typeError;
+  }
+  if (!error.message.startsWith(MARKER)) return error;
+  const fields = JSON.parse(error.message.slice(MARKER.length));
+  if (fields.code === 'ABORTED' && signal) return signal.reason;
+  return fromFields(fields);
+}
+
+module.exports = {
+  fromNative,
+  TenureError,
+  StoreError,
+  SettingsValidationError,
+  OutOfContextError,
+  BackendNotOpenError,
+  CoordinationError,
+  CoordinationBackendError,
+  LockReentrantError,
+  LockUpgradeError,
+  LockBusyError,
+  LockBackendError,
+  LockAcquireError,
+  LockExtendError,
+  LockReleaseError,
+  LockLockedCheckError,
+  LockOwnedCheckError,
+  LockNotOwnedError,
+  LockLostError,
+  AdmissionError,
+  WouldBlockError,
+  LockTimeoutError,
+};

@@ -1,0 +1,146 @@
+// Types of the npm package `tenure`. Durations are milliseconds.
+
+/** An open store. `await using backend = await openBackend(url)` closes it at the block's end. */
+export declare class Backend {
+  private constructor();
+  /** `memory`, `sqlite`, `redis` or `postgres`. */
+  get kind(): string;
+  /** Closes the store (SQLite vacates expired leases); later calls fail. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Opens the store at `url`: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`. */
+export declare function openBackend(url: string): Promise<Backend>;
+/** A store in this process's memory, shared by every lock given it. */
+export declare function memoryBackend(): Backend;
+
+/** A lock's settings; what is not given comes from `GREL_*` variables or the defaults. */
+export interface LockOptions {
+  /** This process's worker id (default: from the host and process). */
+  worker?: string;
+  /** How long a lease lasts without renewal, ms (default 60000). */
+  leaseDuration?: number;
+  /** How long a waiter waits between attempts when no release is pushed, ms (default 100). */
+  retryInterval?: number;
+  /** Jitter of the retry interval, a fraction in [0, 1]. */
+  retryJitter?: number;
+  /** How long one store call may take, ms. */
+  backendTimeout?: number;
+  /** Read exactly `{envPrefix}{FIELD}` variables. */
+  envPrefix?: string;
+  /** Read (`true`) or ignore (`false`) the environment, whatever `GREL_ENV_LOAD` says. */
+  envLoad?: boolean;
+}
+
+/** A lock's resolved settings. */
+export interface LockSettings {
+  worker: string;
+  leaseDuration: number;
+  retryInterval: number;
+  retryJitter: number;
+  backendTimeout: number;
+}
+
+export interface AcquireOptions {
+  /** Give up after this many ms with a `LockTimeoutError` (default: wait forever). */
+  timeout?: number;
+  /** Stop waiting when it aborts: the call rejects with its reason and never takes the lock. */
+  signal?: AbortSignal;
+}
+
+export interface UsingOptions extends AcquireOptions {
+  /** Release after at most this many ms even if `fn` still runs (its signal then aborts). */
+  maxHold?: number;
+}
+
+/** One acquisition of a lock. */
+export declare class LockHandle {
+  private constructor();
+  /** The lock name. */
+  readonly name: string;
+  /** The fencing token: send it with every write the lock protects. A `bigint`: never rounded. */
+  readonly fencingToken: bigint;
+  /** Whether the lease may be counted on now. */
+  isValid(): boolean;
+  /** Renews the lease for another lease duration; resolves to the fencing token. */
+  extend(): Promise<bigint>;
+  /** Whether this acquisition still holds a live lease on the store. */
+  owned(): Promise<boolean>;
+  /** Releases (`LockNotOwnedError` if it was released or lost meanwhile). */
+  release(): Promise<void>;
+  /**
+   * Keeps the lease alive in the background for at most `maxHold` ms (unbounded without); the
+   * process stays alive meanwhile, as with a running timer, unless `unref()` is called.
+   */
+  keepAlive(maxHold?: number): this;
+  /** Lets the process exit while the lease is kept alive (as `timer.unref()`). */
+  unref(): this;
+  /** Undoes `unref()`. */
+  ref(): this;
+  /** Resolves `true` the moment the lease is lost, `false` once it is released. */
+  lost(): Promise<boolean>;
+  /** Releases at the end of an `await using` block (a lost or released lease is not an error). */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** A distributed lock with fencing tokens. */
+export declare class Lock {
+  constructor(name: string, backend: Backend, options?: LockOptions);
+  readonly name: string;
+  settings(): LockSettings;
+  /** Applies new settings from the next call on (the worker stays). */
+  reconfigure(options: Omit<LockOptions, 'worker' | 'envPrefix' | 'envLoad'>): void;
+  /** Waits for the lock (see `AcquireOptions`). */
+  acquire(options?: AcquireOptions): Promise<LockHandle>;
+  /** One attempt: `WouldBlockError` if another holder has the lock. */
+  tryAcquire(): Promise<LockHandle>;
+  /** Whether anyone holds the lock. */
+  locked(): Promise<boolean>;
+  /**
+   * Runs `fn` holding the lock, its lease kept alive; `signal` aborts with a `LockLostError` the
+   * moment the lease is lost. Releases when `fn` settles.
+   */
+  using<T>(fn: (signal: AbortSignal, handle: LockHandle) => Promise<T> | T, options?: UsingOptions): Promise<T>;
+}
+
+export interface TenureErrorOptions {
+  code?: string;
+  lockName?: string;
+  cause?: unknown;
+}
+
+/** Base of every error of `tenure`. */
+export declare class TenureError extends Error {
+  constructor(message: string, options?: TenureErrorOptions);
+  /** A stable, machine-readable code (`LOCK_TIMEOUT`, `STORE_UNAVAILABLE`, …). */
+  readonly code: string;
+  /** The lock the error is about, if any. */
+  readonly lockName?: string;
+  /** The option at fault, for a `SettingsValidationError`. */
+  readonly field?: string;
+}
+/** A store failed or could not be reached. */
+export declare class StoreError extends TenureError {}
+export declare class SettingsValidationError extends TenureError {}
+export declare class OutOfContextError extends TenureError {}
+export declare class BackendNotOpenError extends TenureError {}
+export declare class CoordinationError extends TenureError {}
+export declare class CoordinationBackendError extends CoordinationError {}
+export declare class LockReentrantError extends CoordinationError {}
+export declare class LockUpgradeError extends CoordinationError {}
+export declare class LockBusyError extends CoordinationError {}
+export declare class LockBackendError extends CoordinationError {}
+export declare class LockAcquireError extends LockBackendError {}
+export declare class LockExtendError extends LockBackendError {}
+export declare class LockReleaseError extends LockBackendError {}
+export declare class LockLockedCheckError extends LockBackendError {}
+export declare class LockOwnedCheckError extends LockBackendError {}
+export declare class LockNotOwnedError extends CoordinationError {}
+export declare class LockLostError extends LockNotOwnedError {}
+export declare class AdmissionError extends TenureError {}
+export declare class WouldBlockError extends AdmissionError {}
+export declare class LockTimeoutError extends WouldBlockError {
+  /** The timeout that ran out, ms. */
+  readonly timeoutMs: number;
+}

@@ -1,0 +1,264 @@
+'use strict';
+// tenure: distributed locks with fencing tokens on a Rust core (grelmicro's coordination API).
+// This file gives the native addon (`native/`) Node's idioms: promises that reject with the
+// classes of `./errors`, an `AbortSignal` on every wait, `lock.using(fn)` with a signal that
+// aborts when the lease is lost, and `await using` on handles. Durations are milliseconds.
+
+const native = require('../native/binding.js');
+const errors = require('./errors');
+
+const { fromNative } = errors;
+const asyncDispose = Symbol.asyncDispose || Symbol.for('nodejs.asyncDispose');
+
+/** `call()`, its failures turned into tenure's errors (an abort into the signal's reason). */
+async function settle(call, signal) {
+  try {
+    return await call();
+  } catch (error) {
+    throw fromNative(error, signal);
+  }
+}
+
+/** `call()` at once, its failure turned into tenure's error. */
+function now(call) {
+  try {
+    return call();
+  } catch (error) {
+    throw fromNative(error);
+  }
+}
+
+/** Opens the store at `url`: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`. */
+function openBackend(url) {
+  return settle(() => native.openBackend(url));
+}
+
+/** A store in this process's memory (shared by every lock given it). */
+function memoryBackend() {
+  return native.memoryBackend();
+}
+
+native.Backend.prototype[asyncDispose] = function dispose() {
+  return settle(() => this.close());
+};
+const close = native.Backend.prototype.close;
+native.Backend.prototype.close = function closeBackend() {
+  return settle(() => close.call(this));
+};
+
+/** One acquisition of a lock: its name, its fencing token, and what can be done with it. */
+class LockHandle {
+  #guard;
+  /** While a keep-alive runs: a timer that keeps the process alive, as a running job's would. */
+  #alive;
+  #unref = false;
+
+  constructor(guard) {
+    this.#guard = guard;
+  }
+
+  /** The lock name. */
+  get name() {
+    return this.#guard.name;
+  }
+
+  /** The fencing token (a `bigint`): send it with every write the lock protects. */
+  get fencingToken() {
+    return this.#guard.fencingToken;
+  }
+
+  /** Whether the lease may be counted on now. */
+  isValid() {
+    return this.#guard.isValid();
+  }
+
+  /** Renews the lease for another lease duration; the fencing token. */
+  extend() {
+    return settle(() => this.#guard.extend());
+  }
+
+  /** Whether this acquisition still holds a live lease on the store. */
+  owned() {
+    return settle(() => this.#guard.owned());
+  }
+
+  /** Releases the lock (`LockNotOwnedError` if it was released or lost meanwhile). */
+  release() {
+    this.#stopWatching();
+    return settle(() => this.#guard.release());
+  }
+
+  /**
+   * Keeps the lease alive in the background for at most `maxHold` ms (unbounded without).
+   * Meanwhile the process stays alive, as with a running timer, unless `unref()` was called.
+   */
+  keepAlive(maxHold) {
+    now(() => this.#guard.keepAlive(maxHold));
+    if (this.#alive === undefined) {
+      // Looks every half second whether the keep-alive still runs (it ends when the lease is
+      // lost or reaches maxHold), without a native wait that would keep the process alive.
+      this.#alive = setInterval(() => {
+        if (!this.#guard.keeping()) this.#stopWatching();
+      }, 500);
+      if (this.#unref) this.#alive.unref();
+    }
+    return this;
+  }
+
+  /** Lets the process exit while the lease is kept alive (as `timer.unref()`). */
+  unref() {
+    this.#unref = true;
+    if (this.#alive !== undefined) this.#alive.unref();
+    return this;
+  }
+
+  /** Undoes `unref()`. */
+  ref() {
+    this.#unref = false;
+    if (this.#alive !== undefined) this.#alive.ref();
+    return this;
+  }
+
+  #stopWatching() {
+    if (this.#alive !== undefined) clearInterval(this.#alive);
+    this.#alive = undefined;
+  }
+
+  /** Settles with `true` the moment the lease is lost, with `false` once it is released. */
+  lost() {
+    return settle(() => this.#guard.lost());
+  }
+
+  /** `await using handle = await lock.acquire()` releases at the end of the block. */
+  async [asyncDispose]() {
+    this.#stopWatching();
+    try {
+      await this.#guard.release();
+    } catch (error) {
+      const mapped = fromNative(error);
+      // Released or lost already: nothing is left to give back.
+      if (!(mapped instanceof errors.LockNotOwnedError)) throw mapped;
+    }
+  }
+}
+
+function rejectIfAborted(signal) {
+  if (signal !== undefined && signal !== null) {
+    if (typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
+      throw new TypeError('signal must be an AbortSignal');
+    }
+    signal.throwIfAborted();
+  }
+}
+
+/** A cancellation of the native call that follows `signal` until `done` is called. */
+function follow(signal) {
+  if (signal === undefined || signal === null) return { cancel: undefined, done() {} };
+  const cancel = new native.Cancel();
+  const onAbort = () => cancel.cancel();
+  signal.addEventListener('abort', onAbort, { once: true });
+  return { cancel, done: () => signal.removeEventListener('abort', onAbort) };
+}
+
+/** A lock on a store, configured as grelmicro's `Lock(...)` (durations in ms). */
+class Lock {
+  #native;
+
+  constructor(name, backend, options) {
+    this.#native = now(() => new native.Lock(name, backend, options));
+  }
+
+  /** The lock name. */
+  get name() {
+    return this.#native.name;
+  }
+
+  /** The resolved settings: worker, leaseDuration, retryInterval, retryJitter, backendTimeout. */
+  settings() {
+    return this.#native.settings();
+  }
+
+  /** Applies new settings from the next call on (the worker stays). */
+  reconfigure(options) {
+    now(() => this.#native.reconfigure(options));
+  }
+
+  /**
+   * Waits for the lock, up to `timeout` ms (`LockTimeoutError`; forever without one), or until
+   * `signal` aborts (rejects with its reason; the lock is then never taken by this call).
+   */
+  async acquire({ timeout, signal } = {}) {
+    rejectIfAborted(signal);
+    const { cancel, done } = follow(signal);
+    try {
+      return new LockHandle(await settle(() => this.#native.acquire(timeout, cancel), signal));
+    } finally {
+      done();
+    }
+  }
+
+  /** One attempt: `WouldBlockError` if another holder has the lock. */
+  async tryAcquire() {
+    return new LockHandle(await settle(() => this.#native.tryAcquire()));
+  }
+
+  /** Whether anyone holds the lock. */
+  locked() {
+    return settle(() => this.#native.locked());
+  }
+
+  /**
+   * Runs `fn(signal, handle)` holding the lock, its lease kept alive meanwhile (for at most
+   * `maxHold` ms), then releases. `signal` aborts with a `LockLostError` the moment the lease is
+   * lost — pass it to `fetch`, database drivers and timers — or with the reason of the
+   * `signal` given here. If the lease was lost and `fn` did not throw, `using` rejects with the
+   * `LockLostError`.
+   */
+  async using(fn, { timeout, signal, maxHold } = {}) {
+    if (typeof fn !== 'function') throw new TypeError('using(fn): fn must be a function');
+    if (maxHold !== undefined) now(() => native.checkDuration('maxHold', maxHold));
+    const handle = await this.acquire({ timeout, signal });
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(signal.reason);
+    try {
+      handle.keepAlive(maxHold);
+    } catch (error) {
+      await handle[asyncDispose]();
+      throw error;
+    }
+    handle.lost().then(
+      (lost) => {
+        if (lost) {
+          const message = `Lock lost while held: name=${handle.name}. Its lease ran out or reached maxHold.`;
+          controller.abort(new errors.LockLostError(message, { code: 'LOCK_LOST', lockName: handle.name }));
+        }
+      },
+      () => {},
+    );
+    if (signal) signal.addEventListener('abort', onAbort, { once: true });
+    let result;
+    let failure;
+    let failed = false;
+    try {
+      result = await fn(controller.signal, handle);
+    } catch (error) {
+      [failed, failure] = [true, error];
+    } finally {
+      if (signal) signal.removeEventListener('abort', onAbort);
+    }
+    const reason = controller.signal.reason;
+    const lost = controller.signal.aborted && reason instanceof errors.LockLostError ? reason : undefined;
+    try {
+      await handle[asyncDispose]();
+    } catch (error) {
+      // The work's own failure, or the loss, says more than a release that could not be made.
+      if (!failed && lost === undefined) throw error;
+    }
+    if (failed) throw failure;
+    if (lost !== undefined) throw lost;
+    return result;
+  }
+}
+
+module.exports = { openBackend, memoryBackend, Lock, LockHandle, Backend: native.Backend, ...errors };
+delete module.exports.fromNative;

@@ -1,0 +1,58 @@
+//! The stores, opened from a URL through `tenure-open` (the one scheme table).
+
+use std::sync::Arc;
+
+use napi::Env;
+use napi::bindgen_prelude::Object;
+use napi_derive::napi;
+use tenure::MemoryBackend;
+use tenure::backend::{LeaderElectionBackend, LockBackend};
+use tenure_open::{Store, Target};
+
+use crate::fail::{Fail, sync};
+use crate::promise::promise;
+
+/// An open store.
+#[napi]
+pub struct Backend {
+    pub(crate) lock: Arc<dyn LockBackend>,
+    // Elections come with the next slice of the package; the store's is kept from the start.
+    #[allow(dead_code)]
+    pub(crate) leader: Arc<dyn LeaderElectionBackend>,
+    store: Store,
+}
+
+impl Backend {
+    fn new(store: Store) -> Self {
+        Self { lock: store.locks(), leader: store.elections(), store }
+    }
+}
+
+#[napi]
+impl Backend {
+    /// The kind of store: `memory`, `sqlite`, `redis` or `postgres`.
+    #[napi(getter)]
+    pub fn kind(&self) -> String {
+        self.store.kind().to_string()
+    }
+
+    /// Closes the store (SQLite vacates expired leases); later calls fail.
+    #[napi]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let store = self.store.clone();
+        promise(env, async move { store.close().await.map_err(Fail::Store) })
+    }
+}
+
+/// A store in this process's memory.
+#[napi]
+pub fn memory_backend() -> Backend {
+    Backend::new(Store::Memory(MemoryBackend::new()))
+}
+
+/// Opens the store at `url` (`memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`).
+#[napi]
+pub fn open_backend<'env>(env: &'env Env, url: String) -> napi::Result<Object<'env>> {
+    let target = sync(Target::from_url(&url).map_err(|e| Fail::Core(tenure::Error::Settings(e))))?;
+    promise(env, async move { Ok(Backend::new(target.open(crate::runtime()).await?)) })
+}

@@ -1,0 +1,46 @@
+//! The native half of the npm package `tenure`. The JavaScript half (`lib/`) gives it Node's
+//! idioms — error classes, `AbortSignal`, `using()`, `Symbol.asyncDispose` — and this addon runs
+//! Tenure's driver on a tokio runtime of its own, handing JavaScript promises that settle from it.
+//!
+//! A binding converts, calls the driver and maps errors; it decides nothing.
+
+#![allow(unsafe_code)]
+// napi's macros expand to unsafe glue
+// napi classes and functions are exported to JavaScript, not to Rust crates, and their Debug
+// would never be read.
+#![allow(unreachable_pub, missing_debug_implementations)]
+// napi hands arguments over owned.
+#![allow(clippy::needless_pass_by_value)]
+// Under `cfg(test)` napi registers nothing, so its exports look unused.
+#![cfg_attr(test, allow(dead_code))]
+
+mod backend;
+mod cancel;
+mod fail;
+mod lock;
+mod millis;
+mod promise;
+
+use std::sync::OnceLock;
+
+use tenure_tokio::Tokio;
+
+/// The tokio runtime every Tenure task of this process runs on, shared by every JavaScript
+/// thread that loads the addon (`worker_threads`). Made on first use and never dropped: at exit
+/// its threads end with the process, so there is nothing to wait for.
+fn process_runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("tenure")
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("cannot start tenure's runtime threads: {e}"))
+    })
+}
+
+/// The runtime Tenure's locks run on.
+pub(crate) fn runtime() -> Tokio {
+    Tokio::from_handle(process_runtime().handle().clone())
+}

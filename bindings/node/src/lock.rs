@@ -1,0 +1,298 @@
+//! `Lock` and the `Guard` an acquire gives: one holder (its own ownership token) per acquire, so
+//! concurrent acquires from one `Lock` contend as separate tasks do, and nothing is reentrant.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use napi::Env;
+use napi::bindgen_prelude::{BigInt, Object};
+use napi_derive::napi;
+use tenure::{KeepAlive, LockGuard, LockHolder};
+use tenure_tokio::Tokio;
+
+use crate::backend::Backend;
+use crate::cancel::{Cancel, Flag, unless};
+use crate::fail::{Fail, sync};
+use crate::millis::optional;
+use crate::promise::promise;
+
+/// A lock's settings, in milliseconds; what is not given comes from `GREL_*` variables or the
+/// defaults, as grelmicro's `Lock(...)`.
+#[napi(object)]
+#[derive(Debug, Default)]
+pub struct LockOptions {
+    pub worker: Option<String>,
+    pub lease_duration: Option<f64>,
+    pub retry_interval: Option<f64>,
+    pub retry_jitter: Option<f64>,
+    pub backend_timeout: Option<f64>,
+    pub env_prefix: Option<String>,
+    pub env_load: Option<bool>,
+}
+
+/// A lock's resolved settings, in milliseconds.
+#[napi(object)]
+#[derive(Debug)]
+pub struct LockSettings {
+    pub worker: String,
+    pub lease_duration: f64,
+    pub retry_interval: f64,
+    pub retry_jitter: f64,
+    pub backend_timeout: f64,
+}
+
+/// `builder` (a lock's or its configuration's) with the timings `options` give.
+macro_rules! timings {
+    ($builder:expr, $options:expr) => {{
+        let (mut b, o) = ($builder, &$options);
+        if let Some(d) = optional("leaseDuration", o.lease_duration)? {
+            b = b.lease_duration(d);
+        }
+        if let Some(d) = optional("retryInterval", o.retry_interval)? {
+            b = b.retry_interval(d);
+        }
+        if let Some(j) = o.retry_jitter {
+            b = b.retry_jitter(j);
+        }
+        if let Some(d) = optional("backendTimeout", o.backend_timeout)? {
+            b = b.backend_timeout(d);
+        }
+        b
+    }};
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// A lock on a store.
+#[napi]
+pub struct Lock {
+    inner: tenure::Lock<Tokio>,
+}
+
+#[napi]
+impl Lock {
+    #[napi(constructor)]
+    pub fn new(name: String, backend: &Backend, options: Option<LockOptions>) -> napi::Result<Self> {
+        sync(Self::build(&name, backend, options.unwrap_or_default()))
+    }
+
+    fn build(name: &str, backend: &Backend, o: LockOptions) -> Result<Self, Fail> {
+        let mut b = tenure::Lock::builder(name, crate::runtime()).shared_backend(backend.lock.clone());
+        if let Some(worker) = &o.worker {
+            b = b.worker(tenure::WorkerId::new(worker)?);
+        }
+        b = timings!(b, o);
+        if let Some(prefix) = &o.env_prefix {
+            b = b.env_prefix(prefix);
+        }
+        if let Some(load) = o.env_load {
+            b = b.env_load(load);
+        }
+        Ok(Self { inner: b.build()? })
+    }
+
+    /// The lock name.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.inner.name().as_str().to_owned()
+    }
+
+    /// The resolved settings.
+    #[napi]
+    pub fn settings(&self) -> LockSettings {
+        let c = self.inner.config();
+        LockSettings {
+            worker: c.worker().as_str().to_owned(),
+            lease_duration: ms(c.lease_duration()),
+            retry_interval: ms(c.retry_interval()),
+            retry_jitter: c.retry_jitter(),
+            backend_timeout: ms(c.backend_timeout()),
+        }
+    }
+
+    /// Applies new settings from the next call on (the worker stays).
+    #[napi]
+    pub fn reconfigure(&self, options: LockOptions) -> napi::Result<()> {
+        sync((|| {
+            let b = timings!(self.inner.config().to_builder(), options);
+            let config = b.build(&mut rand::rng())?;
+            Ok(self.inner.reconfigure(config)?)
+        })())
+    }
+
+    /// Acquires, waiting up to `timeout` ms (forever without one), unless `cancel` fires first.
+    #[napi]
+    pub fn acquire<'env>(
+        &self,
+        env: &'env Env,
+        timeout: Option<f64>,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Object<'env>> {
+        let timeout = sync(optional("timeout", timeout))?;
+        let lock = self.inner.clone();
+        let call = async move {
+            let guard = match timeout {
+                Some(timeout) => lock.acquire_timeout(timeout).await?,
+                None => lock.acquire().await?,
+            };
+            Ok(Guard::new(guard))
+        };
+        promise(env, unless(cancel, call))
+    }
+
+    /// One attempt: a `WOULD_BLOCK` failure if another holder has the lock.
+    #[napi]
+    pub fn try_acquire<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let lock = self.inner.clone();
+        promise(env, async move { Ok(Guard::new(lock.acquire_nowait().await?)) })
+    }
+
+    /// Whether anyone holds the lock.
+    #[napi]
+    pub fn locked<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let lock = self.inner.clone();
+        promise(env, async move { Ok(lock.locked().await?) })
+    }
+}
+
+/// What a guard holds.
+enum Held {
+    Guard(LockGuard<Tokio>),
+    Kept(KeepAlive<LockGuard<Tokio>>),
+    Released,
+}
+
+type Lost = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// One acquisition of a lock. Dropped by the garbage collector while held, it releases in the
+/// background; release it to see the outcome.
+#[napi]
+pub struct Guard {
+    holder: LockHolder<Tokio>,
+    name: String,
+    fence: u64,
+    held: Arc<Mutex<Held>>,
+    released: Arc<Flag>,
+}
+
+impl Guard {
+    fn new(guard: LockGuard<Tokio>) -> Self {
+        Self {
+            holder: guard.holder().clone(),
+            name: guard.name().as_str().to_owned(),
+            fence: guard.fencing_token().get(),
+            held: Arc::new(Mutex::new(Held::Guard(guard))),
+            released: Arc::new(Flag::default()),
+        }
+    }
+
+    fn take(&self) -> Held {
+        std::mem::replace(&mut *self.held.lock().unwrap_or_else(PoisonError::into_inner), Held::Released)
+    }
+}
+
+#[napi]
+impl Guard {
+    /// The lock name.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    /// The fencing token of this acquisition, as a `bigint` (a fence never loses precision).
+    #[napi(getter)]
+    pub fn fencing_token(&self) -> BigInt {
+        let fence = self.holder.handle().map_or(self.fence, |h| h.fencing_token.get());
+        BigInt::from(fence)
+    }
+
+    /// Whether the lease may be counted on now.
+    #[napi]
+    pub fn is_valid(&self) -> bool {
+        match &*self.held.lock().unwrap_or_else(PoisonError::into_inner) {
+            Held::Guard(g) => g.is_valid(),
+            Held::Kept(k) => k.is_valid(),
+            Held::Released => false,
+        }
+    }
+
+    /// Whether a keep-alive is renewing the lease (kept, not ended, still valid).
+    #[napi]
+    pub fn keeping(&self) -> bool {
+        match &*self.held.lock().unwrap_or_else(PoisonError::into_inner) {
+            Held::Kept(k) => k.ended().is_none() && k.is_valid(),
+            _ => false,
+        }
+    }
+
+    /// Renews the lease for another lease duration; the fencing token as it stands.
+    #[napi]
+    pub fn extend<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let holder = self.holder.clone();
+        promise(env, async move { Ok(BigInt::from(holder.extend().await?.fencing_token.get())) })
+    }
+
+    /// Whether this acquisition still holds a live lease on the store.
+    #[napi]
+    pub fn owned<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let holder = self.holder.clone();
+        promise(env, async move { Ok(holder.owned().await?) })
+    }
+
+    /// Releases; a `LOCK_NOT_OWNED` failure if it was released or lost.
+    #[napi]
+    pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let (held, holder, released) = (self.take(), self.holder.clone(), self.released.clone());
+        promise(env, async move {
+            // Before stopping a keep-alive, whose end would otherwise read as a loss.
+            released.raise();
+            Ok(match held {
+                Held::Guard(guard) => guard.release().await,
+                Held::Kept(kept) => kept.stop().release().await,
+                Held::Released => holder.release().await,
+            }?)
+        })
+    }
+
+    /// Keeps the lease alive in the background for at most `maxHold` ms (no bound without it).
+    #[napi]
+    pub fn keep_alive(&self, max_hold: Option<f64>) -> napi::Result<()> {
+        let max_hold = sync(optional("maxHold", max_hold))?.unwrap_or(Duration::MAX);
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        *held = match std::mem::replace(&mut *held, Held::Released) {
+            Held::Guard(guard) => Held::Kept(guard.keep_alive(max_hold)),
+            Held::Kept(kept) => Held::Kept(kept),
+            Held::Released => return sync(Err(Fail::Core(tenure::Error::NotOwned { name: self.name.clone() }))),
+        };
+        Ok(())
+    }
+
+    /// Settles with `true` the moment the lease is lost (or a keep-alive ended at its maximum
+    /// hold), with `false` once it is released.
+    #[napi]
+    pub fn lost<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let lost: Option<Lost> = match &*self.held.lock().unwrap_or_else(PoisonError::into_inner) {
+            Held::Guard(g) => Some(Box::pin(g.lost())),
+            Held::Kept(k) => Some(Box::pin(k.lost())),
+            Held::Released => None,
+        };
+        let released = self.released.clone();
+        promise(env, async move {
+            let Some(lost) = lost else { return Ok(false) };
+            // A release wins over the loss its own stop would show.
+            let released = async move {
+                released.raised().await;
+                false
+            };
+            Ok(futures_lite::future::or(released, async move {
+                lost.await;
+                true
+            })
+            .await)
+        })
+    }
+}

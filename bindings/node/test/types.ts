@@ -1,0 +1,36 @@
+// Type-checked, not run: `tsc --strict --noEmit` over the installed package's types, with the
+// shapes users write (scripts/test-node.sh).
+import { Lock, LockLostError, LockTimeoutError, TenureError, WouldBlockError, memoryBackend, openBackend } from 'tenure';
+import type { LockHandle, LockSettings } from 'tenure';
+
+export async function quickStart(url: string): Promise<bigint> {
+  await using backend = await openBackend(url);
+  const lock = new Lock('invoices', backend, { leaseDuration: 10_000, retryInterval: 100 });
+
+  // node-redlock's shape: the work gets a signal that aborts when the lease is lost.
+  const total: number = await lock.using(async (signal, handle) => {
+    const response = await fetch('https://example.com', { signal });
+    return (await response.text()).length + Number(handle.fencingToken);
+  }, { maxHold: 60_000, timeout: 5_000 });
+
+  // grelmicro's `async with lock:` as TypeScript 5.2's `await using`.
+  {
+    await using handle = await lock.acquire({ timeout: 1_000, signal: AbortSignal.timeout(2_000) });
+    const fence: bigint = handle.fencingToken;
+    const renewed: bigint = await handle.extend();
+    if (fence !== renewed || total < 0) throw new Error('a fence changed');
+  }
+
+  try {
+    const handle: LockHandle = await lock.tryAcquire();
+    await handle.release();
+  } catch (error) {
+    if (error instanceof LockTimeoutError) console.log(error.timeoutMs, error.lockName);
+    else if (error instanceof WouldBlockError || error instanceof LockLostError) console.log(error.code);
+    else if (error instanceof TenureError) throw error.cause;
+  }
+  const settings: LockSettings = lock.settings();
+  lock.reconfigure({ leaseDuration: settings.leaseDuration * 2 });
+  const locked: boolean = await new Lock('x', memoryBackend()).locked();
+  return locked ? 1n : 0n;
+}

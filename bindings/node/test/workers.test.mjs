@@ -1,0 +1,44 @@
+// worker_threads: every thread loads the addon; their locks exclude each other on a shared store.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Worker } from 'node:worker_threads';
+import { fresh, storeUrls } from './stores.mjs';
+
+const worker = `
+const { workerData, parentPort } = require('node:worker_threads');
+const { openBackend, Lock } = require('tenure');
+(async () => {
+  const { url, name, cycles, shared } = workerData;
+  const state = new Int32Array(shared, 0, 2); // [inside, next slot]
+  const fences = new BigInt64Array(shared, 8);
+  const backend = await openBackend(url);
+  const lock = new Lock(name, backend, { retryInterval: 5 });
+  for (let i = 0; i < cycles; i += 1) {
+    await lock.using(async (signal, handle) => {
+      if (Atomics.add(state, 0, 1) !== 0) throw new Error('two threads held the lock at once');
+      fences[Atomics.add(state, 1, 1)] = handle.fencingToken;
+      Atomics.sub(state, 0, 1);
+    });
+  }
+  await backend.close();
+  parentPort.postMessage('done');
+})().catch((e) => { parentPort.postMessage(String(e)); });
+`;
+
+for (const kind of ['sqlite', 'redis']) {
+  test(`threads take turns on ${kind} with strictly increasing fences`, async () => {
+    const url = storeUrls()[kind];
+    const [threads, cycles] = [4, 8];
+    const shared = new SharedArrayBuffer(8 + 8 * threads * cycles);
+    const name = fresh('threads');
+    const runs = Array.from({ length: threads }, () => new Promise((resolve, reject) => {
+      const w = new Worker(worker, { eval: true, workerData: { url, name, cycles, shared } });
+      w.on('message', resolve);
+      w.on('error', reject);
+    }));
+    assert.deepEqual(await Promise.all(runs), Array(threads).fill('done'));
+    const fences = [...new BigInt64Array(shared, 8)];
+    assert.equal(fences.length, threads * cycles);
+    for (let i = 1; i < fences.length; i += 1) assert.ok(fences[i] > fences[i - 1], `${fences[i]} after ${fences[i - 1]}`);
+  });
+}
