@@ -8,7 +8,9 @@
 #   - the Python package on memory and on Redis beside grelmicro 0.44 (benches/peer/python_lock.py);
 #   - on PostgreSQL: one task's cycle against `pgbench` running the same two statements, 8 tasks
 #     on one name and on 8 names against grelmicro, a release's hand-off, a leader's hand-over.
-# Usage: scripts/bench-peer.sh [redis|postgres]   (one part only; builds the grelmicro venv on
+#   - the npm package on Redis beside redis-semaphore's Mutex, redlock and the raw ioredis floor,
+#     on memory, and 8 tasks on one name beside redis-semaphore (benches/peer/node/lock.mjs).
+# Usage: scripts/bench-peer.sh [redis|postgres|node]   (one part only; builds the grelmicro venv on
 # first use, about 1-2 min)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -98,4 +100,20 @@ awk -v o="$(pfield "8 tasks on one name:")" -v p="$(peer_field contended)" 'BEGI
 awk -v o="$(pfield "8 tasks on 8 names:")" -v p="$(peer_field spread)" 'BEGIN {
   printf "  8 tasks on 8 names: tenure %.0f/s, grelmicro %.0f/s: %.1fx\n", o, p, o / p }'
 echo "  release to the next waiter's grant: $(pfield "release to next waiter's grant:") us; leader hand-over after a clean stop: $(pfield "leader hand-over after a clean stop:") us"
+fi
+
+if [ "$part" = all ] || [ "$part" = node ]; then
+# Node: the release addon, and the peers from benches/peer/node's lockfile, in one process.
+server=${TENURE_REDIS_URL:-redis://127.0.0.1:6379}
+(cd bindings/node && npm ci --no-audit --no-fund --loglevel=error && npm run build > /dev/null 2>&1)
+(cd benches/peer/node && npm ci --no-audit --no-fund --loglevel=error)
+node=$(cd benches/peer/node && node lock.mjs "$PWD/../../../bindings/node" "$server")
+nfield() { echo "$node" | sed -n "s/^$1 \([0-9.]*\).*/\1/p"; }
+nsecond() { echo "$node" | sed -n "s/^$1 [0-9.]* \([0-9.]*\)/\1/p"; }
+echo "Node ($server), one task, acquire + release (median of interleaved slices):"
+awk -v f="$(nfield floor)" -v t="$(nfield tenure)" -v s="$(nfield semaphore)" -v r="$(nfield redlock)" 'BEGIN {
+  printf "  raw ioredis floor (SET NX PX + DEL) %.1f us; tenure %.1f us = %.2f x the floor (target <= 1.05); redis-semaphore Mutex %.1f us = %.2f x; redlock %.1f us = %.2f x\n", f, t, t / f, s, s / f, r, r / f }'
+echo "  tenure on its memory store: $(nfield memory) us per cycle (target <= 5)"
+awk -v o="$(nfield contended)" -v p="$(nfield contended_semaphore)" -v f="$(nsecond contended)" -v g="$(nsecond contended_semaphore)" 'BEGIN {
+  printf "  8 tasks on one name: tenure %.0f/s, redis-semaphore %.0f/s: %.2fx (target >= 2); Jain'"'"'s index: tenure %.3f, redis-semaphore %.3f (target >= 0.95)\n", o, p, o / p, f, g }'
 fi

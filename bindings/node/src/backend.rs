@@ -3,14 +3,13 @@
 use std::sync::Arc;
 
 use napi::Env;
-use napi::bindgen_prelude::Object;
 use napi_derive::napi;
 use tenure::MemoryBackend;
 use tenure::backend::{LeaderElectionBackend, LockBackend};
 use tenure_open::{Store, Target};
 
 use crate::fail::{Fail, sync};
-use crate::promise::promise;
+use crate::promise::{Settled, promise};
 
 /// An open store.
 #[napi]
@@ -38,7 +37,7 @@ impl Backend {
 
     /// Closes the store (SQLite vacates expired leases); later calls fail.
     #[napi]
-    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, ()>> {
         let store = self.store.clone();
         promise(env, async move { store.close().await.map_err(Fail::Store) })
     }
@@ -52,7 +51,7 @@ pub fn memory_backend() -> Backend {
 
 /// Opens the store at `url` (`memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`).
 #[napi]
-pub fn open_backend<'env>(env: &'env Env, url: String) -> napi::Result<Object<'env>> {
+pub fn open_backend<'env>(env: &'env Env, url: String) -> napi::Result<Settled<'env, Backend>> {
     let target = sync(Target::from_url(&url).map_err(|e| Fail::Core(tenure::Error::Settings(e))))?;
     promise(env, async move { Ok(Backend::new(target.open(crate::runtime()).await?)) })
 }

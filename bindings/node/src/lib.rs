@@ -44,3 +44,8 @@ fn process_runtime() -> &'static tokio::runtime::Runtime {
 pub(crate) fn runtime() -> Tokio {
     Tokio::from_handle(process_runtime().handle().clone())
 }
+
+/// The addon's own allocations skip glibc's allocator, whose consolidation of freed chunks cost
+/// about a sixth of a memory-store cycle when guards are finalized in batches by V8.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

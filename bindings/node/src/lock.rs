@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use napi::Env;
-use napi::bindgen_prelude::{BigInt, Object};
+use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 use tenure::{KeepAlive, LockGuard, LockHolder};
 use tenure_tokio::Tokio;
@@ -16,7 +16,7 @@ use crate::backend::Backend;
 use crate::cancel::{Cancel, Flag, unless};
 use crate::fail::{Fail, sync};
 use crate::millis::optional;
-use crate::promise::promise;
+use crate::promise::{Settled, promise};
 
 /// A lock's settings, in milliseconds; what is not given comes from `GREL_*` variables or the
 /// defaults, as grelmicro's `Lock(...)`.
@@ -131,7 +131,7 @@ impl Lock {
         env: &'env Env,
         timeout: Option<f64>,
         cancel: Option<&Cancel>,
-    ) -> napi::Result<Object<'env>> {
+    ) -> napi::Result<Settled<'env, Guard>> {
         let timeout = sync(optional("timeout", timeout))?;
         let lock = self.inner.clone();
         let call = async move {
@@ -146,14 +146,14 @@ impl Lock {
 
     /// One attempt: a `WOULD_BLOCK` failure if another holder has the lock.
     #[napi]
-    pub fn try_acquire<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+    pub fn try_acquire<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, Guard>> {
         let lock = self.inner.clone();
         promise(env, async move { Ok(Guard::new(lock.acquire_nowait().await?)) })
     }
 
     /// Whether anyone holds the lock.
     #[napi]
-    pub fn locked<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+    pub fn locked<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, bool>> {
         let lock = self.inner.clone();
         promise(env, async move { Ok(lock.locked().await?) })
     }
@@ -172,7 +172,6 @@ type Lost = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// background; release it to see the outcome.
 #[napi]
 pub struct Guard {
-    holder: LockHolder<Tokio>,
     name: String,
     fence: u64,
     held: Arc<Mutex<Held>>,
@@ -182,12 +181,24 @@ pub struct Guard {
 impl Guard {
     fn new(guard: LockGuard<Tokio>) -> Self {
         Self {
-            holder: guard.holder().clone(),
             name: guard.name().as_str().to_owned(),
             fence: guard.fencing_token().get(),
             held: Arc::new(Mutex::new(Held::Guard(guard))),
             released: Arc::new(Flag::default()),
         }
+    }
+
+    /// The holder while the lock is held (released, it goes back to the lock's pool).
+    fn holder(&self) -> Option<LockHolder<Tokio>> {
+        match &*self.held.lock().unwrap_or_else(PoisonError::into_inner) {
+            Held::Guard(g) => Some(g.holder().clone()),
+            Held::Kept(k) => Some(k.guard().holder().clone()),
+            Held::Released => None,
+        }
+    }
+
+    fn not_owned(&self) -> Fail {
+        Fail::Core(tenure::Error::NotOwned { name: self.name.clone() })
     }
 
     fn take(&self) -> Held {
@@ -206,7 +217,7 @@ impl Guard {
     /// The fencing token of this acquisition, as a `bigint` (a fence never loses precision).
     #[napi(getter)]
     pub fn fencing_token(&self) -> BigInt {
-        let fence = self.holder.handle().map_or(self.fence, |h| h.fencing_token.get());
+        let fence = self.holder().and_then(|h| h.handle()).map_or(self.fence, |h| h.fencing_token.get());
         BigInt::from(fence)
     }
 
@@ -231,29 +242,37 @@ impl Guard {
 
     /// Renews the lease for another lease duration; the fencing token as it stands.
     #[napi]
-    pub fn extend<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let holder = self.holder.clone();
-        promise(env, async move { Ok(BigInt::from(holder.extend().await?.fencing_token.get())) })
+    pub fn extend<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, BigInt>> {
+        let (holder, not_owned) = (self.holder(), self.not_owned());
+        promise(env, async move {
+            let holder = holder.ok_or(not_owned)?;
+            Ok(BigInt::from(holder.extend().await?.fencing_token.get()))
+        })
     }
 
     /// Whether this acquisition still holds a live lease on the store.
     #[napi]
-    pub fn owned<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let holder = self.holder.clone();
-        promise(env, async move { Ok(holder.owned().await?) })
+    pub fn owned<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, bool>> {
+        let holder = self.holder();
+        promise(env, async move {
+            match holder {
+                Some(holder) => Ok(holder.owned().await?),
+                None => Ok(false),
+            }
+        })
     }
 
     /// Releases; a `LOCK_NOT_OWNED` failure if it was released or lost.
     #[napi]
-    pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let (held, holder, released) = (self.take(), self.holder.clone(), self.released.clone());
+    pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, ()>> {
+        let (held, not_owned, released) = (self.take(), self.not_owned(), self.released.clone());
         promise(env, async move {
             // Before stopping a keep-alive, whose end would otherwise read as a loss.
             released.raise();
             Ok(match held {
                 Held::Guard(guard) => guard.release().await,
                 Held::Kept(kept) => kept.stop().release().await,
-                Held::Released => holder.release().await,
+                Held::Released => return Err(not_owned),
             }?)
         })
     }
@@ -266,7 +285,7 @@ impl Guard {
         *held = match std::mem::replace(&mut *held, Held::Released) {
             Held::Guard(guard) => Held::Kept(guard.keep_alive(max_hold)),
             Held::Kept(kept) => Held::Kept(kept),
-            Held::Released => return sync(Err(Fail::Core(tenure::Error::NotOwned { name: self.name.clone() }))),
+            Held::Released => return sync(Err(self.not_owned())),
         };
         Ok(())
     }
@@ -274,7 +293,7 @@ impl Guard {
     /// Settles with `true` the moment the lease is lost (or a keep-alive ended at its maximum
     /// hold), with `false` once it is released.
     #[napi]
-    pub fn lost<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+    pub fn lost<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, bool>> {
         let lost: Option<Lost> = match &*self.held.lock().unwrap_or_else(PoisonError::into_inner) {
             Held::Guard(g) => Some(Box::pin(g.lost())),
             Held::Kept(k) => Some(Box::pin(k.lost())),
