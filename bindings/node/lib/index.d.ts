@@ -104,6 +104,66 @@ export declare class Lock {
   using<T>(fn: (signal: AbortSignal, handle: LockHandle) => Promise<T> | T, options?: UsingOptions): Promise<T>;
 }
 
+/** An election's settings; what is not given comes from `GREL_*` variables or the defaults. */
+export interface ElectionOptions {
+  worker?: string;
+  /** How long leadership lasts without renewal, ms (default 15000). */
+  leaseDuration?: number;
+  /** How long a leader keeps trying to renew before it steps down, ms (default 10000). */
+  renewDeadline?: number;
+  /** How often the loop tries to acquire or renew, ms (default 2000). */
+  retryInterval?: number;
+  retryJitter?: number;
+  backendTimeout?: number;
+  /** How long the loop waits after a store error, ms. */
+  errorInterval?: number;
+  envPrefix?: string;
+  envLoad?: boolean;
+  /** Attached to the record while this worker leads. */
+  metadata?: Record<string, string>;
+}
+
+/** Who leads, as the store last said. Times are ms (since the Unix epoch for instants). */
+export interface LeaderRecord {
+  holder: string;
+  leaseDuration: number;
+  acquiredAt: number;
+  renewedAt: number;
+  transitions: number;
+  metadata: Record<string, string>;
+}
+
+/**
+ * Leader election: `start()` runs the loop in the background and emits `'leader'` and
+ * `'follower'` on every change; the process stays alive while it runs, unless `unref()`.
+ */
+export declare class LeaderElection {
+  constructor(name: string, backend: Backend, options?: ElectionOptions);
+  readonly name: string;
+  /** This worker's identity: the record's `holder` while it leads. */
+  readonly worker: string;
+  readonly isLeader: boolean;
+  readonly isRunning: boolean;
+  /** The last record the store returned, or null. */
+  readonly record: LeaderRecord | null;
+  settings(): Record<string, number>;
+  reconfigure(options: Omit<ElectionOptions, 'worker' | 'envPrefix' | 'envLoad' | 'metadata'>): void;
+  /** Starts the loop; false if it runs already. */
+  start(): boolean;
+  /** Stops the loop: leadership ends now; resolves once the lease is released. */
+  stop(): Promise<void>;
+  unref(): this;
+  ref(): this;
+  waitForLeader(options?: { signal?: AbortSignal }): Promise<void>;
+  waitLoseLeader(options?: { signal?: AbortSignal }): Promise<void>;
+  /** Runs `fn` once leading; its signal aborts (a `WouldBlockError`) when leadership is lost. */
+  lead<T>(fn: (signal: AbortSignal) => Promise<T> | T, options?: { signal?: AbortSignal }): Promise<T>;
+  on(event: 'leader' | 'follower', listener: () => void): this;
+  once(event: 'leader' | 'follower', listener: () => void): this;
+  off(event: 'leader' | 'follower', listener: () => void): this;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
 export interface TenureErrorOptions {
   code?: string;
   lockName?: string;

@@ -4,29 +4,8 @@
 // classes of `./errors`, an `AbortSignal` on every wait, `lock.using(fn)` with a signal that
 // aborts when the lease is lost, and `await using` on handles. Durations are milliseconds.
 
-const native = require('../native/binding.js');
-const errors = require('./errors');
-
-const { fromNative } = errors;
-const asyncDispose = Symbol.asyncDispose || Symbol.for('nodejs.asyncDispose');
-
-/** `call()`, its failures turned into tenure's errors (an abort into the signal's reason). */
-async function settle(call, signal) {
-  try {
-    return await call();
-  } catch (error) {
-    throw fromNative(error, signal);
-  }
-}
-
-/** `call()` at once, its failure turned into tenure's error. */
-function now(call) {
-  try {
-    return call();
-  } catch (error) {
-    throw fromNative(error);
-  }
-}
+const { Alive, native, errors, asyncDispose, settle, now, waitUnless } = require('./call');
+const { LeaderElection } = require('./election');
 
 /** Opens the store at `url`: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`. */
 function openBackend(url) {
@@ -49,9 +28,8 @@ native.Backend.prototype.close = function closeBackend() {
 /** One acquisition of a lock: its name, its fencing token, and what can be done with it. */
 class LockHandle {
   #guard;
-  /** While a keep-alive runs: a timer that keeps the process alive, as a running job's would. */
-  #alive;
-  #unref = false;
+  /** Keeps the process alive while a keep-alive runs. */
+  #alive = new Alive();
 
   constructor(guard) {
     this.#guard = guard;
@@ -84,7 +62,7 @@ class LockHandle {
 
   /** Releases the lock (`LockNotOwnedError` if it was released or lost meanwhile). */
   release() {
-    this.#stopWatching();
+    this.#alive.stop();
     return settle(() => this.#guard.release());
   }
 
@@ -94,35 +72,23 @@ class LockHandle {
    */
   keepAlive(maxHold) {
     now(() => this.#guard.keepAlive(maxHold));
-    if (this.#alive === undefined) {
-      // Looks every half second whether the keep-alive still runs (it ends when the lease is
-      // lost or reaches maxHold), without a native wait that would keep the process alive.
-      this.#alive = setInterval(() => {
-        if (!this.#guard.keeping()) this.#stopWatching();
-      }, 500);
-      if (this.#unref) this.#alive.unref();
-    }
+    // Until the keep-alive ends: released, lost, or at its maxHold.
+    this.#alive.start(() => this.#guard.keeping());
     return this;
   }
 
   /** Lets the process exit while the lease is kept alive (as `timer.unref()`). */
   unref() {
-    this.#unref = true;
-    if (this.#alive !== undefined) this.#alive.unref();
+    this.#alive.unref();
     return this;
   }
 
   /** Undoes `unref()`. */
   ref() {
-    this.#unref = false;
-    if (this.#alive !== undefined) this.#alive.ref();
+    this.#alive.ref();
     return this;
   }
 
-  #stopWatching() {
-    if (this.#alive !== undefined) clearInterval(this.#alive);
-    this.#alive = undefined;
-  }
 
   /** Settles with `true` the moment the lease is lost, with `false` once it is released. */
   lost() {
@@ -131,33 +97,15 @@ class LockHandle {
 
   /** `await using handle = await lock.acquire()` releases at the end of the block. */
   async [asyncDispose]() {
-    this.#stopWatching();
+    this.#alive.stop();
     try {
       await this.#guard.release();
     } catch (error) {
-      const mapped = fromNative(error);
+      const mapped = errors.fromNative(error);
       // Released or lost already: nothing is left to give back.
       if (!(mapped instanceof errors.LockNotOwnedError)) throw mapped;
     }
   }
-}
-
-function rejectIfAborted(signal) {
-  if (signal !== undefined && signal !== null) {
-    if (typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
-      throw new TypeError('signal must be an AbortSignal');
-    }
-    signal.throwIfAborted();
-  }
-}
-
-/** A cancellation of the native call that follows `signal` until `done` is called. */
-function follow(signal) {
-  if (signal === undefined || signal === null) return { cancel: undefined, done() {} };
-  const cancel = new native.Cancel();
-  const onAbort = () => cancel.cancel();
-  signal.addEventListener('abort', onAbort, { once: true });
-  return { cancel, done: () => signal.removeEventListener('abort', onAbort) };
 }
 
 /** A lock on a store, configured as grelmicro's `Lock(...)` (durations in ms). */
@@ -188,13 +136,7 @@ class Lock {
    * `signal` aborts (rejects with its reason; the lock is then never taken by this call).
    */
   async acquire({ timeout, signal } = {}) {
-    rejectIfAborted(signal);
-    const { cancel, done } = follow(signal);
-    try {
-      return new LockHandle(await settle(() => this.#native.acquire(timeout, cancel), signal));
-    } finally {
-      done();
-    }
+    return new LockHandle(await waitUnless(signal, (cancel) => this.#native.acquire(timeout, cancel)));
   }
 
   /** One attempt: `WouldBlockError` if another holder has the lock. */
@@ -260,5 +202,5 @@ class Lock {
   }
 }
 
-module.exports = { openBackend, memoryBackend, Lock, LockHandle, Backend: native.Backend, ...errors };
+module.exports = { openBackend, memoryBackend, Lock, LockHandle, LeaderElection, Backend: native.Backend, ...errors };
 delete module.exports.fromNative;

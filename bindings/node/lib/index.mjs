@@ -7,6 +7,7 @@ export const {
   memoryBackend,
   Lock,
   LockHandle,
+  LeaderElection,
   Backend,
   TenureError,
   StoreError,

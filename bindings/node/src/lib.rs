@@ -16,6 +16,7 @@
 
 mod backend;
 mod cancel;
+mod election;
 mod fail;
 mod lock;
 mod millis;

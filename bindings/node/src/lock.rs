@@ -15,7 +15,7 @@ use tenure_tokio::Tokio;
 use crate::backend::Backend;
 use crate::cancel::{Cancel, Flag, unless};
 use crate::fail::{Fail, sync};
-use crate::millis::optional;
+use crate::millis::{optional, with_millis};
 use crate::promise::{Settled, promise};
 
 /// A lock's settings, in milliseconds; what is not given comes from `GREL_*` variables or the
@@ -43,26 +43,6 @@ pub struct LockSettings {
     pub backend_timeout: f64,
 }
 
-/// `builder` (a lock's or its configuration's) with the timings `options` give.
-macro_rules! timings {
-    ($builder:expr, $options:expr) => {{
-        let (mut b, o) = ($builder, &$options);
-        if let Some(d) = optional("leaseDuration", o.lease_duration)? {
-            b = b.lease_duration(d);
-        }
-        if let Some(d) = optional("retryInterval", o.retry_interval)? {
-            b = b.retry_interval(d);
-        }
-        if let Some(j) = o.retry_jitter {
-            b = b.retry_jitter(j);
-        }
-        if let Some(d) = optional("backendTimeout", o.backend_timeout)? {
-            b = b.backend_timeout(d);
-        }
-        b
-    }};
-}
-
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -85,7 +65,7 @@ impl Lock {
         if let Some(worker) = &o.worker {
             b = b.worker(tenure::WorkerId::new(worker)?);
         }
-        b = timings!(b, o);
+        b = with_millis!(b, o, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
         if let Some(prefix) = &o.env_prefix {
             b = b.env_prefix(prefix);
         }
@@ -118,7 +98,7 @@ impl Lock {
     #[napi]
     pub fn reconfigure(&self, options: LockOptions) -> napi::Result<()> {
         sync((|| {
-            let b = timings!(self.inner.config().to_builder(), options);
+            let b = with_millis!(self.inner.config().to_builder(), options, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
             let config = b.build(&mut rand::rng())?;
             Ok(self.inner.reconfigure(config)?)
         })())

@@ -34,3 +34,21 @@ pub fn check_duration(field: String, value: f64) -> napi::Result<()> {
 pub(crate) fn optional(field: &str, value: Option<f64>) -> Result<Option<Duration>, Fail> {
     value.map(|v| millis(field, v)).transpose()
 }
+
+/// `builder` with each duration option of `options` that is set, and its `retry_jitter`: `field: "jsName"` calls the
+/// builder's `field` with the checked value (a settings error names `jsName`).
+macro_rules! with_millis {
+    ($builder:expr, $options:expr, $($field:ident: $js:literal),+ $(,)?) => {{
+        let mut b = $builder;
+        $(
+            if let Some(d) = $crate::millis::optional($js, $options.$field)? {
+                b = b.$field(d);
+            }
+        )+
+        if let Some(j) = $options.retry_jitter {
+            b = b.retry_jitter(j);
+        }
+        b
+    }};
+}
+pub(crate) use with_millis;

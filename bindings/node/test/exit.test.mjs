@@ -69,6 +69,28 @@ test('a keep-alive unref()ed lets the process exit', async () => {
   assert.match(out, /held \d+/);
 });
 
+const elect = `
+const { openBackend, LeaderElection } = require('tenure');
+(async () => {
+  const backend = await openBackend(process.env.URL);
+  const election = new LeaderElection(process.env.NAME, backend, { retryInterval: 50 });
+  election.start();
+  UNREF
+  console.log('started');
+})();
+`;
+
+test('a running election keeps the process alive, and unref() lets it exit', async () => {
+  const running = child(elect.replace('UNREF', ''), fresh('elect'));
+  await running.line('started');
+  await sleep(1200);
+  assert.equal(running.proc.exitCode, null, 'exited while the election ran');
+  running.proc.kill('SIGKILL');
+  await running.exited;
+  const { code, out } = await child(elect.replace('UNREF', 'election.unref();'), fresh('elect')).exited;
+  assert.equal(code, 0, out);
+});
+
 test('a SIGTERM handler the user installs releases before the process exits', async () => {
   const name = fresh('sigterm');
   const hold = `

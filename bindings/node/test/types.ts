@@ -1,6 +1,6 @@
 // Type-checked, not run: `tsc --strict --noEmit` over the installed package's types, with the
 // shapes users write (scripts/test-node.sh).
-import { Lock, LockLostError, LockTimeoutError, TenureError, WouldBlockError, memoryBackend, openBackend } from 'tenure';
+import { LeaderElection, Lock, LockLostError, LockTimeoutError, TenureError, WouldBlockError, memoryBackend, openBackend } from 'tenure';
 import type { LockHandle, LockSettings } from 'tenure';
 
 export async function quickStart(url: string): Promise<bigint> {
@@ -32,5 +32,11 @@ export async function quickStart(url: string): Promise<bigint> {
   const settings: LockSettings = lock.settings();
   lock.reconfigure({ leaseDuration: settings.leaseDuration * 2 });
   const locked: boolean = await new Lock('x', memoryBackend()).locked();
+  await using election = new LeaderElection('svc', backend, { leaseDuration: 15_000, metadata: { zone: 'a' } });
+  election.on('leader', () => console.log('leading')).on('follower', () => console.log('following'));
+  election.start();
+  const done: string = await election.lead(async (signal) => (signal.aborted ? 'lost' : 'done'));
+  const holder: string | undefined = election.record?.holder;
+  if (done === holder) election.unref();
   return locked ? 1n : 0n;
 }
