@@ -44,6 +44,16 @@ function follow(signal) {
   return { cancel, done: () => signal.removeEventListener('abort', onAbort) };
 }
 
+/** Ends what `call()` ends (a release, an exit); one ended or lost already is not an error. */
+async function endQuietly(call) {
+  try {
+    await call();
+  } catch (error) {
+    const mapped = fromNative(error);
+    if (!(mapped instanceof errors.LockNotOwnedError)) throw mapped;
+  }
+}
+
 /** `call(cancel)` (a native wait), unless `signal` aborts first: then it rejects with the reason. */
 async function waitUnless(signal, call) {
   rejectIfAborted(signal);
@@ -89,5 +99,4 @@ class Alive {
   }
 }
 
-module.exports = {
-  Alive, native, errors, asyncDispose, settle, now, rejectIfAborted, follow, waitUnless };
+module.exports = { Alive, endQuietly, native, errors, asyncDispose, settle, now, rejectIfAborted, follow, waitUnless };

@@ -164,6 +164,39 @@ export declare class LeaderElection {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/** A task lock's settings; what is not given comes from `GREL_*` variables or the defaults. */
+export interface TaskLockOptions {
+  worker?: string;
+  /** The shortest time between the starts of two runs, ms (default 1000; at most the lease). */
+  minHoldDuration?: number;
+  /** The lease taken at enter, ms (default 60000). */
+  leaseDuration?: number;
+  backendTimeout?: number;
+  envPrefix?: string;
+  envLoad?: boolean;
+}
+
+/** One run under a task lock. */
+export declare class TaskRun {
+  private constructor();
+  readonly fencingToken: bigint;
+  extend(): Promise<void>;
+  /** Ends the run; the lock stays taken until the minimum hold has passed. */
+  exit(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** At most one run of a job per `minHoldDuration` window across every worker. */
+export declare class TaskLock {
+  constructor(name: string, backend: Backend, options?: TaskLockOptions);
+  readonly name: string;
+  settings(): Record<string, number>;
+  reconfigure(options: Omit<TaskLockOptions, 'worker' | 'envPrefix' | 'envLoad'>): void;
+  /** Starts a run, or rejects at once with a `WouldBlockError` (held, or within the window). */
+  enter(): Promise<TaskRun>;
+  locked(): Promise<boolean>;
+}
+
 export interface TenureErrorOptions {
   code?: string;
   lockName?: string;

@@ -4,8 +4,9 @@
 // classes of `./errors`, an `AbortSignal` on every wait, `lock.using(fn)` with a signal that
 // aborts when the lease is lost, and `await using` on handles. Durations are milliseconds.
 
-const { Alive, native, errors, asyncDispose, settle, now, waitUnless } = require('./call');
+const { Alive, endQuietly, native, errors, asyncDispose, settle, now, waitUnless } = require('./call');
 const { LeaderElection } = require('./election');
+const { TaskLock, TaskRun } = require('./task_lock');
 
 /** Opens the store at `url`: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`. */
 function openBackend(url) {
@@ -96,15 +97,9 @@ class LockHandle {
   }
 
   /** `await using handle = await lock.acquire()` releases at the end of the block. */
-  async [asyncDispose]() {
+  [asyncDispose]() {
     this.#alive.stop();
-    try {
-      await this.#guard.release();
-    } catch (error) {
-      const mapped = errors.fromNative(error);
-      // Released or lost already: nothing is left to give back.
-      if (!(mapped instanceof errors.LockNotOwnedError)) throw mapped;
-    }
+    return endQuietly(() => this.#guard.release());
   }
 }
 
@@ -202,5 +197,15 @@ class Lock {
   }
 }
 
-module.exports = { openBackend, memoryBackend, Lock, LockHandle, LeaderElection, Backend: native.Backend, ...errors };
+module.exports = {
+  openBackend,
+  memoryBackend,
+  Lock,
+  LockHandle,
+  LeaderElection,
+  TaskLock,
+  TaskRun,
+  Backend: native.Backend,
+  ...errors,
+};
 delete module.exports.fromNative;

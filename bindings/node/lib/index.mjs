@@ -8,6 +8,8 @@ export const {
   Lock,
   LockHandle,
   LeaderElection,
+  TaskLock,
+  TaskRun,
   Backend,
   TenureError,
   StoreError,

@@ -85,6 +85,9 @@ impl Election {
                 b = b.worker(tenure::WorkerId::new(worker)?);
             }
             b = with_millis!(b, o, lease_duration: "leaseDuration", renew_deadline: "renewDeadline", retry_interval: "retryInterval", backend_timeout: "backendTimeout", error_interval: "errorInterval");
+            if let Some(j) = o.retry_jitter {
+                b = b.retry_jitter(j);
+            }
             if let Some(prefix) = &o.env_prefix {
                 b = b.env_prefix(prefix);
             }
@@ -123,7 +126,10 @@ impl Election {
     #[napi]
     pub fn reconfigure(&self, options: ElectionOptions) -> napi::Result<()> {
         sync((|| {
-            let b = with_millis!(self.inner.config().to_builder(), options, lease_duration: "leaseDuration", renew_deadline: "renewDeadline", retry_interval: "retryInterval", backend_timeout: "backendTimeout", error_interval: "errorInterval");
+            let mut b = with_millis!(self.inner.config().to_builder(), options, lease_duration: "leaseDuration", renew_deadline: "renewDeadline", retry_interval: "retryInterval", backend_timeout: "backendTimeout", error_interval: "errorInterval");
+            if let Some(j) = options.retry_jitter {
+                b = b.retry_jitter(j);
+            }
             let config = b.build(&mut rand::rng())?;
             Ok(self.inner.reconfigure(config)?)
         })())

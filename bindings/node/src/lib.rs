@@ -21,6 +21,7 @@ mod fail;
 mod lock;
 mod millis;
 mod promise;
+mod task_lock;
 
 use std::sync::OnceLock;
 

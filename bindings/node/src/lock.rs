@@ -66,6 +66,9 @@ impl Lock {
             b = b.worker(tenure::WorkerId::new(worker)?);
         }
         b = with_millis!(b, o, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
+        if let Some(j) = o.retry_jitter {
+            b = b.retry_jitter(j);
+        }
         if let Some(prefix) = &o.env_prefix {
             b = b.env_prefix(prefix);
         }
@@ -98,7 +101,10 @@ impl Lock {
     #[napi]
     pub fn reconfigure(&self, options: LockOptions) -> napi::Result<()> {
         sync((|| {
-            let b = with_millis!(self.inner.config().to_builder(), options, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
+            let mut b = with_millis!(self.inner.config().to_builder(), options, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
+            if let Some(j) = options.retry_jitter {
+                b = b.retry_jitter(j);
+            }
             let config = b.build(&mut rand::rng())?;
             Ok(self.inner.reconfigure(config)?)
         })())

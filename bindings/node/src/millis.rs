@@ -35,7 +35,7 @@ pub(crate) fn optional(field: &str, value: Option<f64>) -> Result<Option<Duratio
     value.map(|v| millis(field, v)).transpose()
 }
 
-/// `builder` with each duration option of `options` that is set, and its `retry_jitter`: `field: "jsName"` calls the
+/// `builder` with each duration option of `options` that is set: `field: "jsName"` calls the
 /// builder's `field` with the checked value (a settings error names `jsName`).
 macro_rules! with_millis {
     ($builder:expr, $options:expr, $($field:ident: $js:literal),+ $(,)?) => {{
@@ -45,9 +45,6 @@ macro_rules! with_millis {
                 b = b.$field(d);
             }
         )+
-        if let Some(j) = $options.retry_jitter {
-            b = b.retry_jitter(j);
-        }
         b
     }};
 }

@@ -1,6 +1,6 @@
 // Type-checked, not run: `tsc --strict --noEmit` over the installed package's types, with the
 // shapes users write (scripts/test-node.sh).
-import { LeaderElection, Lock, LockLostError, LockTimeoutError, TenureError, WouldBlockError, memoryBackend, openBackend } from 'tenure';
+import { LeaderElection, Lock, TaskLock, LockLostError, LockTimeoutError, TenureError, WouldBlockError, memoryBackend, openBackend } from 'tenure';
 import type { LockHandle, LockSettings } from 'tenure';
 
 export async function quickStart(url: string): Promise<bigint> {
@@ -38,5 +38,10 @@ export async function quickStart(url: string): Promise<bigint> {
   const done: string = await election.lead(async (signal) => (signal.aborted ? 'lost' : 'done'));
   const holder: string | undefined = election.record?.holder;
   if (done === holder) election.unref();
+  {
+    await using run = await new TaskLock('nightly', backend, { minHoldDuration: 60_000 }).enter();
+    const token: bigint = run.fencingToken;
+    if (token < 0n) await run.extend();
+  }
   return locked ? 1n : 0n;
 }
