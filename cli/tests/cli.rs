@@ -157,12 +157,14 @@ fn the_lease_is_renewed_while_the_command_runs() {
 fn a_lock_waited_for_longer_than_its_lease_still_runs_the_command() {
     let (dir, url) = workspace();
     let marker = dir.join("ran");
-    let mut holder = tenure(&url, &["lock", "w", "--lease", "0.3", "--", "sleep", "1"]).spawn().expect("holder");
+    // Leases of 0.6 s: at 0.3 s a renewal on the SQLite file stalled past the lease once under
+    // CI's load.
+    let mut holder = tenure(&url, &["lock", "w", "--lease", "0.6", "--", "sleep", "2"]).spawn().expect("holder");
     eventually("the holder to take the lock", || held_by_someone(&dir, "lock:w"));
-    let script = format!("sleep 0.5; echo done > {}", marker.display());
-    // Waits about a second, three leases, before its grant: the grant's attempt was sent long
+    let script = format!("sleep 1; echo done > {}", marker.display());
+    // Waits about two seconds, three leases, before its grant: the grant's attempt was sent long
     // after the command line started, and the lease must be counted from a known send.
-    let waiter = run(&url, &["lock", "w", "--lease", "0.3", "--", "sh", "-c", &script]);
+    let waiter = run(&url, &["lock", "w", "--lease", "0.6", "--", "sh", "-c", &script]);
     assert_eq!(code(&waiter), 0, "{}", stderr(&waiter));
     assert_eq!(std::fs::read_to_string(&marker).ok().as_deref(), Some("done\n"));
     assert!(holder.wait().expect("holder").success());

@@ -149,12 +149,13 @@ pub async fn keep_alive_holds_and_ends_a_lease_on_a_sqlite_file<R: Runtime>(rt: 
     let n = FILES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let path = std::env::temp_dir().join(format!("tenure-suite-keep-{}-{n}.db", std::process::id()));
     let store = tenure_sqlite::SqliteBackend::open(&path).await.unwrap();
-    // Leases long enough for a commit that waits on the disk (synchronous=full) under load.
-    let lock = lock(&rt, store.clone(), "cart", ms(600));
-    let other = crate::support::lock(&rt, store.clone(), "cart", ms(600));
+    // Leases long enough for commits that wait on the disk (synchronous=full) under CI's load:
+    // at 600 ms a renewal stalled past the lease once while the whole suite ran.
+    let lock = lock(&rt, store.clone(), "cart", ms(1500));
+    let other = crate::support::lock(&rt, store.clone(), "cart", ms(1500));
     let kept = lock.acquire().await.unwrap().keep_alive(NO_BOUND);
     let fence = kept.fencing_token();
-    sleep(&rt, ms(1900)).await;
+    sleep(&rt, ms(4700)).await;
     assert!(kept.is_valid(), "kept past three leases on the file");
     assert_eq!((kept.fencing_token(), kept.ended()), (fence, None));
     assert!(other.acquire_nowait().await.unwrap_err().is_would_block(), "nobody else got it");
