@@ -34,7 +34,7 @@ echo "installed $(du -h "target/node/$tarball" | cut -f1) tarball: $(tar -tzf "t
 # The README's Node quick start, run as a user would paste it.
 awk '/^```js$/{p=1;next} /^```$/{p=0} p' README.md > "$install/readme_quickstart.cjs"
 (cd "$install" && node readme_quickstart.cjs)
-rm -f /tmp/tenure-quickstart-node.db
+rm -f /tmp/tenure-quickstart-node.db*
 
 # What the suite left on the machine's stores.
 redis=${TENURE_REDIS_URL:-redis://127.0.0.1:6379}

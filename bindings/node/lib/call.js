@@ -99,4 +99,4 @@ class Alive {
   }
 }
 
-module.exports = { Alive, endQuietly, native, errors, asyncDispose, settle, now, rejectIfAborted, follow, waitUnless };
+module.exports = { Alive, endQuietly, native, errors, asyncDispose, settle, now, waitUnless };

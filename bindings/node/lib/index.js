@@ -29,8 +29,8 @@ native.Backend.prototype.close = function closeBackend() {
 /** One acquisition of a lock: its name, its fencing token, and what can be done with it. */
 class LockHandle {
   #guard;
-  /** Keeps the process alive while a keep-alive runs. */
-  #alive = new Alive();
+  /** Keeps the process alive while a keep-alive runs (made by the first `keepAlive`/`unref`). */
+  #alive;
 
   constructor(guard) {
     this.#guard = guard;
@@ -63,7 +63,7 @@ class LockHandle {
 
   /** Releases the lock (`LockNotOwnedError` if it was released or lost meanwhile). */
   release() {
-    this.#alive.stop();
+    this.#alive?.stop();
     return settle(() => this.#guard.release());
   }
 
@@ -74,19 +74,19 @@ class LockHandle {
   keepAlive(maxHold) {
     now(() => this.#guard.keepAlive(maxHold));
     // Until the keep-alive ends: released, lost, or at its maxHold.
-    this.#alive.start(() => this.#guard.keeping());
+    (this.#alive ??= new Alive()).start(() => this.#guard.keeping());
     return this;
   }
 
   /** Lets the process exit while the lease is kept alive (as `timer.unref()`). */
   unref() {
-    this.#alive.unref();
+    (this.#alive ??= new Alive()).unref();
     return this;
   }
 
   /** Undoes `unref()`. */
   ref() {
-    this.#alive.ref();
+    this.#alive?.ref();
     return this;
   }
 
@@ -98,7 +98,7 @@ class LockHandle {
 
   /** `await using handle = await lock.acquire()` releases at the end of the block. */
   [asyncDispose]() {
-    this.#alive.stop();
+    this.#alive?.stop();
     return endQuietly(() => this.#guard.release());
   }
 }

@@ -15,8 +15,6 @@ use crate::promise::{Settled, promise};
 #[napi]
 pub struct Backend {
     pub(crate) lock: Arc<dyn LockBackend>,
-    // Elections come with the next slice of the package; the store's is kept from the start.
-    #[allow(dead_code)]
     pub(crate) leader: Arc<dyn LeaderElectionBackend>,
     store: Store,
 }
