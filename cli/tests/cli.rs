@@ -144,9 +144,11 @@ fn bad_urls_and_durations_exit_2_naming_the_problem() {
 #[test]
 fn the_lease_is_renewed_while_the_command_runs() {
     let (dir, url) = workspace();
-    let mut child = tenure(&url, &["lock", "long", "--lease", "0.8", "--", "sleep", "2.5"]).spawn().expect("spawn");
+    // Leases of 1.5 s, as in the suite's SQLite keep-alive tests: a renewal commit waits on the
+    // disk (synchronous=full), and shorter leases lapsed under CI's load.
+    let mut child = tenure(&url, &["lock", "long", "--lease", "1.5", "--", "sleep", "4.5"]).spawn().expect("spawn");
     eventually("the lock to be taken", || held_by_someone(&dir, "lock:long"));
-    std::thread::sleep(Duration::from_millis(1800)); // over 2 leases
+    std::thread::sleep(Duration::from_millis(3300)); // over 2 leases
     let busy = run(&url, &["lock", "long", "--no-wait", "--", "true"]);
     assert_eq!(code(&busy), 75, "the lease lapsed while the command ran: {}", stderr(&busy));
     assert!(child.wait().expect("wait").success());
@@ -157,14 +159,14 @@ fn the_lease_is_renewed_while_the_command_runs() {
 fn a_lock_waited_for_longer_than_its_lease_still_runs_the_command() {
     let (dir, url) = workspace();
     let marker = dir.join("ran");
-    // Leases of 0.6 s: at 0.3 s a renewal on the SQLite file stalled past the lease once under
-    // CI's load.
-    let mut holder = tenure(&url, &["lock", "w", "--lease", "0.6", "--", "sleep", "2"]).spawn().expect("holder");
+    // Leases of 1.5 s: at 0.6 s and 0.3 s a renewal commit on the SQLite file stalled past the
+    // lease under CI's load.
+    let mut holder = tenure(&url, &["lock", "w", "--lease", "1.5", "--", "sleep", "4.5"]).spawn().expect("holder");
     eventually("the holder to take the lock", || held_by_someone(&dir, "lock:w"));
-    let script = format!("sleep 1; echo done > {}", marker.display());
-    // Waits about two seconds, three leases, before its grant: the grant's attempt was sent long
+    let script = format!("sleep 2; echo done > {}", marker.display());
+    // Waits about 4.5 seconds, three leases, before its grant: the grant's attempt was sent long
     // after the command line started, and the lease must be counted from a known send.
-    let waiter = run(&url, &["lock", "w", "--lease", "0.6", "--", "sh", "-c", &script]);
+    let waiter = run(&url, &["lock", "w", "--lease", "1.5", "--", "sh", "-c", &script]);
     assert_eq!(code(&waiter), 0, "{}", stderr(&waiter));
     assert_eq!(std::fs::read_to_string(&marker).ok().as_deref(), Some("done\n"));
     assert!(holder.wait().expect("holder").success());
