@@ -8,6 +8,7 @@ use tenure::MemoryBackend;
 use tenure::backend::{LeaderElectionBackend, LockBackend};
 use tenure_open::{Store, Target};
 
+use crate::event_loop::{Inbox, JsDial};
 use crate::fail::{Fail, sync};
 use crate::promise::{Settled, promise};
 
@@ -47,9 +48,11 @@ pub fn memory_backend() -> Backend {
     Backend::new(Store::Memory(MemoryBackend::new()))
 }
 
-/// Opens the store at `url` (`memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`).
+/// Opens the store at `url` (`memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`). A
+/// network store's TCP connections are watched by this thread's event loop.
 #[napi]
 pub fn open_backend<'env>(env: &'env Env, url: String) -> napi::Result<Settled<'env, Backend>> {
     let target = sync(Target::from_url(&url).map_err(|e| Fail::Core(tenure::Error::Settings(e))))?;
-    promise(env, async move { Ok(Backend::new(target.open(crate::runtime()).await?)) })
+    let dial = JsDial::new(Inbox::of(env.raw())?);
+    promise(env, async move { Ok(Backend::new(target.open(dial).await?)) })
 }

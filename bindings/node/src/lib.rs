@@ -1,6 +1,7 @@
 //! The native half of the npm package `tenure`. The JavaScript half (`lib/`) gives it Node's
 //! idioms — error classes, `AbortSignal`, `using()`, `Symbol.asyncDispose` — and this addon runs
-//! Tenure's driver on a tokio runtime of its own, handing JavaScript promises that settle from it.
+//! Tenure's driver: a call's future on the calling JavaScript thread, which settles its promise
+//! (`event_loop`), and the driver's background tasks and timers on a tokio runtime of its own.
 //!
 //! A binding converts, calls the driver and maps errors; it decides nothing.
 
@@ -17,6 +18,7 @@
 mod backend;
 mod cancel;
 mod election;
+mod event_loop;
 mod fail;
 mod lock;
 mod millis;

@@ -42,3 +42,32 @@ for (const kind of ['sqlite', 'redis']) {
     for (let i = 1; i < fences.length; i += 1) assert.ok(fences[i] > fences[i - 1], `${fences[i]} after ${fences[i - 1]}`);
   });
 }
+
+// A worker torn down with its connections open: Node closes the environment while the addon
+// watches sockets on the worker's loop and waits on the store; nothing crashes or hangs.
+const abandon = `
+const { workerData, parentPort } = require('node:worker_threads');
+const { openBackend, Lock } = require('tenure');
+(async () => {
+  const { urls, name, wait } = workerData;
+  const backends = await Promise.all(urls.map((url) => openBackend(url)));
+  for (const backend of backends) await new Lock(name, backend).acquire();
+  parentPort.postMessage('held');
+  // Another lock of the same names: pending (the worker's own holds it) until the teardown.
+  if (wait) for (const backend of backends) void new Lock(name, backend, { retryInterval: 5 }).acquire().catch(() => {});
+})().catch((e) => { parentPort.postMessage(String(e)); });
+`;
+
+for (const wait of [false, true]) {
+  test(`a worker with open connections ${wait ? 'terminated while it waits' : 'that returns'} exits cleanly`, async () => {
+    const urls = storeUrls();
+    const name = fresh('abandon');
+    const w = new Worker(abandon, { eval: true, workerData: { urls: [urls.redis, urls.postgres], name, wait } });
+    const exited = new Promise((resolve) => w.on('exit', resolve));
+    const said = await new Promise((resolve, reject) => { w.once('message', resolve); w.on('error', reject); });
+    assert.equal(said, 'held');
+    if (wait) await w.terminate();
+    // A worker that returns holds nothing that keeps its loop alive: it exits on its own.
+    assert.equal(await exited, wait ? 1 : 0);
+  });
+}
