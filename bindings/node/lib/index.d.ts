@@ -237,3 +237,27 @@ export declare class LockTimeoutError extends WouldBlockError {
   /** The timeout that ran out, ms. */
   readonly timeoutMs: number;
 }
+
+/** One of the driver's events (see `logger`). */
+export interface LogRecord {
+  level: 'error' | 'warn' | 'info' | 'debug';
+  /** What happened: `lock lost`, `acquired leadership`, … */
+  message: string;
+  /** The event's own fields (`lock`, `election`, `fence`, `error`, …), as text. */
+  fields: Record<string, string>;
+  /** The message and its fields on one line. */
+  line: string;
+}
+
+/**
+ * The driver's events: leadership gained, released and stopped at `info`, a lost lock or
+ * leadership at `warn`, store failures at `error`; `debug` (every acquire and release) with
+ * `TENURE_LOG_DEBUG=1` or `DEBUG=tenure`, which also prints every record to stderr. Nothing is
+ * recorded while no listener is attached; no record carries an ownership token or a password.
+ */
+export declare const logger: {
+  on(event: 'log', listener: (record: LogRecord) => void): typeof logger;
+  once(event: 'log', listener: (record: LogRecord) => void): typeof logger;
+  off(event: 'log', listener: (record: LogRecord) => void): typeof logger;
+  listenerCount(event: 'log'): number;
+};

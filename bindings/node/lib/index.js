@@ -7,6 +7,7 @@
 const { Alive, endQuietly, native, errors, asyncDispose, settle, now, waitUnless } = require('./call');
 const { LeaderElection } = require('./election');
 const { TaskLock, TaskRun } = require('./task_lock');
+const { logger } = require('./logging');
 
 /** Opens the store at `url`: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`. */
 function openBackend(url) {
@@ -205,6 +206,7 @@ module.exports = {
   LeaderElection,
   TaskLock,
   TaskRun,
+  logger,
   Backend: native.Backend,
   ...errors,
 };

@@ -10,6 +10,7 @@ export const {
   LeaderElection,
   TaskLock,
   TaskRun,
+  logger,
   Backend,
   TenureError,
   StoreError,

@@ -21,6 +21,7 @@ mod election;
 mod event_loop;
 mod fail;
 mod lock;
+mod logging;
 mod millis;
 mod promise;
 mod task_lock;

@@ -30,7 +30,7 @@ where
     F: Future<Output = Result<T, Fail>> + Send + 'static,
 {
     let inbox = Inbox::of(env.raw())?;
-    let task = LoopTask::empty(&inbox);
+    let task = LoopTask::empty(inbox.clone());
     let waker = Waker::from(task.clone());
     let mut future = Box::pin(AssertUnwindSafe(future).catch_unwind());
     let mut settled = None;
@@ -92,10 +92,5 @@ impl Deferred {
 }
 
 fn panicked(panic: &(dyn std::any::Any + Send)) -> Fail {
-    Fail::Panic(panic_text(panic).to_owned())
-}
-
-/// The text a panic carried, if any.
-pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
-    panic.downcast_ref::<&str>().copied().or_else(|| panic.downcast_ref::<String>().map(String::as_str)).unwrap_or("")
+    Fail::Panic(tenure::host::panic_message(panic).to_owned())
 }

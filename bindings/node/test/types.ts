@@ -1,7 +1,7 @@
 // Type-checked, not run: `tsc --strict --noEmit` over the installed package's types, with the
 // shapes users write (scripts/test-node.sh).
-import { LeaderElection, Lock, TaskLock, LockLostError, LockTimeoutError, TenureError, WouldBlockError, memoryBackend, openBackend } from 'tenure';
-import type { LockHandle, LockSettings } from 'tenure';
+import { LeaderElection, Lock, TaskLock, LockLostError, LockTimeoutError, TenureError, WouldBlockError, logger, memoryBackend, openBackend } from 'tenure';
+import type { LockHandle, LockSettings, LogRecord } from 'tenure';
 
 export async function quickStart(url: string): Promise<bigint> {
   await using backend = await openBackend(url);
@@ -44,4 +44,13 @@ export async function quickStart(url: string): Promise<bigint> {
     if (token < 0n) await run.extend();
   }
   return locked ? 1n : 0n;
+}
+
+// The driver's events, routed to an application's logger.
+export function routeLogs(sink: Record<LogRecord['level'], (fields: object, message: string) => void>): () => void {
+  const listen = (record: LogRecord): void => sink[record.level]({ ...record.fields }, record.message);
+  logger.on('log', listen);
+  return () => {
+    logger.off('log', listen);
+  };
 }

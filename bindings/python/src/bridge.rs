@@ -84,7 +84,7 @@ where
     let event_loop = get_running_loop(py)?;
     let py_future = event_loop.call_method0("create_future")?;
     let target = py_future.clone().unbind();
-    let task = LoopTask::start(
+    let task = crate::aio::start(
         &event_loop,
         Box::pin(async move {
             let caught = futures_lite::FutureExt::catch_unwind(AssertUnwindSafe(fut)).await;

@@ -8,16 +8,15 @@
 //! while it holds a machine's lock, and a Python thread may be waiting for that lock while it
 //! holds the interpreter lock, so the emitter must never wait for the interpreter itself.
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Mutex, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Level, Metadata, Subscriber};
+use tracing::Level;
+
+use tenure::log::{Forward, LogRecord};
 
 use crate::bridge::with_python;
 
@@ -26,65 +25,21 @@ static DEBUG: AtomicBool = AtomicBool::new(false);
 /// Installs the forwarding subscriber as the process's global one (unless another is set).
 pub(crate) fn install(debug: bool) {
     DEBUG.store(debug, Ordering::Relaxed);
-    let _ = tracing::subscriber::set_global_default(PyLogging);
+    let _ = tracing::subscriber::set_global_default(Forward::new(wanted, forward));
 }
 
-struct PyLogging;
-
-impl Subscriber for PyLogging {
-    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        *metadata.level() <= Level::INFO || (*metadata.level() == Level::DEBUG && DEBUG.load(Ordering::Relaxed))
-    }
-
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-
-    fn event(&self, event: &Event<'_>) {
-        let mut text = Text::default();
-        event.record(&mut text);
-        let level = match *event.metadata().level() {
-            Level::ERROR => 40,
-            Level::WARN => 30,
-            Level::INFO => 20,
-            _ => 10,
-        };
-        let line = if text.fields.is_empty() { text.message } else { format!("{}:{}", text.message, text.fields) };
-        send(level, line);
-    }
-
-    fn enter(&self, _: &Id) {}
-
-    fn exit(&self, _: &Id) {}
+fn wanted(level: Level) -> bool {
+    level <= Level::INFO || (level == Level::DEBUG && DEBUG.load(Ordering::Relaxed))
 }
 
-/// An event's message and its other fields as ` key=value` pairs.
-#[derive(Default)]
-struct Text {
-    message: String,
-    fields: String,
-}
-
-impl Visit for Text {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            let _ = write!(self.message, "{value:?}");
-        } else {
-            let _ = write!(self.fields, " {}={value:?}", field.name());
-        }
-    }
-
-    fn record_str(&mut self, field: &Field, value: &str) {
-        if field.name() == "message" {
-            self.message.push_str(value);
-        } else {
-            let _ = write!(self.fields, " {}={value}", field.name());
-        }
-    }
+fn forward(record: &LogRecord) {
+    let level = match record.level {
+        Level::ERROR => 40,
+        Level::WARN => 30,
+        Level::INFO => 20,
+        _ => 10,
+    };
+    send(level, record.line());
 }
 
 /// A record for `logging`: its level and its line.

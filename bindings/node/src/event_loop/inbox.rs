@@ -11,7 +11,8 @@ use std::thread::{self, ThreadId};
 
 use napi::sys;
 
-use super::task::{Item, scope};
+use tenure::host::{Home, Task, Work, scope};
+
 use super::uv::Handle;
 
 thread_local! {
@@ -44,7 +45,7 @@ type Watched = (Handle, fn(*mut c_void));
 
 #[derive(Default)]
 struct Queue {
-    items: Vec<Item>,
+    items: Vec<Work>,
     /// The environment is gone: nothing is queued or sent any more.
     closed: bool,
 }
@@ -119,21 +120,6 @@ impl Inbox {
 
     pub(crate) fn env(&self) -> sys::napi_env {
         self.env
-    }
-
-    /// Hands `item` to the loop's thread; a torn-down environment's work is dropped instead.
-    pub(crate) fn post(&self, item: Item) {
-        let mut queue = self.queue();
-        if queue.closed {
-            drop(queue);
-            item.discard();
-            return;
-        }
-        let send = queue.items.is_empty();
-        queue.items.push(item);
-        if send && let Some(wake) = self.wake.get() {
-            wake.send();
-        }
     }
 
     /// A promise is pending on this thread (on the thread only).
@@ -212,7 +198,7 @@ impl Inbox {
             queue.closed = true;
             std::mem::take(&mut queue.items)
         };
-        items.into_iter().for_each(Item::discard);
+        items.into_iter().for_each(Work::discard);
         HOME.with_borrow_mut(|home| {
             if home.as_ref().is_some_and(|h| std::ptr::eq(Arc::as_ptr(h), self)) {
                 *home = None;
@@ -230,6 +216,36 @@ impl Inbox {
     }
 }
 
+impl Home for Inbox {
+    fn thread(&self) -> ThreadId {
+        self.thread
+    }
+
+    /// Hands `work` to the loop's thread; a torn-down environment's work is dropped instead.
+    fn post(&self, work: Work) {
+        let mut queue = self.queue();
+        if queue.closed {
+            drop(queue);
+            work.discard();
+            return;
+        }
+        let send = queue.items.is_empty();
+        queue.items.push(work);
+        if send && let Some(wake) = self.wake.get() {
+            wake.send();
+        }
+    }
+
+    fn enter(&self, poll: &mut dyn FnMut()) {
+        let _runtime = crate::process_runtime().enter();
+        poll();
+    }
+
+    fn drop_later(&self, future: Task) {
+        drop(crate::process_runtime().spawn(async move { drop(future) }));
+    }
+}
+
 /// The async handle's callback: runs what other threads posted.
 unsafe extern "C" fn on_wake(handle: *mut c_void) {
     let inbox = unsafe { &*Handle::data_of(handle).cast::<Inbox>() };
@@ -237,7 +253,7 @@ unsafe extern "C" fn on_wake(handle: *mut c_void) {
     if items.is_empty() {
         return;
     }
-    inbox.turn(|| items.into_iter().for_each(Item::ready));
+    inbox.turn(|| items.into_iter().for_each(Work::run));
 }
 
 unsafe extern "C" fn on_teardown(remove: sys::napi_async_cleanup_hook_handle, arg: *mut c_void) {

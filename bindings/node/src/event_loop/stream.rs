@@ -3,25 +3,22 @@
 //! runtime ([`Net`]).
 
 use std::ffi::{c_int, c_void};
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll, Waker};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::thread;
 use std::time::Duration;
 
+use tenure::host::{Home, LoopTask, Watched, Work};
 use tenure::net::{Net, NetFuture, Socket};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::inbox::Inbox;
-use super::task::{Item, LoopTask};
 use super::uv::{self, Handle};
-
-/// The read buffer's capacity kept once it is empty (a burst's peak is given back).
-const KEPT_BUFFER: usize = 16 * 1024;
 
 /// Dials a store's TCP sockets onto a JavaScript thread's loop (see the module). Once that
 /// thread's environment is gone, new connections run on the addon's runtime instead.
@@ -55,7 +52,7 @@ impl Net for JsDial {
             socket.set_nonblocking(true)?;
             let stream = LoopStream::register(&home, socket);
             let spawn_home = home.clone();
-            let spawn = move |driver| LoopTask::spawn(&spawn_home, driver);
+            let spawn = move |driver| LoopTask::spawn(spawn_home, driver);
             Ok(Socket::new(stream, spawn, move || home.is_alive()))
         })
     }
@@ -78,33 +75,22 @@ impl Net for JsDial {
     }
 }
 
-/// A socket its loop watches: the poll callback reads what arrives into a buffer and wakes the
-/// reader; writes go straight to the (non-blocking) socket, from any thread.
+/// A socket its loop watches (a libuv poll handle): the poll callback reads what arrives into a
+/// buffer and wakes the reader; writes go straight to the (non-blocking) socket, from any thread.
 struct LoopStream {
     shared: Arc<Shared>,
 }
 
 struct Shared {
-    socket: TcpStream,
+    watched: Watched,
     home: Arc<Inbox>,
-    state: Mutex<State>,
-}
-
-#[derive(Default)]
-struct State {
     /// The loop's poll handle, once watched (until closed).
-    handle: Option<Handle>,
-    buffer: Vec<u8>,
-    start: usize,
-    eof: bool,
-    error: Option<io::Error>,
-    reader: Option<Waker>,
-    writer: Option<Waker>,
+    handle: Mutex<Option<Handle>>,
 }
 
 impl Shared {
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    fn handle(&self) -> Option<Handle> {
+        *self.handle.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Runs `f` on the loop's thread: now if this is it, else posted there.
@@ -113,51 +99,43 @@ impl Shared {
         if thread::current().id() == self.home.thread {
             f(&shared);
         } else {
-            self.home.post(Item::Call(Box::new(move || f(&shared))));
+            self.home.post(Work::Call(Box::new(move || f(&shared))));
         }
     }
 
     /// Starts watching the socket (on the loop's thread).
     fn watch(self: &Arc<Self>) {
         let data = Arc::into_raw(self.clone()).cast_mut().cast::<c_void>();
-        let handle = match Handle::new_poll(self.home.event_loop(), data, self.socket.as_raw_fd()) {
+        let socket = self.watched.socket().as_raw_fd();
+        let handle = match Handle::new_poll(self.home.event_loop(), data, socket) {
             Ok(handle) => handle,
             Err(e) => {
                 drop(unsafe { Arc::from_raw(data.cast::<Self>()) });
-                return self.fail(e);
+                return self.watched.fail(e);
             }
         };
         self.home.watch(handle, poll_closed);
-        self.state().handle = Some(handle);
+        *self.handle.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle);
         if let Err(e) = handle.poll_start(uv::READABLE, on_poll) {
             self.stop();
-            self.fail(e);
+            self.watched.fail(e);
         }
     }
 
     /// Stops watching and closes the handle (on the loop's thread).
     fn stop(&self) {
-        let handle = self.state().handle.take();
+        let handle = self.handle.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(handle) = handle {
             self.home.unwatch(handle);
         }
     }
 
-    fn fail(&self, error: io::Error) {
-        let mut state = self.state();
-        state.error.get_or_insert(error);
-        let wakers = [state.reader.take(), state.writer.take()];
-        drop(state);
-        wakers.into_iter().flatten().for_each(Waker::wake);
-    }
-
-    /// Watches for writability too, until the next poll says it is writable.
+    /// Watches for room to write too, until the next poll finds it (on the loop's thread).
     fn want_write(self: &Arc<Self>) {
-        let handle = self.state().handle.filter(|_| self.home.is_alive());
-        if let Some(handle) = handle
+        if let Some(handle) = self.handle().filter(|_| self.home.is_alive())
             && let Err(e) = handle.poll_start(uv::READABLE | uv::WRITABLE, on_poll)
         {
-            self.fail(e);
+            self.watched.fail(e);
         }
     }
 
@@ -165,45 +143,19 @@ impl Shared {
     fn ready(&self, status: c_int, events: c_int) {
         if status < 0 {
             self.stop();
-            return self.fail(io::Error::from_raw_os_error(-status));
+            return self.watched.fail(io::Error::from_raw_os_error(-status));
         }
-        let mut state = self.state();
-        let writer = if events & uv::WRITABLE != 0 {
-            if let Some(handle) = state.handle
+        if events & uv::WRITABLE != 0 {
+            if let Some(handle) = self.handle()
                 && let Err(e) = handle.poll_start(uv::READABLE, on_poll)
             {
-                state.error.get_or_insert(e);
+                self.watched.fail(e);
             }
-            state.writer.take()
-        } else {
-            None
-        };
-        let mut stop = false;
-        if events & uv::READABLE != 0 {
-            let mut chunk = [0u8; 16 * 1024];
-            stop = loop {
-                match (&self.socket).read(&mut chunk) {
-                    Ok(0) => {
-                        state.eof = true;
-                        break true;
-                    }
-                    Ok(n) => state.buffer.extend_from_slice(&chunk[..n]),
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break false,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        state.error = Some(e);
-                        break true;
-                    }
-                }
-            };
+            self.watched.write_ready();
         }
-        let reader = state.reader.take();
-        let writer = if stop { writer.or_else(|| state.writer.take()) } else { writer };
-        drop(state);
-        if stop {
+        if events & uv::READABLE != 0 && self.watched.read_ready() {
             self.stop();
         }
-        [reader, writer].into_iter().flatten().for_each(Waker::wake);
     }
 }
 
@@ -224,7 +176,7 @@ fn poll_closed(data: *mut c_void) {
 impl LoopStream {
     /// Watches `socket` on `home`'s loop (from its thread, or posted there).
     fn register(home: &Arc<Inbox>, socket: TcpStream) -> Self {
-        let shared = Arc::new(Shared { socket, home: home.clone(), state: Mutex::new(State::default()) });
+        let shared = Arc::new(Shared { watched: Watched::new(socket), home: home.clone(), handle: Mutex::new(None) });
         shared.on_loop(Shared::watch);
         Self { shared }
     }
@@ -232,49 +184,13 @@ impl LoopStream {
 
 impl AsyncRead for LoopStream {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let mut state = self.shared.state();
-        if state.start < state.buffer.len() {
-            let n = buf.remaining().min(state.buffer.len() - state.start);
-            let start = state.start;
-            buf.put_slice(&state.buffer[start..start + n]);
-            state.start += n;
-            if state.start == state.buffer.len() {
-                state.buffer.clear();
-                state.buffer.shrink_to(KEPT_BUFFER);
-                state.start = 0;
-            }
-            return Poll::Ready(Ok(()));
-        }
-        if let Some(e) = &state.error {
-            // Every read from now on fails alike.
-            return Poll::Ready(Err(io::Error::new(e.kind(), e.to_string())));
-        }
-        if state.eof {
-            return Poll::Ready(Ok(()));
-        }
-        state.reader = Some(cx.waker().clone());
-        Poll::Pending
+        self.shared.watched.poll_read(cx, buf)
     }
 }
 
 impl AsyncWrite for LoopStream {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        loop {
-            match (&self.shared.socket).write(buf) {
-                Ok(n) => return Poll::Ready(Ok(n)),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-        }
-        let mut state = self.shared.state();
-        if let Some(e) = &state.error {
-            return Poll::Ready(Err(io::Error::new(e.kind(), e.to_string())));
-        }
-        state.writer = Some(cx.waker().clone());
-        drop(state);
-        self.shared.on_loop(Shared::want_write);
-        Poll::Pending
+        self.shared.watched.poll_write(cx, buf, || self.shared.on_loop(Shared::want_write))
     }
 
     fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -282,7 +198,7 @@ impl AsyncWrite for LoopStream {
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let _ = self.shared.socket.shutdown(Shutdown::Write);
+        let _ = self.shared.watched.socket().shutdown(Shutdown::Write);
         Poll::Ready(Ok(()))
     }
 }
@@ -291,7 +207,7 @@ impl Drop for LoopStream {
     /// Stops watching the socket on the loop's thread; the descriptor stays open until libuv let
     /// go of it, so a new socket reusing the number is never watched by mistake.
     fn drop(&mut self) {
-        let _ = self.shared.socket.shutdown(Shutdown::Both);
+        let _ = self.shared.watched.socket().shutdown(Shutdown::Both);
         self.shared.on_loop(|shared| shared.stop());
     }
 }

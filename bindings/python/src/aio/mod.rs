@@ -1,4 +1,5 @@
-//! Rust futures and sockets on the asyncio event loop's own thread.
+//! Rust futures and sockets on the asyncio event loop's own thread ([`tenure::host`], as the
+//! npm package does on libuv).
 //!
 //! - [`LoopTask`] runs a future on an event loop: only that loop's thread polls it. A wake-up on
 //!   that thread during a poll queues it to run when the poll ends ([`task::scope`]); any other
@@ -14,4 +15,5 @@ mod stream;
 mod task;
 
 pub(crate) use stream::LoopDial;
-pub(crate) use task::{Inbox, LoopTask, call_on, in_scope, panic_message, scope};
+pub(crate) use task::{Inbox, call_on, start};
+pub(crate) use tenure::host::{LoopTask, in_scope, panic_message, scope};

@@ -1,0 +1,393 @@
+//! For hosts with an event loop of their own (asyncio in the Python package, libuv in the npm
+//! package): futures polled by the loop's thread, and sockets whose readiness the loop watches.
+//! A binding implements [`Home`] for its loop and [`net::Net`](crate::net::Net) with
+//! [`Watched`] sockets; what is the same on every loop lives here once.
+//!
+//! - A [`LoopTask`] is polled on its home's thread only. A wake-up on that thread inside a
+//!   [`scope`] queues the task to run when the outermost scope ends — a request reaches its
+//!   socket, and a reply its caller, without a trip around the loop; any other wake-up posts it
+//!   to the home ([`Home::post`]), which wakes the loop.
+//! - A [`Watched`] socket is read by the loop's readiness callback into a buffer, and written
+//!   straight from whichever thread writes (it is non-blocking).
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, ThreadId};
+
+use tokio::io::ReadBuf;
+
+/// A future a [`LoopTask`] runs.
+pub type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// An event loop that runs [`LoopTask`]s on its thread.
+pub trait Home: Send + Sync + 'static {
+    /// The loop's thread.
+    fn thread(&self) -> ThreadId;
+
+    /// Queues `work` for the loop's thread and wakes the loop; a loop that is gone
+    /// [`Work::discard`]s it.
+    fn post(&self, work: Work);
+
+    /// Runs a task's `poll` inside what its futures need (a runtime's context).
+    fn enter(&self, poll: &mut dyn FnMut());
+
+    /// Drops a task's future somewhere other than here (its loop is gone, and the dropping
+    /// thread may hold locks the future's drop takes).
+    fn drop_later(&self, future: Task);
+}
+
+/// Work for a loop's thread.
+pub enum Work {
+    /// Poll a task.
+    Poll(Arc<LoopTask>),
+    /// Run a call.
+    Call(Box<dyn FnOnce() + Send>),
+}
+
+impl std::fmt::Debug for Work {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Poll(_) => "Work::Poll",
+            Self::Call(_) => "Work::Call",
+        })
+    }
+}
+
+impl Work {
+    /// Runs it on this thread, its loop's, inside a scope.
+    pub fn run(self) {
+        match self {
+            Self::Poll(task) => task.poll(),
+            Self::Call(call) => call(),
+        }
+    }
+
+    /// Gives up work its loop will never run: a task's future is dropped elsewhere.
+    pub fn discard(self) {
+        if let Self::Poll(task) = self {
+            task.cancel_later();
+        }
+    }
+
+    /// Queues it to run at the end of this thread's current scope, for `home`.
+    pub fn run_soon(self, home: Arc<dyn Home>) {
+        READY.with_borrow_mut(|ready| ready.push_back((home, self)));
+    }
+}
+
+thread_local! {
+    /// How many scopes are open on this thread.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Work that came up inside a scope (tasks woken, calls made), run when the outermost one
+    /// ends, with the loop it belongs to.
+    static READY: RefCell<VecDeque<(Arc<dyn Home>, Work)>> = const { RefCell::new(VecDeque::new()) };
+}
+
+/// How many pieces of work one scope runs before leaving the rest to the loop's next turn, so
+/// tasks that keep waking each other cannot starve it.
+const RUN_BUDGET: usize = 64;
+
+/// Runs `f` in a scope of this thread: work of its loop that comes up inside runs when the
+/// outermost scope ends, in order (see the module). Only code that holds nothing a task could
+/// take opens a scope: a call from the host's language into the binding, a task's poll, the
+/// loop's callbacks.
+pub fn scope(f: impl FnOnce()) {
+    nested(f);
+    if DEPTH.get() > 0 {
+        return;
+    }
+    for _ in 0..RUN_BUDGET {
+        let Some((_, work)) = READY.with_borrow_mut(VecDeque::pop_front) else { return };
+        nested(|| work.run());
+    }
+    while let Some((home, work)) = READY.with_borrow_mut(VecDeque::pop_front) {
+        home.post(work);
+    }
+}
+
+/// Whether this thread is inside a scope: running a callback of its loop.
+pub fn in_scope() -> bool {
+    DEPTH.get() > 0
+}
+
+/// Runs `call` on `home`'s thread: at the end of the current scope when this is that thread
+/// inside one (no trip around the loop), else at the loop's next turn.
+pub fn call_on(home: &Arc<dyn Home>, call: Box<dyn FnOnce() + Send>) {
+    if thread::current().id() == home.thread() && in_scope() {
+        Work::Call(call).run_soon(home.clone());
+    } else {
+        home.post(Work::Call(call));
+    }
+}
+
+fn nested(f: impl FnOnce()) {
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            DEPTH.set(DEPTH.get() - 1);
+        }
+    }
+    DEPTH.set(DEPTH.get() + 1);
+    let _leave = Leave;
+    f();
+}
+
+/// A future run on a loop's thread (see the module).
+pub struct LoopTask {
+    future: Mutex<Option<Task>>,
+    home: Arc<dyn Home>,
+    scheduled: AtomicBool,
+}
+
+impl std::fmt::Debug for LoopTask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoopTask").field("done", &self.is_done()).finish_non_exhaustive()
+    }
+}
+
+impl LoopTask {
+    /// Starts `future` on `home`, whose thread this is: polls it now, in a scope.
+    pub fn start(home: Arc<dyn Home>, future: Task) -> Arc<Self> {
+        let task = Arc::new(Self { future: Mutex::new(Some(future)), home, scheduled: AtomicBool::new(false) });
+        scope(|| task.clone().poll());
+        task
+    }
+
+    /// Starts `future` on `home` from any thread: its first poll is posted there.
+    pub fn spawn(home: Arc<dyn Home>, future: Task) {
+        let task = Arc::new(Self { future: Mutex::new(Some(future)), home, scheduled: AtomicBool::new(true) });
+        let home = task.home.clone();
+        home.post(Work::Poll(task));
+    }
+
+    /// A task on `home` with no future yet: its waker can be handed out before the future is
+    /// given ([`Self::install`]).
+    pub fn empty(home: Arc<dyn Home>) -> Arc<Self> {
+        Arc::new(Self { future: Mutex::new(None), home, scheduled: AtomicBool::new(false) })
+    }
+
+    /// Gives the task its future (a wake-up that came before polls it).
+    pub fn install(&self, future: Task) {
+        *self.future.lock().unwrap_or_else(PoisonError::into_inner) = Some(future);
+    }
+
+    fn poll(self: Arc<Self>) {
+        let mut slot = match self.future.try_lock() {
+            Ok(slot) => slot,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                // Polled on another thread right now (its loop moved threads): try again later.
+                self.home.post(Work::Poll(self.clone()));
+                return;
+            }
+        };
+        self.scheduled.store(false, Ordering::SeqCst);
+        let waker = Waker::from(self.clone());
+        let Some(future) = slot.as_mut() else { return };
+        let mut polled = Ok(Poll::Pending);
+        self.home.enter(&mut || {
+            polled = catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut Context::from_waker(&waker))));
+        });
+        if let Err(panic) = &polled {
+            tracing::error!(panic = panic_message(panic.as_ref()), "a task of tenure's panicked; it is dropped");
+        }
+        if !matches!(polled, Ok(Poll::Pending)) {
+            let finished = slot.take();
+            drop(slot);
+            drop(finished);
+        }
+    }
+
+    /// Whether its future finished (or was dropped).
+    pub fn is_done(&self) -> bool {
+        self.future.lock().unwrap_or_else(PoisonError::into_inner).is_none()
+    }
+
+    /// Takes the future out, unless it is being polled right now (by the caller itself).
+    fn take(&self) -> Option<Task> {
+        match self.future.try_lock() {
+            Ok(mut slot) => slot.take(),
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().take(),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Drops the future (unless it is being polled right now, by the caller itself).
+    pub fn cancel(&self) {
+        drop(self.take());
+    }
+
+    fn cancel_later(&self) {
+        if let Some(future) = self.take() {
+            self.home.drop_later(future);
+        }
+    }
+}
+
+impl Wake for LoopTask {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if self.scheduled.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if thread::current().id() == self.home.thread() && in_scope() {
+            Work::Poll(self.clone()).run_soon(self.home.clone());
+        } else {
+            // Outside a scope whoever wakes may hold a lock the task takes: it runs later.
+            self.home.post(Work::Poll(self.clone()));
+        }
+    }
+}
+
+/// The text a panic carried, if any.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic.downcast_ref::<&str>().copied().or_else(|| panic.downcast_ref::<String>().map(String::as_str)).unwrap_or("")
+}
+
+/// The read buffer's capacity kept once it is empty (a burst's peak is given back).
+const KEPT_BUFFER: usize = 16 * 1024;
+
+/// A non-blocking TCP socket whose readiness a loop watches (see the module): the binding's
+/// readiness callbacks call [`Self::read_ready`] and [`Self::write_ready`], its stream's
+/// `AsyncRead` and `AsyncWrite` call [`Self::poll_read`] and [`Self::poll_write`].
+#[derive(Debug)]
+pub struct Watched {
+    socket: TcpStream,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    buffer: Vec<u8>,
+    start: usize,
+    eof: bool,
+    error: Option<io::Error>,
+    reader: Option<Waker>,
+    writer: Option<Waker>,
+}
+
+impl Watched {
+    /// Watches `socket`, which must be non-blocking.
+    pub fn new(socket: TcpStream) -> Self {
+        Self { socket, state: Mutex::new(State::default()) }
+    }
+
+    /// The socket.
+    pub fn socket(&self) -> &TcpStream {
+        &self.socket
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reads what arrived into the buffer and wakes the reader; true once the stream ended or
+    /// failed (the loop stops watching it then).
+    pub fn read_ready(&self) -> bool {
+        let mut state = self.state();
+        let mut chunk = [0u8; 16 * 1024];
+        let stop = loop {
+            match (&self.socket).read(&mut chunk) {
+                Ok(0) => {
+                    state.eof = true;
+                    break true;
+                }
+                Ok(n) => state.buffer.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    state.error = Some(e);
+                    break true;
+                }
+            }
+        };
+        let reader = state.reader.take();
+        let writer = if stop { state.writer.take() } else { None };
+        drop(state);
+        [reader, writer].into_iter().flatten().for_each(Waker::wake);
+        stop
+    }
+
+    /// The socket is writable again: wakes the writer.
+    pub fn write_ready(&self) {
+        let writer = self.state().writer.take();
+        if let Some(writer) = writer {
+            writer.wake();
+        }
+    }
+
+    /// Watching failed: every read and write from now on fails with `error`.
+    pub fn fail(&self, error: io::Error) {
+        let mut state = self.state();
+        state.error.get_or_insert(error);
+        let wakers = [state.reader.take(), state.writer.take()];
+        drop(state);
+        wakers.into_iter().flatten().for_each(Waker::wake);
+    }
+
+    fn failure(state: &State) -> Option<io::Error> {
+        state.error.as_ref().map(|e| io::Error::new(e.kind(), e.to_string()))
+    }
+
+    /// `AsyncRead::poll_read`: from the buffer, else pending until the loop reads more.
+    pub fn poll_read(&self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let mut state = self.state();
+        if state.start < state.buffer.len() {
+            let n = buf.remaining().min(state.buffer.len() - state.start);
+            let start = state.start;
+            buf.put_slice(&state.buffer[start..start + n]);
+            state.start += n;
+            if state.start == state.buffer.len() {
+                state.buffer.clear();
+                state.buffer.shrink_to(KEPT_BUFFER);
+                state.start = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        if let Some(e) = Self::failure(&state) {
+            return Poll::Ready(Err(e));
+        }
+        if state.eof {
+            return Poll::Ready(Ok(()));
+        }
+        state.reader = Some(cx.waker().clone());
+        Poll::Pending
+    }
+
+    /// `AsyncWrite::poll_write`: straight to the socket; when it is full, pending after
+    /// `watch_writable` asked the loop to watch for room.
+    pub fn poll_write(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+        watch_writable: impl FnOnce(),
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            match (&self.socket).write(buf) {
+                Ok(n) => return Poll::Ready(Ok(n)),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+        let mut state = self.state();
+        if let Some(e) = Self::failure(&state) {
+            return Poll::Ready(Err(e));
+        }
+        state.writer = Some(cx.waker().clone());
+        drop(state);
+        watch_writable();
+        Poll::Pending
+    }
+}
