@@ -205,5 +205,28 @@ fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(backend::sqlite_file, m)?)?;
     m.add_function(wrap_pyfunction!(bridge::shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(forked, m)?)?;
+    m.add_function(wrap_pyfunction!(judge_reach, m)?)?;
     Ok(())
+}
+
+/// The driver's judgement of backends' reach ([`tenure::reach::judge`]): `("fine", None, None)`,
+/// `("refused", message, None)` or `("warned", message, unknown_environment_message)`. Every
+/// reach named is one of `process`, `host`, `cluster`.
+#[pyfunction]
+fn judge_reach(
+    owner: &str,
+    backends: Vec<(String, String)>,
+    requires: &str,
+    environment: Option<&str>,
+) -> PyResult<(&'static str, Option<String>, Option<String>)> {
+    use tenure::reach::{Reach, Verdict, judge};
+    let reach = |text: &str| {
+        Reach::parse(text).ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("unknown reach {text:?}")))
+    };
+    let backends = backends.into_iter().map(|(label, r)| Ok((label, reach(&r)?))).collect::<PyResult<Vec<_>>>()?;
+    Ok(match judge(owner, &backends, reach(requires)?, environment) {
+        Verdict::Fine => ("fine", None, None),
+        Verdict::Refused(message) => ("refused", Some(message), None),
+        Verdict::Warned { unknown_environment, message } => ("warned", Some(message), unknown_environment),
+    })
 }

@@ -24,6 +24,7 @@ mod lock;
 pub mod log;
 pub mod net;
 mod observe;
+pub mod reach;
 pub mod runtime;
 mod task_lock;
 

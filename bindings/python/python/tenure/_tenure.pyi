@@ -13,6 +13,7 @@ __all__ = [
     "TaskGuard",
     "TaskLock",
     "forked",
+    "judge_reach",
     "leader_acquire_or_renew",
     "leader_get",
     "leader_release",
@@ -77,6 +78,9 @@ def store_url(
 def sqlite_file(url: str) -> Optional[str]: ...
 def shutdown() -> None: ...
 def forked() -> None: ...
+def judge_reach(
+    owner: str, backends: list[tuple[str, str]], requires: str, environment: Optional[str]
+) -> tuple[str, Optional[str], Optional[str]]: ...
 
 @final
 class Lock:
