@@ -5,6 +5,7 @@
 
 const { EventEmitter } = require('node:events');
 const { Alive, native, errors, asyncDispose, settle, now, waitUnless } = require('./call');
+const { resolve } = require('./coordination');
 
 class LeaderElection extends EventEmitter {
   #native;
@@ -18,7 +19,7 @@ class LeaderElection extends EventEmitter {
 
   constructor(name, backend, options) {
     super();
-    this.#native = now(() => new native.Election(name, backend, options));
+    this.#native = now(() => new native.Election(name, ...resolve('election', backend, options)));
     this.#name = name;
   }
 

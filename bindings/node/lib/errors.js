@@ -18,6 +18,8 @@ class TenureError extends Error {
 class StoreError extends TenureError {}
 class SettingsValidationError extends TenureError {}
 class OutOfContextError extends TenureError {}
+/** A backend reaches less far than its `Coordination` requires, in `staging` or `production`. */
+class BackendScopeError extends TenureError {}
 class BackendNotOpenError extends TenureError {}
 class CoordinationError extends TenureError {}
 class CoordinationBackendError extends CoordinationError {}
@@ -93,6 +95,7 @@ module.exports = {
   StoreError,
   SettingsValidationError,
   OutOfContextError,
+  BackendScopeError,
   BackendNotOpenError,
   CoordinationError,
   CoordinationBackendError,

@@ -5,6 +5,8 @@ export declare class Backend {
   private constructor();
   /** `memory`, `sqlite`, `redis` or `postgres`. */
   get kind(): string;
+  /** How far its locks exclude: `process` (memory), `host` (SQLite) or `cluster`. */
+  get scope(): 'process' | 'host' | 'cluster';
   /** Closes the store (SQLite vacates expired leases); later calls fail. */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -87,6 +89,8 @@ export declare class LockHandle {
 /** A distributed lock with fencing tokens. */
 export declare class Lock {
   constructor(name: string, backend: Backend, options?: LockOptions);
+  /** On the lock backend of the enclosing `coordination.run()` (else `OutOfContextError`). */
+  constructor(name: string, options?: LockOptions);
   readonly name: string;
   settings(): LockSettings;
   /** Applies new settings from the next call on (the worker stays). */
@@ -139,6 +143,8 @@ export interface LeaderRecord {
  */
 export declare class LeaderElection {
   constructor(name: string, backend: Backend, options?: ElectionOptions);
+  /** On the election backend of the enclosing `coordination.run()` (else `OutOfContextError`). */
+  constructor(name: string, options?: ElectionOptions);
   readonly name: string;
   /** This worker's identity: the record's `holder` while it leads. */
   readonly worker: string;
@@ -189,6 +195,8 @@ export declare class TaskRun {
 /** At most one run of a job per `minHoldDuration` window across every worker. */
 export declare class TaskLock {
   constructor(name: string, backend: Backend, options?: TaskLockOptions);
+  /** On the lock backend of the enclosing `coordination.run()` (else `OutOfContextError`). */
+  constructor(name: string, options?: TaskLockOptions);
   readonly name: string;
   settings(): Record<string, number>;
   reconfigure(options: Omit<TaskLockOptions, 'worker' | 'envPrefix' | 'envLoad'>): void;
@@ -217,6 +225,8 @@ export declare class TenureError extends Error {
 export declare class StoreError extends TenureError {}
 export declare class SettingsValidationError extends TenureError {}
 export declare class OutOfContextError extends TenureError {}
+/** A backend reaches less far than its `Coordination` requires, in `staging` or `production`. */
+export declare class BackendScopeError extends TenureError {}
 export declare class BackendNotOpenError extends TenureError {}
 export declare class CoordinationError extends TenureError {}
 export declare class CoordinationBackendError extends CoordinationError {}
@@ -261,3 +271,27 @@ export declare const logger: {
   off(event: 'log', listener: (record: LogRecord) => void): typeof logger;
   listenerCount(event: 'log'): number;
 };
+
+/**
+ * One component wiring the backends of every primitive (grelmicro's `Coordination`): a store for
+ * all of them, or `{ lock, election }` each on its own. `run(fn)` makes it the backend of every
+ * primitive built without one inside `fn` (and what `fn` starts), after judging the backends'
+ * reach against `requires` under `GREL_ENVIRONMENT`.
+ */
+export declare class Coordination {
+  constructor(
+    source?: Backend,
+    options?: { lock?: Backend; election?: Backend; name?: string; requires?: 'process' | 'host' | 'cluster' },
+  );
+  readonly kind: 'coordination';
+  readonly name: string;
+  readonly requires: 'process' | 'host' | 'cluster';
+  /** The lock backend (`CoordinationBackendError` if none is wired). */
+  readonly lockBackend: Backend;
+  /** The leader election backend (`CoordinationBackendError` if none is wired). */
+  readonly electionBackend: Backend;
+  lock(name: string, options?: LockOptions): Lock;
+  taskLock(name: string, options?: TaskLockOptions): TaskLock;
+  leaderElection(name: string, options?: ElectionOptions): LeaderElection;
+  run<T>(fn: () => T): T;
+}

@@ -8,6 +8,7 @@ const { Alive, endQuietly, native, errors, asyncDispose, settle, now, waitUnless
 const { LeaderElection } = require('./election');
 const { TaskLock, TaskRun } = require('./task_lock');
 const { logger } = require('./logging');
+const { Coordination, resolve } = require('./coordination');
 
 /** Opens the store at `url`: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`. */
 function openBackend(url) {
@@ -109,7 +110,7 @@ class Lock {
   #native;
 
   constructor(name, backend, options) {
-    this.#native = now(() => new native.Lock(name, backend, options));
+    this.#native = now(() => new native.Lock(name, ...resolve('lock', backend, options)));
   }
 
   /** The lock name. */
@@ -206,6 +207,7 @@ module.exports = {
   LeaderElection,
   TaskLock,
   TaskRun,
+  Coordination,
   logger,
   Backend: native.Backend,
   ...errors,

@@ -3,6 +3,7 @@
 // across every worker. `enter()` starts a run or fails at once with a `WouldBlockError`.
 
 const { endQuietly, native, asyncDispose, settle, now } = require('./call');
+const { resolve } = require('./coordination');
 
 /** One run under a task lock. */
 class TaskRun {
@@ -38,7 +39,7 @@ class TaskLock {
   #name;
 
   constructor(name, backend, options) {
-    this.#native = now(() => new native.TaskLock(name, backend, options));
+    this.#native = now(() => new native.TaskLock(name, ...resolve('lock', backend, options)));
     this.#name = name;
   }
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Lock, LockAcquireError, SettingsValidationError, StoreError, TenureError, memoryBackend, openBackend } from 'tenure';
+import { Lock, LockAcquireError, OutOfContextError, SettingsValidationError, StoreError, TenureError, memoryBackend, openBackend } from 'tenure';
 
 const backend = memoryBackend();
 
@@ -34,7 +34,10 @@ describe('bad input', () => {
 
   test('wrong types are TypeErrors', async () => {
     assert.throws(() => new Lock('cart', backend, { leaseDuration: '10' }), TypeError);
-    assert.throws(() => new Lock('cart', {}), TypeError);
+    assert.throws(() => new Lock('cart', 'redis://x'), TypeError);
+    assert.throws(() => new Lock('cart', new Map()), TypeError);
+    // `(name, options)` takes the backend of the enclosing coordination.run(): there is none.
+    assert.throws(() => new Lock('cart', {}), OutOfContextError);
     assert.throws(() => new Lock(42, backend), TypeError);
     await assert.rejects(new Lock('cart', backend).acquire({ signal: {} }), TypeError);
     await assert.rejects(new Lock('cart', backend).using('not a function'), TypeError);

@@ -1,6 +1,6 @@
 // Type-checked, not run: `tsc --strict --noEmit` over the installed package's types, with the
 // shapes users write (scripts/test-node.sh).
-import { LeaderElection, Lock, TaskLock, LockLostError, LockTimeoutError, TenureError, WouldBlockError, logger, memoryBackend, openBackend } from 'tenure';
+import { Coordination, LeaderElection, Lock, TaskLock, LockLostError, LockTimeoutError, TenureError, WouldBlockError, logger, memoryBackend, openBackend } from 'tenure';
 import type { LockHandle, LockSettings, LogRecord } from 'tenure';
 
 export async function quickStart(url: string): Promise<bigint> {
@@ -53,4 +53,15 @@ export function routeLogs(sink: Record<LogRecord['level'], (fields: object, mess
   return () => {
     logger.off('log', listen);
   };
+}
+
+// Coordination: primitives built without a backend inside run().
+export async function coordinated(url: string): Promise<boolean> {
+  const store = await openBackend(url);
+  const coordination = new Coordination(store, { requires: 'cluster' });
+  return coordination.run(async () => {
+    const handle = await new Lock('cart', { leaseDuration: 1000 }).acquire();
+    await handle.release();
+    return coordination.lock('cart').locked();
+  });
 }

@@ -48,6 +48,15 @@ impl StoreKind {
     pub const ALL: [StoreKind; 5] =
         [StoreKind::Memory, StoreKind::Sqlite, StoreKind::Redis, StoreKind::Postgres, StoreKind::Etcd];
 
+    /// How far a lock on this kind of store excludes: one process, one host, or every machine.
+    pub fn reach(self) -> crate::reach::Reach {
+        match self {
+            StoreKind::Memory => crate::reach::Reach::Process,
+            StoreKind::Sqlite => crate::reach::Reach::Host,
+            StoreKind::Redis | StoreKind::Postgres | StoreKind::Etcd => crate::reach::Reach::Cluster,
+        }
+    }
+
     /// The kind `url` names by its scheme (any case), if Tenure knows the scheme.
     pub fn of_url(url: &str) -> Option<Self> {
         let scheme = url.split_once(':')?.0.to_ascii_lowercase();
