@@ -369,13 +369,22 @@ impl<R: Runtime, M: Abandon, X: Execute> Driver<'_, R, M, X> {
 
     /// Runs `request` on the store. True if the store answered at once and the answer was fed
     /// to the machine (`answer_now`: nothing is awaited); else the call is in flight.
+    ///
+    /// The call is polled once here either way, so its request goes out now: one the machine
+    /// queued as the purpose was reached (a timed-out waiter giving up its place in the store's
+    /// queue) reaches the store before anything the caller does next on the same connection.
     fn send(&mut self, request: StoreRequest, may_answer: bool) -> bool {
         let mut reply = self.exec.execute(request.op);
-        if may_answer && let Some(answer) = ready_now(&mut reply) {
-            let mut machine = self.cell.lock();
-            let now = self.runtime.now();
-            machine.handle_reply(now, request.id, answer);
-            return true;
+        if let Some(answer) = ready_now(&mut reply) {
+            if !may_answer {
+                // Delivered late, as an answer still in flight would be.
+                reply = Box::pin(std::future::ready(answer));
+            } else {
+                let mut machine = self.cell.lock();
+                let now = self.runtime.now();
+                machine.handle_reply(now, request.id, answer);
+                return true;
+            }
         }
         if let Some(abandoned) = self.pending.replace(Pending { id: request.id, reply }) {
             // Only its late answer is left to deliver; whoever drives then takes it from there.

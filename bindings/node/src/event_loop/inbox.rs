@@ -95,7 +95,13 @@ impl Inbox {
         let _ = inbox.wake.set(wake);
         let mut remove = null_mut();
         let arg = Arc::into_raw(inbox.clone()).cast_mut().cast();
-        check(unsafe { sys::napi_add_async_cleanup_hook(env, Some(on_teardown), arg, &mut remove) }, "watch exit")?;
+        let hooked = unsafe { sys::napi_add_async_cleanup_hook(env, Some(on_teardown), arg, &mut remove) };
+        if let Err(e) = check(hooked, "watch the environment's teardown") {
+            // Nothing would close the handle at teardown, where an open one aborts a worker.
+            drop(unsafe { Arc::from_raw(arg.cast::<Self>().cast_const()) });
+            wake.close_async(|_| {});
+            return Err(e);
+        }
         HOME.set(Some(inbox.clone()));
         Ok(inbox)
     }
