@@ -11,7 +11,7 @@ use tenure::core::SettingsError;
 use tenure_open::{Keywords, OpenError, Store, StoreKind, Target};
 
 use crate::bridge::{Fail, awaitable};
-use crate::user::{Fences, UserStore};
+use crate::user::{Fences, UserStore, user_store};
 
 /// An open store: a built-in one, or a backend a user wrote in Python.
 #[pyclass(frozen, weakref, module = "tenure._tenure")]
@@ -64,7 +64,7 @@ impl Backend {
     /// Whether calls made off any loop have a loop to run on (always, for a built-in store).
     fn has_loop(&self) -> bool {
         match &self.kind {
-            Kind::User(user) => user.has_home(),
+            Kind::User(user) => user.host().has_home(),
             Kind::Store(_) => true,
         }
     }
@@ -73,7 +73,7 @@ impl Backend {
     /// when they are made off any loop (`from_thread`, background work).
     fn attach_loop(&self, event_loop: &Bound<'_, PyAny>) -> PyResult<()> {
         match &self.kind {
-            Kind::User(user) => user.attach(event_loop),
+            Kind::User(user) => user.host().attach(event_loop),
             Kind::Store(_) => Ok(()),
         }
     }
@@ -93,7 +93,7 @@ impl Backend {
 /// `label` its class name, `fences` the fencing tokens it answered so far.
 #[pyfunction]
 pub(crate) fn user_backend(wrapper: Py<PyAny>, label: String, fences: &Fences) -> Backend {
-    let user = UserStore::new(wrapper, label, fences);
+    let user = user_store(wrapper, label, fences);
     Backend { lock: Arc::new(user.clone()), leader: Arc::new(user.clone()), kind: Kind::User(user) }
 }
 

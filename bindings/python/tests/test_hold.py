@@ -58,7 +58,9 @@ def test_a_lease_taken_by_another_holder_cancels_the_body(tmp_path):
 
     async def main():
         async with SQLiteProvider(str(path)) as provider:
-            lock = Lock("job", backend=provider.lock(), lease_duration=0.6, env_load=False)
+            # 1.5 s: a renewal stalled behind a busy machine's fsyncs must not outlast the lease (the
+            # loss would then read "expired", not "lost").
+            lock = Lock("job", backend=provider.lock(), lease_duration=1.5, env_load=False)
             with pytest.raises(LockLostError) as lost:
                 async with lock.hold(max_hold=60):
                     # Another process takes the name (as after an expiry this holder missed).

@@ -15,5 +15,5 @@ mod stream;
 mod task;
 
 pub(crate) use stream::LoopDial;
-pub(crate) use task::{Inbox, call_on, start};
-pub(crate) use tenure::host::{LoopTask, in_scope, panic_message, scope};
+pub(crate) use task::{Inbox, start};
+pub(crate) use tenure::host::{LoopTask, in_scope, panic_message};

@@ -23,13 +23,6 @@ thread_local! {
 /// An event loop's address and the process's fork count when it was seen.
 type LoopKey = (usize, u64);
 
-/// Runs `call` on `inbox`'s loop: at the end of the current scope when this is the loop's thread
-/// inside one (no trip around the loop), else at the loop's next turn.
-pub(crate) fn call_on(inbox: &Arc<Inbox>, call: LoopCall) {
-    let home: Arc<dyn Home> = inbox.clone();
-    tenure::host::call_on(&home, with_loop(call));
-}
-
 /// `call` as work for the loop's thread: given the running loop there.
 pub(crate) fn with_loop(call: LoopCall) -> Box<dyn FnOnce() + Send> {
     Box::new(move || {

@@ -19,6 +19,7 @@ mod memory;
 mod open;
 pub mod record;
 mod scheme;
+pub mod user;
 mod wait;
 
 use std::future::Future;
