@@ -9,6 +9,7 @@
 
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { native, now } = require('./call');
+const user = require('./user_backend');
 const { BackendScopeError, CoordinationBackendError, OutOfContextError, SettingsValidationError } = require('./errors');
 
 /** The components of the enclosing runs, by name (innermost wins). */
@@ -25,9 +26,13 @@ function isBackend(value) {
   return value instanceof native.Backend;
 }
 
+/** A backend for a slot, or a user's object serving lock or election calls. */
 function checked(value, what) {
-  if (value !== undefined && value !== null && !isBackend(value)) {
-    throw new TypeError(`${what} must be a store from openBackend() or memoryBackend()`);
+  if (value !== undefined && value !== null && !isBackend(value) && !user.serves(value, 'lock') && !user.serves(value, 'election')) {
+    throw new TypeError(
+      `${what} must be a store from openBackend() or memoryBackend(), or an object with the methods of a lock ` +
+        `backend (${user.METHODS.lock.join(', ')}) or an election backend (${user.METHODS.election.join(', ')})`,
+    );
   }
   return value ?? null;
 }
@@ -113,7 +118,10 @@ class Coordination {
 
   #judge() {
     const backends = [...new Set(Object.values(this.#slots).filter((b) => b !== null))];
-    const judged = backends.map((b) => [`the ${b.kind} store`, b.scope]);
+    // A user's backend that declares no scope is not judged.
+    const judged = backends
+      .map((b) => (isBackend(b) ? [`the ${b.kind} store`, b.scope] : [b.constructor?.name ?? 'backend', b.scope]))
+      .filter(([, scope]) => REACHES.includes(scope));
     const owner = `Coordination(${JSON.stringify(this.#name)})`;
     const [verdict, message, unknown] = now(() =>
       native.judgeReach(owner, judged, this.#requires, process.env.GREL_ENVIRONMENT),
@@ -141,12 +149,32 @@ const OUT_OF_CONTEXT =
  * `(name, options)`) — `slot`'s backend of the enclosing run.
  */
 function resolve(slot, backend, options) {
+  const [found, settings] = given(slot, backend, options);
+  return [storeFor(slot, found), settings];
+}
+
+function given(slot, backend, options) {
   const plain = backend === undefined || backend === null || Object.getPrototypeOf(backend) === Object.prototype;
-  if (!plain || isBackend(backend)) return [backend, options];
+  if (!plain || isBackend(backend) || user.looksLikeOne(backend)) return [backend, options];
   if (options !== undefined && backend !== undefined && backend !== null) return [backend, options];
   const component = current();
   if (component === undefined) throw new OutOfContextError(OUT_OF_CONTEXT, { code: 'OUT_OF_CONTEXT' });
   return [slot === 'lock' ? component.lockBackend : component.electionBackend, backend ?? options];
+}
+
+/** The native store of `backend`: itself, or one running a user's object. */
+function storeFor(slot, backend) {
+  if (isBackend(backend)) return backend;
+  if (typeof backend === 'object' && backend !== null) {
+    const lacking = user.missing(backend, slot);
+    if (lacking.length === 0) return user.toNative(backend);
+    const protocol = slot === 'lock' ? 'a lock backend' : 'a leader election backend';
+    throw new TypeError(
+      `the backend must be a store from openBackend() or memoryBackend(), or ${protocol}: ` +
+        `${backend.constructor?.name ?? 'the object'} has no ${lacking.join(', ')} method${lacking.length > 1 ? 's' : ''}`,
+    );
+  }
+  return backend; // the addon says what is wrong with it
 }
 
 module.exports = { Coordination, resolve };

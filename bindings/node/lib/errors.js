@@ -60,9 +60,30 @@ const byCode = {
 
 const MARKER = '\u0000tenure:';
 
+/**
+ * What backends written in JavaScript threw, by id, until the error of the call it failed is
+ * built (its `cause`). A failure that never reaches a caller (an election's retried renewal) is
+ * forgotten once `KEPT` newer ones came.
+ */
+const thrown = new Map();
+const KEPT = 256;
+let nextThrown = 0;
+
+/** Keeps `value` (thrown by a user's backend) for the error that will carry it; its id. */
+function keepThrown(value) {
+  nextThrown = (nextThrown + 1) % 0x7fffffff;
+  thrown.set(nextThrown, value);
+  if (thrown.size > KEPT) thrown.delete(thrown.keys().next().value);
+  return nextThrown;
+}
+
 function fromFields(fields) {
   const Class = byCode[fields.code] || (fields.code.startsWith('STORE_') ? StoreError : TenureError);
-  const cause = fields.cause ? fromFields(fields.cause) : undefined;
+  let cause = fields.cause ? fromFields(fields.cause) : undefined;
+  if (fields.thrown !== undefined && thrown.has(fields.thrown)) {
+    cause = thrown.get(fields.thrown);
+    thrown.delete(fields.thrown);
+  }
   const error = new Class(fields.message, { code: fields.code, lockName: fields.name, cause });
   if (fields.timeoutMs !== undefined) error.timeoutMs = fields.timeoutMs;
   if (fields.field !== undefined) error.field = fields.field;
@@ -91,6 +112,7 @@ function fromNative(error, signal) {
 
 module.exports = {
   fromNative,
+  keepThrown,
   TenureError,
   StoreError,
   SettingsValidationError,

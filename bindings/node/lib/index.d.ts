@@ -3,13 +3,60 @@
 /** An open store. `await using backend = await openBackend(url)` closes it at the block's end. */
 export declare class Backend {
   private constructor();
-  /** `memory`, `sqlite`, `redis` or `postgres`. */
+  /** `memory`, `sqlite`, `redis`, `postgres`, or `user` (a backend written in JavaScript). */
   get kind(): string;
   /** How far its locks exclude: `process` (memory), `host` (SQLite) or `cluster`. */
   get scope(): 'process' | 'host' | 'cluster';
   /** Closes the store (SQLite vacates expired leases); later calls fail. */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
+ * What every call of a backend written in JavaScript is given: the name with its kind prefix
+ * (`lock:cart`, `tasklock:job`, `leader:svc`), and a signal that aborts if Tenure gives the call
+ * up altogether (a late answer is still read, to give a late grant back).
+ */
+export interface BackendCall {
+  name: string;
+  signal: AbortSignal;
+}
+
+/**
+ * A lock store written in JavaScript (grelmicro's `LockBackend`): `acquire` answers the fencing
+ * token — a positive integer that grows on every change of holder and stays the same when
+ * `token` renews its own lease — or `null` when another token holds the lock. Methods may answer
+ * directly or through a promise. Durations are milliseconds.
+ */
+export interface LockBackend {
+  acquire(call: BackendCall & { token: string; duration: number }): Promise<number | bigint | null> | number | bigint | null;
+  release(call: BackendCall & { token: string }): Promise<boolean> | boolean;
+  locked(call: BackendCall): Promise<boolean> | boolean;
+  owned(call: BackendCall & { token: string }): Promise<boolean> | boolean;
+  /** The reach of its exclusion, judged by `Coordination` (not judged if absent). */
+  readonly scope?: 'process' | 'host' | 'cluster';
+}
+
+/** A leader record as a backend written in JavaScript answers it. */
+export interface LeaderRecordAnswer {
+  holder: string;
+  /** ms. */
+  leaseDuration: number;
+  /** A Date, or ms since the Unix epoch. */
+  acquiredAt: Date | number;
+  renewedAt: Date | number;
+  transitions: number;
+  metadata?: Record<string, string> | Map<string, string>;
+}
+
+/** A leader election store written in JavaScript (grelmicro's `LeaderElectionBackend`). */
+export interface LeaderElectionBackend {
+  acquireOrRenew(
+    call: BackendCall & { token: string; duration: number; metadata: Record<string, string> },
+  ): Promise<LeaderRecordAnswer> | LeaderRecordAnswer;
+  release(call: BackendCall & { token: string }): Promise<boolean> | boolean;
+  get(call: BackendCall): Promise<LeaderRecordAnswer | null> | LeaderRecordAnswer | null;
+  readonly scope?: 'process' | 'host' | 'cluster';
 }
 
 /** Opens the store at `url`: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`. */
@@ -88,7 +135,7 @@ export declare class LockHandle {
 
 /** A distributed lock with fencing tokens. */
 export declare class Lock {
-  constructor(name: string, backend: Backend, options?: LockOptions);
+  constructor(name: string, backend: Backend | LockBackend, options?: LockOptions);
   /** On the lock backend of the enclosing `coordination.run()` (else `OutOfContextError`). */
   constructor(name: string, options?: LockOptions);
   readonly name: string;
@@ -142,7 +189,7 @@ export interface LeaderRecord {
  * `'follower'` on every change; the process stays alive while it runs, unless `unref()`.
  */
 export declare class LeaderElection {
-  constructor(name: string, backend: Backend, options?: ElectionOptions);
+  constructor(name: string, backend: Backend | LeaderElectionBackend, options?: ElectionOptions);
   /** On the election backend of the enclosing `coordination.run()` (else `OutOfContextError`). */
   constructor(name: string, options?: ElectionOptions);
   readonly name: string;
@@ -194,7 +241,7 @@ export declare class TaskRun {
 
 /** At most one run of a job per `minHoldDuration` window across every worker. */
 export declare class TaskLock {
-  constructor(name: string, backend: Backend, options?: TaskLockOptions);
+  constructor(name: string, backend: Backend | LockBackend, options?: TaskLockOptions);
   /** On the lock backend of the enclosing `coordination.run()` (else `OutOfContextError`). */
   constructor(name: string, options?: TaskLockOptions);
   readonly name: string;
@@ -280,16 +327,21 @@ export declare const logger: {
  */
 export declare class Coordination {
   constructor(
-    source?: Backend,
-    options?: { lock?: Backend; election?: Backend; name?: string; requires?: 'process' | 'host' | 'cluster' },
+    source?: Backend | LockBackend | LeaderElectionBackend,
+    options?: {
+      lock?: Backend | LockBackend;
+      election?: Backend | LeaderElectionBackend;
+      name?: string;
+      requires?: 'process' | 'host' | 'cluster';
+    },
   );
   readonly kind: 'coordination';
   readonly name: string;
   readonly requires: 'process' | 'host' | 'cluster';
   /** The lock backend (`CoordinationBackendError` if none is wired). */
-  readonly lockBackend: Backend;
+  readonly lockBackend: Backend | LockBackend;
   /** The leader election backend (`CoordinationBackendError` if none is wired). */
-  readonly electionBackend: Backend;
+  readonly electionBackend: Backend | LeaderElectionBackend;
   lock(name: string, options?: LockOptions): Lock;
   taskLock(name: string, options?: TaskLockOptions): TaskLock;
   leaderElection(name: string, options?: ElectionOptions): LeaderElection;

@@ -213,3 +213,4 @@ module.exports = {
   ...errors,
 };
 delete module.exports.fromNative;
+delete module.exports.keepThrown;

@@ -5,46 +5,75 @@ use std::sync::Arc;
 use napi::Env;
 use napi_derive::napi;
 use tenure::MemoryBackend;
+use tenure::backend::user::UserStore;
 use tenure::backend::{LeaderElectionBackend, LockBackend};
 use tenure_open::{Store, Target};
 
 use crate::event_loop::{Inbox, JsDial};
 use crate::fail::{Fail, sync};
 use crate::promise::{Settled, promise};
+use crate::user::JsHost;
 
-/// An open store.
+/// An open store: a built-in one, or a backend a user wrote in JavaScript.
 #[napi]
 pub struct Backend {
     pub(crate) lock: Arc<dyn LockBackend>,
     pub(crate) leader: Arc<dyn LeaderElectionBackend>,
-    store: Store,
+    kind: Kind,
+}
+
+enum Kind {
+    Store(Store),
+    /// A user's backend, and the reach it declares (`scope`), if any.
+    User(Option<String>),
 }
 
 impl Backend {
     fn new(store: Store) -> Self {
-        Self { lock: store.locks(), leader: store.elections(), store }
+        Self { lock: store.locks(), leader: store.elections(), kind: Kind::Store(store) }
+    }
+
+    pub(crate) fn user(store: UserStore<JsHost>, scope: Option<String>) -> Self {
+        Self { lock: Arc::new(store.clone()), leader: Arc::new(store), kind: Kind::User(scope) }
     }
 }
 
 #[napi]
 impl Backend {
-    /// The kind of store: `memory`, `sqlite`, `redis` or `postgres`.
+    /// The kind of store: `memory`, `sqlite`, `redis`, `postgres`, or `user` (written in
+    /// JavaScript).
     #[napi(getter)]
     pub fn kind(&self) -> String {
-        self.store.kind().to_string()
+        match &self.kind {
+            Kind::Store(store) => store.kind().to_string(),
+            Kind::User(_) => "user".to_owned(),
+        }
     }
 
-    /// How far its locks exclude: `process` (memory), `host` (SQLite) or `cluster`.
+    /// How far its locks exclude: `process` (memory), `host` (SQLite) or `cluster`; a user's
+    /// backend's declared `scope`, or `null` if it declares none.
     #[napi(getter)]
-    pub fn scope(&self) -> String {
-        self.store.kind().reach().to_string()
+    pub fn scope(&self) -> Option<String> {
+        match &self.kind {
+            Kind::Store(store) => Some(store.kind().reach().to_string()),
+            Kind::User(scope) => scope.clone(),
+        }
     }
 
-    /// Closes the store (SQLite vacates expired leases); later calls fail.
+    /// Closes the store (SQLite vacates expired leases); later calls fail. A user's backend is
+    /// the user's to close.
     #[napi]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, ()>> {
-        let store = self.store.clone();
-        promise(env, async move { store.close().await.map_err(Fail::Store) })
+        let store = match &self.kind {
+            Kind::Store(store) => Some(store.clone()),
+            Kind::User(_) => None,
+        };
+        promise(env, async move {
+            match store {
+                Some(store) => store.close().await.map_err(Fail::Store),
+                None => Ok(()),
+            }
+        })
     }
 }
 

@@ -55,8 +55,25 @@ fn store_code(kind: BackendErrorKind) -> &'static str {
 }
 
 fn store(e: &BackendError) -> Value {
-    json!({ "code": store_code(e.kind()), "message": e.to_string() })
+    let mut fields = json!({ "code": store_code(e.kind()), "message": e.to_string() });
+    if let Some(Thrown(id)) = std::error::Error::source(e).and_then(|s| s.downcast_ref::<Thrown>()) {
+        fields["thrown"] = (*id).into();
+    }
+    fields
 }
+
+/// What a user's backend threw, kept by `lib/errors.js` under this id: the store error's
+/// `cause` in JavaScript.
+#[derive(Debug)]
+pub(crate) struct Thrown(pub(crate) u32);
+
+impl std::fmt::Display for Thrown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "a value thrown by a backend written in JavaScript (kept as #{})", self.0)
+    }
+}
+
+impl std::error::Error for Thrown {}
 
 impl Fail {
     /// The fields `lib/errors.js` builds its error from.

@@ -25,6 +25,7 @@ mod logging;
 mod millis;
 mod promise;
 mod task_lock;
+mod user;
 
 use std::sync::OnceLock;
 

@@ -1,5 +1,6 @@
 // Type-checked, not run: `tsc --strict --noEmit` over the installed package's types, with the
 // shapes users write (scripts/test-node.sh).
+import type { LockBackend } from 'tenure';
 import { Coordination, LeaderElection, Lock, TaskLock, LockLostError, LockTimeoutError, TenureError, WouldBlockError, logger, memoryBackend, openBackend } from 'tenure';
 import type { LockHandle, LockSettings, LogRecord } from 'tenure';
 
@@ -64,4 +65,33 @@ export async function coordinated(url: string): Promise<boolean> {
     await handle.release();
     return coordination.lock('cart').locked();
   });
+}
+
+// A backend written by the user: a class with the lock calls, nothing imported but its type.
+class MapLocks implements LockBackend {
+  readonly scope = 'process' as const;
+  #held = new Map<string, { token: string; until: number; fence: bigint }>();
+  #fences = new Map<string, bigint>();
+  async acquire({ name, token, duration }: { name: string; token: string; duration: number }): Promise<bigint | null> {
+    const held = this.#held.get(name);
+    if (held && held.token !== token && held.until > Date.now()) return null;
+    const fence = held?.token === token ? held.fence : (this.#fences.get(name) ?? 0n) + 1n;
+    this.#fences.set(name, fence);
+    this.#held.set(name, { token, until: Date.now() + duration, fence });
+    return fence;
+  }
+  async release({ name, token }: { name: string; token: string }): Promise<boolean> {
+    return this.#held.get(name)?.token === token && this.#held.delete(name);
+  }
+  async locked({ name }: { name: string }): Promise<boolean> {
+    return this.#held.has(name);
+  }
+  async owned({ name, token }: { name: string; token: string }): Promise<boolean> {
+    return this.#held.get(name)?.token === token;
+  }
+}
+
+export async function userBackend(): Promise<bigint> {
+  const lock = new Lock('cart', new MapLocks());
+  return lock.using(async (_signal, handle) => handle.fencingToken);
 }

@@ -126,7 +126,8 @@ fn a_fence_lower_than_one_answered_before_for_the_name_is_refused() {
     run(&store, &host, &home, acquire("lock:cart", "t1"), |a| a.fence(Some(5))).expect("answered");
     // Another name has its own sequence.
     run(&store, &host, &home, acquire("lock:other", "t2"), |a| a.fence(Some(1))).expect("answered");
-    let error = run(&store, &host, &home, acquire("lock:cart", "t3"), |a| a.fence(Some(3))).expect_err("the call fails");
+    let error =
+        run(&store, &host, &home, acquire("lock:cart", "t3"), |a| a.fence(Some(3))).expect_err("the call fails");
     assert_eq!(error.kind(), BackendErrorKind::FenceRegression);
     assert_eq!(error.message(), "DictLocks.acquire answered fencing token 3 after 5 for lock:cart");
     assert!(!error.to_string().contains("t3"));
