@@ -26,15 +26,21 @@ function isBackend(value) {
   return value instanceof native.Backend;
 }
 
-/** A backend for a slot, or a user's object serving lock or election calls. */
-function checked(value, what) {
-  if (value !== undefined && value !== null && !isBackend(value) && !user.serves(value, 'lock') && !user.serves(value, 'election')) {
-    throw new TypeError(
-      `${what} must be a store from openBackend() or memoryBackend(), or an object with the methods of a lock ` +
-        `backend (${user.METHODS.lock.join(', ')}) or an election backend (${user.METHODS.election.join(', ')})`,
-    );
+/** A store, or a user's object serving the calls of `slot` (any slot if none is given). */
+function checked(value, what, slot) {
+  if (value === undefined || value === null) return null;
+  const serves = slot ? user.serves(value, slot) : user.serves(value, 'lock') || user.serves(value, 'election');
+  if (!isBackend(value) && !serves) {
+    const wanted = slot ? [slot] : ['lock', 'election'];
+    const protocols = wanted.map((s) => `${s === 'lock' ? 'a lock' : 'an election'} backend (${user.METHODS[s].join(', ')})`);
+    throw new TypeError(`${what} must be a store from openBackend() or memoryBackend(), or an object with the methods of ${protocols.join(' or ')}`);
   }
-  return value ?? null;
+  return value;
+}
+
+/** `source` for `slot`, if it serves it. */
+function servesSlot(source, slot) {
+  return source !== null && (isBackend(source) || user.serves(source, slot)) ? source : null;
 }
 
 class Coordination {
@@ -53,7 +59,10 @@ class Coordination {
     const store = checked(source, 'Coordination(source)');
     this.#name = name;
     this.#requires = reach;
-    this.#slots = { lock: checked(lock, 'lock') ?? store, election: checked(election, 'election') ?? store };
+    this.#slots = {
+      lock: checked(lock, 'lock', 'lock') ?? servesSlot(store, 'lock'),
+      election: checked(election, 'election', 'election') ?? servesSlot(store, 'election'),
+    };
   }
 
   get kind() {

@@ -62,11 +62,20 @@ function labelOf(backend) {
 function kindOf(value) {
   if (value === null) return 'null';
   if (typeof value === 'object' || typeof value === 'function') {
-    const name = value.constructor?.name;
+    let name;
+    try {
+      name = value.constructor?.name;
+    } catch {
+      // A proxy or a throwing getter: nothing more to say.
+    }
     return typeof name === 'string' && name !== '' ? `${article(name)} ${name}` : 'an object';
   }
   return `${article(typeof value)} ${typeof value}`;
 }
+
+/** What the checks below find wrong with an answer: the only messages quoted in errors. */
+class WrongAnswer extends TypeError {}
+class OutOfRange extends RangeError {}
 
 function article(word) {
   return /^[aeiou]/i.test(word) ? 'an' : 'a';
@@ -103,16 +112,19 @@ function runner(backend, label) {
       return undefined;
     }
     let settled = false;
-    Promise.resolve(result).then(
-      (value) => {
-        settled = true;
-        finish(answer, method, what, value);
-      },
-      (error) => {
-        settled = true;
-        failed(answer, controller.signal.aborted ? `${what} was aborted` : `${what} rejected with ${kindOf(error)}`, error);
-      },
-    );
+    Promise.resolve(result)
+      .then(
+        (value) => {
+          settled = true;
+          finish(answer, method, what, value);
+        },
+        (error) => {
+          settled = true;
+          if (controller.signal.aborted) answer.fail(`${what} was aborted`);
+          else failed(answer, `${what} rejected with ${kindOf(error)}`, error);
+        },
+      )
+      .catch(() => answer.fail(`${what} answered a value that could not be read`));
     return () => {
       if (!settled) controller.abort();
     };
@@ -131,8 +143,11 @@ function finish(answer, method, what, value) {
     else if (method === 'get') answer.record(value === null ? null : record(value));
     else answer.flag(flag(value));
   } catch (error) {
-    if (!(error instanceof TypeError || error instanceof RangeError)) throw error;
-    const wrong = new error.constructor(`${what} answered ${error.message}`);
+    // Only the checks' own messages are quoted: another error (a throwing getter, a proxy) could
+    // carry the value's text.
+    const Class = error instanceof OutOfRange ? RangeError : TypeError;
+    const ours = error instanceof WrongAnswer || error instanceof OutOfRange;
+    const wrong = new Class(`${what} answered ${ours ? error.message : 'a value that could not be read'}`);
     failed(answer, wrong.message, wrong);
   }
 }
@@ -141,15 +156,15 @@ function fence(value) {
   if (value === null) return null;
   if (typeof value === 'bigint') {
     if (value > 0n && value <= MAX_FENCE) return value;
-    throw new RangeError('a fencing token out of range: a fencing token is a positive integer below 2**63');
+    throw new OutOfRange('a fencing token out of range: a fencing token is a positive integer below 2**63');
   }
   if (typeof value === 'number') {
     if (Number.isSafeInteger(value) && value > 0) return BigInt(value);
-    throw new RangeError(
+    throw new OutOfRange(
       'a number that is not a positive safe integer: a fencing token is a positive integer (a bigint above 2**53)',
     );
   }
-  throw new TypeError(
+  throw new WrongAnswer(
     `${kindOf(value)}: a fencing token is a positive integer (number or bigint), or null when another token holds the lock`,
   );
 }
@@ -157,26 +172,26 @@ function fence(value) {
 function flag(value) {
   if (typeof value === 'boolean') return value;
   if (value === 0 || value === 1) return value === 1;
-  throw new TypeError(`${kindOf(value)}: the answer is a boolean`);
+  throw new WrongAnswer(`${kindOf(value)}: the answer is a boolean`);
 }
 
 /** A record in the addon's form (ms), checked. */
 function record(value) {
-  if (typeof value !== 'object' || value === null) throw new TypeError(`${kindOf(value)}, not a leader record`);
+  if (typeof value !== 'object' || value === null) throw new WrongAnswer(`${kindOf(value)}, not a leader record`);
   const absent = ['holder', 'leaseDuration', 'acquiredAt', 'renewedAt', 'transitions'].filter((f) => value[f] === undefined);
-  if (absent.length > 0) throw new TypeError(`${kindOf(value)}, not a leader record (no ${absent.join(', ')})`);
+  if (absent.length > 0) throw new WrongAnswer(`${kindOf(value)}, not a leader record (no ${absent.join(', ')})`);
   const { holder, leaseDuration, transitions } = value;
-  if (typeof holder !== 'string') throw new TypeError(`a record whose holder is ${kindOf(holder)}, not a string`);
+  if (typeof holder !== 'string') throw new WrongAnswer(`a record whose holder is ${kindOf(holder)}, not a string`);
   if (typeof leaseDuration !== 'number' || !Number.isFinite(leaseDuration) || leaseDuration < 0) {
-    throw new TypeError('a record whose leaseDuration is not a number of milliseconds >= 0');
+    throw new WrongAnswer('a record whose leaseDuration is not a number of milliseconds >= 0');
   }
   if (!Number.isSafeInteger(transitions) || transitions < 0) {
-    throw new TypeError('a record whose transitions is not a whole number >= 0');
+    throw new WrongAnswer('a record whose transitions is not a whole number >= 0');
   }
   const metadata = value.metadata ?? {};
   const pairs = metadata instanceof Map ? [...metadata] : typeof metadata === 'object' ? Object.entries(metadata) : null;
   if (pairs === null || !pairs.every(([k, v]) => typeof k === 'string' && typeof v === 'string')) {
-    throw new TypeError('a record whose metadata is not an object of strings');
+    throw new WrongAnswer('a record whose metadata is not an object of strings');
   }
   return {
     holder,
@@ -192,7 +207,7 @@ function record(value) {
 function moment(value, field) {
   const ms = value instanceof Date ? value.getTime() : value;
   if (typeof ms !== 'number' || !Number.isFinite(ms)) {
-    throw new TypeError(`a record whose ${field} is ${kindOf(value)}, not a Date or ms since the epoch`);
+    throw new WrongAnswer(`a record whose ${field} is ${kindOf(value)}, not a Date or ms since the epoch`);
   }
   return ms;
 }

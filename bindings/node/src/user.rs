@@ -77,10 +77,10 @@ impl Host for JsHost {
                 unsafe { <Abort as napi::bindgen_prelude::FromNapiValue>::from_napi_value(env.raw(), abort.raw()) }.ok()
             }
             Ok(_) => None,
-            Err(_) => {
+            Err(e) => {
                 // `run` catches what the user's method throws: this is the wrapper failing. Its
                 // answer went with the arguments; a call nobody answers ends as a closed one.
-                clear_exception(&env);
+                tracing::error!(backend = %label, error = %e.status, "a backend written in JavaScript could not be called");
                 None
             }
         }
@@ -89,16 +89,11 @@ impl Host for JsHost {
     fn cancel(&self, abort: Abort) {
         let env = Env::from_raw(self.home.env());
         if let Ok(abort) = abort.borrow_back(&env)
-            && abort.call(()).is_err()
+            && let Err(e) = abort.call(())
         {
-            clear_exception(&env);
+            tracing::error!(backend = %self.label, error = %e.status, "a call of a backend written in JavaScript could not be aborted");
         }
     }
-}
-
-fn clear_exception(env: &Env) {
-    let mut exception = std::ptr::null_mut();
-    unsafe { napi::sys::napi_get_and_clear_last_exception(env.raw(), &mut exception) };
 }
 
 /// The fencing tokens a user's object answered so far (`lib/user_backend.js` keeps one per

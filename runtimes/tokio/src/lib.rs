@@ -99,13 +99,7 @@ impl net::Net for Tokio {
     fn connect_tcp(&self, host: &str, port: u16, timeout: Duration) -> net::NetFuture<io::Result<net::Socket>> {
         let host = host.to_owned();
         // Connected by a task of this runtime, so that whoever awaits it needs no tokio context.
-        self.connect(async move {
-            let stream = tokio::time::timeout(timeout, tokio::net::TcpStream::connect((host.as_str(), port)))
-                .await
-                .map_err(|_| net::timed_out(timeout))??;
-            stream.set_nodelay(true)?;
-            Ok(stream)
-        })
+        self.connect(async move { connect_tcp(&host, port, timeout).await })
     }
 
     fn connect_unix(&self, path: &Path, timeout: Duration) -> net::NetFuture<io::Result<net::Socket>> {
@@ -121,6 +115,17 @@ impl net::Net for Tokio {
         let _entered = self.handle.enter();
         Box::pin(tokio::time::sleep(duration))
     }
+}
+
+/// A TCP connection to `host:port` made within `timeout`, with Nagle's algorithm off: how every
+/// store dials on tokio (the npm and Python packages then hand the socket to their own event
+/// loop). Needs a tokio context for its timer.
+pub async fn connect_tcp(host: &str, port: u16, timeout: Duration) -> io::Result<tokio::net::TcpStream> {
+    let stream = tokio::time::timeout(timeout, tokio::net::TcpStream::connect((host, port)))
+        .await
+        .map_err(|_| net::timed_out(timeout))??;
+    stream.set_nodelay(true)?;
+    Ok(stream)
 }
 
 impl Tokio {

@@ -32,21 +32,14 @@ impl JsDial {
     }
 }
 
-fn on_runtime(stream: impl tenure::net::Stream) -> Socket {
-    Socket::new(stream, |driver| drop(crate::process_runtime().spawn(driver)), || true)
-}
-
 impl Net for JsDial {
     fn connect_tcp(&self, host: &str, port: u16, timeout: Duration) -> NetFuture<io::Result<Socket>> {
         let home = self.home.clone();
         let host = host.to_owned();
         Box::pin(async move {
-            let connecting = tokio::net::TcpStream::connect((host.as_str(), port));
-            let stream =
-                tokio::time::timeout(timeout, connecting).await.map_err(|_| tenure::net::timed_out(timeout))??;
-            stream.set_nodelay(true)?;
+            let stream = tenure_tokio::connect_tcp(&host, port, timeout).await?;
             if !home.is_alive() {
-                return Ok(on_runtime(stream));
+                return Ok(Socket::new(stream, |driver| drop(crate::process_runtime().spawn(driver)), || true));
             }
             let socket = stream.into_std()?;
             socket.set_nonblocking(true)?;
@@ -57,21 +50,14 @@ impl Net for JsDial {
         })
     }
 
+    /// A Unix socket stays on the addon's runtime.
     fn connect_unix(&self, path: &Path, timeout: Duration) -> NetFuture<io::Result<Socket>> {
-        // A Unix socket stays on the addon's runtime.
-        let path = path.to_owned();
-        Box::pin(async move {
-            let connecting = tokio::net::UnixStream::connect(path);
-            let stream =
-                tokio::time::timeout(timeout, connecting).await.map_err(|_| tenure::net::timed_out(timeout))??;
-            Ok(on_runtime(stream))
-        })
+        crate::runtime().connect_unix(path, timeout)
     }
 
+    /// On the addon's runtime's timer, whoever asks.
     fn sleep(&self, duration: Duration) -> NetFuture<()> {
-        // On the addon's runtime's timer, whoever asks.
-        let _entered = crate::process_runtime().enter();
-        Box::pin(tokio::time::sleep(duration))
+        crate::runtime().sleep(duration)
     }
 }
 

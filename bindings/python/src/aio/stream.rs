@@ -17,6 +17,8 @@ use tenure::net::{Net, NetFuture, Socket};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::task::{Inbox, with_loop};
+use tenure_tokio::Tokio;
+
 use crate::bridge::with_python;
 
 /// Dials a store's sockets onto the event loop it was opened on (see the module).
@@ -48,10 +50,7 @@ impl Net for LoopDial {
         let home = self.pick();
         let host = host.to_owned();
         Box::pin(async move {
-            let connecting = tokio::net::TcpStream::connect((host.as_str(), port));
-            let stream =
-                tokio::time::timeout(timeout, connecting).await.map_err(|_| tenure::net::timed_out(timeout))??;
-            stream.set_nodelay(true)?;
+            let stream = tenure_tokio::connect_tcp(&host, port, timeout).await?;
             let Some(home) = home else {
                 return Ok(Socket::new(stream, |driver| drop(tokio::spawn(driver)), || true));
             };
@@ -64,21 +63,14 @@ impl Net for LoopDial {
         })
     }
 
+    /// A Unix socket stays on the package's runtime (the loop's selector watches TCP only).
     fn connect_unix(&self, path: &Path, timeout: Duration) -> NetFuture<io::Result<Socket>> {
-        // A Unix socket stays on the package's runtime (the loop's selector watches TCP only).
-        let path = path.to_owned();
-        Box::pin(async move {
-            let connecting = tokio::net::UnixStream::connect(path);
-            let stream =
-                tokio::time::timeout(timeout, connecting).await.map_err(|_| tenure::net::timed_out(timeout))??;
-            Ok(Socket::new(stream, |driver| drop(tokio::spawn(driver)), || true))
-        })
+        Tokio::from_handle(crate::tokio_handle()).connect_unix(path, timeout)
     }
 
+    /// On the package's runtime's timer, whoever asks (a loop's thread, a plain thread).
     fn sleep(&self, duration: Duration) -> NetFuture<()> {
-        // On the package's runtime's timer, whoever asks (a loop's thread, a plain thread).
-        let _entered = crate::tokio_handle().enter();
-        Box::pin(tokio::time::sleep(duration))
+        Tokio::from_handle(crate::tokio_handle()).sleep(duration)
     }
 }
 
