@@ -113,7 +113,7 @@ nsecond() { echo "$node" | sed -n "s/^$1 [0-9.]* \([0-9.]*\)/\1/p"; }
 echo "Node ($server), one task, acquire + release (median of interleaved slices):"
 awk -v f="$(nfield floor)" -v t="$(nfield tenure)" -v s="$(nfield semaphore)" -v r="$(nfield redlock)" 'BEGIN {
   printf "  raw ioredis floor (SET NX PX + DEL) %.1f us; tenure %.1f us = %.2f x the floor (target <= 1.05); redis-semaphore Mutex %.1f us = %.2f x; redlock %.1f us = %.2f x\n", f, t, t / f, s, s / f, r, r / f }'
-echo "  tenure on its memory store: $(nfield memory) us per cycle (target <= 5)"
+echo "  tenure on its memory store: $(nfield memory) us per cycle (target <= 5); on a backend written in JavaScript (a Map): $(nfield user) us"
 awk -v o="$(nfield contended)" -v p="$(nfield contended_semaphore)" -v f="$(nsecond contended)" -v g="$(nsecond contended_semaphore)" 'BEGIN {
   printf "  8 tasks on one name: tenure %.0f/s, redis-semaphore %.0f/s: %.2fx (target >= 2); Jain'"'"'s index: tenure %.3f, redis-semaphore %.3f (target >= 0.95)\n", o, p, o / p, f, g }'
 fi

@@ -2,7 +2,7 @@
 // one task's acquire + release on Redis through Tenure, redis-semaphore's Mutex and redlock
 // (both on ioredis), and the raw ioredis floor (SET NX PX + DEL); Tenure's memory cycle; 8
 // async tasks on one name through Tenure and redis-semaphore, with Jain's index over the tasks'
-// counts. Prints one `key value` line per figure; asserts nothing.
+// counts; a backend written in JavaScript (a Map) beside the memory store. Prints one `key value` line per figure; asserts nothing.
 // Usage: node lock.mjs TENURE_PACKAGE_DIR REDIS_URL
 import { createRequire } from 'node:module';
 import { Redis } from 'ioredis';
@@ -53,6 +53,30 @@ async function contended(cycle) {
   return { rate: counts.reduce((a, b) => a + b, 0) / seconds, fairness: jain(counts) };
 }
 
+/** The least a lock backend written in JavaScript does: a Map of token, expiry and fence. */
+class MapLocks {
+  held = new Map();
+  fences = new Map();
+  async acquire({ name, token, duration }) {
+    const now = Date.now();
+    const held = this.held.get(name);
+    if (held && held.token !== token && held.until > now) return null;
+    const fence = held && held.token === token ? held.fence : (this.fences.get(name) ?? 0) + 1;
+    this.fences.set(name, fence);
+    this.held.set(name, { token, until: now + duration, fence });
+    return fence;
+  }
+  async release({ name, token }) {
+    return this.held.get(name)?.token === token && this.held.delete(name);
+  }
+  async locked({ name }) {
+    return this.held.has(name);
+  }
+  async owned({ name, token }) {
+    return this.held.get(name)?.token === token;
+  }
+}
+
 const redis = new Redis(url);
 const store = await tenure.openBackend(`${url}/?prefix=${prefix}:`);
 const memory = tenure.memoryBackend();
@@ -77,7 +101,11 @@ const one = await interleaved({
     await (await redlock.acquire([`${prefix}:redlock`], 10000)).release();
   },
 });
-const mem = await interleaved({ memory: async () => { await (await memoryLock.acquire()).release(); } });
+const userLock = new tenure.Lock('one', new MapLocks(), { envLoad: false });
+const mem = await interleaved({
+  memory: async () => { await (await memoryLock.acquire()).release(); },
+  user: async () => { await (await userLock.acquire()).release(); },
+});
 
 const locks = Array.from({ length: TASKS }, () => new tenure.Lock('many', store, { retryInterval: 10, envLoad: false }));
 const mutexes = Array.from({ length: TASKS }, () => new Mutex(redis, `${prefix}:many`, { lockTimeout: 10000, refreshInterval: 0, retryInterval: 10 }));
@@ -89,6 +117,7 @@ console.log(`tenure ${one.tenure.toFixed(1)}`);
 console.log(`semaphore ${one.semaphore.toFixed(1)}`);
 console.log(`redlock ${one.redlock.toFixed(1)}`);
 console.log(`memory ${mem.memory.toFixed(2)}`);
+console.log(`user ${mem.user.toFixed(2)}`);
 console.log(`contended ${ours.rate.toFixed(0)} ${ours.fairness.toFixed(3)}`);
 console.log(`contended_semaphore ${theirs.rate.toFixed(0)} ${theirs.fairness.toFixed(3)}`);
 

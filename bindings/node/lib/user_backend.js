@@ -95,8 +95,19 @@ function runner(backend, label) {
   return ([method, args, answer]) => {
     const name = CALLED[method];
     const what = `${label}.${name}`;
-    const controller = new AbortController();
-    const call = { name: args.name, signal: controller.signal };
+    // The signal is made when the method first reads it (most never do).
+    let controller;
+    let abandoned = false;
+    const call = {
+      name: args.name,
+      get signal() {
+        if (controller === undefined) {
+          controller = new AbortController();
+          if (abandoned) controller.abort();
+        }
+        return controller.signal;
+      },
+    };
     if (args.token != null) call.token = args.token;
     if (args.duration != null) call.duration = args.duration;
     if (method === 'acquire_or_renew') call.metadata = args.metadata ?? {};
@@ -120,13 +131,15 @@ function runner(backend, label) {
         },
         (error) => {
           settled = true;
-          if (controller.signal.aborted) answer.fail(`${what} was aborted`);
+          if (abandoned) answer.fail(`${what} was aborted`);
           else failed(answer, `${what} rejected with ${kindOf(error)}`, error);
         },
       )
       .catch(() => answer.fail(`${what} answered a value that could not be read`));
     return () => {
-      if (!settled) controller.abort();
+      if (settled) return;
+      abandoned = true;
+      controller?.abort();
     };
   };
 }
