@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test of Tenure, as CI runs it on a clean clone: formatting, lints, the core's purity,
 # unit, property and doc tests, the behaviour suite on every runtime, the backend conformance
-# suite (memory, SQLite, Redis, PostgreSQL), the stores' fault tests, the CLI tests, the
+# suite (memory, SQLite, Redis, PostgreSQL), the stores' fault tests, the etcd store's tests on
+# members they start, the CLI tests, the
 # examples, the deterministic simulation (1000 fresh seeds, every injected bug caught), the fuzz
 # targets, the Python package's suite on its built wheel, the npm package's suite on its packed
 # tarball, grelmicro 0.44 interop (with the CLI, Node and Python package processes), and the main
@@ -17,6 +18,11 @@ cargo --version
 for component in rustfmt clippy; do
   rustup component list --installed 2>/dev/null | grep -q "^$component" || rustup component add "$component"
 done
+
+step "etcd: etcd and etcdctl for the etcd store's tests (which start their own members), protoc for its client's build"
+command -v etcd > /dev/null && command -v etcdctl > /dev/null && command -v protoc > /dev/null \
+  || { apt-get update -qq && apt-get install -y -qq etcd-server etcd-client protobuf-compiler > /dev/null; }
+etcd --version | head -1; protoc --version
 
 step "format"
 cargo fmt --all --check

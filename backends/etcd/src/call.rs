@@ -1,0 +1,49 @@
+//! Where etcd's client runs, and its failures as store errors.
+
+use std::future::Future;
+use std::sync::OnceLock;
+
+use tenure_core::{BackendError, BackendErrorKind};
+
+/// Runs `call` on tokio: where it is polled when that is inside a tokio runtime, else on this
+/// crate's own small runtime (smol, async-std, a plain thread).
+pub(crate) async fn on_tokio<T: Send + 'static>(
+    call: impl Future<Output = T> + Send + 'static,
+) -> Result<T, BackendError> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Ok(call.await);
+    }
+    private()
+        .spawn(call)
+        .await
+        .map_err(|e| BackendError::new(BackendErrorKind::Other, format!("an etcd call failed: {e}")))
+}
+
+fn private() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("tenure-etcd")
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("cannot start the etcd client's runtime thread: {e}"))
+    })
+}
+
+/// `e`, which happened while `what`, as a store error of the matching kind.
+pub(crate) fn failed(what: &str, e: &etcd_client::Error) -> BackendError {
+    use etcd_client::Error;
+    use tonic::Code;
+    let kind = match e {
+        Error::GRpcStatus(status) => match status.code() {
+            Code::Unavailable | Code::Aborted => BackendErrorKind::Unavailable,
+            Code::DeadlineExceeded | Code::Cancelled => BackendErrorKind::Timeout,
+            Code::Unauthenticated | Code::PermissionDenied | Code::InvalidArgument => BackendErrorKind::Rejected,
+            _ => BackendErrorKind::Other,
+        },
+        Error::TransportError(_) | Error::IoError(_) => BackendErrorKind::Unavailable,
+        _ => BackendErrorKind::Other,
+    };
+    BackendError::new(kind, format!("etcd: {what} failed: {e}"))
+}

@@ -1,0 +1,225 @@
+//! # tenure-etcd
+//!
+//! Tenure's etcd store: locks with fencing tokens on a consensus cluster, in the key layout of
+//! etcd's own `concurrency.Mutex`, so that `etcdctl lock` and Go services using the `concurrency`
+//! package exclude Tenure processes on the same names and the other way round.
+//!
+//! - A name's contenders are the keys under `<prefix><name>/`, each named by its etcd lease id in
+//!   hex and attached to that lease; the one with the lowest create revision holds the name.
+//!   Tenure stores its ownership token as the key's value (etcd's recipe leaves it empty).
+//! - The fencing token is the holder's key's **create revision**: etcd makes it strictly
+//!   increasing across holders, restarts and leader changes, and it is the `ETCD_LOCK_REV` an
+//!   `etcdctl lock` child is given, so the two are comparable.
+//! - A lease is an etcd lease of the requested duration rounded up to whole seconds (the
+//!   cluster may grant more): the store holds at least as long as the holder believes, which
+//!   counts the requested duration from the send. Renewing moves the key onto a new lease of
+//!   the requested length; its create revision, the fence, stays.
+//! - An attempt that does not end up holding the name removes its key at once (`TryLock`'s
+//!   rule), so the reference's try-then-retry semantics hold.
+//!
+//! etcd's client speaks gRPC through tokio: on a tokio runtime (the CLI, the bindings) calls run
+//! where they are polled; elsewhere (smol, async-std) on a small tokio runtime of this crate's.
+
+mod call;
+mod options;
+mod schedule;
+
+use std::future::Future;
+use std::time::Duration;
+
+use etcd_client::{Client, Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
+use etcd_client::{ConnectOptions, TxnOpResponse};
+use tenure::backend::LockOperations;
+use tenure_core::{BackendError, BackendErrorKind, FencingToken};
+
+use call::{failed, on_tokio};
+pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, EtcdOptions};
+
+/// An etcd cluster as Tenure's store.
+#[derive(Clone)]
+pub struct EtcdBackend {
+    client: Client,
+    options: EtcdOptions,
+}
+
+impl std::fmt::Debug for EtcdBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdBackend").field("url", &self.options.shown).finish_non_exhaustive()
+    }
+}
+
+impl EtcdBackend {
+    /// Connects to the cluster `options` name.
+    pub async fn open(options: EtcdOptions) -> Result<Self, BackendError> {
+        let mut connect =
+            ConnectOptions::new().with_connect_timeout(options.connect_timeout).with_timeout(options.command_timeout);
+        if let Some((user, password)) = &options.user {
+            connect = connect.with_user(user.clone(), password.clone());
+        }
+        let endpoints = options.endpoints.clone();
+        let shown = options.shown.clone();
+        let client = on_tokio(async move { Client::connect(endpoints, Some(connect)).await })
+            .await?
+            .map_err(|e| failed(&format!("connecting to {shown}"), &e))?;
+        Ok(Self { client, options })
+    }
+
+    /// Connects to the cluster at `url` (see [`EtcdOptions::from_url`]).
+    pub async fn open_url(url: &str) -> Result<Self, BackendError> {
+        let options =
+            EtcdOptions::from_url(url).map_err(|e| BackendError::new(BackendErrorKind::Rejected, e.to_string()))?;
+        Self::open(options).await
+    }
+
+    /// The keys of `name`'s contenders live under this prefix.
+    fn contenders_prefix(&self, name: &str) -> String {
+        format!("{}{name}/", self.options.prefix)
+    }
+
+    /// Runs `call` with a client of this store, where etcd's client can run.
+    async fn run<T, F>(
+        &self,
+        what: &'static str,
+        call: impl FnOnce(Client) -> F + Send + 'static,
+    ) -> Result<T, BackendError>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
+    {
+        let client = self.client.clone();
+        on_tokio(async move { call(client).await }).await?.map_err(|e| failed(what, &e))
+    }
+
+    /// `prefix`'s contenders, the holder first (lowest create revision).
+    async fn contenders(&self, prefix: String, limit: i64) -> Result<Vec<KeyValue>, BackendError> {
+        self.run("reading a lock's contenders", move |mut client| async move {
+            let options =
+                GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(limit);
+            Ok(client.get(prefix, Some(options)).await?.take_kvs())
+        })
+        .await
+    }
+
+    /// Revokes `lease` (its keys go with it); false if it had ended already.
+    async fn revoke(&self, lease: i64) -> Result<bool, BackendError> {
+        self.run("revoking a lease", move |mut client| async move {
+            match client.lease_revoke(lease).await {
+                Ok(_) => Ok(true),
+                Err(etcd_client::Error::GRpcStatus(s)) if s.message().contains("lease not found") => Ok(false),
+                Err(e) => Err(e),
+            }
+        })
+        .await
+    }
+
+    async fn grant(&self, lease: Duration) -> Result<i64, BackendError> {
+        let ttl = ttl_of(lease);
+        self.run("granting a lease", move |mut client| async move { Ok(client.lease_grant(ttl, None).await?.id()) })
+            .await
+    }
+
+    /// Moves a held key onto a new lease of `lease`; false if the key is gone meanwhile.
+    async fn renew(&self, held: &KeyValue, token: &str, lease: Duration) -> Result<bool, BackendError> {
+        let granted = self.grant(lease).await?;
+        let (key, revision, token) = (held.key().to_vec(), held.create_revision(), token.to_owned());
+        let moved = self
+            .run("renewing a lock", move |mut client| async move {
+                let txn = Txn::new()
+                    .when([Compare::create_revision(key.clone(), CompareOp::Equal, revision)])
+                    .and_then([TxnOp::put(key, token, Some(PutOptions::new().with_lease(granted)))]);
+                Ok(client.txn(txn).await?.succeeded())
+            })
+            .await?;
+        self.revoke(if moved { held.lease() } else { granted }).await?;
+        Ok(moved)
+    }
+
+    /// A new contender's key for `token`: the fence if it holds the name at once, else none (and
+    /// the key is gone again).
+    async fn contend(
+        &self,
+        prefix: String,
+        token: &str,
+        lease: Duration,
+    ) -> Result<Option<FencingToken>, BackendError> {
+        let granted = self.grant(lease).await?;
+        let key = format!("{prefix}{granted:x}");
+        let token = token.to_owned();
+        let (mine, holder) = self
+            .run("taking a lock", move |mut client| async move {
+                let first =
+                    GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1);
+                let txn = Txn::new().when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)]).and_then([
+                    TxnOp::put(key, token, Some(PutOptions::new().with_lease(granted))),
+                    TxnOp::get(prefix, Some(first)),
+                ]);
+                let response = client.txn(txn).await?;
+                let mine = response.header().map_or(0, etcd_client::ResponseHeader::revision);
+                let holder = response.op_responses().into_iter().find_map(|op| match op {
+                    TxnOpResponse::Get(mut get) => get.take_kvs().into_iter().next().map(|kv| kv.create_revision()),
+                    _ => None,
+                });
+                Ok((mine, holder))
+            })
+            .await?;
+        if mine > 0 && holder == Some(mine) {
+            return fence(mine).map(Some);
+        }
+        self.revoke(granted).await?;
+        Ok(None)
+    }
+}
+
+/// etcd's TTL for `lease`: whole seconds, rounded up, at least 1 (the cluster may raise it to
+/// its minimum).
+fn ttl_of(lease: Duration) -> i64 {
+    i64::try_from(lease.as_nanos().div_ceil(1_000_000_000)).unwrap_or(i64::MAX).max(1)
+}
+
+fn fence(revision: i64) -> Result<FencingToken, BackendError> {
+    u64::try_from(revision).ok().filter(|r| *r > 0).map(FencingToken::new).ok_or_else(|| {
+        BackendError::new(
+            BackendErrorKind::Protocol,
+            format!("etcd answered create revision {revision} for a held key"),
+        )
+    })
+}
+
+fn is_token(kv: &KeyValue, token: &str) -> bool {
+    kv.value() == token.as_bytes()
+}
+
+impl LockOperations for EtcdBackend {
+    async fn acquire(&self, name: &str, token: &str, lease: Duration) -> Result<Option<FencingToken>, BackendError> {
+        let prefix = self.contenders_prefix(name);
+        let contenders = self.contenders(prefix.clone(), 0).await?;
+        if let Some(mine) = contenders.iter().find(|kv| is_token(kv, token)) {
+            let holds = contenders.first().is_some_and(|first| first.key() == mine.key());
+            if holds && self.renew(mine, token, lease).await? {
+                return fence(mine.create_revision()).map(Some);
+            }
+            if !holds {
+                // A place behind another holder (an attempt that could not remove its key): gone.
+                self.revoke(mine.lease()).await?;
+            }
+        } else if !contenders.is_empty() {
+            return Ok(None);
+        }
+        self.contend(prefix, token, lease).await
+    }
+
+    async fn release(&self, name: &str, token: &str) -> Result<bool, BackendError> {
+        let contenders = self.contenders(self.contenders_prefix(name), 0).await?;
+        let Some(mine) = contenders.iter().find(|kv| is_token(kv, token)) else { return Ok(false) };
+        let held = contenders.first().is_some_and(|first| first.key() == mine.key());
+        Ok(self.revoke(mine.lease()).await? && held)
+    }
+
+    async fn locked(&self, name: &str) -> Result<bool, BackendError> {
+        Ok(!self.contenders(self.contenders_prefix(name), 1).await?.is_empty())
+    }
+
+    async fn owned(&self, name: &str, token: &str) -> Result<bool, BackendError> {
+        Ok(self.contenders(self.contenders_prefix(name), 1).await?.first().is_some_and(|kv| is_token(kv, token)))
+    }
+}

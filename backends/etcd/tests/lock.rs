@@ -1,0 +1,140 @@
+//! Locks on a real etcd member: fences are create revisions, etcd's own `etcdctl lock` and
+//! Tenure exclude each other on one name, leases are kept in whole seconds.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::time::{Duration, Instant};
+
+use common::Member;
+use tenure::backend::{LockOperations, ScheduleBackend};
+use tenure_core::BackendErrorKind;
+use tenure_etcd::EtcdBackend;
+
+async fn open(member: &Member) -> EtcdBackend {
+    EtcdBackend::open_url(&member.url("t/")).await.expect("the member answers")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_holder_at_a_time_fences_grow_and_renewing_keeps_the_fence() {
+    let member = Member::start();
+    let store = open(&member).await;
+    let lease = Duration::from_secs(5);
+    let first = store.acquire("lock:cart", "a", lease).await.expect("acquire").expect("free");
+    assert_eq!(store.acquire("lock:cart", "b", lease).await.expect("acquire"), None, "held by a");
+    assert!(store.locked("lock:cart").await.expect("locked"));
+    assert!(
+        store.owned("lock:cart", "a").await.expect("owned") && !store.owned("lock:cart", "b").await.expect("owned")
+    );
+    // Renewing (another lease length too) keeps the key's create revision: the same fence.
+    let renewed = store.acquire("lock:cart", "a", Duration::from_secs(8)).await.expect("renew").expect("still a's");
+    assert_eq!(renewed, first);
+    assert!(!store.release("lock:cart", "b").await.expect("release"), "b holds nothing");
+    assert!(store.release("lock:cart", "a").await.expect("release"));
+    assert!(!store.locked("lock:cart").await.expect("locked"));
+    assert!(!store.release("lock:cart", "a").await.expect("release"), "released already");
+    let next = store.acquire("lock:cart", "b", lease).await.expect("acquire").expect("free again");
+    assert!(next > first, "{next:?} after {first:?}");
+    // The refused attempt left no key behind: only b's key is under the name.
+    let keys = member.etcdctl(&["get", "--prefix", "--keys-only", "t/lock:cart/"]).output().expect("etcdctl");
+    let listed = String::from_utf8_lossy(&keys.stdout).lines().filter(|l| !l.is_empty()).count();
+    assert_eq!(listed, 1, "{}", String::from_utf8_lossy(&keys.stdout));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_ends_in_etcd_whole_seconds_and_the_next_holder_gets_a_higher_fence() {
+    let member = Member::start();
+    let store = open(&member).await;
+    let started = Instant::now();
+    let first = store.acquire("lock:job", "a", Duration::from_millis(300)).await.expect("acquire").expect("free");
+    // 300 ms is held for etcd's minimum TTL at least (whole seconds): longer, never shorter.
+    assert_eq!(store.acquire("lock:job", "b", Duration::from_secs(5)).await.expect("acquire"), None);
+    let taken = loop {
+        if let Some(fence) = store.acquire("lock:job", "b", Duration::from_secs(5)).await.expect("acquire") {
+            break fence;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "the lease never ended");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(taken > first);
+    assert!(!store.owned("lock:job", "a").await.expect("owned"));
+    assert!(!store.release("lock:job", "a").await.expect("release"), "a's lease ended");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcdctl_lock_and_tenure_exclude_each_other_and_share_one_fence_sequence() {
+    let member = Member::start();
+    let store = open(&member).await;
+    // etcdctl holds the name (the same key layout: t/lock:cart/<lease>) and prints its revision.
+    let mut child = member
+        .etcdctl(&["lock", "t/lock:cart", "--", "sh", "-c", "echo $ETCD_LOCK_REV; sleep 2"])
+        .spawn()
+        .expect("etcdctl lock");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let theirs: u64 = lines.next().expect("a line").expect("read").trim().parse().expect("ETCD_LOCK_REV");
+    assert_eq!(store.acquire("lock:cart", "a", Duration::from_secs(5)).await.expect("acquire"), None);
+    assert!(store.locked("lock:cart").await.expect("locked"));
+    let waited = Instant::now();
+    let ours = loop {
+        if let Some(fence) = store.acquire("lock:cart", "a", Duration::from_secs(5)).await.expect("acquire") {
+            break fence;
+        }
+        assert!(waited.elapsed() < Duration::from_secs(10), "etcdctl never let go");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(child.wait().expect("etcdctl ends").success());
+    assert!(ours.get() > theirs, "tenure's fence {ours:?} after etcdctl's revision {theirs}");
+    // Now Tenure holds: an `etcdctl lock` waits for the release, and its revision comes after.
+    let mut child =
+        member.etcdctl(&["lock", "t/lock:cart", "--", "sh", "-c", "echo $ETCD_LOCK_REV"]).spawn().expect("etcdctl");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(child.try_wait().expect("poll").is_none(), "etcdctl took a lock Tenure holds");
+    assert!(store.owned("lock:cart", "a").await.expect("owned"), "a waiting etcdctl does not take ownership");
+    assert!(store.release("lock:cart", "a").await.expect("release"));
+    let output = child.wait_with_output().expect("etcdctl ends");
+    let later: u64 = String::from_utf8_lossy(&output.stdout).trim().parse().expect("ETCD_LOCK_REV");
+    assert!(later > ours.get());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_are_claimed_once_per_fire_time() {
+    let member = Member::start();
+    let store = open(&member).await;
+    assert_eq!(store.last_fired("nightly").await.expect("read"), None);
+    assert!(store.claim("nightly", 100.0).await.expect("claim"));
+    assert!(!store.claim("nightly", 100.0).await.expect("claim"), "claimed already");
+    assert!(!store.claim("nightly", 50.0).await.expect("claim"), "earlier than the stored one");
+    assert!(store.claim("nightly", 160.5).await.expect("claim"));
+    assert_eq!(store.last_fired("nightly").await.expect("read"), Some(160.5));
+    // Two claims of one fire time at once: exactly one wins.
+    let (a, b) = tokio::join!(store.claim("race", 7.0), store.claim("race", 7.0));
+    assert_eq!(u8::from(a.expect("claim")) + u8::from(b.expect("claim")), 1);
+    // A value not written by Tenure is a malformed record, not a panic.
+    assert!(member.etcdctl(&["put", "t/tenure:schedule:odd", "soon"]).status().expect("etcdctl").success());
+    let e = store.last_fired("odd").await.expect_err("malformed");
+    assert_eq!(e.kind(), BackendErrorKind::MalformedRecord);
+}
+
+#[test]
+fn smol_runs_it_on_the_stores_own_runtime_and_an_unreachable_cluster_is_a_clear_error() {
+    let member = Member::start();
+    smol::block_on(async {
+        let store = EtcdBackend::open_url(&member.url("s/")).await.expect("open off tokio");
+        let fence = store.acquire("lock:a", "t", Duration::from_secs(3)).await.expect("acquire").expect("free");
+        assert!(fence.get() > 0);
+        assert!(store.release("lock:a", "t").await.expect("release"));
+        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+        let started = Instant::now();
+        let url = format!("etcd://u:hunter2@127.0.0.1:{port}/?connect_timeout=0.5&command_timeout=0.5");
+        let outcome = async {
+            let store = EtcdBackend::open_url(&url).await?;
+            store.locked("lock:a").await
+        }
+        .await;
+        let e = outcome.expect_err("nobody listens there");
+        assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+        assert!(matches!(e.kind(), BackendErrorKind::Unavailable | BackendErrorKind::Timeout), "{e}");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+    });
+}
