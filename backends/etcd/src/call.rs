@@ -19,6 +19,11 @@ pub(crate) async fn on_tokio<T: Send + 'static>(
         .map_err(|e| BackendError::new(BackendErrorKind::Other, format!("an etcd call failed: {e}")))
 }
 
+/// Where the store's own tasks run: the tokio runtime of this thread, else this crate's.
+pub(crate) fn tokio_handle() -> tokio::runtime::Handle {
+    tokio::runtime::Handle::try_current().unwrap_or_else(|_| private().handle().clone())
+}
+
 fn private() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| {

@@ -23,13 +23,15 @@
 mod call;
 mod options;
 mod schedule;
+mod wake;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{Client, Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
 use etcd_client::{ConnectOptions, TxnOpResponse};
-use tenure::backend::LockOperations;
+use tenure::backend::{LockOperations, Wake, Wakeup};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken};
 
 use call::{failed, on_tokio};
@@ -40,6 +42,7 @@ pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, EtcdOptions}
 pub struct EtcdBackend {
     client: Client,
     options: EtcdOptions,
+    watch: Arc<wake::Watch>,
 }
 
 impl std::fmt::Debug for EtcdBackend {
@@ -61,7 +64,8 @@ impl EtcdBackend {
         let client = on_tokio(async move { Client::connect(endpoints, Some(connect)).await })
             .await?
             .map_err(|e| failed(&format!("connecting to {shown}"), &e))?;
-        Ok(Self { client, options })
+        let watch = Arc::new(wake::Watch::start(client.clone(), options.prefix.clone()).await?);
+        Ok(Self { client, options, watch })
     }
 
     /// Connects to the cluster at `url` (see [`EtcdOptions::from_url`]).
@@ -221,5 +225,9 @@ impl LockOperations for EtcdBackend {
 
     async fn owned(&self, name: &str, token: &str) -> Result<bool, BackendError> {
         Ok(self.contenders(self.contenders_prefix(name), 1).await?.first().is_some_and(|kv| is_token(kv, token)))
+    }
+
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        Some(self.watch.queues.wakeup(name, Wake::One))
     }
 }

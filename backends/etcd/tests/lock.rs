@@ -138,3 +138,40 @@ fn smol_runs_it_on_the_stores_own_runtime_and_an_unreachable_cluster_is_a_clear_
         assert!(!e.to_string().contains("hunter2"), "{e}");
     });
 }
+
+/// A lock on `store` that retries only once a minute: past its first attempt, only a pushed
+/// wake-up brings it back within the test's patience.
+fn patient(store: &EtcdBackend, name: &str) -> tenure::Lock<tenure_tokio::Tokio> {
+    tenure::Lock::builder(name, tenure_tokio::Tokio::current())
+        .shared_backend(std::sync::Arc::new(store.clone()))
+        .retry_interval(Duration::from_secs(60))
+        .env_load(false)
+        .build()
+        .expect("a lock")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_or_an_expiry_wakes_a_waiter_of_another_process_through_the_watch() {
+    let member = Member::start();
+    let (a, b) = (open(&member).await, open(&member).await);
+    let (holder, waiter) = (patient(&a, "handoff"), patient(&b, "handoff"));
+    for _ in 0..3 {
+        let held = holder.acquire().await.expect("free");
+        let fence = held.fencing_token();
+        let waiting = waiter.acquire_timeout(Duration::from_secs(5));
+        let releasing = async {
+            tokio::time::sleep(Duration::from_millis(200)).await; // the waiter is refused meanwhile
+            held.release().await.expect("release");
+        };
+        let (next, ()) = tokio::join!(waiting, releasing);
+        let next = next.expect("the waiter was not woken");
+        assert!(next.fencing_token() > fence);
+        next.release().await.expect("release");
+    }
+    // An etcdctl holder that ends (its key deleted) wakes the waiter too.
+    let child = member.etcdctl(&["lock", "t/lock:handoff", "--", "sleep", "1"]).spawn().expect("etcdctl");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let taken = waiter.acquire_timeout(Duration::from_secs(8)).await.expect("woken when etcdctl let go");
+    drop(child);
+    taken.release().await.expect("release");
+}

@@ -1,0 +1,100 @@
+//! Push wake-ups: one watch per store on its key prefix, for deletions only. A contender's key
+//! is deleted when it releases, when its lease expires and when an attempt gives up its place,
+//! so a waiter on the name is woken the moment the holder is gone — no polling in the common
+//! case (the driver's retry interval stays the fallback).
+//!
+//! The watch is created before the store is handed out, so a release after any attempt is seen;
+//! when the stream ends (a member lost, the cluster restarted) every waiter is woken and the
+//! watch is made again.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use etcd_client::{Client, EventType, WatchFilterType, WatchOptions, WatchStream};
+use tenure::backend::WaitQueues;
+use tenure_core::BackendError;
+
+use crate::call::{failed, tokio_handle};
+
+/// The store's watch: stopped when the last clone of the store is dropped.
+pub(crate) struct Watch {
+    pub(crate) queues: Arc<WaitQueues>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Watch {
+    /// Watches `prefix` on `client` (created before this returns).
+    pub(crate) async fn start(client: Client, prefix: String) -> Result<Self, BackendError> {
+        let queues = Arc::new(WaitQueues::new());
+        let handle = tokio_handle();
+        let first = {
+            let (client, prefix) = (client.clone(), prefix.clone());
+            handle.spawn(async move { watch(client, &prefix).await })
+        };
+        let stream = first
+            .await
+            .map_err(|e| {
+                BackendError::new(tenure_core::BackendErrorKind::Other, format!("etcd: watching failed: {e}"))
+            })?
+            .map_err(|e| failed("watching the store's keys", &e))?;
+        let task = handle.spawn(run(client, prefix, queues.clone(), stream));
+        Ok(Self { queues, task })
+    }
+}
+
+async fn watch(mut client: Client, prefix: &str) -> Result<WatchStream, etcd_client::Error> {
+    let options = WatchOptions::new().with_prefix().with_filters([WatchFilterType::NoPut]);
+    client.watch(prefix, Some(options)).await
+}
+
+/// Hands every deletion under `prefix` to the waiters of its name, for as long as the store lives.
+async fn run(client: Client, prefix: String, queues: Arc<WaitQueues>, mut stream: WatchStream) {
+    loop {
+        while let Ok(Some(response)) = stream.message().await {
+            for event in response.events() {
+                if event.event_type() != EventType::Delete {
+                    continue;
+                }
+                if let Some(name) = event.kv().and_then(|kv| name_of(kv.key(), &prefix)) {
+                    queues.released(name);
+                }
+            }
+        }
+        // A release may have gone unseen while the stream was down.
+        queues.wake_everyone();
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            match watch(client.clone(), &prefix).await {
+                Ok(again) => {
+                    stream = again;
+                    queues.wake_everyone();
+                    break;
+                }
+                Err(e) => tracing::debug!(error = %e, "etcd: the watch is not back yet"),
+            }
+        }
+    }
+}
+
+/// The name a contender's key `<prefix><name>/<lease>` belongs to.
+fn name_of<'a>(key: &'a [u8], prefix: &str) -> Option<&'a str> {
+    let key = std::str::from_utf8(key).ok()?.strip_prefix(prefix)?;
+    key.rsplit_once('/').map(|(name, _)| name)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_contenders_key_names_its_lock() {
+        assert_eq!(super::name_of(b"t/lock:cart/694d", "t/"), Some("lock:cart"));
+        assert_eq!(super::name_of(b"t/lock:a/b/694d", "t/"), Some("lock:a/b"));
+        assert_eq!(super::name_of(b"t/tenure:schedule:x", "t/"), None);
+        assert_eq!(super::name_of(b"other/lock:cart/1", "t/"), None);
+    }
+}
