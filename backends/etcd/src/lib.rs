@@ -17,10 +17,16 @@
 //! - An attempt that does not end up holding the name removes its key at once (`TryLock`'s
 //!   rule), so the reference's try-then-retry semantics hold.
 //!
+//! - Elections use etcd's `concurrency.Election` layout the same way (the `election`
+//!   module says how records and transitions are kept), so `etcdctl elect` and Tenure follow each other.
+//! - A watch on the store's prefix pushes every deletion (a release, an expiry) to the waiters of
+//!   its name.
+//!
 //! etcd's client speaks gRPC through tokio: on a tokio runtime (the CLI, the bindings) calls run
 //! where they are polled; elsewhere (smol, async-std) on a small tokio runtime of this crate's.
 
 mod call;
+mod election;
 mod options;
 mod schedule;
 mod wake;
@@ -122,55 +128,64 @@ impl EtcdBackend {
             .await
     }
 
-    /// Moves a held key onto a new lease of `lease`; false if the key is gone meanwhile.
-    async fn renew(&self, held: &KeyValue, token: &str, lease: Duration) -> Result<bool, BackendError> {
+    /// Moves `held` onto a new lease of `lease` with `value`, keeping the key (and its create
+    /// revision, the fence); false if the key is gone meanwhile.
+    async fn renew(&self, held: &Held, value: Vec<u8>, lease: Duration) -> Result<bool, BackendError> {
         let granted = self.grant(lease).await?;
-        let (key, revision, token) = (held.key().to_vec(), held.create_revision(), token.to_owned());
+        let (key, revision) = (held.key.clone(), held.revision);
         let moved = self
-            .run("renewing a lock", move |mut client| async move {
+            .run("renewing a lease", move |mut client| async move {
                 let txn = Txn::new()
                     .when([Compare::create_revision(key.clone(), CompareOp::Equal, revision)])
-                    .and_then([TxnOp::put(key, token, Some(PutOptions::new().with_lease(granted)))]);
+                    .and_then([TxnOp::put(key, value, Some(PutOptions::new().with_lease(granted)))]);
                 Ok(client.txn(txn).await?.succeeded())
             })
             .await?;
-        self.revoke(if moved { held.lease() } else { granted }).await?;
+        self.revoke(if moved { held.lease } else { granted }).await?;
         Ok(moved)
     }
 
-    /// A new contender's key for `token`: the fence if it holds the name at once, else none (and
-    /// the key is gone again).
-    async fn contend(
-        &self,
-        prefix: String,
-        token: &str,
-        lease: Duration,
-    ) -> Result<Option<FencingToken>, BackendError> {
+    /// A new candidate's key under `prefix` holding `value`: the key if it is first at once,
+    /// else none (and the key is gone again).
+    async fn candidate(&self, prefix: String, value: &str, lease: Duration) -> Result<Option<Held>, BackendError> {
         let granted = self.grant(lease).await?;
         let key = format!("{prefix}{granted:x}");
-        let token = token.to_owned();
-        let (mine, holder) = self
+        let (value, put_key) = (value.to_owned(), key.clone());
+        let (mine, first) = self
             .run("taking a lock", move |mut client| async move {
                 let first =
                     GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1);
-                let txn = Txn::new().when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)]).and_then([
-                    TxnOp::put(key, token, Some(PutOptions::new().with_lease(granted))),
+                let txn = Txn::new().when([Compare::create_revision(put_key.clone(), CompareOp::Equal, 0)]).and_then([
+                    TxnOp::put(put_key, value, Some(PutOptions::new().with_lease(granted))),
                     TxnOp::get(prefix, Some(first)),
                 ]);
                 let response = client.txn(txn).await?;
                 let mine = response.header().map_or(0, etcd_client::ResponseHeader::revision);
-                let holder = response.op_responses().into_iter().find_map(|op| match op {
+                let first = response.op_responses().into_iter().find_map(|op| match op {
                     TxnOpResponse::Get(mut get) => get.take_kvs().into_iter().next().map(|kv| kv.create_revision()),
                     _ => None,
                 });
-                Ok((mine, holder))
+                Ok((mine, first))
             })
             .await?;
-        if mine > 0 && holder == Some(mine) {
-            return fence(mine).map(Some);
+        if mine > 0 && first == Some(mine) {
+            return Ok(Some(Held { key: key.into_bytes(), revision: mine, lease: granted }));
         }
         self.revoke(granted).await?;
         Ok(None)
+    }
+}
+
+/// A candidate's key as held: its name, create revision and lease.
+struct Held {
+    key: Vec<u8>,
+    revision: i64,
+    lease: i64,
+}
+
+impl Held {
+    fn of(kv: &KeyValue) -> Self {
+        Self { key: kv.key().to_vec(), revision: kv.create_revision(), lease: kv.lease() }
     }
 }
 
@@ -199,7 +214,7 @@ impl LockOperations for EtcdBackend {
         let contenders = self.contenders(prefix.clone(), 0).await?;
         if let Some(mine) = contenders.iter().find(|kv| is_token(kv, token)) {
             let holds = contenders.first().is_some_and(|first| first.key() == mine.key());
-            if holds && self.renew(mine, token, lease).await? {
+            if holds && self.renew(&Held::of(mine), token.as_bytes().to_vec(), lease).await? {
                 return fence(mine.create_revision()).map(Some);
             }
             if !holds {
@@ -209,7 +224,10 @@ impl LockOperations for EtcdBackend {
         } else if !contenders.is_empty() {
             return Ok(None);
         }
-        self.contend(prefix, token, lease).await
+        match self.candidate(prefix, token, lease).await? {
+            Some(held) => fence(held.revision).map(Some),
+            None => Ok(None),
+        }
     }
 
     async fn release(&self, name: &str, token: &str) -> Result<bool, BackendError> {
