@@ -131,7 +131,7 @@ fn bad_urls_and_durations_exit_2_naming_the_problem() {
         (vec!["--backend", "sqlite:///tmp/a.db?busy_timeout=-1", "lock", "x", "--", "true"], "busy_timeout"),
         (vec!["--backend", "redis://:secret@host?command_timeout=0", "lock", "x", "--", "true"], "command_timeout"),
         (vec!["--backend", "postgres://u:secret@host/db?sslmode=sometimes", "lock", "x", "--", "true"], "sslmode"),
-        (vec!["--backend", "etcd://host:2379", "lock", "x", "--", "true"], "etcd store is not part of Tenure yet"),
+        (vec!["--backend", "etcd://u:secret@host:0", "lock", "x", "--", "true"], "port is not a number"),
         (vec!["--backend", &url, "lock", "x", "--lease", "0", "--", "true"], "--lease"),
         (vec!["--backend", &url, "lock", "x", "--lease", "-1", "--", "true"], "--lease"),
         (vec!["--backend", &url, "lock", "x", "--timeout", "NaN", "--", "true"], "--timeout"),

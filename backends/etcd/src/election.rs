@@ -25,7 +25,7 @@ struct Last {
     transitions: u64,
 }
 
-fn now() -> WallTime {
+pub(crate) fn now() -> WallTime {
     let micros = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros());
     WallTime::from_unix_micros(i64::try_from(micros).unwrap_or(i64::MAX))
 }

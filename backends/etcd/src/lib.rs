@@ -27,6 +27,7 @@
 
 mod call;
 mod election;
+mod inspect;
 mod options;
 mod schedule;
 mod wake;
@@ -46,8 +47,8 @@ pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, EtcdOptions}
 /// An etcd cluster as Tenure's store.
 #[derive(Clone)]
 pub struct EtcdBackend {
-    client: Client,
-    options: EtcdOptions,
+    client: Arc<Client>,
+    options: Arc<EtcdOptions>,
     watch: Arc<wake::Watch>,
 }
 
@@ -71,7 +72,7 @@ impl EtcdBackend {
             .await?
             .map_err(|e| failed(&format!("connecting to {shown}"), &e))?;
         let watch = Arc::new(wake::Watch::start(client.clone(), options.prefix.clone()).await?);
-        Ok(Self { client, options, watch })
+        Ok(Self { client: Arc::new(client), options: Arc::new(options), watch })
     }
 
     /// Connects to the cluster at `url` (see [`EtcdOptions::from_url`]).
@@ -79,6 +80,11 @@ impl EtcdBackend {
         let options =
             EtcdOptions::from_url(url).map_err(|e| BackendError::new(BackendErrorKind::Rejected, e.to_string()))?;
         Self::open(options).await
+    }
+
+    /// Closes the store: later calls fail, and the watch stops (leases end by their expiry).
+    pub fn close(&self) {
+        self.watch.stop();
     }
 
     /// The keys of `name`'s contenders live under this prefix.
@@ -96,7 +102,10 @@ impl EtcdBackend {
         T: Send + 'static,
         F: Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
     {
-        let client = self.client.clone();
+        if self.watch.is_stopped() {
+            return Err(BackendError::new(BackendErrorKind::Closed, "etcd: the store is closed"));
+        }
+        let client = Client::clone(&self.client);
         on_tokio(async move { call(client).await }).await?.map_err(|e| failed(what, &e))
     }
 

@@ -20,6 +20,20 @@ use crate::call::{failed, tokio_handle};
 pub(crate) struct Watch {
     pub(crate) queues: Arc<WaitQueues>,
     task: tokio::task::JoinHandle<()>,
+    stopped: std::sync::atomic::AtomicBool,
+}
+
+impl Watch {
+    /// Stops watching: the store is closed.
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.task.abort();
+        self.queues.wake_everyone();
+    }
+
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 impl Drop for Watch {
@@ -44,7 +58,7 @@ impl Watch {
             })?
             .map_err(|e| failed("watching the store's keys", &e))?;
         let task = handle.spawn(run(client, prefix, queues.clone(), stream));
-        Ok(Self { queues, task })
+        Ok(Self { queues, task, stopped: std::sync::atomic::AtomicBool::new(false) })
     }
 }
 

@@ -175,3 +175,36 @@ async fn a_release_or_an_expiry_wakes_a_waiter_of_another_process_through_the_wa
     drop(child);
     taken.release().await.expect("release");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_lists_holders_with_their_fences_and_a_closed_store_refuses_calls() {
+    use tenure::Inspect;
+    let member = Member::start();
+    let store = open(&member).await;
+    let fence = store.acquire("lock:a", "w1:task:0.1", Duration::from_secs(30)).await.expect("a").expect("free");
+    store.acquire("tasklock:b", "w2:task:0.2", Duration::from_secs(30)).await.expect("b").expect("free");
+    assert!(store.release("tasklock:b", "w2:task:0.2").await.expect("release"));
+    tenure::backend::LeaderElectionOperations::acquire_or_renew(
+        &store,
+        "leader:svc",
+        "w3",
+        Duration::from_secs(30),
+        &tenure_core::Metadata::default(),
+    )
+    .await
+    .expect("leader");
+    let locks = store.lock_states(Vec::new()).await.expect("locks");
+    // etcd keeps nothing of a released name: only the held one is listed, with its revision.
+    let listed: Vec<_> = locks.iter().map(|s| (s.key.as_str(), s.fence, s.holder.as_deref())).collect();
+    assert_eq!(listed, [("lock:a", Some(fence), Some("w1:task:0.1"))]);
+    assert!(locks[0].expires_at.is_some());
+    assert_eq!(store.lock_states(vec!["lock:never".into()]).await.expect("none").len(), 0);
+    let leaders = store.leader_states(Vec::new()).await.expect("leaders");
+    assert_eq!(
+        leaders.iter().map(|l| (l.key.as_str(), l.record.holder.as_str())).collect::<Vec<_>>(),
+        [("leader:svc", "w3")]
+    );
+    store.close();
+    let e = store.locked("lock:a").await.expect_err("closed");
+    assert_eq!(e.kind(), BackendErrorKind::Closed);
+}

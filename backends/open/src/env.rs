@@ -76,6 +76,7 @@ pub fn resolve_url(
         StoreKind::Sqlite => sqlite(keywords, &env),
         StoreKind::Redis => redis(keywords, &env),
         StoreKind::Postgres => postgres(keywords, &env),
+        StoreKind::Etcd => etcd(keywords, &env),
         other => Err(SettingsError::field("kind", format!("the {other} store takes no settings yet"))),
     }
 }
@@ -148,6 +149,27 @@ fn redis(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError> {
     let password = keywords.password.as_deref().or_else(|| fallback?.get("PASSWORD"));
     let auth = password.map(|p| format!(":{}@", percent_encode(p))).unwrap_or_default();
     Ok(format!("redis://{auth}{}:{port}/{db}", authority_host(&host)))
+}
+
+/// An etcd cluster: a URL, else one member's host (more members only through a URL), port
+/// (2379), user and password, given in code or as `ETCD_*` variables (Tenure's own names:
+/// grelmicro has no etcd store).
+fn etcd(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError> {
+    let (host, fallback) = match address(keywords, env)? {
+        Address::Url(url) => return Ok(url),
+        Address::Host(host, from_env) => (host, from_env.then_some(env)),
+    };
+    let port = given_or(keywords.port, fallback, "PORT", "a port number")?.unwrap_or(2379);
+    let user = keywords.user.as_deref().or_else(|| fallback?.get("USER"));
+    let password = keywords.password.as_deref().or_else(|| fallback?.get("PASSWORD"));
+    let auth = match (user, password) {
+        (Some(user), password) => format!("{}:{}@", percent_encode(user), percent_encode(password.unwrap_or(""))),
+        (None, Some(_)) => {
+            return Err(SettingsError::field("password", "an etcd password needs its user (user=… or ETCD_USER)"));
+        }
+        (None, None) => String::new(),
+    };
+    Ok(format!("etcd://{auth}{}:{port}", authority_host(&host)))
 }
 
 /// A number given in code, else read from `fallback` (the environment, when it named the host).
@@ -277,6 +299,27 @@ mod tests {
             k.host = Some("h".into());
         });
         assert_eq!(url(&twice, &[]).expect_err("url and host").field_name(), Some("url"));
+    }
+
+    #[cfg(feature = "backend-etcd")]
+    #[test]
+    fn etcd_comes_from_keywords_or_the_environment() {
+        let none = Keywords::default();
+        let url = |k: &Keywords, v: &[(&str, &str)]| resolve_url(StoreKind::Etcd, k, "ETCD_", &vars(v));
+        let given = keywords(|k| {
+            k.host = Some("h".into());
+            k.user = Some("app".into());
+            k.password = Some("p@ss".into());
+        });
+        assert_eq!(url(&given, &[]).expect("keywords"), "etcd://app:p%40ss@h:2379");
+        assert_eq!(url(&none, &[("ETCD_URL", "etcd://a:1,b:2")]).expect("url"), "etcd://a:1,b:2");
+        assert_eq!(url(&none, &[("ETCD_HOST", "e1"), ("ETCD_PORT", "22379")]).expect("host"), "etcd://e1:22379");
+        let lone = url(&none, &[("ETCD_HOST", "e1"), ("ETCD_PASSWORD", "secret")]).expect_err("no user");
+        assert!(lone.to_string().contains("needs its user") && !lone.to_string().contains("secret"), "{lone}");
+        assert_eq!(url(&none, &[]).expect_err("neither").field_name(), Some("ETCD_URL"));
+        let Ok(crate::Target::Etcd(_)) = crate::Target::from_url(&url(&given, &[]).expect("keywords")) else {
+            panic!("the URL made is one etcd reads")
+        };
     }
 
     #[test]

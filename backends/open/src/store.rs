@@ -17,6 +17,8 @@ macro_rules! each_store {
             Store::Redis($store) => $body,
             #[cfg(feature = "backend-postgres")]
             Store::Postgres($store) => $body,
+            #[cfg(feature = "backend-etcd")]
+            Store::Etcd($store) => $body,
         }
     };
 }
@@ -36,6 +38,9 @@ pub enum Store {
     /// A PostgreSQL database.
     #[cfg(feature = "backend-postgres")]
     Postgres(tenure_postgres::PostgresBackend),
+    /// An etcd cluster.
+    #[cfg(feature = "backend-etcd")]
+    Etcd(tenure_etcd::EtcdBackend),
 }
 
 impl Store {
@@ -49,6 +54,8 @@ impl Store {
             Self::Redis(_) => StoreKind::Redis,
             #[cfg(feature = "backend-postgres")]
             Self::Postgres(_) => StoreKind::Postgres,
+            #[cfg(feature = "backend-etcd")]
+            Self::Etcd(_) => StoreKind::Etcd,
         }
     }
 
@@ -63,6 +70,8 @@ impl Store {
             Self::Redis(r) => Some(Arc::new(r.clone())),
             #[cfg(feature = "backend-postgres")]
             Self::Postgres(p) => Some(Arc::new(p.clone())),
+            #[cfg(feature = "backend-etcd")]
+            Self::Etcd(e) => Some(Arc::new(e.clone())),
         }
     }
 
@@ -82,6 +91,11 @@ impl Store {
             #[cfg(feature = "backend-postgres")]
             Self::Postgres(p) => {
                 p.close();
+                Ok(())
+            }
+            #[cfg(feature = "backend-etcd")]
+            Self::Etcd(e) => {
+                e.close();
                 Ok(())
             }
         }

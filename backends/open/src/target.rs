@@ -25,6 +25,9 @@ pub enum Target {
     /// A PostgreSQL database.
     #[cfg(feature = "backend-postgres")]
     Postgres(tenure_postgres::PostgresOptions),
+    /// An etcd cluster.
+    #[cfg(feature = "backend-etcd")]
+    Etcd(tenure_etcd::EtcdOptions),
 }
 
 impl Target {
@@ -48,6 +51,7 @@ impl Target {
             StoreKind::Sqlite => sqlite(&url),
             StoreKind::Redis => redis(&url),
             StoreKind::Postgres => postgres(&url),
+            StoreKind::Etcd => etcd(&url),
             _ => Err(not_built(kind, &url)),
         }
     }
@@ -79,6 +83,8 @@ impl Target {
             Self::Redis(_) => StoreKind::Redis,
             #[cfg(feature = "backend-postgres")]
             Self::Postgres(_) => StoreKind::Postgres,
+            #[cfg(feature = "backend-etcd")]
+            Self::Etcd(_) => StoreKind::Etcd,
         }
     }
 
@@ -96,6 +102,11 @@ impl Target {
             Self::Redis(options) => Store::Redis(options.open(runtime).await?),
             #[cfg(feature = "backend-postgres")]
             Self::Postgres(options) => Store::Postgres(options.open(runtime).await?),
+            // etcd's client runs on tokio: where it is polled, else on a runtime of its own.
+            #[cfg(feature = "backend-etcd")]
+            Self::Etcd(options) => {
+                Store::Etcd(tenure_etcd::EtcdBackend::open(options).await.map_err(OpenError::Store)?)
+            }
         })
     }
 }
@@ -120,6 +131,16 @@ fn redis(url: &str) -> Result<Target, SettingsError> {
     Err(not_built(StoreKind::Redis, url))
 }
 
+#[cfg(feature = "backend-etcd")]
+fn etcd(url: &str) -> Result<Target, SettingsError> {
+    tenure_etcd::EtcdOptions::from_url(url).map(Target::Etcd)
+}
+
+#[cfg(not(feature = "backend-etcd"))]
+fn etcd(url: &str) -> Result<Target, SettingsError> {
+    Err(not_built(StoreKind::Etcd, url))
+}
+
 #[cfg(feature = "backend-postgres")]
 fn postgres(url: &str) -> Result<Target, SettingsError> {
     tenure_postgres::PostgresOptions::from_url(url).map(Target::Postgres)
@@ -138,6 +159,7 @@ fn built(kind: StoreKind) -> bool {
         StoreKind::Sqlite => cfg!(feature = "backend-sqlite"),
         StoreKind::Redis => cfg!(feature = "backend-redis"),
         StoreKind::Postgres => cfg!(feature = "backend-postgres"),
+        StoreKind::Etcd => cfg!(feature = "backend-etcd"),
         _ => false,
     }
 }
@@ -163,7 +185,7 @@ fn unknown_scheme(url: &str) -> SettingsError {
 
 fn not_built(kind: StoreKind, url: &str) -> SettingsError {
     let why = match kind {
-        StoreKind::Sqlite | StoreKind::Redis | StoreKind::Postgres => {
+        StoreKind::Sqlite | StoreKind::Redis | StoreKind::Postgres | StoreKind::Etcd => {
             format!("this build leaves out the {kind} store (cargo feature backend-{kind})")
         }
         _ => format!("the {kind} store is not part of Tenure yet"),
@@ -196,8 +218,7 @@ mod tests {
         let text = e.to_string();
         assert!(text.contains("\"foo\"") && text.contains("redis:") && text.contains("postgresql+driver:"), "{text}");
         assert!(!text.contains("hunter2"), "{text}");
-        let e = Target::from_url("etcd://h:2379").expect_err("not yet");
-        assert!(e.to_string().contains("not part of Tenure yet"), "{e}");
+        assert_eq!(Target::from_url("etcd://h1:2379,h2:2379").expect("etcd").kind(), StoreKind::Etcd);
         let e = Target::from_url("memory://x").expect_err("memory takes nothing");
         assert_eq!(e.field_name(), Some("url"));
         let e = Target::from_url("hunter2").expect_err("no scheme");
