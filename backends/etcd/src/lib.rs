@@ -227,8 +227,10 @@ impl LockOperations for EtcdBackend {
                 return fence(mine.create_revision()).map(Some);
             }
             if !holds {
-                // A place behind another holder (an attempt that could not remove its key): gone.
+                // A place behind another holder (an attempt that could not remove its key): gone,
+                // and the name is held.
                 self.revoke(mine.lease()).await?;
+                return Ok(None);
             }
         } else if !contenders.is_empty() {
             return Ok(None);

@@ -4,6 +4,7 @@ window across workers (spec §1.5, §3.4, §8.5)."""
 import asyncio
 
 import pytest
+from conftest import follow, outlast
 
 from tenure import LockNotOwnedError, LockReentrantError, MemoryProvider, SettingsValidationError, TaskLock, WouldBlockError
 
@@ -21,15 +22,16 @@ def test_a_second_worker_is_refused_within_the_min_hold_and_runs_after_it(store)
         async with store() as provider:
             first, second = task_lock(provider, min_hold_duration=0.2), task_lock(provider, min_hold_duration=0.2)
             async with first:
-                assert first.fencing_token == 1
+                ran = first.fencing_token
+                assert follow(store, [ran])
             # The run is over but the window is not: another worker is turned away.
             with pytest.raises(WouldBlockError):
                 async with second:
                     pass
             assert await second.locked()
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(outlast(store, 0.2) + 0.1)
             async with second:
-                assert second.fencing_token == 2
+                assert follow(store, [ran, second.fencing_token], start=ran)
 
     run(main())
 
@@ -79,7 +81,7 @@ def test_the_same_instance_is_refused_until_its_own_hold_ends(store):
             with pytest.raises(WouldBlockError):  # its own run's hold still lasts
                 async with lock:
                     pass
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(outlast(store, 0.2) + 0.1)
             async with lock:
                 assert lock.fencing_token > first
 

@@ -18,7 +18,7 @@ from tenure._adapters import (
     MemoryScheduleAdapter,
     ScheduleAdapter,
 )
-from tenure._providers import MemoryProvider, PostgresProvider, RedisProvider, SQLiteProvider
+from tenure._providers import EtcdProvider, MemoryProvider, PostgresProvider, RedisProvider, SQLiteProvider
 from tenure._user_backend import LeaderElectionBackend, LockBackend, ScheduleBackend
 from tenure.errors import (
     AdmissionError,
@@ -80,6 +80,7 @@ __all__ = [
     "LockUpgradeError",
     "MemoryLeaderElectionAdapter",
     "MemoryLockAdapter",
+    "EtcdProvider",
     "MemoryProvider",
     "MemoryScheduleAdapter",
     "PostgresProvider",

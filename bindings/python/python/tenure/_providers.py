@@ -1,5 +1,5 @@
 """Where leases are kept: providers (`MemoryProvider`, `SQLiteProvider`, `RedisProvider`,
-`PostgresProvider`). A provider other than memory is opened with `async with provider:` (or
+`PostgresProvider`, `EtcdProvider`). A provider other than memory is opened with `async with provider:` (or
 `await provider.open()`) and closed the same way; a backend it handed out used while it is not
 open raises `OutOfContextError`."""
 
@@ -229,6 +229,36 @@ class RedisProvider(_Provider):
     ) -> None:
         super().__init__()
         self.url = _tenure.store_url("redis", env_prefix, url=url, host=host, port=port, db=db, password=password)
+
+    def _url(self) -> str:
+        return self.url
+
+
+class EtcdProvider(_Provider):
+    """Leases on an etcd cluster, in the key layout of etcd's own `concurrency` package (so
+    `etcdctl lock` and `etcdctl elect` exclude and follow Tenure processes on the same names);
+    fencing tokens are the holders' create revisions.
+
+    `url` (`etcd://[user:password@]host:2379[,host:2379…]`, with `prefix=`, `connect_timeout=`,
+    `command_timeout=`), or `host`/`port`/`user`/`password`, or the environment variables
+    `{env_prefix}URL` xor `{env_prefix}HOST` (+ `PORT`, `USER`, `PASSWORD`). grelmicro has no etcd
+    store: these names are Tenure's own.
+    """
+
+    kind = "etcd"
+
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        *,
+        host: Optional[str] = None,
+        port: Optional[int] = None,
+        user: Optional[str] = None,
+        password: Optional[str] = None,
+        env_prefix: str = "ETCD_",
+    ) -> None:
+        super().__init__()
+        self.url = _tenure.store_url("etcd", env_prefix, url=url, host=host, port=port, user=user, password=password)
 
     def _url(self) -> str:
         return self.url
