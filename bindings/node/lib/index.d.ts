@@ -3,7 +3,7 @@
 /** An open store. `await using backend = await openBackend(url)` closes it at the block's end. */
 export declare class Backend {
   private constructor();
-  /** `memory`, `sqlite`, `redis`, `postgres`, or `user` (a backend written in JavaScript). */
+  /** `memory`, `sqlite`, `redis`, `postgres`, `etcd`, or `user` (a backend written in JavaScript). */
   get kind(): string;
   /** How far its locks exclude: `process` (memory), `host` (SQLite) or `cluster`. */
   get scope(): 'process' | 'host' | 'cluster';
@@ -59,7 +59,7 @@ export interface LeaderElectionBackend {
   readonly scope?: 'process' | 'host' | 'cluster';
 }
 
-/** Opens the store at `url`: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`. */
+/** Opens the store at `url`: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`, `etcd://…`. */
 export declare function openBackend(url: string): Promise<Backend>;
 /** A store in this process's memory, shared by every lock given it. */
 export declare function memoryBackend(): Backend;

@@ -10,7 +10,7 @@ const { TaskLock, TaskRun } = require('./task_lock');
 const { logger } = require('./logging');
 const { Coordination, resolve } = require('./coordination');
 
-/** Opens the store at `url`: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`. */
+/** Opens the store at `url`: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`, `etcd://…`. */
 function openBackend(url) {
   return settle(() => native.openBackend(url));
 }

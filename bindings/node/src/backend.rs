@@ -40,7 +40,7 @@ impl Backend {
 
 #[napi]
 impl Backend {
-    /// The kind of store: `memory`, `sqlite`, `redis`, `postgres`, or `user` (written in
+    /// The kind of store: `memory`, `sqlite`, `redis`, `postgres`, `etcd`, or `user` (written in
     /// JavaScript).
     #[napi(getter)]
     pub fn kind(&self) -> String {
@@ -83,8 +83,9 @@ pub fn memory_backend() -> Backend {
     Backend::new(Store::Memory(MemoryBackend::new()))
 }
 
-/// Opens the store at `url` (`memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`). A
-/// network store's TCP connections are watched by this thread's event loop.
+/// Opens the store at `url` (`memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`,
+/// `etcd://…`). A Redis or PostgreSQL store's TCP connections are watched by this thread's event
+/// loop; etcd's gRPC client runs on the addon's runtime.
 #[napi]
 pub fn open_backend<'env>(env: &'env Env, url: String) -> napi::Result<Settled<'env, Backend>> {
     let target = sync(Target::from_url(&url).map_err(|e| Fail::Core(tenure::Error::Settings(e))))?;

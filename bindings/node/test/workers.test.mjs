@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
-import { fresh, storeUrls } from './stores.mjs';
+import { etcdUrl, fresh, storeUrls } from './stores.mjs';
 
 const worker = `
 const { workerData, parentPort } = require('node:worker_threads');
@@ -25,9 +25,9 @@ const { openBackend, Lock } = require('tenure');
 })().catch((e) => { parentPort.postMessage(String(e)); });
 `;
 
-for (const kind of ['sqlite', 'redis']) {
+for (const kind of ['sqlite', 'redis', 'etcd']) {
   test(`threads take turns on ${kind} with strictly increasing fences`, async () => {
-    const url = storeUrls()[kind];
+    const url = kind === 'etcd' ? `${await etcdUrl()}/?prefix=${fresh('tenure-node')}/` : storeUrls()[kind];
     const [threads, cycles] = [4, 8];
     const shared = new SharedArrayBuffer(8 + 8 * threads * cycles);
     const name = fresh('threads');
