@@ -1,5 +1,9 @@
 //! An etcd member the tests start on free loopback ports (etcd from Debian's `etcd-server`).
 
+#![allow(dead_code)] // each test file uses part of it
+
+pub(crate) mod cluster;
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -12,7 +16,7 @@ pub(crate) struct Member {
     child: Child,
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
 }
 

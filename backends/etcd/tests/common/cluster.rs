@@ -1,0 +1,144 @@
+//! A cluster of etcd members on loopback ports, for the fault tests: members killed with
+//! SIGKILL, frozen with SIGSTOP, restarted on their data directories.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::free_port;
+
+struct Node {
+    name: String,
+    client: u16,
+    peer: u16,
+    child: Option<Child>,
+}
+
+/// `n` members forming one cluster, killed and removed when dropped.
+pub(crate) struct Cluster {
+    nodes: Vec<Node>,
+    dir: PathBuf,
+}
+
+impl Cluster {
+    /// Starts `n` members and waits until the cluster answers.
+    pub(crate) fn start(n: usize) -> Self {
+        let nodes: Vec<Node> = (0..n)
+            .map(|i| Node { name: format!("m{i}"), client: free_port(), peer: free_port(), child: None })
+            .collect();
+        let dir = std::env::temp_dir().join(format!("tenure-etcd-cluster-{}-{}", std::process::id(), nodes[0].client));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("cluster dir");
+        let mut cluster = Self { nodes, dir };
+        for i in 0..n {
+            cluster.spawn(i);
+        }
+        cluster.wait_healthy();
+        cluster
+    }
+
+    fn spawn(&mut self, i: usize) {
+        let initial: Vec<String> =
+            self.nodes.iter().map(|n| format!("{}=http://127.0.0.1:{}", n.name, n.peer)).collect();
+        let node = &self.nodes[i];
+        let (client, peer) = (format!("http://127.0.0.1:{}", node.client), format!("http://127.0.0.1:{}", node.peer));
+        let log = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(self.dir.join(format!("{}.log", node.name)))
+            .expect("log file");
+        let child = Command::new("etcd")
+            .args(["--name", &node.name, "--data-dir"])
+            .arg(self.dir.join(&node.name))
+            .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &initial.join(","), "--initial-cluster-token", "tenure-faults"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("etcd (apt-get install etcd-server)");
+        self.nodes[i].child = Some(child);
+    }
+
+    /// The store URL naming every member, with `prefix` and short timeouts.
+    pub(crate) fn url(&self, prefix: &str) -> String {
+        let endpoints: Vec<String> = self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.client)).collect();
+        format!("etcd://{}/?prefix={prefix}&connect_timeout=1&command_timeout=1", endpoints.join(","))
+    }
+
+    fn etcdctl(&self, args: &[&str]) -> Command {
+        let endpoints: Vec<String> = self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.client)).collect();
+        let mut command = Command::new("etcdctl");
+        command
+            .env("ETCDCTL_API", "3")
+            .arg(format!("--endpoints={}", endpoints.join(",")))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        command
+    }
+
+    /// Waits until every running member is healthy.
+    pub(crate) fn wait_healthy(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            let healthy = self.nodes.iter().filter(|n| n.child.is_some()).all(|n| {
+                let mut command = Command::new("etcdctl");
+                command
+                    .env("ETCDCTL_API", "3")
+                    .arg(format!("--endpoints=127.0.0.1:{}", n.client))
+                    .args(["endpoint", "health"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null());
+                command.status().is_ok_and(|s| s.success())
+            });
+            if healthy && self.etcdctl(&["put", "tenure-probe", "1"]).status().is_ok_and(|s| s.success()) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the etcd cluster did not become healthy (logs in {})", self.dir.display());
+    }
+
+    /// The index of the member that leads the cluster now.
+    pub(crate) fn leader(&self) -> usize {
+        for (i, node) in self.nodes.iter().enumerate().filter(|(_, n)| n.child.is_some()) {
+            let output = Command::new("etcdctl")
+                .env("ETCDCTL_API", "3")
+                .arg(format!("--endpoints=127.0.0.1:{}", node.client))
+                .args(["endpoint", "status", "--write-out", "fields"])
+                .output()
+                .expect("etcdctl");
+            let text = String::from_utf8_lossy(&output.stdout);
+            let id = text.lines().find_map(|l| l.strip_prefix("\"MemberID\" : ")).map(str::trim);
+            let leader = text.lines().find_map(|l| l.strip_prefix("\"Leader\" : ")).map(str::trim);
+            if id.is_some() && id == leader {
+                return i;
+            }
+        }
+        panic!("no member leads");
+    }
+
+    /// Kills member `i` with SIGKILL.
+    pub(crate) fn kill9(&mut self, i: usize) {
+        if let Some(mut child) = self.nodes[i].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts member `i` again on its data directory.
+    pub(crate) fn restart(&mut self, i: usize) {
+        self.kill9(i);
+        self.spawn(i);
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.kill9(i);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
