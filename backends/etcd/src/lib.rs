@@ -61,8 +61,15 @@ impl std::fmt::Debug for EtcdBackend {
 impl EtcdBackend {
     /// Connects to the cluster `options` name.
     pub async fn open(options: EtcdOptions) -> Result<Self, BackendError> {
-        let mut connect =
-            ConnectOptions::new().with_connect_timeout(options.connect_timeout).with_timeout(options.command_timeout);
+        // HTTP/2 pings find a member that stopped answering (frozen, cut off) within the command
+        // timeout, so that requests go to the others; a member without a leader refuses at once.
+        let ping = options.command_timeout.min(Duration::from_secs(1));
+        let mut connect = ConnectOptions::new()
+            .with_connect_timeout(options.connect_timeout)
+            .with_timeout(options.command_timeout)
+            .with_keep_alive(ping, options.command_timeout)
+            .with_keep_alive_while_idle(true)
+            .with_require_leader(true);
         if let Some((user, password)) = &options.user {
             connect = connect.with_user(user.clone(), password.clone());
         }

@@ -121,9 +121,27 @@ impl Cluster {
 
     /// Kills member `i` with SIGKILL.
     pub(crate) fn kill9(&mut self, i: usize) {
+        self.signal(i, "-CONT"); // a frozen member dies too
         if let Some(mut child) = self.nodes[i].child.take() {
             let _ = child.kill();
             let _ = child.wait();
+        }
+    }
+
+    /// Freezes member `i` (SIGSTOP): its sockets stay open, it answers nothing.
+    pub(crate) fn freeze(&self, i: usize) {
+        self.signal(i, "-STOP");
+    }
+
+    /// Lets a frozen member `i` go on (SIGCONT).
+    pub(crate) fn thaw(&self, i: usize) {
+        self.signal(i, "-CONT");
+    }
+
+    fn signal(&self, i: usize, signal: &str) {
+        if let Some(child) = &self.nodes[i].child {
+            let sent = Command::new("kill").args([signal, &child.id().to_string()]).status().expect("kill");
+            assert!(sent.success(), "kill {signal} member {i}");
         }
     }
 
