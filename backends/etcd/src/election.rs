@@ -77,22 +77,28 @@ impl EtcdBackend {
         self.renew(held, value, lease).await
     }
 
-    /// After winning: the transitions counted, written beside the candidates and into the
-    /// leader's own record.
+    /// The transitions `holder` taking over would make, and the stored count's revision.
+    async fn transitions_for(&self, name: &str, holder: &str) -> Result<(u64, i64), BackendError> {
+        let (last, revision) = self.last(name).await?;
+        let transitions = match last {
+            Some(last) if last.holder != holder => last.transitions + 1,
+            Some(last) => last.transitions,
+            None => 0,
+        };
+        Ok((transitions, revision))
+    }
+
+    /// After winning: the count written beside the candidates (if it changed since it was read,
+    /// counted again and the leader's record written again).
     async fn count_transition(
         &self,
         name: &str,
         held: &Held,
         mut record: LeaderRecord,
+        mut revision: i64,
         lease: Duration,
     ) -> Result<LeaderRecord, BackendError> {
         for _ in 0..16 {
-            let (last, revision) = self.last(name).await?;
-            record.transitions = match last {
-                Some(last) if last.holder != record.holder => last.transitions + 1,
-                Some(last) => last.transitions,
-                None => 0,
-            };
             let key = self.last_key(name);
             let value = serde_json::to_vec(&Last { holder: record.holder.clone(), transitions: record.transitions })
                 .map_err(|e| malformed(&e.to_string()))?;
@@ -110,8 +116,12 @@ impl EtcdBackend {
                 })
                 .await?;
             if written {
-                self.rewrite(held, &record, lease).await?;
                 return Ok(record);
+            }
+            let (transitions, now_at) = self.transitions_for(name, &record.holder).await?;
+            (record.transitions, revision) = (transitions, now_at);
+            if !self.rewrite(held, &record, lease).await? {
+                return Err(BackendError::new(BackendErrorKind::Unavailable, "etcd: leadership was lost while taken"));
             }
         }
         Err(BackendError::new(BackendErrorKind::Unavailable, format!("etcd: the transitions of {name} kept changing")))
@@ -131,7 +141,7 @@ impl LeaderElectionOperations for EtcdBackend {
         metadata: &Metadata,
     ) -> Result<LeaderRecord, BackendError> {
         let prefix = self.contenders_prefix(name);
-        let candidates = self.contenders(prefix.clone(), 0).await?;
+        let candidates = self.contenders(prefix.clone()).await?;
         let mine = candidates.iter().find(|kv| holder_of(kv).as_deref() == Some(token));
         let leader = candidates.first();
         let at = now();
@@ -145,26 +155,28 @@ impl LeaderElectionOperations for EtcdBackend {
                     return Ok(record);
                 }
             } else {
-                self.revoke(mine.lease()).await?;
+                self.vacate(&Held::of(mine)).await?;
             }
         }
         if let Some(leader) = leader.filter(|l| mine.is_none_or(|m| m.key() != l.key())) {
             let transitions = self.last(name).await?.0.map_or(0, |l| l.transitions);
             return Ok(Self::record_of(leader, lease, transitions));
         }
+        // Counted before the candidate's put, so that followers read the right count at once.
+        let (transitions, revision) = self.transitions_for(name, token).await?;
         let record = LeaderRecord {
             holder: token.to_owned(),
             lease_duration: lease,
             acquired_at: at,
             renewed_at: at,
-            transitions: 0,
+            transitions,
             metadata: metadata.clone(),
         };
         let value = serde_json::to_string(&record).map_err(|e| malformed(&e.to_string()))?;
         match self.candidate(prefix.clone(), &value, lease).await? {
-            Some(held) => self.count_transition(name, &held, record, lease).await,
+            Some(held) => self.count_transition(name, &held, record, revision, lease).await,
             None => {
-                let candidates = self.contenders(prefix, 1).await?;
+                let candidates = self.contenders(prefix).await?;
                 let transitions = self.last(name).await?.0.map_or(0, |l| l.transitions);
                 match candidates.first() {
                     Some(leader) => Ok(Self::record_of(leader, lease, transitions)),
@@ -179,7 +191,7 @@ impl LeaderElectionOperations for EtcdBackend {
     }
 
     async fn release(&self, name: &str, token: &str) -> Result<bool, BackendError> {
-        let candidates = self.contenders(self.contenders_prefix(name), 0).await?;
+        let candidates = self.contenders(self.contenders_prefix(name)).await?;
         let Some(mine) = candidates.iter().find(|kv| holder_of(kv).as_deref() == Some(token)) else { return Ok(false) };
         let leads = candidates.first().is_some_and(|first| first.key() == mine.key());
         if leads {
@@ -188,11 +200,11 @@ impl LeaderElectionOperations for EtcdBackend {
             self.run("releasing leadership", move |mut client| async move { client.delete(key, None).await.map(drop) })
                 .await?;
         }
-        Ok(self.revoke(mine.lease()).await? && leads)
+        Ok(self.vacate(&Held::of(mine)).await? && leads)
     }
 
     async fn get(&self, name: &str) -> Result<Option<LeaderRecord>, BackendError> {
-        let candidates = self.contenders(self.contenders_prefix(name), 1).await?;
+        let candidates = self.contenders(self.contenders_prefix(name)).await?;
         let Some(leader) = candidates.first() else { return Ok(None) };
         let transitions = self.last(name).await?.0.map_or(0, |l| l.transitions);
         Ok(Some(Self::record_of(leader, Duration::ZERO, transitions)))

@@ -13,24 +13,27 @@ use crate::EtcdBackend;
 impl EtcdBackend {
     /// Each name's contenders, holder first, of the names in `keys` (every name when empty).
     async fn names(&self, keys: &[String]) -> Result<BTreeMap<String, Vec<KeyValue>>, BackendError> {
-        let prefix = self.options.prefix.clone();
-        let all = self
-            .run("listing the store's keys", move |mut client| async move {
-                Ok(client.get(prefix, Some(GetOptions::new().with_prefix())).await?.take_kvs())
-            })
-            .await?;
         let mut names: BTreeMap<String, Vec<KeyValue>> = BTreeMap::new();
-        for kv in all {
-            let Some(name) = std::str::from_utf8(kv.key())
-                .ok()
-                .and_then(|k| k.strip_prefix(self.options.prefix.as_str()))
-                .and_then(|k| k.rsplit_once('/'))
-                .map(|(name, _)| name.to_owned())
-            else {
-                continue;
-            };
-            if keys.is_empty() || keys.contains(&name) {
-                names.entry(name).or_default().push(kv);
+        // One range per kind of name: the store's prefix may be shared with other keys.
+        for kind in ["lock:", "tasklock:", "leader:"] {
+            let prefix = format!("{}{kind}", self.options.prefix);
+            let all = self
+                .run("listing the store's keys", move |mut client| async move {
+                    Ok(client.get(prefix, Some(GetOptions::new().with_prefix())).await?.take_kvs())
+                })
+                .await?;
+            for kv in all {
+                let Some(name) = std::str::from_utf8(kv.key())
+                    .ok()
+                    .and_then(|k| k.strip_prefix(self.options.prefix.as_str()))
+                    .and_then(|k| k.rsplit_once('/'))
+                    .map(|(name, _)| name.to_owned())
+                else {
+                    continue;
+                };
+                if keys.is_empty() || keys.contains(&name) {
+                    names.entry(name).or_default().push(kv);
+                }
             }
         }
         for contenders in names.values_mut() {

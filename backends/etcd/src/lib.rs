@@ -69,7 +69,8 @@ impl EtcdBackend {
             .with_timeout(options.command_timeout)
             .with_keep_alive(ping, options.command_timeout)
             .with_keep_alive_while_idle(true)
-            .with_require_leader(true);
+            .with_require_leader(true)
+            .with_auto_token_refresh(true);
         if let Some((user, password)) = &options.user {
             connect = connect.with_user(user.clone(), password.clone());
         }
@@ -116,14 +117,19 @@ impl EtcdBackend {
         on_tokio(async move { call(client).await }).await?.map_err(|e| failed(what, &e))
     }
 
-    /// `prefix`'s contenders, the holder first (lowest create revision).
-    async fn contenders(&self, prefix: String, limit: i64) -> Result<Vec<KeyValue>, BackendError> {
-        self.run("reading a lock's contenders", move |mut client| async move {
-            let options =
-                GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(limit);
-            Ok(client.get(prefix, Some(options)).await?.take_kvs())
-        })
-        .await
+    /// `prefix`'s contenders, the holder first (lowest create revision): the keys directly under
+    /// it (a name holding `/` has its own keys further down, which are not its contenders).
+    async fn contenders(&self, prefix: String) -> Result<Vec<KeyValue>, BackendError> {
+        let all = self
+            .run("reading a lock's contenders", {
+                let prefix = prefix.clone();
+                move |mut client| async move {
+                    let options = GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend);
+                    Ok(client.get(prefix, Some(options)).await?.take_kvs())
+                }
+            })
+            .await?;
+        Ok(all.into_iter().filter(|kv| direct(kv.key(), &prefix)).collect())
     }
 
     /// Revokes `lease` (its keys go with it); false if it had ended already.
@@ -145,20 +151,57 @@ impl EtcdBackend {
     }
 
     /// Moves `held` onto a new lease of `lease` with `value`, keeping the key (and its create
-    /// revision, the fence); false if the key is gone meanwhile.
+    /// revision, the fence); false if the key is gone or moved meanwhile (by a call of the same
+    /// token that was overtaken: its older lease is never put back).
     async fn renew(&self, held: &Held, value: Vec<u8>, lease: Duration) -> Result<bool, BackendError> {
         let granted = self.grant(lease).await?;
-        let (key, revision) = (held.key.clone(), held.revision);
+        let (key, revision, old) = (held.key.clone(), held.revision, held.lease);
         let moved = self
             .run("renewing a lease", move |mut client| async move {
                 let txn = Txn::new()
-                    .when([Compare::create_revision(key.clone(), CompareOp::Equal, revision)])
+                    .when([
+                        Compare::create_revision(key.clone(), CompareOp::Equal, revision),
+                        Compare::lease(key.clone(), CompareOp::Equal, old),
+                    ])
                     .and_then([TxnOp::put(key, value, Some(PutOptions::new().with_lease(granted)))]);
                 Ok(client.txn(txn).await?.succeeded())
             })
-            .await?;
-        self.revoke(if moved { held.lease } else { granted }).await?;
+            .await;
+        let moved = match moved {
+            Ok(moved) => moved,
+            Err(e) => {
+                // Whether it moved is unknown: the caller believes nothing, and the lease not
+                // used ends by itself.
+                return Err(e);
+            }
+        };
+        let spent = if moved { held.lease } else { granted };
+        if let Err(e) = self.revoke(spent).await {
+            // Only waste: a lease without keys, or the old one, which ends by itself.
+            tracing::debug!(error = %e, "etcd: a lease no longer used was not revoked");
+        }
         Ok(moved)
+    }
+
+    /// Deletes `held` if it is still on the lease it was read with, then revokes that lease;
+    /// whether it deleted it.
+    async fn vacate(&self, held: &Held) -> Result<bool, BackendError> {
+        let (key, revision, lease) = (held.key.clone(), held.revision, held.lease);
+        let deleted = self
+            .run("releasing", move |mut client| async move {
+                let txn = Txn::new()
+                    .when([
+                        Compare::create_revision(key.clone(), CompareOp::Equal, revision),
+                        Compare::lease(key.clone(), CompareOp::Equal, lease),
+                    ])
+                    .and_then([TxnOp::delete(key, None)]);
+                Ok(client.txn(txn).await?.succeeded())
+            })
+            .await?;
+        if deleted && let Err(e) = self.revoke(held.lease).await {
+            tracing::debug!(error = %e, "etcd: a released key's lease was not revoked (it ends by itself)");
+        }
+        Ok(deleted)
     }
 
     /// A new candidate's key under `prefix` holding `value`: the key if it is first at once,
@@ -166,30 +209,44 @@ impl EtcdBackend {
     async fn candidate(&self, prefix: String, value: &str, lease: Duration) -> Result<Option<Held>, BackendError> {
         let granted = self.grant(lease).await?;
         let key = format!("{prefix}{granted:x}");
-        let (value, put_key) = (value.to_owned(), key.clone());
-        let (mine, first) = self
+        let (value, put_key, get_prefix) = (value.to_owned(), key.clone(), prefix.clone());
+        let outcome = self
             .run("taking a lock", move |mut client| async move {
-                let first =
-                    GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1);
+                let all =
+                    GetOptions::new().with_prefix().with_keys_only().with_sort(SortTarget::Create, SortOrder::Ascend);
                 let txn = Txn::new().when([Compare::create_revision(put_key.clone(), CompareOp::Equal, 0)]).and_then([
                     TxnOp::put(put_key, value, Some(PutOptions::new().with_lease(granted))),
-                    TxnOp::get(prefix, Some(first)),
+                    TxnOp::get(get_prefix, Some(all)),
                 ]);
                 let response = client.txn(txn).await?;
                 let mine = response.header().map_or(0, etcd_client::ResponseHeader::revision);
-                let first = response.op_responses().into_iter().find_map(|op| match op {
-                    TxnOpResponse::Get(mut get) => get.take_kvs().into_iter().next().map(|kv| kv.create_revision()),
+                let contenders = response.op_responses().into_iter().find_map(|op| match op {
+                    TxnOpResponse::Get(mut get) => Some(get.take_kvs()),
                     _ => None,
                 });
-                Ok((mine, first))
+                Ok((mine, contenders.unwrap_or_default()))
             })
-            .await?;
+            .await;
+        let (mine, contenders) = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                // The key may have been put: the caller believes nothing, so it goes (best effort).
+                let _ = self.revoke(granted).await;
+                return Err(e);
+            }
+        };
+        let first = contenders.iter().find(|kv| direct(kv.key(), &prefix)).map(KeyValue::create_revision);
         if mine > 0 && first == Some(mine) {
             return Ok(Some(Held { key: key.into_bytes(), revision: mine, lease: granted }));
         }
         self.revoke(granted).await?;
         Ok(None)
     }
+}
+
+/// Whether `key` is directly under `prefix` (a contender of that name, not of a longer one).
+fn direct(key: &[u8], prefix: &str) -> bool {
+    key.strip_prefix(prefix.as_bytes()).is_some_and(|rest| !rest.contains(&b'/'))
 }
 
 /// A candidate's key as held: its name, create revision and lease.
@@ -227,7 +284,7 @@ fn is_token(kv: &KeyValue, token: &str) -> bool {
 impl LockOperations for EtcdBackend {
     async fn acquire(&self, name: &str, token: &str, lease: Duration) -> Result<Option<FencingToken>, BackendError> {
         let prefix = self.contenders_prefix(name);
-        let contenders = self.contenders(prefix.clone(), 0).await?;
+        let contenders = self.contenders(prefix.clone()).await?;
         if let Some(mine) = contenders.iter().find(|kv| is_token(kv, token)) {
             let holds = contenders.first().is_some_and(|first| first.key() == mine.key());
             if holds && self.renew(&Held::of(mine), token.as_bytes().to_vec(), lease).await? {
@@ -236,7 +293,7 @@ impl LockOperations for EtcdBackend {
             if !holds {
                 // A place behind another holder (an attempt that could not remove its key): gone,
                 // and the name is held.
-                self.revoke(mine.lease()).await?;
+                self.vacate(&Held::of(mine)).await?;
                 return Ok(None);
             }
         } else if !contenders.is_empty() {
@@ -249,18 +306,18 @@ impl LockOperations for EtcdBackend {
     }
 
     async fn release(&self, name: &str, token: &str) -> Result<bool, BackendError> {
-        let contenders = self.contenders(self.contenders_prefix(name), 0).await?;
+        let contenders = self.contenders(self.contenders_prefix(name)).await?;
         let Some(mine) = contenders.iter().find(|kv| is_token(kv, token)) else { return Ok(false) };
         let held = contenders.first().is_some_and(|first| first.key() == mine.key());
-        Ok(self.revoke(mine.lease()).await? && held)
+        Ok(self.vacate(&Held::of(mine)).await? && held)
     }
 
     async fn locked(&self, name: &str) -> Result<bool, BackendError> {
-        Ok(!self.contenders(self.contenders_prefix(name), 1).await?.is_empty())
+        Ok(!self.contenders(self.contenders_prefix(name)).await?.is_empty())
     }
 
     async fn owned(&self, name: &str, token: &str) -> Result<bool, BackendError> {
-        Ok(self.contenders(self.contenders_prefix(name), 1).await?.first().is_some_and(|kv| is_token(kv, token)))
+        Ok(self.contenders(self.contenders_prefix(name)).await?.first().is_some_and(|kv| is_token(kv, token)))
     }
 
     fn wakeup(&self, name: &str) -> Option<Wakeup> {

@@ -83,14 +83,19 @@ impl EtcdOptions {
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             let value = percent_decode(value)
-                .ok_or_else(|| bad_url(format!("the {key} parameter is not valid percent-encoded UTF-8")))?;
+                .ok_or_else(|| bad_url("a parameter is not valid percent-encoded UTF-8".to_owned()))?;
             match key {
                 "prefix" => options.prefix = value,
                 "connect_timeout" => options.connect_timeout = seconds("connect_timeout", &value)?,
                 "command_timeout" => options.command_timeout = seconds("command_timeout", &value)?,
                 other => {
+                    // Named only if it looks like a parameter: a password holding `?` would put
+                    // part of itself here.
+                    let named = other.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                    let what =
+                        if named { format!("{other} is not one of its parameters") } else { "one is not".to_owned() };
                     return Err(bad_url(format!(
-                        "{other} is not a parameter of an etcd:// URL (prefix, connect_timeout, command_timeout)"
+                        "an etcd:// URL takes the parameters prefix, connect_timeout and command_timeout; {what}"
                     )));
                 }
             }
@@ -144,8 +149,10 @@ mod tests {
             ("etcd://u:pw@h:0", "port is not a number"),
             ("etcd://u:pw@h:1,:2", "no host"),
             ("etcd://u:pw@h:1/db", "has a path"),
-            ("etcd://u:pw@h:1?ttl=3", "ttl is not a parameter"),
+            ("etcd://u:pw@h:1?ttl=3", "ttl is not one of its parameters"),
             ("etcd://u:pw@h:1?command_timeout=-1", "command_timeout must be a positive number"),
+            ("etcd://u:p?w@h:1/?prefix=x", "not a number"),
+            ("etcd://h:1/?pw@x=1", "; one is not"),
         ] {
             let e = EtcdOptions::from_url(url).expect_err(url).to_string();
             assert!(e.contains(words), "{url}: {e}");

@@ -35,6 +35,12 @@ impl EtcdBackend {
 impl ScheduleBackend for EtcdBackend {
     fn claim<'a>(&'a self, name: &'a str, due: f64) -> BackendFuture<'a, bool> {
         Box::pin(async move {
+            if !due.is_finite() {
+                return Err(BackendError::new(
+                    BackendErrorKind::Rejected,
+                    format!("schedule due {due} is not a finite time"),
+                ));
+            }
             let key = self.schedule_key(name);
             for _ in 0..ATTEMPTS {
                 let (stored, revision) = self.fired(key.clone()).await?;

@@ -62,15 +62,28 @@ impl Watch {
     }
 }
 
+/// A watch the server has confirmed creating (a release after this returns is seen).
 async fn watch(mut client: Client, prefix: &str) -> Result<WatchStream, etcd_client::Error> {
     let options = WatchOptions::new().with_prefix().with_filters([WatchFilterType::NoPut]);
-    client.watch(prefix, Some(options)).await
+    let mut stream = client.watch(prefix, Some(options)).await?;
+    match stream.message().await? {
+        Some(response) if response.created() && !response.canceled() => Ok(stream),
+        Some(response) => Err(etcd_client::Error::WatchError(format!(
+            "the server did not create the watch: {}",
+            response.cancel_reason()
+        ))),
+        None => Err(etcd_client::Error::WatchError("the watch ended before it was created".to_owned())),
+    }
 }
 
 /// Hands every deletion under `prefix` to the waiters of its name, for as long as the store lives.
 async fn run(client: Client, prefix: String, queues: Arc<WaitQueues>, mut stream: WatchStream) {
     loop {
         while let Ok(Some(response)) = stream.message().await {
+            if response.canceled() {
+                // Cancelled by the server (a compaction, a permission taken away): made again.
+                break;
+            }
             for event in response.events() {
                 if event.event_type() != EventType::Delete {
                     continue;

@@ -99,7 +99,17 @@ async fn etcdctl_elect_and_tenure_follow_each_other() {
     let _ = listen.wait();
     // While Tenure leads, a campaigning etcdctl waits; the release hands it leadership.
     let mut waiting = member.etcdctl(&["elect", "e/leader:svc", "beta"]).spawn().expect("etcdctl elect");
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Its candidate key is queued behind Tenure's.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while member
+        .etcdctl(&["get", "--prefix", "--keys-only", "e/leader:svc/"])
+        .output()
+        .map_or(0, |o| String::from_utf8_lossy(&o.stdout).lines().filter(|l| !l.is_empty()).count())
+        < 2
+    {
+        assert!(Instant::now() < deadline, "etcdctl never campaigned");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert_eq!(store.get("leader:svc").await.expect("get").expect("leader").holder, "w1");
     assert!(store.release("leader:svc", "w1").await.expect("release"));
     let mut lines = BufReader::new(waiting.stdout.take().expect("stdout")).lines();

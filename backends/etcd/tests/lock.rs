@@ -11,6 +11,19 @@ use tenure::backend::{LockOperations, ScheduleBackend};
 use tenure_core::BackendErrorKind;
 use tenure_etcd::EtcdBackend;
 
+/// Waits until `prefix` holds `count` keys (an `etcdctl` contender queued, say).
+async fn wait_for_keys(member: &Member, prefix: &str, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let output = member.etcdctl(&["get", "--prefix", "--keys-only", prefix]).output().expect("etcdctl");
+        if String::from_utf8_lossy(&output.stdout).lines().filter(|l| !l.is_empty()).count() >= count {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{prefix} never held {count} keys");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn open(member: &Member) -> EtcdBackend {
     EtcdBackend::open_url(&member.url("t/")).await.expect("the member answers")
 }
@@ -42,6 +55,22 @@ async fn one_holder_at_a_time_fences_grow_and_renewing_keeps_the_fence() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_holding_a_slash_is_not_a_contender_of_its_prefix() {
+    let member = Member::start();
+    let store = open(&member).await;
+    let lease = Duration::from_secs(5);
+    let child = store.acquire("lock:pay/eu", "a", lease).await.expect("acquire").expect("free");
+    assert!(!store.locked("lock:pay").await.expect("locked"), "lock:pay/eu's key counted for lock:pay");
+    let parent = store.acquire("lock:pay", "b", lease).await.expect("acquire").expect("lock:pay is free");
+    assert!(parent > child);
+    assert!(
+        store.owned("lock:pay/eu", "a").await.expect("owned") && store.owned("lock:pay", "b").await.expect("owned")
+    );
+    assert!(store.release("lock:pay", "b").await.expect("release"));
+    assert!(store.locked("lock:pay/eu").await.expect("locked"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_ends_in_etcd_whole_seconds_and_the_next_holder_gets_a_higher_fence() {
     let member = Member::start();
     let store = open(&member).await;
@@ -56,7 +85,8 @@ async fn a_lease_ends_in_etcd_whole_seconds_and_the_next_holder_gets_a_higher_fe
         assert!(started.elapsed() < Duration::from_secs(10), "the lease never ended");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert!(started.elapsed() >= Duration::from_millis(300));
+    // Held for etcd's whole seconds: at least one, never the 300 ms alone.
+    assert!(started.elapsed() >= Duration::from_secs(1), "{:?}", started.elapsed());
     assert!(taken > first);
     assert!(!store.owned("lock:job", "a").await.expect("owned"));
     assert!(!store.release("lock:job", "a").await.expect("release"), "a's lease ended");
@@ -85,10 +115,11 @@ async fn etcdctl_lock_and_tenure_exclude_each_other_and_share_one_fence_sequence
     };
     assert!(child.wait().expect("etcdctl ends").success());
     assert!(ours.get() > theirs, "tenure's fence {ours:?} after etcdctl's revision {theirs}");
-    // Now Tenure holds: an `etcdctl lock` waits for the release, and its revision comes after.
+    // Now Tenure holds: an `etcdctl lock` waits for the release (its key queued behind ours), and
+    // its revision comes after.
     let mut child =
         member.etcdctl(&["lock", "t/lock:cart", "--", "sh", "-c", "echo $ETCD_LOCK_REV"]).spawn().expect("etcdctl");
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    wait_for_keys(&member, "t/lock:cart/", 2).await;
     assert!(child.try_wait().expect("poll").is_none(), "etcdctl took a lock Tenure holds");
     assert!(store.owned("lock:cart", "a").await.expect("owned"), "a waiting etcdctl does not take ownership");
     assert!(store.release("lock:cart", "a").await.expect("release"));
@@ -169,10 +200,12 @@ async fn a_release_or_an_expiry_wakes_a_waiter_of_another_process_through_the_wa
         next.release().await.expect("release");
     }
     // An etcdctl holder that ends (its key deleted) wakes the waiter too.
-    let child = member.etcdctl(&["lock", "t/lock:handoff", "--", "sleep", "1"]).spawn().expect("etcdctl");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut child =
+        member.etcdctl(&["lock", "t/lock:handoff", "--", "sh", "-c", "echo held; sleep 1"]).spawn().expect("etcdctl");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    assert_eq!(lines.next().expect("a line").expect("read"), "held");
     let taken = waiter.acquire_timeout(Duration::from_secs(8)).await.expect("woken when etcdctl let go");
-    drop(child);
+    assert!(child.wait().expect("etcdctl ends").success());
     taken.release().await.expect("release");
 }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::free_port;
+use super::free_ports;
 
 struct Node {
     name: String,
@@ -23,8 +23,9 @@ pub(crate) struct Cluster {
 impl Cluster {
     /// Starts `n` members and waits until the cluster answers.
     pub(crate) fn start(n: usize) -> Self {
+        let ports = free_ports(2 * n);
         let nodes: Vec<Node> = (0..n)
-            .map(|i| Node { name: format!("m{i}"), client: free_port(), peer: free_port(), child: None })
+            .map(|i| Node { name: format!("m{i}"), client: ports[2 * i], peer: ports[2 * i + 1], child: None })
             .collect();
         let dir = std::env::temp_dir().join(format!("tenure-etcd-cluster-{}-{}", std::process::id(), nodes[0].client));
         let _ = std::fs::remove_dir_all(&dir);
