@@ -3,19 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { Lock, LockLostError, openBackend } from 'tenure';
-import { sleep } from './stores.mjs';
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
+import { freePort, sleep } from './stores.mjs';
 
 async function startRedis() {
   const port = await freePort();

@@ -31,7 +31,8 @@ export function storeUrls() {
   };
 }
 
-function freePort() {
+/** A port nobody listens on now. */
+export function freePort() {
   return new Promise((resolve, reject) => {
     const server = createServer().listen(0, '127.0.0.1', () => {
       const { port } = server.address();
