@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tenure::Inspect;
-use tenure_conformance::{Clock, Harness, Store};
+use tenure_conformance::{Clock, Harness, Leases, Store};
 use tenure_redis::{RedisBackend, RedisOptions};
 
 use common::server::Cluster;
@@ -29,6 +29,7 @@ fn cluster_harness() -> Harness {
     Harness {
         name: "redis cluster",
         clock: Clock::Real { quantum: Duration::from_millis(100) },
+        leases: Leases::AS_ASKED,
         make: Box::new(move || {
             let url = cluster.url();
             Box::pin(async move {

@@ -15,7 +15,7 @@ use tenure::BackendErrorKind;
 use tenure::backend::LockCalls;
 use tenure::net::{Net, NetFuture, Socket};
 use tenure_conformance::faults::Server as _;
-use tenure_conformance::{Clock, Harness, Store};
+use tenure_conformance::{Clock, Harness, Leases, Store};
 use tenure_redis::{RedisBackend, RedisOptions};
 
 use common::server::Server;
@@ -67,6 +67,7 @@ fn dialed() -> Harness {
     Harness {
         name: "redis dialed",
         clock: Clock::Real { quantum: Duration::from_millis(100) },
+        leases: Leases::AS_ASKED,
         make: Box::new(|| {
             Box::pin(async {
                 let store = open(&common::url(), &common::fresh_prefix(), Arc::default()).await;

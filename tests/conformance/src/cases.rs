@@ -65,14 +65,14 @@ pub async fn another_token_is_refused_while_held(h: &Harness) {
     assert_eq!(call!(h, s.lock.acquire("lock:x", "t2", LONG)), None, "{}: a second holder was let in", h.name);
 }
 
-/// spec §5.1: the same token re-acquiring after its own expiry is a new transition (fence + 1).
+/// spec §5.1: the same token re-acquiring after its own expiry is a new transition (the next fence).
 pub async fn the_same_token_reacquires_after_expiry_with_a_new_fence(h: &Harness) {
     let s = h.store().await;
     let (lease, wait) = h.short_lease();
     let a = fence(call!(h, s.lock.acquire("lock:x", "t1", lease)), "acquire", h);
     h.advance(wait).await;
     let b = fence(call!(h, s.lock.acquire("lock:x", "t1", LONG)), "re-acquire after expiry", h);
-    assert_eq!(b, a + 1, "{}: re-acquire after expiry", h.name);
+    assert!(s.fences.next_after(a, b), "{}: re-acquire after expiry: fence {b} after {a}", h.name);
 }
 
 /// spec §8.1: another token takes over after expiry, with a strictly greater fence.
@@ -119,7 +119,8 @@ pub async fn locked_and_owned_follow_the_holder(h: &Harness) {
     assert!(!call!(h, s.lock.locked("lock:y")), "{}: names are not independent", h.name);
 }
 
-/// spec §5.1: fences start at 1 and strictly increase across release and expiry, per name.
+/// spec §5.1: fences start at 1 and strictly increase across release and expiry, per name (a
+/// store with [`crate::Fences::Increasing`]: they strictly increase).
 pub async fn fences_strictly_increase_across_release_and_expiry(h: &Harness) {
     let s = h.store().await;
     let (lease, wait) = h.short_lease();
@@ -131,21 +132,22 @@ pub async fn fences_strictly_increase_across_release_and_expiry(h: &Harness) {
         seen.push(fence(call!(h, s.lock.acquire("lock:x", token, lease)), "acquire to expire", h));
         h.advance(wait).await;
     }
-    assert_eq!(seen[0], 1, "{}: the first fence of a name", h.name);
-    assert!(seen.windows(2).all(|w| w[1] == w[0] + 1), "{}: fences {seen:?}", h.name);
+    assert!(s.fences.first(seen[0]), "{}: the first fence of a name: {}", h.name, seen[0]);
+    assert!(seen.windows(2).all(|w| s.fences.next_after(w[0], w[1])), "{}: fences {seen:?}", h.name);
     let other = fence(call!(h, s.lock.acquire("lock:other", "t1", LONG)), "another name", h);
-    assert_eq!(other, 1, "{}: fences are per name", h.name);
+    assert!(s.fences.first(other), "{}: fences are per name: another name's first is {other}", h.name);
 }
 
 /// spec §6.1/§6.4: a lock is live *at* its expiry instant and free just after (to the store's
-/// resolution). Exact only where the clock can be driven; on real clocks, just before and after.
+/// resolution). Exact only where the clock can be driven; on real clocks, half a lease before
+/// and half a lease after (plus the store's lateness).
 pub async fn a_lock_is_live_through_its_expiry_instant(h: &Harness) {
     let s = h.store().await;
-    let lease = Duration::from_millis(1000);
+    let lease = h.lease(Duration::from_millis(1000));
     let a = fence(call!(h, s.lock.acquire("lock:edge", "t1", lease)), "acquire", h);
     let (at_expiry, after) = match h.clock {
         Clock::Manual(_) => (lease, Duration::from_millis(1)),
-        Clock::Real { .. } => (lease / 2, lease),
+        Clock::Real { .. } => (lease / 2, lease + h.leases.late),
     };
     h.advance(at_expiry).await;
     assert!(call!(h, s.lock.locked("lock:edge")), "{}: not live at its expiry instant", h.name);
@@ -154,7 +156,7 @@ pub async fn a_lock_is_live_through_its_expiry_instant(h: &Harness) {
     h.advance(after).await;
     assert!(!call!(h, s.lock.locked("lock:edge")), "{}: live after its expiry", h.name);
     let b = fence(call!(h, s.lock.acquire("lock:edge", "t2", lease)), "takeover just after expiry", h);
-    assert_eq!(b, a + 1, "{}: takeover fence", h.name);
+    assert!(s.fences.next_after(a, b), "{}: takeover fence {b} after {a}", h.name);
 }
 
 fn meta(pairs: &[(&str, &str)]) -> Metadata {
@@ -184,11 +186,11 @@ pub async fn a_leader_record_is_created_renewed_and_refused(h: &Harness) {
 /// spec §5.2: a record is expired at exactly `renewed_at + lease`.
 pub async fn a_leader_record_expires_at_renewed_plus_lease(h: &Harness) {
     let s = h.store().await;
-    let lease = Duration::from_millis(1000);
+    let lease = h.lease(Duration::from_millis(1000));
     call!(h, s.leader.acquire_or_renew("leader:edge", "w1", lease, &meta(&[])));
     let (before, at) = match h.clock {
         Clock::Manual(_) => (lease - Duration::from_millis(1), Duration::from_millis(1)),
-        Clock::Real { .. } => (lease / 2, lease),
+        Clock::Real { .. } => (lease / 2, lease + h.leases.late),
     };
     h.advance(before).await;
     assert!(call!(h, s.leader.get("leader:edge")).is_some(), "{}: expired before its end", h.name);
@@ -285,21 +287,15 @@ pub async fn concurrent_claims_have_one_winner(h: &Harness) {
 
 /// Random operation sequences against the backend and the store model side by side.
 pub async fn random_sequences_match_the_store_model(h: &Harness) {
-    let (sequences, ops) = match h.clock {
-        Clock::Manual(_) => (200, 60),
-        Clock::Real { .. } => (3, 30),
-    };
-    sequences_match_the_store_model(h, crate::random::Mix::All, sequences, ops).await;
+    let ops = if matches!(h.clock, Clock::Manual(_)) { 60 } else { 30 };
+    sequences_match_the_store_model(h, crate::random::Mix::All, h.sequences(200, 3), ops).await;
 }
 
 /// Random sequences of queued and plain acquires and releases on one name: the store's queue of
 /// waiters against the model's (a store that keeps no queue answers them as plain calls).
 pub async fn queued_sequences_match_the_store_model(h: &Harness) {
-    let (sequences, ops) = match h.clock {
-        Clock::Manual(_) => (200, 60),
-        Clock::Real { .. } => (8, 30),
-    };
-    sequences_match_the_store_model(h, crate::random::Mix::Queue, sequences, ops).await;
+    let ops = if matches!(h.clock, Clock::Manual(_)) { 60 } else { 30 };
+    sequences_match_the_store_model(h, crate::random::Mix::Queue, h.sequences(200, 8), ops).await;
 }
 
 async fn sequences_match_the_store_model(h: &Harness, mix: crate::random::Mix, sequences: u64, ops: usize) {

@@ -22,6 +22,7 @@ pub mod push;
 pub mod queue;
 pub mod random;
 
+use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -40,15 +41,97 @@ pub struct Store {
     pub leader: Arc<dyn LeaderElectionBackend>,
     /// Its schedule interface.
     pub schedule: Arc<dyn ScheduleBackend>,
+    /// How it numbers a name's holders.
+    pub fences: Fences,
+    /// What it needs alive while it is used (a server the test started), dropped with it.
+    keep: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl Store {
-    /// A store that serves all three kinds, in every slot.
+    /// A store that serves all three kinds, in every slot, with fences 1, 2, 3… per name.
     pub fn of<B>(backend: B) -> Self
     where
         B: LockBackend + LeaderElectionBackend + ScheduleBackend + Clone,
     {
-        Self { lock: Arc::new(backend.clone()), leader: Arc::new(backend.clone()), schedule: Arc::new(backend) }
+        Self {
+            lock: Arc::new(backend.clone()),
+            leader: Arc::new(backend.clone()),
+            schedule: Arc::new(backend),
+            fences: Fences::PerName,
+            keep: None,
+        }
+    }
+
+    /// The same store, whose fences only strictly increase ([`Fences::Increasing`]).
+    #[must_use]
+    pub fn increasing_fences(mut self) -> Self {
+        self.fences = Fences::Increasing;
+        self
+    }
+
+    /// The same store, keeping `alive` (a server the test started) until it is dropped.
+    #[must_use]
+    pub fn keeping(mut self, alive: Arc<dyn Any + Send + Sync>) -> Self {
+        self.keep = Some(alive);
+        self
+    }
+}
+
+/// How a store numbers the holders of a name (spec §5.1 for the reference's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fences {
+    /// grelmicro's counter per name: the first holder gets 1, each next one one more.
+    PerName,
+    /// Strictly increasing for each name but neither consecutive nor per name (etcd's create
+    /// revisions count every write of the cluster): every guarantee a fencing token gives, none
+    /// of the reference's exact numbers.
+    Increasing,
+}
+
+impl Fences {
+    /// Whether `fence` may be the first fence of a name.
+    pub fn first(self, fence: u64) -> bool {
+        match self {
+            Self::PerName => fence == 1,
+            Self::Increasing => fence >= 1,
+        }
+    }
+
+    /// Whether `next` may be the fence of the holder that comes right after one holding `prev`.
+    pub fn next_after(self, prev: u64, next: u64) -> bool {
+        match self {
+            Self::PerName => prev.checked_add(1) == Some(next),
+            Self::Increasing => next > prev,
+        }
+    }
+}
+
+/// How a store keeps the leases it is asked for: exactly, or longer (never shorter: a holder's
+/// belief must not outlive the store's lease).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Leases {
+    /// A lease is held for a whole number of these, rounded up (zero: as asked).
+    pub unit: Duration,
+    /// And for at least this long.
+    pub minimum: Duration,
+    /// How long after its end an ended lease may still hold (etcd looks for ended leases every
+    /// 500 ms and then deletes their keys through consensus).
+    pub late: Duration,
+}
+
+impl Leases {
+    /// A store that holds a lease exactly as long as asked (to its millisecond).
+    pub const AS_ASKED: Self = Self { unit: Duration::ZERO, minimum: Duration::ZERO, late: Duration::ZERO };
+
+    /// How long the store holds a lease asked for `asked`.
+    pub fn held(&self, asked: Duration) -> Duration {
+        let rounded = if self.unit.is_zero() {
+            asked
+        } else {
+            let units = asked.as_nanos().div_ceil(self.unit.as_nanos());
+            self.unit * u32::try_from(units).unwrap_or(u32::MAX)
+        };
+        rounded.max(self.minimum)
     }
 }
 
@@ -100,6 +183,8 @@ pub struct Harness {
     pub name: &'static str,
     /// The clock its stores judge by.
     pub clock: Clock,
+    /// How its stores keep leases.
+    pub leases: Leases,
     /// Makes a fresh, empty store judged by `clock`.
     pub make: Box<dyn Fn() -> StoreFuture + Send + Sync>,
 }
@@ -137,7 +222,26 @@ impl Harness {
     pub fn short_lease(&self) -> (Duration, Duration) {
         match self.clock {
             Clock::Manual(_) => (Duration::from_millis(200), Duration::from_millis(201)),
-            Clock::Real { quantum } => (quantum * 2, quantum * 4),
+            Clock::Real { quantum } => {
+                let lease = self.leases.held(quantum * 2);
+                (lease, lease + self.leases.late + quantum * 2)
+            }
+        }
+    }
+
+    /// A lease of about `asked` that the store holds exactly as long as the model does.
+    pub fn lease(&self, asked: Duration) -> Duration {
+        self.leases.held(asked)
+    }
+
+    /// How many random sequences a case runs: `real` on a real clock whose quantum is under a
+    /// second, 2 on a slower one (each sequence then takes about a minute), `manual` on a
+    /// manual clock.
+    pub fn sequences(&self, manual: u64, real: u64) -> u64 {
+        match self.clock {
+            Clock::Manual(_) => manual,
+            Clock::Real { quantum } if quantum >= Duration::from_secs(1) => real.min(2),
+            Clock::Real { .. } => real,
         }
     }
 }

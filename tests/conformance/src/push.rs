@@ -37,7 +37,8 @@ pub async fn handoff<R: Runtime>(first: &Store, second: &Store, runtime: R) {
         held.release().await.expect("release");
     };
     let (next, ()) = futures_lite::future::zip(waiting, releasing).await;
-    assert_eq!(next.expect("the waiter was not woken"), fence + 1);
+    let next = next.expect("the waiter was not woken");
+    assert!(second.fences.next_after(fence, next), "the waiter's fence {next} after {fence}");
 }
 
 /// Two processes pass one lock back and forth 200 times as fast as they can; every grant has
@@ -70,26 +71,38 @@ pub async fn no_wakeup_is_lost_over_many_handoffs(a: &Store, b: &Store) {
 }
 
 /// One release wakes one waiter of a process, not all: 6 tasks on one store take one lock 25
-/// times each.
+/// times each; each grant has a fence of its own, above the one before.
 pub async fn many_waiters_of_one_process_each_get_their_turn(store: &Store) {
     let lock = patient_lock(store, "queue", Tokio::current());
     let tasks: Vec<_> = (0..6)
         .map(|_| {
             let lock = lock.clone();
             tokio::spawn(async move {
+                let mut fences = Vec::new();
                 for _ in 0..25 {
                     let guard = lock.acquire_timeout(Duration::from_secs(10)).await.expect("a wake-up was lost");
+                    fences.push(guard.fencing_token().get());
                     tokio::time::sleep(Duration::from_millis(1)).await;
                     guard.release().await.expect("release");
                 }
+                fences
             })
         })
         .collect();
+    let mut fences = Vec::new();
     for task in tasks {
-        task.await.expect("a waiter");
+        fences.extend(task.await.expect("a waiter"));
     }
+    fences.sort_unstable();
+    fences.dedup();
+    assert_eq!(fences.len(), 150, "150 grants, each its own fence");
+    let last = fences[fences.len() - 1];
     let fence = store.lock.acquire("lock:queue", "last", Duration::from_secs(1)).await.expect("acquire");
-    assert_eq!(fence.map(|f| f.get()), Some(151), "150 grants, each its own fence");
+    let fence = fence.expect("free after every task").get();
+    assert!(store.fences.next_after(last, fence), "the next holder's fence {fence} after {last}");
+    if store.fences == crate::Fences::PerName {
+        assert_eq!(fence, 151, "150 grants, numbered from 1");
+    }
 }
 
 /// A follower whose next attempt is 20 s away leads as soon as the leader stops.

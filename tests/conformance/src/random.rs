@@ -1,13 +1,17 @@
 //! Random operation sequences, applied to a backend and to [`StoreModel`] side by side; every
 //! answer must agree. Instants fall on a grid: on a manual clock every 10 ms (so leases end
 //! exactly on operations often, testing each boundary); on a real clock every quantum, with
-//! leases ending half a quantum off the grid, so scheduling delays cannot change an answer.
+//! leases ending half a quantum off the grid, so scheduling delays cannot change an answer
+//! (the harness's quantum makes every lease one its store holds exactly, and leaves room for the
+//! store's lateness). A store whose fences only increase ([`crate::Fences::Increasing`]) is
+//! compared through an order-keeping map: the same model fence must be the same store fence,
+//! and a greater one a greater one.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use rand_core::Rng as _;
-use tenure_core::{LeaderRecord, Metadata, SplitMix64, StoreModel, Timestamp, Token};
+use tenure_core::{FencingToken, LeaderRecord, Metadata, SplitMix64, StoreModel, Timestamp, Token};
 
 use crate::{Clock, Harness};
 use tenure::backend::{LeaderElectionCalls as _, LockCalls as _};
@@ -25,6 +29,18 @@ enum Op {
     LeaderGet { key: &'static str },
     Claim { key: &'static str, due: f64 },
     LastFired { key: &'static str },
+}
+
+impl Op {
+    /// The lease it asks for, if any.
+    fn lease(&self) -> Option<Duration> {
+        match self {
+            Self::Acquire { lease, .. } | Self::AcquireQueued { lease, .. } | Self::LeaderAcquire { lease, .. } => {
+                Some(*lease)
+            }
+            _ => None,
+        }
+    }
 }
 
 const LOCKS: [&str; 2] = ["lock:a", "tasklock:b"];
@@ -144,8 +160,16 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize) -> Result<(),
         Clock::Manual(_) => (Duration::from_millis(10), Duration::ZERO),
         Clock::Real { quantum } => (quantum, quantum / 2),
     };
+    let judged_within = lease_offset.saturating_sub(h.leases.late);
+    assert!(
+        lease_offset.is_zero() || !judged_within.is_zero(),
+        "{}: a quantum of {step:?} leaves no room for the store's lateness ({:?})",
+        h.name,
+        h.leases.late
+    );
     let mut generator = Gen { rng: SplitMix64::new(seed), step, lease_offset, queue: mix == Mix::Queue };
     let store = h.store().await;
+    let mut fences = FenceMap::new(store.fences);
     let wall_at_zero = match &h.clock {
         Clock::Manual(clock) => clock.now(),
         Clock::Real { .. } => tenure_core::WallTime::UNIX_EPOCH, // absolute times are not compared
@@ -157,6 +181,9 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize) -> Result<(),
     for i in 0..ops {
         let op = generator.op();
         let _ = writeln!(log, "  {i}: {op:?}");
+        if let Some(lease) = op.lease() {
+            assert_eq!(h.leases.held(lease), lease, "{}: the quantum gives leases the store rounds", h.name);
+        }
         let now = Timestamp::from_nanos(u64::try_from(timeline.at().as_nanos()).unwrap_or(u64::MAX));
         let fail = |what: String| -> ! {
             panic!(
@@ -168,8 +195,9 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize) -> Result<(),
         macro_rules! got {
             ($call:expr) => {
                 match $call.await {
-                    // On a real clock, an answer from past half a quantum may rightly differ.
-                    Ok(_) if !lease_offset.is_zero() && timeline.lateness() >= lease_offset => {
+                    // On a real clock, an answer from past half a quantum (less the store's
+                    // lateness) may rightly differ.
+                    Ok(_) if !lease_offset.is_zero() && timeline.lateness() >= judged_within => {
                         return Err(TooLate { op: i, late: timeline.lateness() });
                     }
                     Ok(v) => v,
@@ -185,7 +213,7 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize) -> Result<(),
             Op::Acquire { key, token: t, lease } => {
                 let got = got!(store.lock.acquire(key, t, lease));
                 let want = model.lock_acquire(key, &token(t), lease, now);
-                if got != want {
+                if !fences.agree(key, got, want) {
                     fail(format!("acquire: backend {got:?}, model {want:?}"));
                 }
             }
@@ -197,7 +225,7 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize) -> Result<(),
                         model.lock_acquire_queued(key, &token(t), (lease, wait), 0, now).0
                     }
                 };
-                if got != want {
+                if !fences.agree(key, got, want) {
                     fail(format!("queued acquire: backend {got:?}, model {want:?}"));
                 }
             }
@@ -269,6 +297,40 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// The store's fences against the model's, name by name, for [`crate::Fences::Increasing`]:
+/// a model fence seen before must be the store fence it was then, a new one must come with a
+/// store fence above every earlier one of the name. Exact for [`crate::Fences::PerName`].
+struct FenceMap {
+    fences: crate::Fences,
+    /// Per name: (model fence, store fence), in the order they came.
+    seen: std::collections::BTreeMap<&'static str, Vec<(u64, u64)>>,
+}
+
+impl FenceMap {
+    fn new(fences: crate::Fences) -> Self {
+        Self { fences, seen: std::collections::BTreeMap::new() }
+    }
+
+    /// Whether the store's answer `got` agrees with the model's `want` for `name`.
+    fn agree(&mut self, name: &'static str, got: Option<FencingToken>, want: Option<FencingToken>) -> bool {
+        let (got, want) = match (got, want) {
+            (Some(got), Some(want)) => (got.get(), want.get()),
+            (None, None) => return true,
+            _ => return false,
+        };
+        if self.fences == crate::Fences::PerName {
+            return got == want;
+        }
+        let seen = self.seen.entry(name).or_default();
+        if let Some(&(_, store)) = seen.iter().find(|(model, _)| *model == want) {
+            return store == got;
+        }
+        let above = seen.iter().all(|&(model, store)| model < want && store < got);
+        seen.push((want, got));
+        above
+    }
 }
 
 /// How a store answers queued acquires and releases.

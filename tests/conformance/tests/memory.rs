@@ -3,12 +3,13 @@
 use std::time::Duration;
 
 use tenure::MemoryBackend;
-use tenure_conformance::{Clock, Harness, Store};
+use tenure_conformance::{Clock, Harness, Leases, Store};
 
 fn memory() -> Harness {
     Harness {
         name: "memory",
         clock: Clock::Real { quantum: Duration::from_millis(100) },
+        leases: Leases::AS_ASKED,
         make: Box::new(|| {
             Box::pin(async {
                 let store = MemoryBackend::new();

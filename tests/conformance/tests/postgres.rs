@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tenure_conformance::{Clock, Harness, Store};
+use tenure_conformance::{Clock, Harness, Leases, Store};
 use tenure_postgres::PostgresOptions;
 
 fn url() -> String {
@@ -37,6 +37,7 @@ fn postgres() -> Harness {
     Harness {
         name: "postgres",
         clock: Clock::Real { quantum: Duration::from_millis(100) },
+        leases: Leases::AS_ASKED,
         make: Box::new(|| Box::pin(open())),
     }
 }

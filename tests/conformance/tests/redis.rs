@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tenure_conformance::{Clock, Harness, Store};
+use tenure_conformance::{Clock, Harness, Leases, Store};
 use tenure_redis::RedisOptions;
 
 fn url() -> String {
@@ -34,6 +34,7 @@ fn redis() -> Harness {
     Harness {
         name: "redis",
         clock: Clock::Real { quantum: Duration::from_millis(100) },
+        leases: Leases::AS_ASKED,
         make: Box::new(|| Box::pin(open())),
     }
 }

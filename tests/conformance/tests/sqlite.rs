@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use tenure_conformance::{Clock, Harness, ManualClock, Store};
+use tenure_conformance::{Clock, Harness, Leases, ManualClock, Store};
 use tenure_sqlite::SqliteOptions;
 
 /// A fresh database file under the target directory's temporary folder.
@@ -30,6 +30,7 @@ fn sqlite_manual() -> Harness {
     Harness {
         name: "sqlite (driven clock)",
         clock: Clock::Manual(clock),
+        leases: Leases::AS_ASKED,
         make: Box::new(move || {
             let clock = store_clock.clone();
             Box::pin(open(SqliteOptions::new(fresh_path()).clock(move || clock.now())))
@@ -41,6 +42,7 @@ fn sqlite_real() -> Harness {
     Harness {
         name: "sqlite (system clock)",
         clock: Clock::Real { quantum: Duration::from_millis(100) },
+        leases: Leases::AS_ASKED,
         make: Box::new(|| Box::pin(open(SqliteOptions::new(fresh_path())))),
     }
 }
