@@ -8,6 +8,10 @@
 //! beside the candidates, in `<prefix>tenure:last:<name>` (`{"holder", "transitions"}`): written
 //! by each new leader, deleted by a clean release (which starts the count again, as the
 //! reference's release deletes the record).
+//!
+//! A leader renewing for as long as before rewrites its record on its own lease and refreshes it
+//! (one write); a follower's attempt is one read; a takeover is one write holding the candidate's
+//! key and the new count, guarded on the count read before it.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -16,7 +20,9 @@ use serde::{Deserialize, Serialize};
 use tenure::backend::{LeaderElectionOperations, Wake, Wakeup};
 use tenure_core::{BackendError, BackendErrorKind, LeaderRecord, Metadata, WallTime};
 
-use crate::{EtcdBackend, Held};
+use crate::EtcdBackend;
+use crate::contender::{Beside, Held, Taken, by_age, direct, ranges};
+use crate::lease::Leased;
 
 /// Who led last and how many changes of leader there were, while the election lasts.
 #[derive(Serialize, Deserialize, Default)]
@@ -39,93 +45,181 @@ impl EtcdBackend {
         format!("{}tenure:last:{name}", self.options.prefix)
     }
 
-    /// A candidate's record: Tenure's JSON, or a record of etcd's own recipe (its proposal as
-    /// the holder; times unknown, so now).
-    fn record_of(kv: &KeyValue, lease: Duration, transitions: u64) -> LeaderRecord {
-        if let Ok(record) = serde_json::from_slice::<LeaderRecord>(kv.value()) {
-            return record;
+    /// `name`'s candidates (oldest first) and its stored count with the count key's revision (0:
+    /// none), in one read.
+    async fn standing(&self, name: &str) -> Result<(Vec<KeyValue>, Option<Last>, i64), BackendError> {
+        let (prefix, last_key) = (self.contenders_prefix(name), self.last_key(name));
+        let response = self
+            .run("reading the candidates", name, {
+                let prefix = prefix.clone();
+                move |mut client| async move {
+                    let txn = Txn::new().and_then([TxnOp::get(prefix, Some(by_age())), TxnOp::get(last_key, None)]);
+                    client.txn(txn).await
+                }
+            })
+            .await?;
+        let mut read = ranges(&response).into_iter();
+        let candidates = read.next().unwrap_or_default().into_iter().filter(|kv| direct(kv.key(), &prefix)).collect();
+        let (last, revision) = last_of(read.next().unwrap_or_default().first())?;
+        Ok((candidates, last, revision))
+    }
+
+    /// The record of `leader`: Tenure's JSON, or a record of etcd's own recipe (its proposal as
+    /// the holder, its lease's TTL as the lease, renewed when the lease was last refreshed — etcd
+    /// keeps no start, so that too).
+    async fn leader_record(
+        &self,
+        leader: &KeyValue,
+        transitions: u64,
+        name: &str,
+    ) -> Result<LeaderRecord, BackendError> {
+        if let Ok(record) = serde_json::from_slice::<LeaderRecord>(leader.value()) {
+            return Ok(record);
         }
+        let lease = leader.lease();
+        let (granted, left) = self
+            .run("reading a leader's lease", name, move |mut client| async move {
+                let ttl = client.lease_time_to_live(lease, None).await?;
+                Ok((ttl.granted_ttl(), ttl.ttl()))
+            })
+            .await?;
+        let seconds = |s: i64| Duration::from_secs(u64::try_from(s).unwrap_or(0));
         let at = now();
-        LeaderRecord {
-            holder: String::from_utf8_lossy(kv.value()).into_owned(),
-            lease_duration: lease,
-            acquired_at: at,
-            renewed_at: at,
+        let renewed = WallTime::from_unix_micros(
+            at.as_unix_micros() - i64::try_from(seconds(granted - left).as_micros()).unwrap_or(0),
+        );
+        Ok(LeaderRecord {
+            holder: String::from_utf8_lossy(leader.value()).into_owned(),
+            lease_duration: seconds(granted),
+            acquired_at: renewed,
+            renewed_at: renewed,
             transitions,
             metadata: Metadata::default(),
-        }
+        })
     }
 
     /// The stored count of transitions and its key's revision (0: none).
     async fn last(&self, name: &str) -> Result<(Option<Last>, i64), BackendError> {
         let key = self.last_key(name);
         let kv = self
-            .run("reading an election's transitions", move |mut client| async move {
+            .run("reading the transitions", name, move |mut client| async move {
                 Ok(client.get(key, None).await?.take_kvs().into_iter().next())
             })
             .await?;
-        let Some(kv) = kv else { return Ok((None, 0)) };
-        let last = serde_json::from_slice(kv.value())
-            .map_err(|_| malformed("an election's transitions key holds no {holder, transitions} JSON"))?;
-        Ok((Some(last), kv.mod_revision()))
+        last_of(kv.as_ref())
     }
 
-    /// Writes `record` as the leader's value on a new lease of `lease`, keeping the key (and its
-    /// create revision); false if the key is gone.
-    async fn rewrite(&self, held: &Held, record: &LeaderRecord, lease: Duration) -> Result<bool, BackendError> {
-        let value = serde_json::to_vec(record).map_err(|e| malformed(&e.to_string()))?;
-        self.renew(held, value, lease).await
+    /// Writes `record` as the leader's value, keeping the key (and its create revision).
+    async fn rewrite(&self, held: &Held, record: &LeaderRecord, name: &str) -> Result<Option<Held>, BackendError> {
+        self.renew(held, json(record)?, true, record.lease_duration, name).await
     }
 
-    /// The transitions `holder` taking over would make, and the stored count's revision.
-    async fn transitions_for(&self, name: &str, holder: &str) -> Result<(u64, i64), BackendError> {
-        let (last, revision) = self.last(name).await?;
-        let transitions = match last {
-            Some(last) if last.holder != holder => last.transitions + 1,
-            Some(last) => last.transitions,
-            None => 0,
-        };
-        Ok((transitions, revision))
-    }
-
-    /// After winning: the count written beside the candidates (if it changed since it was read,
-    /// counted again and the leader's record written again).
+    /// After winning where keys of longer names crowd the prefix: the count written beside the
+    /// candidates (if it changed since it was read, counted again and the record written again).
     async fn count_transition(
         &self,
         name: &str,
-        held: &Held,
+        mut held: Held,
         mut record: LeaderRecord,
         mut revision: i64,
-        lease: Duration,
-    ) -> Result<LeaderRecord, BackendError> {
+    ) -> Result<(Held, LeaderRecord), BackendError> {
         for _ in 0..16 {
             let key = self.last_key(name);
-            let value = serde_json::to_vec(&Last { holder: record.holder.clone(), transitions: record.transitions })
-                .map_err(|e| malformed(&e.to_string()))?;
+            let value = json(&Last { holder: record.holder.clone(), transitions: record.transitions })?;
             let written = self
-                .run("counting a transition", move |mut client| async move {
-                    let unchanged = if revision == 0 {
-                        Compare::create_revision(key.clone(), CompareOp::Equal, 0)
-                    } else {
-                        Compare::mod_revision(key.clone(), CompareOp::Equal, revision)
-                    };
-                    Ok(client
-                        .txn(Txn::new().when([unchanged]).and_then([TxnOp::put(key, value, None)]))
-                        .await?
-                        .succeeded())
+                .run("counting a transition", name, move |mut client| async move {
+                    let txn = Txn::new().when([unchanged(&key, revision)]).and_then([TxnOp::put(key, value, None)]);
+                    Ok(client.txn(txn).await?.succeeded())
                 })
                 .await?;
             if written {
-                return Ok(record);
+                return Ok((held, record));
             }
-            let (transitions, now_at) = self.transitions_for(name, &record.holder).await?;
-            (record.transitions, revision) = (transitions, now_at);
-            if !self.rewrite(held, &record, lease).await? {
-                return Err(BackendError::new(BackendErrorKind::Unavailable, "etcd: leadership was lost while taken"));
-            }
+            let (last, now_at) = self.last(name).await?;
+            (record.transitions, revision) = (transitions_for(last.as_ref(), &record.holder), now_at);
+            held = self.rewrite(&held, &record, name).await?.ok_or_else(|| {
+                BackendError::new(BackendErrorKind::Unavailable, "etcd: leadership was lost while taken")
+            })?;
         }
         Err(BackendError::new(BackendErrorKind::Unavailable, format!("etcd: the transitions of {name} kept changing")))
     }
+
+    /// Takes `name`'s leadership with `record` (its count from `last` at `revision`) on `leased`: the record
+    /// and the leader held, or the record of whoever leads.
+    async fn elect(
+        &self,
+        name: &str,
+        record: LeaderRecord,
+        revision: i64,
+        leased: Leased,
+    ) -> Result<(Option<Held>, LeaderRecord), BackendError> {
+        let (prefix, last_key) = (self.contenders_prefix(name), self.last_key(name));
+        let count = json(&Last { holder: record.holder.clone(), transitions: record.transitions })?;
+        let beside = Beside {
+            guards: vec![unchanged(&last_key, revision)],
+            also: vec![TxnOp::put(last_key.clone(), count, None)],
+            read: vec![TxnOp::get(last_key, None)],
+        };
+        let (taken, response) = self.take(prefix.clone(), json(&record)?, leased, beside, name).await?;
+        match taken {
+            Taken::Holds(held) => Ok((Some(held), record)),
+            Taken::Contended(candidates) => {
+                let (last, _) = last_of(ranges(&response).get(1).and_then(|kvs| kvs.first()))?;
+                let transitions = last.map_or(0, |l| l.transitions);
+                Ok((None, self.leader_record(&candidates[0], transitions, name).await?))
+            }
+            Taken::Crowded(leased) => {
+                // Keys of longer names under the prefix, or the count changed since it was read.
+                match self.candidate(prefix.clone(), json(&record)?, leased, name).await? {
+                    Some(held) => {
+                        let (held, record) = self.count_transition(name, held, record, revision).await?;
+                        Ok((Some(held), record))
+                    }
+                    None => {
+                        let (candidates, last, _) = self.standing(name).await?;
+                        let transitions = last.map_or(0, |l| l.transitions);
+                        match candidates.first() {
+                            Some(leader) => Ok((None, self.leader_record(leader, transitions, name).await?)),
+                            // The leader left meanwhile: the next attempt takes it.
+                            None => Err(BackendError::new(
+                                BackendErrorKind::Unavailable,
+                                "etcd: the leader changed during the attempt",
+                            )),
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The transitions `holder` taking over after `last` makes.
+fn transitions_for(last: Option<&Last>, holder: &str) -> u64 {
+    match last {
+        Some(last) if last.holder != holder => last.transitions + 1,
+        Some(last) => last.transitions,
+        None => 0,
+    }
+}
+
+/// `key` is still at `revision` (0: absent).
+fn unchanged(key: &str, revision: i64) -> Compare {
+    if revision == 0 {
+        Compare::create_revision(key, CompareOp::Equal, 0)
+    } else {
+        Compare::mod_revision(key, CompareOp::Equal, revision)
+    }
+}
+
+fn last_of(kv: Option<&KeyValue>) -> Result<(Option<Last>, i64), BackendError> {
+    let Some(kv) = kv else { return Ok((None, 0)) };
+    let last = serde_json::from_slice(kv.value())
+        .map_err(|_| malformed("an election's transitions key holds no {holder, transitions} JSON"))?;
+    Ok((Some(last), kv.mod_revision()))
+}
+
+fn json(value: &impl Serialize) -> Result<Vec<u8>, BackendError> {
+    serde_json::to_vec(value).map_err(|e| malformed(&e.to_string()))
 }
 
 fn holder_of(kv: &KeyValue) -> Option<String> {
@@ -140,74 +234,82 @@ impl LeaderElectionOperations for EtcdBackend {
         lease: Duration,
         metadata: &Metadata,
     ) -> Result<LeaderRecord, BackendError> {
-        let prefix = self.contenders_prefix(name);
-        let candidates = self.contenders(prefix.clone()).await?;
+        let at = now();
+        let renewed = |record: &mut LeaderRecord| {
+            record.lease_duration = lease;
+            record.renewed_at = at;
+            record.metadata = metadata.clone();
+        };
+        if let Some((held, mut record)) = self.state.leaders.take(name, token) {
+            renewed(&mut record);
+            if let Some(held) = self.rewrite(&held, &record, name).await? {
+                self.state.leaders.put(name, token, (held, record.clone()));
+                return Ok(record);
+            }
+        }
+        // The lease a takeover needs is made ready beside the read (a spare refreshed, most
+        // often: no write), and kept spare if somebody leads.
+        let (standing, leased) = futures_lite::future::zip(self.standing(name), self.lease_for(lease, name)).await;
+        let leased = leased?;
+        let (candidates, last, revision) = match standing {
+            Ok(standing) => standing,
+            Err(e) => {
+                self.give_back(leased);
+                return Err(e);
+            }
+        };
         let mine = candidates.iter().find(|kv| holder_of(kv).as_deref() == Some(token));
         let leader = candidates.first();
-        let at = now();
         if let (Some(mine), Some(leader)) = (mine, leader) {
             if mine.key() == leader.key() {
-                let mut record = Self::record_of(mine, lease, 0);
-                record.lease_duration = lease;
-                record.renewed_at = at;
-                record.metadata = metadata.clone();
-                if self.rewrite(&Held::of(mine), &record, lease).await? {
+                let mut record = self.leader_record(mine, 0, name).await?;
+                renewed(&mut record);
+                if let Some(held) = self.rewrite(&Held::of(mine), &record, name).await? {
+                    self.give_back(leased);
+                    self.state.leaders.put(name, token, (held, record.clone()));
                     return Ok(record);
                 }
             } else {
-                self.vacate(&Held::of(mine)).await?;
+                self.vacate(&Held::of(mine), Vec::new(), name).await?;
             }
         }
         if let Some(leader) = leader.filter(|l| mine.is_none_or(|m| m.key() != l.key())) {
-            let transitions = self.last(name).await?.0.map_or(0, |l| l.transitions);
-            return Ok(Self::record_of(leader, lease, transitions));
+            self.give_back(leased);
+            return self.leader_record(leader, last.map_or(0, |l| l.transitions), name).await;
         }
-        // Counted before the candidate's put, so that followers read the right count at once.
-        let (transitions, revision) = self.transitions_for(name, token).await?;
         let record = LeaderRecord {
             holder: token.to_owned(),
             lease_duration: lease,
             acquired_at: at,
             renewed_at: at,
-            transitions,
+            transitions: transitions_for(last.as_ref(), token),
             metadata: metadata.clone(),
         };
-        let value = serde_json::to_string(&record).map_err(|e| malformed(&e.to_string()))?;
-        match self.candidate(prefix.clone(), &value, lease).await? {
-            Some(held) => self.count_transition(name, &held, record, revision, lease).await,
-            None => {
-                let candidates = self.contenders(prefix).await?;
-                let transitions = self.last(name).await?.0.map_or(0, |l| l.transitions);
-                match candidates.first() {
-                    Some(leader) => Ok(Self::record_of(leader, lease, transitions)),
-                    // The leader left meanwhile: the next attempt takes it.
-                    None => Err(BackendError::new(
-                        BackendErrorKind::Unavailable,
-                        "etcd: the leader changed during the attempt",
-                    )),
-                }
-            }
+        let (held, record) = self.elect(name, record, revision, leased).await?;
+        if let Some(held) = held {
+            self.state.leaders.put(name, token, (held, record.clone()));
         }
+        Ok(record)
     }
 
     async fn release(&self, name: &str, token: &str) -> Result<bool, BackendError> {
-        let candidates = self.contenders(self.contenders_prefix(name)).await?;
+        // A clean release starts the count of transitions again.
+        let count = || vec![TxnOp::delete(self.last_key(name), None)];
+        if let Some((held, _)) = self.state.leaders.take(name, token)
+            && self.vacate(&held, count(), name).await?
+        {
+            return Ok(true);
+        }
+        let candidates = self.contenders(self.contenders_prefix(name), name).await?;
         let Some(mine) = candidates.iter().find(|kv| holder_of(kv).as_deref() == Some(token)) else { return Ok(false) };
         let leads = candidates.first().is_some_and(|first| first.key() == mine.key());
-        if leads {
-            // A clean release starts the count of transitions again.
-            let key = self.last_key(name);
-            self.run("releasing leadership", move |mut client| async move { client.delete(key, None).await.map(drop) })
-                .await?;
-        }
-        Ok(self.vacate(&Held::of(mine)).await? && leads)
+        Ok(self.vacate(&Held::of(mine), if leads { count() } else { Vec::new() }, name).await? && leads)
     }
 
     async fn get(&self, name: &str) -> Result<Option<LeaderRecord>, BackendError> {
-        let candidates = self.contenders(self.contenders_prefix(name)).await?;
+        let (candidates, last, _) = self.standing(name).await?;
         let Some(leader) = candidates.first() else { return Ok(None) };
-        let transitions = self.last(name).await?.0.map_or(0, |l| l.transitions);
-        Ok(Some(Self::record_of(leader, Duration::ZERO, transitions)))
+        Ok(Some(self.leader_record(leader, last.map_or(0, |l| l.transitions), name).await?))
     }
 
     fn wakeup(&self, name: &str) -> Option<Wakeup> {

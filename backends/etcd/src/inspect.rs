@@ -18,7 +18,7 @@ impl EtcdBackend {
         for kind in ["lock:", "tasklock:", "leader:"] {
             let prefix = format!("{}{kind}", self.options.prefix);
             let all = self
-                .run("listing the store's keys", move |mut client| async move {
+                .run("listing the store's keys", kind, move |mut client| async move {
                     Ok(client.get(prefix, Some(GetOptions::new().with_prefix())).await?.take_kvs())
                 })
                 .await?;
@@ -44,8 +44,8 @@ impl EtcdBackend {
 
     /// When `lease` ends, by this machine's clock (etcd reports what is left of it).
     async fn lease_end(&self, lease: i64) -> Result<Option<WallTime>, BackendError> {
-        let left =
-            self.run("reading a lease", move |mut client| async move {
+        let left = self
+            .run("reading a lease", "a holder", move |mut client| async move {
                 Ok(client.lease_time_to_live(lease, None).await?.ttl())
             })
             .await?;

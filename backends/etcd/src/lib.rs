@@ -26,8 +26,11 @@
 //! where they are polled; elsewhere (smol, async-std) on a small tokio runtime of this crate's.
 
 mod call;
+mod contender;
 mod election;
 mod inspect;
+mod known;
+mod lease;
 mod options;
 mod schedule;
 mod wake;
@@ -36,12 +39,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use etcd_client::{Client, Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
-use etcd_client::{ConnectOptions, TxnOpResponse};
+use etcd_client::{Client, ConnectOptions, KeyValue};
 use tenure::backend::{LockOperations, Wake, Wakeup};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken};
 
 use call::{failed, on_tokio};
+use contender::{Beside, Held, Taken};
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, EtcdOptions};
 
 /// An etcd cluster as Tenure's store.
@@ -50,6 +53,19 @@ pub struct EtcdBackend {
     client: Arc<Client>,
     options: Arc<EtcdOptions>,
     watch: Arc<wake::Watch>,
+    state: Arc<State>,
+}
+
+/// What a store knows of its own keys and leases (hints: every write that relies on one is
+/// guarded by the key's create revision and lease, and a stale hint only costs a read).
+#[derive(Default)]
+struct State {
+    /// Spare leases without keys.
+    spares: lease::Spares,
+    /// The keys this store put and holds, by name and token.
+    locks: known::Known<Held>,
+    /// The leaders' keys this store put and holds, with their records.
+    leaders: known::Known<(Held, tenure_core::LeaderRecord)>,
 }
 
 impl std::fmt::Debug for EtcdBackend {
@@ -80,7 +96,7 @@ impl EtcdBackend {
             .await?
             .map_err(|e| failed(&format!("connecting to {shown}"), &e))?;
         let watch = Arc::new(wake::Watch::start(client.clone(), options.prefix.clone()).await?);
-        Ok(Self { client: Arc::new(client), options: Arc::new(options), watch })
+        Ok(Self { client: Arc::new(client), options: Arc::new(options), watch, state: Arc::default() })
     }
 
     /// Connects to the cluster at `url` (see [`EtcdOptions::from_url`]).
@@ -90,9 +106,13 @@ impl EtcdBackend {
         Self::open(options).await
     }
 
-    /// Closes the store: later calls fail, and the watch stops (leases end by their expiry).
+    /// Closes the store: later calls fail, the watch stops and the spare leases are revoked
+    /// (held leases end by their expiry).
     pub fn close(&self) {
         self.watch.stop();
+        for spare in self.state.spares.drain() {
+            self.revoke_later(spare.id);
+        }
     }
 
     /// The keys of `name`'s contenders live under this prefix.
@@ -100,10 +120,12 @@ impl EtcdBackend {
         format!("{}{name}/", self.options.prefix)
     }
 
-    /// Runs `call` with a client of this store, where etcd's client can run.
+    /// Runs `call` with a client of this store, where etcd's client can run; a failure says
+    /// `what` failed `about` what (a name).
     async fn run<T, F>(
         &self,
         what: &'static str,
+        about: &str,
         call: impl FnOnce(Client) -> F + Send + 'static,
     ) -> Result<T, BackendError>
     where
@@ -114,158 +136,29 @@ impl EtcdBackend {
             return Err(BackendError::new(BackendErrorKind::Closed, "etcd: the store is closed"));
         }
         let client = Client::clone(&self.client);
-        on_tokio(async move { call(client).await }).await?.map_err(|e| failed(what, &e))
+        on_tokio(async move { call(client).await }).await?.map_err(|e| failed(&format!("{what} of {about}"), &e))
     }
 
-    /// `prefix`'s contenders, the holder first (lowest create revision): the keys directly under
-    /// it (a name holding `/` has its own keys further down, which are not its contenders).
-    async fn contenders(&self, prefix: String) -> Result<Vec<KeyValue>, BackendError> {
-        let all = self
-            .run("reading a lock's contenders", {
-                let prefix = prefix.clone();
-                move |mut client| async move {
-                    let options = GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend);
-                    Ok(client.get(prefix, Some(options)).await?.take_kvs())
+    /// Takes `name` for `token` on a lease of `lease`, or renews it if `token` holds it.
+    async fn lock_take(&self, name: &str, token: &str, lease: Duration) -> Result<Option<Held>, BackendError> {
+        let prefix = self.contenders_prefix(name);
+        let leased = self.lease_for(lease, name).await?;
+        let (taken, _) = self.take(prefix.clone(), token.into(), leased, Beside::default(), name).await?;
+        match taken {
+            Taken::Holds(held) => Ok(Some(held)),
+            Taken::Crowded(leased) => self.candidate(prefix, token.into(), leased, name).await,
+            Taken::Contended(contenders) => {
+                let Some(mine) = contenders.iter().find(|kv| is_token(kv, token)) else { return Ok(None) };
+                if contenders[0].key() != mine.key() {
+                    // A place behind another holder (an attempt that could not remove its key):
+                    // gone, and the name is held.
+                    self.vacate(&Held::of(mine), Vec::new(), name).await?;
+                    return Ok(None);
                 }
-            })
-            .await?;
-        Ok(all.into_iter().filter(|kv| direct(kv.key(), &prefix)).collect())
-    }
-
-    /// Revokes `lease` (its keys go with it); false if it had ended already.
-    async fn revoke(&self, lease: i64) -> Result<bool, BackendError> {
-        self.run("revoking a lease", move |mut client| async move {
-            match client.lease_revoke(lease).await {
-                Ok(_) => Ok(true),
-                Err(etcd_client::Error::GRpcStatus(s)) if s.message().contains("lease not found") => Ok(false),
-                Err(e) => Err(e),
+                self.renew(&Held::of(mine), token.into(), false, lease, name).await
             }
-        })
-        .await
-    }
-
-    async fn grant(&self, lease: Duration) -> Result<i64, BackendError> {
-        let ttl = ttl_of(lease);
-        self.run("granting a lease", move |mut client| async move { Ok(client.lease_grant(ttl, None).await?.id()) })
-            .await
-    }
-
-    /// Moves `held` onto a new lease of `lease` with `value`, keeping the key (and its create
-    /// revision, the fence); false if the key is gone or moved meanwhile (by a call of the same
-    /// token that was overtaken: its older lease is never put back).
-    async fn renew(&self, held: &Held, value: Vec<u8>, lease: Duration) -> Result<bool, BackendError> {
-        let granted = self.grant(lease).await?;
-        let (key, revision, old) = (held.key.clone(), held.revision, held.lease);
-        let moved = self
-            .run("renewing a lease", move |mut client| async move {
-                let txn = Txn::new()
-                    .when([
-                        Compare::create_revision(key.clone(), CompareOp::Equal, revision),
-                        Compare::lease(key.clone(), CompareOp::Equal, old),
-                    ])
-                    .and_then([TxnOp::put(key, value, Some(PutOptions::new().with_lease(granted)))]);
-                Ok(client.txn(txn).await?.succeeded())
-            })
-            .await;
-        let moved = match moved {
-            Ok(moved) => moved,
-            Err(e) => {
-                // Whether it moved is unknown: the caller believes nothing, and the lease not
-                // used ends by itself.
-                return Err(e);
-            }
-        };
-        let spent = if moved { held.lease } else { granted };
-        if let Err(e) = self.revoke(spent).await {
-            // Only waste: a lease without keys, or the old one, which ends by itself.
-            tracing::debug!(error = %e, "etcd: a lease no longer used was not revoked");
         }
-        Ok(moved)
     }
-
-    /// Deletes `held` if it is still on the lease it was read with, then revokes that lease;
-    /// whether it deleted it.
-    async fn vacate(&self, held: &Held) -> Result<bool, BackendError> {
-        let (key, revision, lease) = (held.key.clone(), held.revision, held.lease);
-        let deleted = self
-            .run("releasing", move |mut client| async move {
-                let txn = Txn::new()
-                    .when([
-                        Compare::create_revision(key.clone(), CompareOp::Equal, revision),
-                        Compare::lease(key.clone(), CompareOp::Equal, lease),
-                    ])
-                    .and_then([TxnOp::delete(key, None)]);
-                Ok(client.txn(txn).await?.succeeded())
-            })
-            .await?;
-        if deleted && let Err(e) = self.revoke(held.lease).await {
-            tracing::debug!(error = %e, "etcd: a released key's lease was not revoked (it ends by itself)");
-        }
-        Ok(deleted)
-    }
-
-    /// A new candidate's key under `prefix` holding `value`: the key if it is first at once,
-    /// else none (and the key is gone again).
-    async fn candidate(&self, prefix: String, value: &str, lease: Duration) -> Result<Option<Held>, BackendError> {
-        let granted = self.grant(lease).await?;
-        let key = format!("{prefix}{granted:x}");
-        let (value, put_key, get_prefix) = (value.to_owned(), key.clone(), prefix.clone());
-        let outcome = self
-            .run("taking a lock", move |mut client| async move {
-                let all =
-                    GetOptions::new().with_prefix().with_keys_only().with_sort(SortTarget::Create, SortOrder::Ascend);
-                let txn = Txn::new().when([Compare::create_revision(put_key.clone(), CompareOp::Equal, 0)]).and_then([
-                    TxnOp::put(put_key, value, Some(PutOptions::new().with_lease(granted))),
-                    TxnOp::get(get_prefix, Some(all)),
-                ]);
-                let response = client.txn(txn).await?;
-                let mine = response.header().map_or(0, etcd_client::ResponseHeader::revision);
-                let contenders = response.op_responses().into_iter().find_map(|op| match op {
-                    TxnOpResponse::Get(mut get) => Some(get.take_kvs()),
-                    _ => None,
-                });
-                Ok((mine, contenders.unwrap_or_default()))
-            })
-            .await;
-        let (mine, contenders) = match outcome {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                // The key may have been put: the caller believes nothing, so it goes (best effort).
-                let _ = self.revoke(granted).await;
-                return Err(e);
-            }
-        };
-        let first = contenders.iter().find(|kv| direct(kv.key(), &prefix)).map(KeyValue::create_revision);
-        if mine > 0 && first == Some(mine) {
-            return Ok(Some(Held { key: key.into_bytes(), revision: mine, lease: granted }));
-        }
-        self.revoke(granted).await?;
-        Ok(None)
-    }
-}
-
-/// Whether `key` is directly under `prefix` (a contender of that name, not of a longer one).
-fn direct(key: &[u8], prefix: &str) -> bool {
-    key.strip_prefix(prefix.as_bytes()).is_some_and(|rest| !rest.contains(&b'/'))
-}
-
-/// A candidate's key as held: its name, create revision and lease.
-struct Held {
-    key: Vec<u8>,
-    revision: i64,
-    lease: i64,
-}
-
-impl Held {
-    fn of(kv: &KeyValue) -> Self {
-        Self { key: kv.key().to_vec(), revision: kv.create_revision(), lease: kv.lease() }
-    }
-}
-
-/// etcd's TTL for `lease`: whole seconds, rounded up, at least 1 (the cluster may raise it to
-/// its minimum).
-fn ttl_of(lease: Duration) -> i64 {
-    i64::try_from(lease.as_nanos().div_ceil(1_000_000_000)).unwrap_or(i64::MAX).max(1)
 }
 
 fn fence(revision: i64) -> Result<FencingToken, BackendError> {
@@ -283,41 +176,38 @@ fn is_token(kv: &KeyValue, token: &str) -> bool {
 
 impl LockOperations for EtcdBackend {
     async fn acquire(&self, name: &str, token: &str, lease: Duration) -> Result<Option<FencingToken>, BackendError> {
-        let prefix = self.contenders_prefix(name);
-        let contenders = self.contenders(prefix.clone()).await?;
-        if let Some(mine) = contenders.iter().find(|kv| is_token(kv, token)) {
-            let holds = contenders.first().is_some_and(|first| first.key() == mine.key());
-            if holds && self.renew(&Held::of(mine), token.as_bytes().to_vec(), lease).await? {
-                return fence(mine.create_revision()).map(Some);
-            }
-            if !holds {
-                // A place behind another holder (an attempt that could not remove its key): gone,
-                // and the name is held.
-                self.vacate(&Held::of(mine)).await?;
-                return Ok(None);
-            }
-        } else if !contenders.is_empty() {
-            return Ok(None);
+        let mut held = None;
+        if let Some(known) = self.state.locks.take(name, token) {
+            held = self.renew(&known, token.into(), false, lease, name).await?;
         }
-        match self.candidate(prefix, token, lease).await? {
-            Some(held) => fence(held.revision).map(Some),
-            None => Ok(None),
+        if held.is_none() {
+            held = self.lock_take(name, token, lease).await?;
         }
+        let Some(held) = held else { return Ok(None) };
+        let fence = fence(held.revision)?;
+        self.state.locks.put(name, token, held);
+        Ok(Some(fence))
     }
 
     async fn release(&self, name: &str, token: &str) -> Result<bool, BackendError> {
-        let contenders = self.contenders(self.contenders_prefix(name)).await?;
+        // A key this store holds was first when taken and keeps its revision: still first.
+        if let Some(held) = self.state.locks.take(name, token)
+            && self.vacate(&held, Vec::new(), name).await?
+        {
+            return Ok(true);
+        }
+        let contenders = self.contenders(self.contenders_prefix(name), name).await?;
         let Some(mine) = contenders.iter().find(|kv| is_token(kv, token)) else { return Ok(false) };
         let held = contenders.first().is_some_and(|first| first.key() == mine.key());
-        Ok(self.vacate(&Held::of(mine)).await? && held)
+        Ok(self.vacate(&Held::of(mine), Vec::new(), name).await? && held)
     }
 
     async fn locked(&self, name: &str) -> Result<bool, BackendError> {
-        Ok(!self.contenders(self.contenders_prefix(name)).await?.is_empty())
+        Ok(!self.contenders(self.contenders_prefix(name), name).await?.is_empty())
     }
 
     async fn owned(&self, name: &str, token: &str) -> Result<bool, BackendError> {
-        Ok(self.contenders(self.contenders_prefix(name)).await?.first().is_some_and(|kv| is_token(kv, token)))
+        Ok(self.contenders(self.contenders_prefix(name), name).await?.first().is_some_and(|kv| is_token(kv, token)))
     }
 
     fn wakeup(&self, name: &str) -> Option<Wakeup> {

@@ -117,6 +117,11 @@ impl EtcdOptions {
         self
     }
 
+    /// The members' client URLs, as `etcd-client` takes them.
+    pub fn endpoints(&self) -> &[String] {
+        &self.endpoints
+    }
+
     /// The URL as it may be shown in messages (no password).
     pub fn shown_url(&self) -> &str {
         &self.shown

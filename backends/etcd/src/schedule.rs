@@ -16,9 +16,9 @@ impl EtcdBackend {
     }
 
     /// The stored fire time of `key` and the key's revision (0 when absent).
-    async fn fired(&self, key: String) -> Result<(Option<f64>, i64), BackendError> {
+    async fn fired(&self, name: &str, key: String) -> Result<(Option<f64>, i64), BackendError> {
         let (value, revision) = self
-            .run("reading a schedule", move |mut client| async move {
+            .run("reading a schedule", name, move |mut client| async move {
                 let kv = client.get(key, None).await?.take_kvs().into_iter().next();
                 Ok(kv.map_or((None, 0), |kv| (Some(kv.value().to_vec()), kv.mod_revision())))
             })
@@ -43,13 +43,13 @@ impl ScheduleBackend for EtcdBackend {
             }
             let key = self.schedule_key(name);
             for _ in 0..ATTEMPTS {
-                let (stored, revision) = self.fired(key.clone()).await?;
+                let (stored, revision) = self.fired(name, key.clone()).await?;
                 if stored.is_some_and(|last| last >= due) {
                     return Ok(false);
                 }
                 let key = key.clone();
                 let written = self
-                    .run("claiming a schedule", move |mut client| async move {
+                    .run("claiming a schedule", name, move |mut client| async move {
                         let unchanged = if revision == 0 {
                             Compare::create_revision(key.clone(), CompareOp::Equal, 0)
                         } else {
@@ -71,6 +71,6 @@ impl ScheduleBackend for EtcdBackend {
     }
 
     fn last_fired<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<f64>> {
-        Box::pin(async move { Ok(self.fired(self.schedule_key(name)).await?.0) })
+        Box::pin(async move { Ok(self.fired(name, self.schedule_key(name)).await?.0) })
     }
 }

@@ -92,6 +92,61 @@ async fn a_lease_ends_in_etcd_whole_seconds_and_the_next_holder_gets_a_higher_fe
     assert!(!store.release("lock:job", "a").await.expect("release"), "a's lease ended");
 }
 
+/// The lease (in hex) of the one key under `prefix`, and its TTL left.
+fn only_key(member: &Member, prefix: &str) -> (String, u64) {
+    let out = member.etcdctl(&["get", "--prefix", "-w", "json", prefix]).output().expect("etcdctl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(text.matches("\"create_revision\"").count(), 1, "{text}");
+    let lease: i64 = text
+        .split("\"lease\":")
+        .nth(1)
+        .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no lease in {text}"));
+    let lease = format!("{lease:x}");
+    let ttl = member.etcdctl(&["lease", "timetolive", &lease]).output().expect("etcdctl");
+    let text = String::from_utf8_lossy(&ttl.stdout).into_owned();
+    let left = text.split("remaining(").nth(1).and_then(|t| t.split('s').next()).and_then(|t| t.parse().ok());
+    (lease, left.unwrap_or_else(|| panic!("no TTL left in {text:?}")))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_released_lease_serves_the_next_holder_refreshed_and_renewing_as_long_keeps_it() {
+    let member = Member::start();
+    let store = open(&member).await;
+    let lease = Duration::from_secs(30);
+    let first = store.acquire("lock:spare", "a", lease).await.expect("acquire").expect("free");
+    let (granted, _) = only_key(&member, "t/lock:spare/");
+    // A renewal for as long refreshes the key's own lease: same key, same fence.
+    assert_eq!(store.acquire("lock:spare", "a", lease).await.expect("renew"), Some(first));
+    assert_eq!(only_key(&member, "t/lock:spare/").0, granted, "a renewal moved the key to another lease");
+    assert!(store.release("lock:spare", "a").await.expect("release"));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The next holder's key is on the same lease, refreshed to its whole TTL, with a new fence.
+    let next = store.acquire("lock:spare", "b", lease).await.expect("acquire").expect("free");
+    assert!(next > first);
+    let (reused, left) = only_key(&member, "t/lock:spare/");
+    assert_eq!(reused, granted, "a new lease was granted");
+    assert!(left >= 29, "the spare lease was not refreshed: {left} s left");
+    // A renewal for longer moves the key onto a lease of that length, keeping the key and fence.
+    assert_eq!(store.acquire("lock:spare", "b", lease * 2).await.expect("renew"), Some(next));
+    let (moved, left) = only_key(&member, "t/lock:spare/");
+    assert_ne!(moved, granted);
+    assert!(left > 30, "{left} s left");
+    // A closed store revokes its spares: only the held key's lease stays.
+    assert!(store.release("lock:spare", "b").await.expect("release"));
+    store.close();
+    let leases = || {
+        let out = member.etcdctl(&["lease", "list"]).output().expect("etcdctl");
+        String::from_utf8_lossy(&out.stdout).lines().skip(1).filter(|l| !l.is_empty()).count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while leases() > 0 {
+        assert!(Instant::now() < deadline, "spare leases left after close: {}", leases());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcdctl_lock_and_tenure_exclude_each_other_and_share_one_fence_sequence() {
     let member = Member::start();
