@@ -90,12 +90,20 @@ impl EtcdBackend {
         if let Some((user, password)) = &options.user {
             connect = connect.with_user(user.clone(), password.clone());
         }
+        if let Some(tls) = &options.tls {
+            connect = connect.with_tls(tls_config(tls)?);
+        }
         let endpoints = options.endpoints.clone();
         let shown = options.shown.clone();
         let client = on_tokio(async move { Client::connect(endpoints, Some(connect)).await })
             .await?
             .map_err(|e| failed(&format!("connecting to {shown}"), &e))?;
-        let watch = Arc::new(wake::Watch::start(client.clone(), options.prefix.clone()).await?);
+        // The client connects lazily: the watch is the first request, and its failure says where.
+        let watch = wake::Watch::start(client.clone(), options.prefix.clone()).await.map_err(|e| {
+            let cause = e.message().trim_start_matches("etcd: ");
+            BackendError::new(e.kind(), format!("etcd: connecting to {}: {cause}", options.shown))
+        })?;
+        let watch = Arc::new(watch);
         Ok(Self { client: Arc::new(client), options: Arc::new(options), watch, state: Arc::default() })
     }
 
@@ -159,6 +167,28 @@ impl EtcdBackend {
             }
         }
     }
+}
+
+/// The TLS settings of `tls`, its files read.
+fn tls_config(tls: &options::Tls) -> Result<etcd_client::TlsOptions, BackendError> {
+    let read = |path: &std::path::Path, what: &str| {
+        std::fs::read(path).map_err(|e| {
+            BackendError::new(
+                BackendErrorKind::Rejected,
+                format!("etcd: cannot read the {what} {}: {e}", path.display()),
+            )
+        })
+    };
+    let mut config = etcd_client::TlsOptions::new();
+    config = match &tls.ca {
+        Some(ca) => config.ca_certificate(etcd_client::Certificate::from_pem(read(ca, "CA file")?)),
+        None => config.with_native_roots(),
+    };
+    if let (Some(cert), Some(key)) = (&tls.cert, &tls.key) {
+        config = config
+            .identity(etcd_client::Identity::from_pem(read(cert, "client certificate")?, read(key, "client key")?));
+    }
+    Ok(config)
 }
 
 fn fence(revision: i64) -> Result<FencingToken, BackendError> {

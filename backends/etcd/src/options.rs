@@ -19,8 +19,19 @@ pub struct EtcdOptions {
     pub(crate) prefix: String,
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
+    /// TLS (`etcds://`): the certificate authorities to trust and a client identity.
+    pub(crate) tls: Option<Tls>,
     /// The URL as it may be shown (no password).
     pub(crate) shown: String,
+}
+
+/// TLS to the cluster's members: the CA file to trust (none: the system's roots) and a client
+/// certificate and key for members that require one (PEM files).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Tls {
+    pub(crate) ca: Option<std::path::PathBuf>,
+    pub(crate) cert: Option<std::path::PathBuf>,
+    pub(crate) key: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for EtcdOptions {
@@ -30,21 +41,27 @@ impl std::fmt::Debug for EtcdOptions {
             .field("prefix", &self.prefix)
             .field("connect_timeout", &self.connect_timeout)
             .field("command_timeout", &self.command_timeout)
+            .field("tls", &self.tls)
             .finish_non_exhaustive()
     }
 }
 
 impl EtcdOptions {
-    /// The cluster at `url`: `etcd://[user:password@]host:port[,host:port…][/]`, with Tenure's
-    /// parameters `prefix` (put before every key, default none), `connect_timeout` and
-    /// `command_timeout` (seconds). A name's keys live under `<prefix><name>/`, one per contender,
-    /// as etcd's own `concurrency.Mutex` lays them out.
+    /// The cluster at `url`: `etcd://[user:password@]host:port[,host:port…][/]` (or `etcds://`
+    /// for TLS), with Tenure's parameters `prefix` (put before every key, default none),
+    /// `connect_timeout` and `command_timeout` (seconds), and for `etcds://` `ca` (a PEM file of
+    /// the certificate authorities to trust; default the system's) and `cert` + `key` (a client
+    /// certificate and its key, PEM files, for members started with `--client-cert-auth`). A
+    /// name's keys live under `<prefix><name>/`, one per contender, as etcd's own
+    /// `concurrency.Mutex` lays them out.
     pub fn from_url(url: &str) -> Result<Self, SettingsError> {
         let shown = shown_url(url);
         let (scheme, rest) = url.split_once("://").ok_or_else(|| bad_url(format!("{shown} is not an etcd:// URL")))?;
-        if !StoreKind::Etcd.accepts(&scheme.to_ascii_lowercase()) {
+        let scheme = scheme.to_ascii_lowercase();
+        if !StoreKind::Etcd.accepts(&scheme) {
             return Err(bad_url(format!("{shown} is not an etcd:// URL")));
         }
+        let secure = scheme == "etcds";
         let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
         let (authority, path) = base.split_once('/').unwrap_or((base, ""));
         if !path.is_empty() {
@@ -70,7 +87,7 @@ impl EtcdOptions {
             if name.is_empty() {
                 return Err(bad_url(format!("{shown} has an endpoint with no host")));
             }
-            endpoints.push(format!("http://{name}:{port}"));
+            endpoints.push(format!("{}://{name}:{port}", if secure { "https" } else { "http" }));
         }
         let mut options = Self {
             endpoints,
@@ -78,6 +95,7 @@ impl EtcdOptions {
             prefix: String::new(),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            tls: secure.then(Tls::default),
             shown,
         };
         for pair in query.split('&').filter(|p| !p.is_empty()) {
@@ -88,6 +106,17 @@ impl EtcdOptions {
                 "prefix" => options.prefix = value,
                 "connect_timeout" => options.connect_timeout = seconds("connect_timeout", &value)?,
                 "command_timeout" => options.command_timeout = seconds("command_timeout", &value)?,
+                "ca" | "cert" | "key" => {
+                    let Some(tls) = options.tls.as_mut() else {
+                        return Err(bad_url(format!("{key} is a TLS parameter: give it with an etcds:// URL")));
+                    };
+                    let path = Some(std::path::PathBuf::from(value));
+                    match key {
+                        "ca" => tls.ca = path,
+                        "cert" => tls.cert = path,
+                        _ => tls.key = path,
+                    }
+                }
                 other => {
                     // Named only if it looks like a parameter: a password holding `?` would put
                     // part of itself here.
@@ -95,10 +124,16 @@ impl EtcdOptions {
                     let what =
                         if named { format!("{other} is not one of its parameters") } else { "one is not".to_owned() };
                     return Err(bad_url(format!(
-                        "an etcd:// URL takes the parameters prefix, connect_timeout and command_timeout; {what}"
+                        "an etcd:// URL takes the parameters prefix, connect_timeout, command_timeout, and with \
+                         etcds:// ca, cert and key; {what}"
                     )));
                 }
             }
+        }
+        if let Some(tls) = &options.tls
+            && tls.cert.is_some() != tls.key.is_some()
+        {
+            return Err(bad_url("a client certificate needs both cert and key".to_owned()));
         }
         Ok(options)
     }
@@ -145,6 +180,13 @@ mod tests {
         assert_eq!((o.prefix.as_str(), o.command_timeout), ("/svc/", Duration::from_millis(500)));
         assert!(!format!("{o:?}").contains("s3cr"));
         assert_eq!(EtcdOptions::from_url("etcd://h").expect("no port").endpoints, ["http://h:2379"]);
+        let tls = EtcdOptions::from_url("etcds://h1,h2:2380/?ca=/etc/etcd/ca%20file.pem&cert=c.pem&key=k.pem")
+            .expect("a TLS URL");
+        assert_eq!(tls.endpoints, ["https://h1:2379", "https://h2:2380"]);
+        let files = tls.tls.expect("TLS");
+        assert_eq!(files.ca.as_deref(), Some(std::path::Path::new("/etc/etcd/ca file.pem")));
+        assert_eq!((files.cert.is_some(), files.key.is_some()), (true, true));
+        assert!(EtcdOptions::from_url("etcds://h").expect("system roots").tls.is_some_and(|t| t.ca.is_none()));
     }
 
     #[test]
@@ -158,6 +200,8 @@ mod tests {
             ("etcd://u:pw@h:1?command_timeout=-1", "command_timeout must be a positive number"),
             ("etcd://u:p?w@h:1/?prefix=x", "not a number"),
             ("etcd://h:1/?pw@x=1", "; one is not"),
+            ("etcd://u:pw@h:1/?ca=/tmp/ca.pem", "give it with an etcds:// URL"),
+            ("etcds://u:pw@h:1/?cert=/tmp/c.pem", "needs both cert and key"),
         ] {
             let e = EtcdOptions::from_url(url).expect_err(url).to_string();
             assert!(e.contains(words), "{url}: {e}");

@@ -21,6 +21,7 @@ pub mod inspect;
 pub mod push;
 pub mod queue;
 pub mod random;
+pub mod tls;
 
 use std::any::Any;
 use std::future::Future;

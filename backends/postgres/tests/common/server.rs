@@ -69,25 +69,7 @@ impl Server {
     }
 
     fn certificates(&self) {
-        let dir = self.dir.display().to_string();
-        let openssl = |args: &str| {
-            let ok = Command::new("sh")
-                .arg("-c")
-                .arg(format!("cd {dir} && openssl {args}"))
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|status| status.success());
-            assert!(ok, "openssl {args}");
-        };
-        openssl("req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=tenure-test-ca");
-        openssl("req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost");
-        std::fs::write(self.dir.join("ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n").expect("ext");
-        openssl(
-            "x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile ext",
-        );
-        let key = self.dir.join("server.key");
-        std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).expect("key mode");
+        tenure_conformance::tls::certificates(&self.dir);
         if let Some(user) = &self.user {
             for file in ["server.key", "server.pem"] {
                 std::os::unix::fs::chown(self.dir.join(file), Some(user.uid.as_raw()), None).expect("chown");

@@ -39,23 +39,7 @@ impl Server {
     /// [`Server::ca`].
     pub fn with_tls() -> Self {
         Self::configured(|s| {
-            let dir = s.dir.display().to_string();
-            let openssl = |args: &str| {
-                let ok = Command::new("sh")
-                    .arg("-c")
-                    .arg(format!("cd {dir} && openssl {args}"))
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status()
-                    .is_ok_and(|status| status.success());
-                assert!(ok, "openssl {args}");
-            };
-            openssl("req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=tenure-test-ca");
-            openssl("req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost");
-            std::fs::write(s.dir.join("ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n").expect("ext");
-            openssl(
-                "x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile ext",
-            );
+            tenure_conformance::tls::certificates(&s.dir);
             let file = |name: &str| s.dir.join(name).display().to_string();
             s.extra = vec![
                 "--tls-port".into(),

@@ -15,7 +15,7 @@ pub enum StoreKind {
     Redis,
     /// A PostgreSQL database (`tenure-postgres`).
     Postgres,
-    /// An etcd cluster: known, not part of Tenure yet.
+    /// An etcd cluster (`tenure-etcd`): `etcd://`, or `etcds://` with TLS.
     Etcd,
 }
 
@@ -40,7 +40,7 @@ pub const SCHEMES: &[(StoreKind, &[&str])] = &[
         ],
     ),
     (StoreKind::Postgres, &["postgresql", "postgres", "postgresql+*"]),
-    (StoreKind::Etcd, &["etcd"]),
+    (StoreKind::Etcd, &["etcd", "etcds"]),
 ];
 
 impl StoreKind {
