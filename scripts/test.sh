@@ -137,7 +137,7 @@ awk '/^```python$/{p=1;next} /^```$/{p=0} p' README.md > target/readme_quickstar
 step "node: build the addon, pack the npm tarball, install it in a fresh directory, run its suite there and tsc --strict"
 node_modules=$(scripts/test-node.sh | tee /dev/stderr | tail -1)
 
-step "interop: grelmicro 0.44, tenure CLI, Node and Python package processes on one SQLite file, one Redis, one PostgreSQL"
+step "interop: grelmicro 0.44, tenure CLI, Node and Python package processes on one SQLite file, one Redis, one PostgreSQL; etcdctl beside them on one etcd member"
 py=$(bash scripts/grelmicro-env.sh | tail -1)
 cargo build -q -p tenure-cli
 # The Python package (the wheel the python step built) beside grelmicro in its interpreter.
@@ -145,6 +145,8 @@ cargo build -q -p tenure-cli
 tests/interop/sqlite.sh "$py" target/debug/tenure
 TENURE_NODE_PATH=$node_modules TENURE_PYTHON=$py tests/interop/store.sh redis "$py" target/debug/tenure
 TENURE_NODE_PATH=$node_modules TENURE_PYTHON=$py tests/interop/store.sh postgres "$py" target/debug/tenure
+# etcd's own etcdctl lock and etcdctl elect beside the CLI, Node and Python package processes.
+TENURE_NODE_PATH=$node_modules TENURE_PYTHON=$py tests/interop/etcd.sh target/debug/tenure
 # The Python package and grelmicro in one asyncio program.
 "$py" tests/interop/python_mixed.py "${TENURE_REDIS_URL:-redis://127.0.0.1:6379}"
 # The package's suite again on Python 3.14, where a backend written in Python runs its first step

@@ -12,7 +12,12 @@ import tenure
 
 
 async def main(url: str, name: str, log: str, rounds: str) -> None:
-    provider = tenure.RedisProvider(url) if url.startswith("redis") else tenure.PostgresProvider(url)
+    if url.startswith("redis"):
+        provider = tenure.RedisProvider(url)
+    elif url.startswith("etcd"):
+        provider = tenure.EtcdProvider(url)
+    else:
+        provider = tenure.PostgresProvider(url)
     async with provider:
         lock = tenure.Lock(name, backend=provider.lock(), lease_duration=10, retry_interval=0.02, env_load=False)
         for _ in range(int(rounds)):
