@@ -240,6 +240,10 @@ async fn renew<R: Runtime>(runtime: R, lease: Arc<dyn Renew>, mut policy: tenure
                 // stopped its job. Lost is final.
                 Ok(()) if !validity_held(&runtime, before) => return shared.end(KeepAliveEnd::Expired),
                 Ok(()) => policy.renewed(),
+                // Told it holds no more after its validity ran out: it ended by expiry first.
+                Err(e) if e.is_not_owned() && !validity_held(&runtime, before) => {
+                    return shared.end(KeepAliveEnd::Expired);
+                }
                 Err(e) if e.is_not_owned() => return shared.end(KeepAliveEnd::Lost),
                 Err(e) => {
                     tracing::warn!(name = lease.name(), error = %e, "renewing a kept lease failed; retrying while it is valid");

@@ -144,6 +144,23 @@ pub async fn keep_alive_a_renewal_confirmed_after_the_validity_does_not_revive_i
     other.acquire_timeout(ms(1000)).await.unwrap().release().await.unwrap();
 }
 
+pub async fn keep_alive_told_it_holds_no_more_after_its_validity_ran_out_ends_as_expired<R: Runtime>(rt: R) {
+    let store = Faulty::default();
+    let lock = lock(&rt, store.clone(), "cart", ms(100));
+    let other = crate::support::lock(&rt, store.memory.clone(), "cart", ms(1000));
+    let kept = lock.acquire().await.unwrap().keep_alive(NO_BOUND);
+    // The next renewal (due at ~33 ms) reaches the store only at ~118 ms, after another holder
+    // took the lease that ended at ~100 ms: the store answers that this one holds no more, after
+    // its validity ran out (~99 ms). It ended by expiry first, and that is what it says.
+    store.slow(&rt, ms(85));
+    kept.lost().await;
+    let taken = other.acquire_timeout(ms(15)).await.expect("free once the lease ended");
+    eventually(&rt, "the renewal's answer ends the keep-alive", || kept.ended().is_some()).await;
+    assert_eq!(kept.ended(), Some(KeepAliveEnd::Expired));
+    store.heal();
+    taken.release().await.unwrap();
+}
+
 pub async fn keep_alive_holds_and_ends_a_lease_on_a_sqlite_file<R: Runtime>(rt: R) {
     static FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = FILES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
