@@ -142,12 +142,13 @@ impl EtcdBackend {
 
     /// Runs `txn`, which puts a key on `leased`; if its outcome is unknown, the key may have
     /// been put: the caller believes nothing, so it goes with its lease.
+    /// (Also if this call is dropped before the outcome is known.)
     async fn put_on(&self, leased: Leased, txn: Txn, about: &str) -> Result<TxnResponse, BackendError> {
-        let outcome = self.run("taking the name", about, move |mut client| async move { client.txn(txn).await }).await;
-        if outcome.is_err() {
-            self.revoke_later(leased.id);
-        }
-        outcome
+        let unsettled = self.until_settled(leased.id);
+        let response =
+            self.run("taking the name", about, move |mut client| async move { client.txn(txn).await }).await?;
+        unsettled.settled();
+        Ok(response)
     }
 
     /// A new contender's key under `prefix` holding `value`, on `leased`, when keys of longer
@@ -166,6 +167,8 @@ impl EtcdBackend {
             TxnOp::get(prefix.clone(), Some(by_age().with_keys_only())),
         ]);
         let response = self.put_on(leased, txn, about).await?;
+        // Until it is known to hold, or gone: dropped or failed, its key goes with its lease.
+        let unsettled = self.until_settled(leased.id);
         let mine = response.header().map_or(0, etcd_client::ResponseHeader::revision);
         let first = ranges(&response)
             .into_iter()
@@ -175,10 +178,12 @@ impl EtcdBackend {
             .find(|kv| direct(kv.key(), &prefix))
             .map(|kv| kv.create_revision());
         if response.succeeded() && mine > 0 && first == Some(mine) {
+            unsettled.settled();
             return Ok(Some(Held { key: key.into_bytes(), revision: mine, lease: Lease::Known(leased) }));
         }
         // Behind another contender: the key must not wait there (TryLock's rule).
         self.revoke(leased.id, about).await?;
+        unsettled.settled();
         Ok(None)
     }
 
@@ -257,6 +262,10 @@ impl EtcdBackend {
             })
             .await?;
         if !(alive && kept) {
+            if alive {
+                // Refreshed, but its key is gone or moved: the lease carries nothing now.
+                self.revoke_later(leased.id);
+            }
             return Ok(None);
         }
         Ok(Some(Held { lease: Lease::Known(Leased { since, ..leased }), ..held.clone() }))

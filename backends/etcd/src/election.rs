@@ -152,8 +152,9 @@ impl EtcdBackend {
         record: LeaderRecord,
         revision: i64,
         leased: Leased,
-    ) -> Result<(Option<Held>, LeaderRecord), BackendError> {
+    ) -> Result<Elected, BackendError> {
         let (prefix, last_key) = (self.contenders_prefix(name), self.last_key(name));
+        let token = record.holder.clone();
         let count = json(&Last { holder: record.holder.clone(), transitions: record.transitions })?;
         let beside = Beside {
             guards: vec![unchanged(&last_key, revision)],
@@ -162,35 +163,105 @@ impl EtcdBackend {
         };
         let (taken, response) = self.take(prefix.clone(), json(&record)?, leased, beside, name).await?;
         match taken {
-            Taken::Holds(held) => Ok((Some(held), record)),
+            Taken::Holds(held) => Ok(Elected::Holds(held, record)),
             Taken::Contended(candidates) => {
                 let (last, _) = last_of(ranges(&response).get(1).and_then(|kvs| kvs.first()))?;
-                let transitions = last.map_or(0, |l| l.transitions);
-                Ok((None, self.leader_record(&candidates[0], transitions, name).await?))
+                self.follows(&candidates[0], &token, last.map_or(0, |l| l.transitions), name).await
             }
             Taken::Crowded(leased) => {
                 // Keys of longer names under the prefix, or the count changed since it was read.
-                match self.candidate(prefix.clone(), json(&record)?, leased, name).await? {
-                    Some(held) => {
-                        let (held, record) = self.count_transition(name, held, record, revision).await?;
-                        Ok((Some(held), record))
-                    }
-                    None => {
-                        let (candidates, last, _) = self.standing(name).await?;
-                        let transitions = last.map_or(0, |l| l.transitions);
-                        match candidates.first() {
-                            Some(leader) => Ok((None, self.leader_record(leader, transitions, name).await?)),
-                            // The leader left meanwhile: the next attempt takes it.
-                            None => Err(BackendError::new(
-                                BackendErrorKind::Unavailable,
-                                "etcd: the leader changed during the attempt",
-                            )),
-                        }
-                    }
-                }
+                let Some(held) = self.candidate(prefix.clone(), json(&record)?, leased, name).await? else {
+                    let (candidates, last, _) = self.standing(name).await?;
+                    return match candidates.first() {
+                        Some(leader) => self.follows(leader, &token, last.map_or(0, |l| l.transitions), name).await,
+                        // The leader left meanwhile: the next attempt takes it.
+                        None => Err(BackendError::new(
+                            BackendErrorKind::Unavailable,
+                            "etcd: the leader changed during the attempt",
+                        )),
+                    };
+                };
+                // Until counted, nobody believes in the key: dropped or failed, it goes.
+                let unsettled = self.until_settled(held.lease.id());
+                let (held, record) = self.count_transition(name, held, record, revision).await?;
+                unsettled.settled();
+                Ok(Elected::Holds(held, record))
             }
         }
     }
+
+    /// What an attempt of `token` that did not take the lead learns from `leader`: who leads;
+    /// or, if that is a key of `token`'s own (put by another call of it), to read again and renew
+    /// it — this attempt's own write must be what its belief rests on.
+    async fn follows(
+        &self,
+        leader: &KeyValue,
+        token: &str,
+        transitions: u64,
+        name: &str,
+    ) -> Result<Elected, BackendError> {
+        if holder_of(leader).as_deref() == Some(token) {
+            return Ok(Elected::Again);
+        }
+        Ok(Elected::Follows(self.leader_record(leader, transitions, name).await?))
+    }
+
+    /// One attempt of `token` at `name`'s lead after a read (the cache did not hold it).
+    async fn campaign(&self, name: &str, token: &str, fresh: &LeaderRecord) -> Result<Elected, BackendError> {
+        // The lease a takeover needs is made ready beside the read (a spare refreshed, most
+        // often: no write), and kept spare if somebody leads.
+        let lease = fresh.lease_duration;
+        let (standing, leased) = futures_lite::future::zip(self.standing(name), self.lease_for(lease, name)).await;
+        let leased = leased?;
+        let (candidates, last, revision) = match standing {
+            Ok(standing) => standing,
+            Err(e) => {
+                self.give_back(leased);
+                return Err(e);
+            }
+        };
+        let mine = candidates.iter().find(|kv| holder_of(kv).as_deref() == Some(token));
+        let leader = candidates.first();
+        let renewal = async {
+            match (mine, leader) {
+                (Some(mine), Some(leader)) if mine.key() == leader.key() => {
+                    let mut record = self.leader_record(mine, 0, name).await?;
+                    (record.lease_duration, record.renewed_at) = (lease, fresh.renewed_at);
+                    record.metadata = fresh.metadata.clone();
+                    Ok(self.rewrite(&Held::of(mine), &record, name).await?.map(|held| (held, record)))
+                }
+                (Some(mine), Some(_)) => self.vacate(&Held::of(mine), Vec::new(), name).await.map(|_| None),
+                _ => Ok(None),
+            }
+        };
+        let renewed = match renewal.await {
+            Ok(renewed) => renewed,
+            Err(e) => {
+                self.give_back(leased);
+                return Err(e);
+            }
+        };
+        if let Some((held, record)) = renewed {
+            self.give_back(leased);
+            return Ok(Elected::Holds(held, record));
+        }
+        if let Some(leader) = leader.filter(|l| mine.is_none_or(|m| m.key() != l.key())) {
+            self.give_back(leased);
+            return Ok(Elected::Follows(self.leader_record(leader, last.map_or(0, |l| l.transitions), name).await?));
+        }
+        let record = LeaderRecord { transitions: transitions_for(last.as_ref(), token), ..fresh.clone() };
+        self.elect(name, record, revision, leased).await
+    }
+}
+
+/// What an election attempt came to.
+enum Elected {
+    /// This candidate leads, by its own write: its key and record.
+    Holds(Held, LeaderRecord),
+    /// Another leads: its record.
+    Follows(LeaderRecord),
+    /// A key of this candidate's own leads, put by another call: read again.
+    Again,
 }
 
 /// The transitions `holder` taking over after `last` makes.
@@ -235,61 +306,34 @@ impl LeaderElectionOperations for EtcdBackend {
         metadata: &Metadata,
     ) -> Result<LeaderRecord, BackendError> {
         let at = now();
-        let renewed = |record: &mut LeaderRecord| {
-            record.lease_duration = lease;
-            record.renewed_at = at;
-            record.metadata = metadata.clone();
-        };
         if let Some((held, mut record)) = self.state.leaders.take(name, token) {
-            renewed(&mut record);
+            (record.lease_duration, record.renewed_at, record.metadata) = (lease, at, metadata.clone());
             if let Some(held) = self.rewrite(&held, &record, name).await? {
                 self.state.leaders.put(name, token, (held, record.clone()));
                 return Ok(record);
             }
         }
-        // The lease a takeover needs is made ready beside the read (a spare refreshed, most
-        // often: no write), and kept spare if somebody leads.
-        let (standing, leased) = futures_lite::future::zip(self.standing(name), self.lease_for(lease, name)).await;
-        let leased = leased?;
-        let (candidates, last, revision) = match standing {
-            Ok(standing) => standing,
-            Err(e) => {
-                self.give_back(leased);
-                return Err(e);
-            }
-        };
-        let mine = candidates.iter().find(|kv| holder_of(kv).as_deref() == Some(token));
-        let leader = candidates.first();
-        if let (Some(mine), Some(leader)) = (mine, leader) {
-            if mine.key() == leader.key() {
-                let mut record = self.leader_record(mine, 0, name).await?;
-                renewed(&mut record);
-                if let Some(held) = self.rewrite(&Held::of(mine), &record, name).await? {
-                    self.give_back(leased);
-                    self.state.leaders.put(name, token, (held, record.clone()));
-                    return Ok(record);
-                }
-            } else {
-                self.vacate(&Held::of(mine), Vec::new(), name).await?;
-            }
-        }
-        if let Some(leader) = leader.filter(|l| mine.is_none_or(|m| m.key() != l.key())) {
-            self.give_back(leased);
-            return self.leader_record(leader, last.map_or(0, |l| l.transitions), name).await;
-        }
-        let record = LeaderRecord {
+        let fresh = LeaderRecord {
             holder: token.to_owned(),
             lease_duration: lease,
             acquired_at: at,
             renewed_at: at,
-            transitions: transitions_for(last.as_ref(), token),
+            transitions: 0,
             metadata: metadata.clone(),
         };
-        let (held, record) = self.elect(name, record, revision, leased).await?;
-        if let Some(held) = held {
-            self.state.leaders.put(name, token, (held, record.clone()));
+        // A second read only when a key of this token's own leads (another call of it took
+        // the lead meanwhile): it is renewed then.
+        for _ in 0..2 {
+            match self.campaign(name, token, &fresh).await? {
+                Elected::Holds(held, record) => {
+                    self.state.leaders.put(name, token, (held, record.clone()));
+                    return Ok(record);
+                }
+                Elected::Follows(record) => return Ok(record),
+                Elected::Again => {}
+            }
         }
-        Ok(record)
+        Err(BackendError::new(BackendErrorKind::Unavailable, "etcd: this candidate's lead changed during the attempt"))
     }
 
     async fn release(&self, name: &str, token: &str) -> Result<bool, BackendError> {

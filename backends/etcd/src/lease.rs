@@ -83,9 +83,17 @@ impl EtcdBackend {
     /// A keyless lease living at least `lease` from now: a spare refreshed, else a new grant.
     pub(crate) async fn lease_for(&self, lease: Duration, about: &str) -> Result<Leased, BackendError> {
         let ttl = ttl_of(lease);
-        while let Some(spare) = self.state.spares.take(ttl) {
-            if let Some(refreshed) = self.refresh(spare.id, ttl, about).await? {
-                return Ok(refreshed);
+        // A few spares at most: one that ended is skipped, one whose refresh failed is left to
+        // end by itself, and a new lease is granted instead.
+        for _ in 0..3 {
+            let Some(spare) = self.state.spares.take(ttl) else { break };
+            match self.refresh(spare.id, ttl, about).await {
+                Ok(Some(refreshed)) => return Ok(refreshed),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::debug!(error = %e, "etcd: a spare lease was not refreshed; granting one");
+                    break;
+                }
             }
         }
         let since = Instant::now();
@@ -106,7 +114,7 @@ impl EtcdBackend {
 
     /// `lease`, whose key is gone or was never put, as a spare; revoked if there are enough.
     pub(crate) fn give_back(&self, lease: Leased) {
-        if !self.state.spares.put(lease) {
+        if self.watch.is_stopped() || !self.state.spares.put(lease) {
             self.revoke_later(lease.id);
         }
     }
@@ -122,6 +130,12 @@ impl EtcdBackend {
         });
     }
 
+    /// A guard that revokes `id` (and so deletes its key) in the background if it is dropped
+    /// armed: for a key nobody believes in yet, whose caller may be dropped mid-way.
+    pub(crate) fn until_settled(&self, id: i64) -> Unsettled<'_> {
+        Unsettled { store: self, id: Some(id) }
+    }
+
     /// Revokes `id` now (its keys go with it); false if it had ended already.
     pub(crate) async fn revoke(&self, id: i64, about: &str) -> Result<bool, BackendError> {
         self.run("revoking a lease", about, move |mut client| async move {
@@ -132,6 +146,27 @@ impl EtcdBackend {
             }
         })
         .await
+    }
+}
+
+/// See [`EtcdBackend::until_settled`].
+pub(crate) struct Unsettled<'a> {
+    store: &'a EtcdBackend,
+    id: Option<i64>,
+}
+
+impl Unsettled<'_> {
+    /// The outcome reached its caller: nothing to undo.
+    pub(crate) fn settled(mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for Unsettled<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            self.store.revoke_later(id);
+        }
     }
 }
 

@@ -28,6 +28,7 @@
 mod call;
 mod contender;
 mod election;
+mod health;
 mod inspect;
 mod known;
 mod lease;
@@ -53,6 +54,7 @@ pub struct EtcdBackend {
     client: Arc<Client>,
     options: Arc<EtcdOptions>,
     watch: Arc<wake::Watch>,
+    members: Arc<health::Members>,
     state: Arc<State>,
 }
 
@@ -95,6 +97,7 @@ impl EtcdBackend {
         }
         let endpoints = options.endpoints.clone();
         let shown = options.shown.clone();
+        let probes = connect.clone();
         let client = on_tokio(async move { Client::connect(endpoints, Some(connect)).await })
             .await?
             .map_err(|e| failed(&format!("connecting to {shown}"), &e))?;
@@ -104,7 +107,8 @@ impl EtcdBackend {
             BackendError::new(e.kind(), format!("etcd: connecting to {}: {cause}", options.shown))
         })?;
         let watch = Arc::new(watch);
-        Ok(Self { client: Arc::new(client), options: Arc::new(options), watch, state: Arc::default() })
+        let members = Arc::new(health::watch_members(client.clone(), &options.endpoints, &probes, ping));
+        Ok(Self { client: Arc::new(client), options: Arc::new(options), watch, members, state: Arc::default() })
     }
 
     /// Connects to the cluster at `url` (see [`EtcdOptions::from_url`]).
@@ -118,6 +122,7 @@ impl EtcdBackend {
     /// (held leases end by their expiry).
     pub fn close(&self) {
         self.watch.stop();
+        self.members.stop();
         for spare in self.state.spares.drain() {
             self.revoke_later(spare.id);
         }
@@ -144,7 +149,10 @@ impl EtcdBackend {
             return Err(BackendError::new(BackendErrorKind::Closed, "etcd: the store is closed"));
         }
         let client = Client::clone(&self.client);
-        on_tokio(async move { call(client).await }).await?.map_err(|e| failed(&format!("{what} of {about}"), &e))
+        // Boxed: a request of etcd's client is a large future, and calls nest several.
+        on_tokio(Box::pin(async move { call(client).await }))
+            .await?
+            .map_err(|e| failed(&format!("{what} of {about}"), &e))
     }
 
     /// Takes `name` for `token` on a lease of `lease`, or renews it if `token` holds it.
