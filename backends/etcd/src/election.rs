@@ -181,7 +181,8 @@ impl EtcdBackend {
                         )),
                     };
                 };
-                // Until counted, nobody believes in the key: dropped or failed, it goes.
+                // Until counted, nobody believes in the key: dropped or failed, it goes. (Its
+                // rewrites keep the lease: the record's lease is the one it was granted for.)
                 let unsettled = self.until_settled(held.lease.id());
                 let (held, record) = self.count_transition(name, held, record, revision).await?;
                 unsettled.settled();

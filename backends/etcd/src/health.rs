@@ -1,18 +1,25 @@
 //! Members that stopped answering leave the client's balancer. etcd's client spreads requests
 //! over every endpoint, and a member that is frozen or cut off still accepts connections (its
 //! kernel does), so without this a share of every call would wait out the command timeout on it.
-//! With several endpoints, each member is probed through a client of its own (a linearizable
-//! read, which also needs the member to see a leader) every half probe period; one that fails is
-//! taken out of the store's balancer and put back once it answers again. The last answering
-//! member is never taken out.
+//! With several endpoints, each member is probed through a client of its own every half command
+//! timeout: a serializable count of one key under the store's prefix (answered by the member
+//! alone, no consensus; the client's `require_leader` makes a member without a leader refuse it).
+//! One that does not answer in time is taken out of the store's balancer and put back once it
+//! answers again. When no member answers (an election of the cluster, a loaded host) the
+//! balancer is left as it is: a member taken out stays out until it answers itself.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions};
+use etcd_client::{Client, ConnectOptions, GetOptions};
 
 use crate::call::tokio_handle;
+
+/// The shortest pause between two probes of a member, whatever the command timeout.
+const MIN_PERIOD: Duration = Duration::from_millis(100);
+/// The longest pause between two attempts to connect a probe to a member that is down.
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
 /// Probing tasks, stopped when dropped.
 pub(crate) struct Members(Vec<tokio::task::JoinHandle<()>>);
@@ -31,62 +38,99 @@ impl Drop for Members {
     }
 }
 
-/// Probes `endpoints` and keeps `client`'s balancer to those that answer within `within`;
-/// nothing for a single endpoint (there is nowhere else to send requests).
+/// Probes `endpoints` (each with its scheme, as [`crate::EtcdOptions`] writes them: the
+/// balancer knows them by that form) and keeps `client`'s balancer to those that answer a read
+/// of `probe_key` within `within`; nothing for a single endpoint (there is nowhere else to send
+/// requests).
 pub(crate) fn watch_members(
     client: Client,
     endpoints: &[String],
     connect: &ConnectOptions,
     within: Duration,
+    probe_key: &str,
 ) -> Members {
     if endpoints.len() < 2 {
         return Members(Vec::new());
     }
     let answering: Arc<Vec<AtomicBool>> = Arc::new(endpoints.iter().map(|_| AtomicBool::new(true)).collect());
     let connect = connect.clone().with_timeout(within).with_connect_timeout(within);
+    let period = (within / 2).max(MIN_PERIOD);
     let handle = tokio_handle();
     let mut tasks: Vec<_> = endpoints
         .iter()
         .enumerate()
-        .map(|(i, endpoint)| handle.spawn(probe(endpoint.clone(), connect.clone(), within, answering.clone(), i)))
+        .map(|(i, endpoint)| {
+            let probe = Probe {
+                endpoint: endpoint.clone(),
+                connect: connect.clone(),
+                within,
+                period,
+                key: probe_key.to_owned(),
+            };
+            handle.spawn(probe.run(answering.clone(), i))
+        })
         .collect();
-    tasks.push(handle.spawn(balance(client, endpoints.to_vec(), within, answering)));
+    tasks.push(handle.spawn(balance(client, endpoints.to_vec(), period / 2, answering)));
     Members(tasks)
 }
 
-/// Keeps `answering[i]` to whether `endpoint` answers a read within `within`.
-async fn probe(endpoint: String, connect: ConnectOptions, within: Duration, answering: Arc<Vec<AtomicBool>>, i: usize) {
-    let mut client: Option<Client> = None;
-    loop {
-        tokio::time::sleep(within / 2).await;
-        if client.is_none() {
-            let connecting = Client::connect([endpoint.as_str()], Some(connect.clone()));
-            client = tokio::time::timeout(within, connecting).await.ok().and_then(Result::ok);
+struct Probe {
+    endpoint: String,
+    connect: ConnectOptions,
+    within: Duration,
+    period: Duration,
+    key: String,
+}
+
+impl Probe {
+    /// Keeps `answering[i]` to whether the member answers a read within `within`.
+    async fn run(self, answering: Arc<Vec<AtomicBool>>, i: usize) {
+        let mut backoff = self.period;
+        // Made once: its channel reconnects by itself; made again only while it cannot connect
+        // (with a user, connecting logs in: not something to repeat every period).
+        let mut client = None;
+        loop {
+            tokio::time::sleep(backoff).await;
+            if client.is_none() {
+                let connecting = Client::connect([self.endpoint.as_str()], Some(self.connect.clone()));
+                client = tokio::time::timeout(self.within, connecting).await.ok().and_then(Result::ok);
+            }
+            let Some(c) = client.as_mut() else {
+                answering[i].store(false, Ordering::SeqCst);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            };
+            backoff = self.period;
+            let read = c.get(self.key.as_str(), Some(GetOptions::new().with_serializable().with_count_only()));
+            let answered = match tokio::time::timeout(self.within, read).await {
+                Ok(Ok(_)) => true,
+                // Refused for a reason of its own (permissions, say): it answers.
+                Ok(Err(etcd_client::Error::GRpcStatus(status))) => !matches!(
+                    status.code(),
+                    tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled
+                ),
+                Ok(Err(_)) | Err(_) => false,
+            };
+            answering[i].store(answered, Ordering::SeqCst);
         }
-        let ok = match client.as_mut() {
-            Some(c) => matches!(tokio::time::timeout(within, c.get("tenure:probe", None)).await, Ok(Ok(_))),
-            None => false,
-        };
-        if !ok {
-            client = None;
-        }
-        answering[i].store(ok, Ordering::SeqCst);
     }
 }
 
-/// Takes members that stopped answering out of `client`'s balancer and puts them back.
-async fn balance(client: Client, endpoints: Vec<String>, within: Duration, answering: Arc<Vec<AtomicBool>>) {
+/// Takes members that stopped answering out of `client`'s balancer and puts them back, every
+/// `tick`.
+async fn balance(client: Client, endpoints: Vec<String>, tick: Duration, answering: Arc<Vec<AtomicBool>>) {
     let mut out = vec![false; endpoints.len()];
     loop {
-        tokio::time::sleep(within / 4).await;
+        tokio::time::sleep(tick).await;
         let now: Vec<bool> = answering.iter().map(|a| a.load(Ordering::SeqCst)).collect();
-        let any = now.iter().any(|a| *a);
+        if !now.iter().any(|a| *a) {
+            // Nobody answers: no member is judged against the others.
+            continue;
+        }
         for (i, endpoint) in endpoints.iter().enumerate() {
             let change = match (now[i], out[i]) {
-                (false, false) if any => client.remove_endpoint(endpoint).await.map(|()| true),
+                (false, false) => client.remove_endpoint(endpoint).await.map(|()| true),
                 (true, true) => client.add_endpoint(endpoint).await.map(|()| false),
-                // Every member silent: all stay, so the first to answer again serves at once.
-                (false, true) if !any => client.add_endpoint(endpoint).await.map(|()| false),
                 _ => continue,
             };
             match change {

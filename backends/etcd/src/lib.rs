@@ -107,7 +107,8 @@ impl EtcdBackend {
             BackendError::new(e.kind(), format!("etcd: connecting to {}: {cause}", options.shown))
         })?;
         let watch = Arc::new(watch);
-        let members = Arc::new(health::watch_members(client.clone(), &options.endpoints, &probes, ping));
+        let probe_key = format!("{}tenure:probe", options.prefix);
+        let members = Arc::new(health::watch_members(client.clone(), &options.endpoints, &probes, ping, &probe_key));
         Ok(Self { client: Arc::new(client), options: Arc::new(options), watch, members, state: Arc::default() })
     }
 
