@@ -3,7 +3,9 @@
 //! loopback ports, beside the client's own floor measured in the same run: the fewest requests
 //! a lock with a lease of its own takes on etcd — `LeaseGrant`, a `Txn` putting the contender's
 //! key if the name has none, and `LeaseRevoke` (which deletes the key) — on the same
-//! `etcd-client`, and one write's commit (a `Put`). Prints medians and rates; asserts nothing.
+//! `etcd-client`, the requests Tenure's store sends for a cycle, sent raw, and one write's commit
+//! (a `Put`, in a tight loop and after the idle a hand-off's waiter sees). Prints medians and
+//! rates; asserts nothing.
 #![allow(clippy::print_stdout, clippy::cast_precision_loss)]
 
 #[path = "../tests/common/mod.rs"]
@@ -17,6 +19,10 @@ use tenure_conformance::Store;
 use tenure_conformance::bench::{self, BATCH, BATCHES, RUN, Step, TASKS, us};
 use tenure_etcd::EtcdBackend;
 use tenure_tokio::{LeaderElection, Tokio, WorkerId};
+
+/// How long a leader hand-over's follower waits before the leader stops
+/// ([`bench::leader_handover`]).
+const IDLE: Duration = Duration::from_millis(250);
 
 /// The floor of a lock cycle: grant, put if the name has no contender, revoke.
 fn floor_cycle(client: &Client) -> Step<'_> {
@@ -33,6 +39,33 @@ fn floor_cycle(client: &Client) -> Step<'_> {
     })
 }
 
+/// Tenure's own requests for a cycle, sent raw: a refresh of a spare lease beside a `Txn`
+/// putting the contender's key on it if the name has none, then a `Txn` deleting that key guarded
+/// on its revision and lease (the lease stays spare).
+fn same_requests(client: &Client, lease: i64) -> Step<'_> {
+    Box::new(move || {
+        let (mut refreshing, mut client) = (client.clone(), client.clone());
+        Box::pin(async move {
+            let prefix = "floor/lock:same/";
+            let key = format!("{prefix}{lease:x}");
+            let free = Compare::create_revision(prefix, CompareOp::Equal, 0).with_prefix();
+            let put = TxnOp::put(key.clone(), "same", Some(PutOptions::new().with_lease(lease)));
+            let (refreshed, taken) =
+                tokio::join!(refreshing.lease_keep_alive(lease), client.txn(Txn::new().when([free]).and_then([put])));
+            refreshed.expect("keep-alive");
+            let taken = taken.expect("txn");
+            assert!(taken.succeeded());
+            let revision = taken.header().expect("header").revision();
+            let held = [
+                Compare::create_revision(key.clone(), CompareOp::Equal, revision),
+                Compare::lease(key.clone(), CompareOp::Equal, lease),
+            ];
+            let deleted = client.txn(Txn::new().when(held).and_then([TxnOp::delete(key, None)])).await;
+            assert!(deleted.expect("txn").succeeded());
+        })
+    })
+}
+
 /// One write's commit: a `Put` of one small key.
 fn one_write(client: &Client) -> Step<'_> {
     Box::new(move || {
@@ -41,6 +74,21 @@ fn one_write(client: &Client) -> Step<'_> {
             client.put("floor/write", "v", None).await.expect("put");
         })
     })
+}
+
+/// One write's commit after the client sat idle for `idle` (as a waiter or a follower does
+/// before a hand-off: on a virtual machine, waking idle CPUs costs a write more than it does in
+/// a tight loop).
+async fn idle_write(client: &Client, idle: Duration) -> Duration {
+    let mut client = client.clone();
+    let mut samples = Vec::new();
+    for _ in 0..if idle > Duration::from_millis(50) { 21 } else { 200 } {
+        tokio::time::sleep(idle).await;
+        let start = Instant::now();
+        client.put("floor/write", "v", None).await.expect("put");
+        samples.push(start.elapsed());
+    }
+    bench::median(samples)
 }
 
 /// One linearizable read: a `Range` of one key.
@@ -131,12 +179,14 @@ async fn run(label: &str, url: &str) {
         one_read(&client),
         one_refresh(&client, lease),
         floor_cycle(&client),
+        same_requests(&client, lease),
         store_calls(&backend),
         bench::one_task_step(&store),
     ];
     let medians = bench::per_call_each(&mut steps).await;
-    let (write, read, refresh, floor, calls, one) =
-        (medians[0], medians[1], medians[2], medians[3], medians[4], medians[5]);
+    let (write, read, refresh, floor, same, calls, one) =
+        (medians[0], medians[1], medians[2], medians[3], medians[4], medians[5], medians[6]);
+    let (idle_short, idle_long) = (idle_write(&client, bench::HANDOFF_IDLE).await, idle_write(&client, IDLE).await);
     let contended = bench::many_tasks(&store, 1).await;
     let spread = bench::many_tasks(&store, TASKS).await;
     let handoff = bench::handoff(&store, &other).await;
@@ -149,25 +199,24 @@ async fn run(label: &str, url: &str) {
     println!("  one read (etcd-client Get):                 {:>8.1} us", us(read));
     println!("  one lease refresh (etcd-client keep-alive): {:>8.1} us", us(refresh));
     println!("  floor (grant, put if free, revoke):         {:>8.1} us", us(floor));
-    println!(
-        "  the store's calls, acquire + release:       {:>8.1} us = {:.2}x floor",
-        us(calls),
-        us(calls) / us(floor)
-    );
-    println!("  one task, acquire + release:                {:>8.1} us = {:.2}x floor", us(one), us(one) / us(floor));
+    println!("  Tenure's requests, raw (refresh | put, del): {:>8.1} us", us(same));
+    let against_floors = |label: &str, took: Duration| {
+        let (x, y) = (us(took) / us(floor), us(took) / us(same));
+        println!("  {label:<43} {:>8.1} us = {x:.2}x floor = {y:.2}x the same requests raw", us(took));
+    };
+    against_floors("the store's calls, acquire + release:", calls);
+    against_floors("one task, acquire + release:", one);
     println!("  {TASKS} tasks on one name:                      {:>8.0} cycles/s", contended.rate);
     println!("  fairness on one name (Jain's index):        {:>8.3}", contended.fairness);
     println!("  {TASKS} tasks on {TASKS} names:                       {:>8.0} cycles/s", spread.rate);
-    println!(
-        "  release to next waiter's grant:             {:>8.1} us = {:.2} writes",
-        us(handoff),
-        us(handoff) / us(write)
-    );
-    println!(
-        "  leader hand-over after a clean stop:        {:>8.1} us = {:.2} writes",
-        us(handover),
-        us(handover) / us(write)
-    );
+    println!("  one write after {:?} idle:                 {:>8.1} us", bench::HANDOFF_IDLE, us(idle_short));
+    println!("  one write after {IDLE:?} idle:               {:>8.1} us", us(idle_long));
+    let against_writes = |label: &str, took: Duration, idle: Duration| {
+        let (x, y) = (us(took) / us(write), us(took) / us(idle));
+        println!("  {label:<43} {:>8.1} us = {x:.2} writes = {y:.2} writes after the same idle", us(took));
+    };
+    against_writes("release to next waiter's grant:", handoff, idle_short);
+    against_writes("leader hand-over after a clean stop:", handover, idle_long);
     println!("  leader hand-over after a kill (2 s lease):  {:>8.1} ms", killed.as_secs_f64() * 1e3);
 }
 

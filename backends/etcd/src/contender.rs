@@ -76,7 +76,7 @@ pub(crate) fn ranges(response: &TxnResponse) -> Vec<Vec<KeyValue>> {
 }
 
 /// What a [`EtcdBackend::take`] also checks, writes and reads (none for a lock).
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct Beside {
     pub(crate) guards: Vec<Compare>,
     pub(crate) also: Vec<TxnOp>,
@@ -138,6 +138,68 @@ impl EtcdBackend {
         }
         self.give_back(leased);
         Ok((Taken::Contended(contenders), response))
+    }
+
+    /// [`Self::take`] on a spare lease refreshed beside it: the refresh (answered by the
+    /// cluster's leader) and the take (a write) in flight together, one round trip for both.
+    /// None if no spare of the TTL was alive (the caller takes on a lease of its own).
+    ///
+    /// The take is sent with the spare as it was last known alive; a key it puts is believed
+    /// only once the refresh answered (so the lease lives its TTL from before both sends).
+    pub(crate) async fn take_on_spare(
+        &self,
+        prefix: String,
+        value: Vec<u8>,
+        lease: std::time::Duration,
+        beside: Beside,
+        about: &str,
+    ) -> Result<Option<(Taken, TxnResponse)>, BackendError> {
+        let ttl = crate::lease::ttl_of(lease);
+        let Some(spare) = self.state.spares.take(ttl) else { return Ok(None) };
+        let since = Instant::now();
+        let refresh = self.run("refreshing a lease", about, move |client| crate::lease::keep_alive(client, spare.id));
+        let take = self.take(prefix, value, spare, beside, about);
+        let (alive, taken) = futures_lite::future::zip(refresh, take).await;
+        if let Ok((Taken::Contended(contenders), response)) = taken {
+            // Refused: the spare went back as it was known (the refresh changes nothing of that).
+            return Ok(Some((Taken::Contended(contenders), response)));
+        }
+        match alive {
+            // The spare had ended: whatever the take put went with it.
+            Ok(false) => Ok(None),
+            Ok(true) => {
+                let refreshed = Leased { since, ..spare };
+                let (taken, response) = taken?;
+                let taken = match taken {
+                    Taken::Holds(held) => Taken::Holds(Held { lease: Lease::Known(refreshed), ..held }),
+                    _ => Taken::Crowded(refreshed),
+                };
+                Ok(Some((taken, response)))
+            }
+            Err(e) => {
+                // The lease's life is unknown: a key put on it is not believed, and goes with it.
+                if taken.is_ok() {
+                    self.revoke_later(spare.id);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// [`Self::take`] on a spare refreshed beside it, else on a lease made ready first.
+    pub(crate) async fn take_ready(
+        &self,
+        prefix: String,
+        value: Vec<u8>,
+        lease: std::time::Duration,
+        beside: Beside,
+        about: &str,
+    ) -> Result<(Taken, TxnResponse), BackendError> {
+        if let Some(taken) = self.take_on_spare(prefix.clone(), value.clone(), lease, beside.clone(), about).await? {
+            return Ok(taken);
+        }
+        let leased = self.lease_for(lease, about).await?;
+        self.take(prefix, value, leased, beside, about).await
     }
 
     /// Runs `txn`, which puts a key on `leased`; if its outcome is unknown, the key may have

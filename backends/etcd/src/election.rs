@@ -15,7 +15,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use etcd_client::{Compare, CompareOp, KeyValue, Txn, TxnOp};
+use etcd_client::{Compare, CompareOp, KeyValue, Txn, TxnOp, TxnResponse};
 use serde::{Deserialize, Serialize};
 use tenure::backend::{LeaderElectionOperations, Wake, Wakeup};
 use tenure_core::{BackendError, BackendErrorKind, LeaderRecord, Metadata, WallTime};
@@ -23,13 +23,17 @@ use tenure_core::{BackendError, BackendErrorKind, LeaderRecord, Metadata, WallTi
 use crate::EtcdBackend;
 use crate::contender::{Beside, Held, Taken, by_age, direct, ranges};
 use crate::lease::Leased;
+use crate::takeover::Standing;
 
 /// Who led last and how many changes of leader there were, while the election lasts.
 #[derive(Serialize, Deserialize, Default)]
-struct Last {
-    holder: String,
-    transitions: u64,
+pub(crate) struct Last {
+    pub(crate) holder: String,
+    pub(crate) transitions: u64,
 }
+
+/// Where the count of a name's transitions lives: `<prefix>` this `<name>`.
+pub(crate) const LAST: &str = "tenure:last:";
 
 pub(crate) fn now() -> WallTime {
     let micros = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros());
@@ -42,12 +46,12 @@ fn malformed(what: &str) -> BackendError {
 
 impl EtcdBackend {
     fn last_key(&self, name: &str) -> String {
-        format!("{}tenure:last:{name}", self.options.prefix)
+        format!("{}{LAST}{name}", self.options.prefix)
     }
 
     /// `name`'s candidates (oldest first) and its stored count with the count key's revision (0:
     /// none), in one read.
-    async fn standing(&self, name: &str) -> Result<(Vec<KeyValue>, Option<Last>, i64), BackendError> {
+    async fn standing(&self, name: &str) -> Result<(Vec<KeyValue>, Standing), BackendError> {
         let (prefix, last_key) = (self.contenders_prefix(name), self.last_key(name));
         let response = self
             .run("reading the candidates", name, {
@@ -61,7 +65,7 @@ impl EtcdBackend {
         let mut read = ranges(&response).into_iter();
         let candidates = read.next().unwrap_or_default().into_iter().filter(|kv| direct(kv.key(), &prefix)).collect();
         let (last, revision) = last_of(read.next().unwrap_or_default().first())?;
-        Ok((candidates, last, revision))
+        Ok((candidates, Standing { last, revision, read_at: read_at(&response) }))
     }
 
     /// The record of `leader`: Tenure's JSON, or a record of etcd's own recipe (its proposal as
@@ -144,14 +148,15 @@ impl EtcdBackend {
         Err(BackendError::new(BackendErrorKind::Unavailable, format!("etcd: the transitions of {name} kept changing")))
     }
 
-    /// Takes `name`'s leadership with `record` (its count from `last` at `revision`) on `leased`: the record
-    /// and the leader held, or the record of whoever leads.
+    /// Takes `name`'s leadership with `record` (its count from the count's key at `revision`, 0:
+    /// none) on `leased` (else a lease made ready beside the write): the record and the leader
+    /// held, or the record of whoever leads.
     async fn elect(
         &self,
         name: &str,
         record: LeaderRecord,
         revision: i64,
-        leased: Leased,
+        leased: Option<Leased>,
     ) -> Result<Elected, BackendError> {
         let (prefix, last_key) = (self.contenders_prefix(name), self.last_key(name));
         let token = record.holder.clone();
@@ -161,19 +166,31 @@ impl EtcdBackend {
             also: vec![TxnOp::put(last_key.clone(), count, None)],
             read: vec![TxnOp::get(last_key, None)],
         };
-        let (taken, response) = self.take(prefix.clone(), json(&record)?, leased, beside, name).await?;
+        let value = json(&record)?;
+        let (taken, response) = match leased {
+            Some(leased) => self.take(prefix.clone(), value, leased, beside, name).await?,
+            None => self.take_ready(prefix.clone(), value, record.lease_duration, beside, name).await?,
+        };
         match taken {
             Taken::Holds(held) => Ok(Elected::Holds(held, record)),
             Taken::Contended(candidates) => {
-                let (last, _) = last_of(ranges(&response).get(1).and_then(|kvs| kvs.first()))?;
-                self.follows(&candidates[0], &token, last.map_or(0, |l| l.transitions), name).await
+                let (last, revision) = last_of(ranges(&response).get(1).and_then(|kvs| kvs.first()))?;
+                let transitions = last.as_ref().map_or(0, |l| l.transitions);
+                if let Some(mine) = candidates.iter().skip(1).find(|kv| holder_of(kv).as_deref() == Some(&token)) {
+                    // A key of this token's own behind the leader (left by an attempt that could
+                    // not remove it): it must not wait there.
+                    self.vacate(&Held::of(mine), Vec::new(), name).await?;
+                }
+                let standing = Standing { last, revision, read_at: read_at(&response) };
+                self.follows(&candidates[0], &token, transitions, standing, name).await
             }
             Taken::Crowded(leased) => {
                 // Keys of longer names under the prefix, or the count changed since it was read.
                 let Some(held) = self.candidate(prefix.clone(), json(&record)?, leased, name).await? else {
-                    let (candidates, last, _) = self.standing(name).await?;
+                    let (candidates, standing) = self.standing(name).await?;
+                    let transitions = standing.last.as_ref().map_or(0, |l| l.transitions);
                     return match candidates.first() {
-                        Some(leader) => self.follows(leader, &token, last.map_or(0, |l| l.transitions), name).await,
+                        Some(leader) => self.follows(leader, &token, transitions, standing, name).await,
                         // The leader left meanwhile: the next attempt takes it.
                         None => Err(BackendError::new(
                             BackendErrorKind::Unavailable,
@@ -191,30 +208,41 @@ impl EtcdBackend {
         }
     }
 
-    /// What an attempt of `token` that did not take the lead learns from `leader`: who leads;
-    /// or, if that is a key of `token`'s own (put by another call of it), to read again and renew
-    /// it — this attempt's own write must be what its belief rests on.
+    /// What an attempt of `token` that did not take the lead learns from `leader`: who leads
+    /// (and what it read is kept for its next attempt); or, if that is a key of `token`'s own
+    /// (put by another call of it), to read again and renew it — this attempt's own write must be
+    /// what its belief rests on.
     async fn follows(
         &self,
         leader: &KeyValue,
         token: &str,
         transitions: u64,
+        standing: Standing,
         name: &str,
     ) -> Result<Elected, BackendError> {
         if holder_of(leader).as_deref() == Some(token) {
             return Ok(Elected::Again);
         }
+        self.state.standings.put(name, token, standing);
         Ok(Elected::Follows(self.leader_record(leader, transitions, name).await?))
     }
 
-    /// One attempt of `token` at `name`'s lead after a read (the cache did not hold it).
+    /// One attempt of `token` at `name`'s lead (the cache did not hold it): straight to the
+    /// guarded write if the watch saw a candidate go since this token's last refused attempt
+    /// read the name (see [`crate::takeover`]), else after a read.
     async fn campaign(&self, name: &str, token: &str, fresh: &LeaderRecord) -> Result<Elected, BackendError> {
+        if let Some(standing) = self.state.standings.take(name, token)
+            && let Some((last, revision)) = self.watch.deletions.since(name, standing)
+        {
+            let record = LeaderRecord { transitions: transitions_for(last.as_ref(), token), ..fresh.clone() };
+            return self.elect(name, record, revision, None).await;
+        }
         // The lease a takeover needs is made ready beside the read (a spare refreshed, most
         // often: no write), and kept spare if somebody leads.
         let lease = fresh.lease_duration;
         let (standing, leased) = futures_lite::future::zip(self.standing(name), self.lease_for(lease, name)).await;
         let leased = leased?;
-        let (candidates, last, revision) = match standing {
+        let (candidates, standing) = match standing {
             Ok(standing) => standing,
             Err(e) => {
                 self.give_back(leased);
@@ -246,12 +274,13 @@ impl EtcdBackend {
             self.give_back(leased);
             return Ok(Elected::Holds(held, record));
         }
+        let transitions = standing.last.as_ref().map_or(0, |l| l.transitions);
         if let Some(leader) = leader.filter(|l| mine.is_none_or(|m| m.key() != l.key())) {
             self.give_back(leased);
-            return Ok(Elected::Follows(self.leader_record(leader, last.map_or(0, |l| l.transitions), name).await?));
+            return self.follows(leader, token, transitions, standing, name).await;
         }
-        let record = LeaderRecord { transitions: transitions_for(last.as_ref(), token), ..fresh.clone() };
-        self.elect(name, record, revision, leased).await
+        let record = LeaderRecord { transitions: transitions_for(standing.last.as_ref(), token), ..fresh.clone() };
+        self.elect(name, record, standing.revision, Some(leased)).await
     }
 }
 
@@ -288,6 +317,11 @@ fn last_of(kv: Option<&KeyValue>) -> Result<(Option<Last>, i64), BackendError> {
     let last = serde_json::from_slice(kv.value())
         .map_err(|_| malformed("an election's transitions key holds no {holder, transitions} JSON"))?;
     Ok((Some(last), kv.mod_revision()))
+}
+
+/// The store's revision `response` saw.
+fn read_at(response: &TxnResponse) -> i64 {
+    response.header().map_or(0, etcd_client::ResponseHeader::revision)
 }
 
 fn json(value: &impl Serialize) -> Result<Vec<u8>, BackendError> {
@@ -352,9 +386,9 @@ impl LeaderElectionOperations for EtcdBackend {
     }
 
     async fn get(&self, name: &str) -> Result<Option<LeaderRecord>, BackendError> {
-        let (candidates, last, _) = self.standing(name).await?;
+        let (candidates, standing) = self.standing(name).await?;
         let Some(leader) = candidates.first() else { return Ok(None) };
-        Ok(Some(self.leader_record(leader, last.map_or(0, |l| l.transitions), name).await?))
+        Ok(Some(self.leader_record(leader, standing.last.map_or(0, |l| l.transitions), name).await?))
     }
 
     fn wakeup(&self, name: &str) -> Option<Wakeup> {

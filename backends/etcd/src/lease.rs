@@ -40,7 +40,7 @@ pub(crate) struct Spares(Mutex<Vec<Leased>>);
 
 impl Spares {
     /// A spare of `ttl` that may still live, the freshest first.
-    fn take(&self, ttl: i64) -> Option<Leased> {
+    pub(crate) fn take(&self, ttl: i64) -> Option<Leased> {
         let mut spares = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let now = Instant::now();
         spares.retain(|s| s.until() > now);

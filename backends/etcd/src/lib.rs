@@ -34,6 +34,7 @@ mod known;
 mod lease;
 mod options;
 mod schedule;
+mod takeover;
 mod wake;
 
 use std::future::Future;
@@ -68,6 +69,8 @@ struct State {
     locks: known::Known<Held>,
     /// The leaders' keys this store put and holds, with their records.
     leaders: known::Known<(Held, tenure_core::LeaderRecord)>,
+    /// What each follower's last refused attempt read.
+    standings: known::Known<takeover::Standing>,
 }
 
 impl std::fmt::Debug for EtcdBackend {
@@ -159,8 +162,7 @@ impl EtcdBackend {
     /// Takes `name` for `token` on a lease of `lease`, or renews it if `token` holds it.
     async fn lock_take(&self, name: &str, token: &str, lease: Duration) -> Result<Option<Held>, BackendError> {
         let prefix = self.contenders_prefix(name);
-        let leased = self.lease_for(lease, name).await?;
-        let (taken, _) = self.take(prefix.clone(), token.into(), leased, Beside::default(), name).await?;
+        let (taken, _) = self.take_ready(prefix.clone(), token.into(), lease, Beside::default(), name).await?;
         match taken {
             Taken::Holds(held) => Ok(Some(held)),
             Taken::Crowded(leased) => self.candidate(prefix, token.into(), leased, name).await,

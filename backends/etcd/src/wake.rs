@@ -15,10 +15,13 @@ use tenure::backend::WaitQueues;
 use tenure_core::BackendError;
 
 use crate::call::{failed, tokio_handle};
+use crate::takeover::Deletions;
 
 /// The store's watch: stopped when the last clone of the store is dropped.
 pub(crate) struct Watch {
     pub(crate) queues: Arc<WaitQueues>,
+    /// The deletions seen, as hints for a follower's takeover.
+    pub(crate) deletions: Arc<Deletions>,
     task: tokio::task::JoinHandle<()>,
     stopped: std::sync::atomic::AtomicBool,
 }
@@ -57,8 +60,9 @@ impl Watch {
                 BackendError::new(tenure_core::BackendErrorKind::Other, format!("etcd: watching failed: {e}"))
             })?
             .map_err(|e| failed("watching the store's keys", &e))?;
-        let task = handle.spawn(run(client, prefix, queues.clone(), stream));
-        Ok(Self { queues, task, stopped: std::sync::atomic::AtomicBool::new(false) })
+        let deletions = Arc::new(Deletions::default());
+        let task = handle.spawn(run(client, prefix, queues.clone(), deletions.clone(), stream));
+        Ok(Self { queues, deletions, task, stopped: std::sync::atomic::AtomicBool::new(false) })
     }
 }
 
@@ -77,18 +81,37 @@ async fn watch(mut client: Client, prefix: &str) -> Result<WatchStream, etcd_cli
 }
 
 /// Hands every deletion under `prefix` to the waiters of its name, for as long as the store lives.
-async fn run(client: Client, prefix: String, queues: Arc<WaitQueues>, mut stream: WatchStream) {
+async fn run(
+    client: Client,
+    prefix: String,
+    queues: Arc<WaitQueues>,
+    deletions: Arc<Deletions>,
+    mut stream: WatchStream,
+) {
     loop {
         while let Ok(Some(response)) = stream.message().await {
             if response.canceled() {
                 // Cancelled by the server (a compaction, a permission taken away): made again.
                 break;
             }
-            for event in response.events() {
-                if event.event_type() != EventType::Delete {
-                    continue;
+            let deleted = || {
+                let events = response.events().iter().filter(|e| e.event_type() == EventType::Delete);
+                events.filter_map(etcd_client::Event::kv)
+            };
+            // Every deletion of the response is known before anyone is woken (a clean release
+            // deletes the leader's key and the count together).
+            for kv in deleted() {
+                match count_of(kv.key(), &prefix) {
+                    Some(name) => deletions.count(name, kv.mod_revision()),
+                    None => {
+                        if let Some(name) = name_of(kv.key(), &prefix) {
+                            deletions.candidate(name, kv.mod_revision());
+                        }
+                    }
                 }
-                if let Some(name) = event.kv().and_then(|kv| name_of(kv.key(), &prefix)) {
+            }
+            for kv in deleted() {
+                if let Some(name) = name_of(kv.key(), &prefix).filter(|_| count_of(kv.key(), &prefix).is_none()) {
                     queues.released(name);
                 }
             }
@@ -109,6 +132,11 @@ async fn run(client: Client, prefix: String, queues: Arc<WaitQueues>, mut stream
     }
 }
 
+/// The name whose count of transitions `<prefix>tenure:last:<name>` is.
+fn count_of<'a>(key: &'a [u8], prefix: &str) -> Option<&'a str> {
+    std::str::from_utf8(key).ok()?.strip_prefix(prefix)?.strip_prefix(crate::election::LAST)
+}
+
 /// The name a contender's key `<prefix><name>/<lease>` belongs to.
 fn name_of<'a>(key: &'a [u8], prefix: &str) -> Option<&'a str> {
     let key = std::str::from_utf8(key).ok()?.strip_prefix(prefix)?;
@@ -123,5 +151,7 @@ mod tests {
         assert_eq!(super::name_of(b"t/lock:a/b/694d", "t/"), Some("lock:a/b"));
         assert_eq!(super::name_of(b"t/tenure:schedule:x", "t/"), None);
         assert_eq!(super::name_of(b"other/lock:cart/1", "t/"), None);
+        assert_eq!(super::count_of(b"t/tenure:last:leader:a/b", "t/"), Some("leader:a/b"));
+        assert_eq!(super::count_of(b"t/leader:a/694d", "t/"), None);
     }
 }

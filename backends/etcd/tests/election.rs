@@ -72,6 +72,56 @@ async fn a_takeover_after_expiry_counts_a_transition_though_the_old_key_is_gone(
     assert!(!store.release("leader:job", "w1").await.expect("release"));
 }
 
+/// A follower whose store's watch saw the leader go takes over with the guarded write alone (no
+/// read first); a hint gone stale (somebody else led first) only makes it follow, and leaves no
+/// key of its own behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_woken_by_a_release_takes_over_and_a_stale_hint_only_follows() {
+    let member = Member::start();
+    let (a, b) = (open(&member).await, open(&member).await);
+    let lease = Duration::from_secs(5);
+    let elect = |store: &EtcdBackend, token: &'static str| {
+        let store = store.clone();
+        async move { store.acquire_or_renew("leader:hint", token, lease, &Metadata::default()).await.expect("elect") }
+    };
+    // After a clean release: the follower's next attempt leads, the count started again.
+    assert_eq!(elect(&a, "w1").await.holder, "w1");
+    assert_eq!(elect(&b, "w2").await.holder, "w1", "w2 follows");
+    assert!(a.release("leader:hint", "w1").await.expect("release"));
+    tokio::time::sleep(Duration::from_millis(300)).await; // b's watch saw it
+    let led = elect(&b, "w2").await;
+    assert_eq!((led.holder.as_str(), led.transitions), ("w2", 0));
+    assert_eq!(elect(&b, "w2").await.acquired_at, led.acquired_at, "w2 renews what it took");
+    // A stale hint: w3 follows, w2 lets go, w1 takes the lead before w3 tries again.
+    assert_eq!(elect(&b, "w3").await.holder, "w2");
+    assert!(b.release("leader:hint", "w2").await.expect("release"));
+    assert_eq!(elect(&a, "w1").await.holder, "w1");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let seen = elect(&b, "w3").await;
+    assert_eq!((seen.holder.as_str(), seen.transitions), ("w1", 0), "w3 follows w1");
+    let keys = member
+        .etcdctl(&["get", "--prefix", "--keys-only", "e/leader:hint/"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().filter(|l| !l.is_empty()).count())
+        .expect("etcdctl get");
+    assert_eq!(keys, 1, "only the leader's key is left");
+    // After an expiry (the count kept): the takeover counts one.
+    assert!(a.release("leader:hint", "w1").await.expect("release"));
+    let short = a.acquire_or_renew("leader:hint", "w4", Duration::from_secs(1), &Metadata::default()).await;
+    assert_eq!(short.expect("elect").holder, "w4");
+    assert_eq!(elect(&b, "w5").await.holder, "w4");
+    let started = Instant::now();
+    let taken = loop {
+        let record = elect(&b, "w5").await;
+        if record.holder == "w5" {
+            break record;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "w4's lease never ended");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(taken.transitions, 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcdctl_elect_and_tenure_follow_each_other() {
     let member = Member::start();
