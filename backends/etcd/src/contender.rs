@@ -158,32 +158,33 @@ impl EtcdBackend {
         let Some(spare) = self.state.spares.take(ttl) else { return Ok(None) };
         let since = Instant::now();
         let refresh = self.run("refreshing a lease", about, move |client| crate::lease::keep_alive(client, spare.id));
-        let take = self.take(prefix, value, spare, beside, about);
-        let (alive, taken) = futures_lite::future::zip(refresh, take).await;
+        let take = async {
+            let taken = self.take(prefix, value, spare, beside, about).await;
+            // A key put, not believed until the refresh answers: dropped meanwhile, it goes. (A
+            // refused take gave the spare back, where another call may use it: never revoked.)
+            let unsettled = matches!(taken, Ok((Taken::Holds(_), _))).then(|| self.until_settled(spare.id));
+            (taken, unsettled)
+        };
+        let (alive, (taken, unsettled)) = futures_lite::future::zip(refresh, take).await;
         if let Ok((Taken::Contended(contenders), response)) = taken {
             // Refused: the spare went back as it was known (the refresh changes nothing of that).
             return Ok(Some((Taken::Contended(contenders), response)));
         }
-        match alive {
-            // The spare had ended: whatever the take put went with it.
-            Ok(false) => Ok(None),
-            Ok(true) => {
-                let refreshed = Leased { since, ..spare };
-                let (taken, response) = taken?;
-                let taken = match taken {
-                    Taken::Holds(held) => Taken::Holds(Held { lease: Lease::Known(refreshed), ..held }),
-                    _ => Taken::Crowded(refreshed),
-                };
-                Ok(Some((taken, response)))
-            }
-            Err(e) => {
-                // The lease's life is unknown: a key put on it is not believed, and goes with it.
-                if taken.is_ok() {
-                    self.revoke_later(spare.id);
-                }
-                Err(e)
-            }
+        let alive = alive?; // On an error the lease's life is unknown: a key on it goes with it.
+        if let Some(unsettled) = unsettled {
+            unsettled.settled();
         }
+        if !alive {
+            // The spare had ended: whatever the take put went with it.
+            return Ok(None);
+        }
+        let refreshed = Leased { since, ..spare };
+        let (taken, response) = taken?;
+        let taken = match taken {
+            Taken::Holds(held) => Taken::Holds(Held { lease: Lease::Known(refreshed), ..held }),
+            _ => Taken::Crowded(refreshed),
+        };
+        Ok(Some((taken, response)))
     }
 
     /// [`Self::take`] on a spare refreshed beside it, else on a lease made ready first.

@@ -176,21 +176,25 @@ impl EtcdBackend {
             Taken::Contended(candidates) => {
                 let (last, revision) = last_of(ranges(&response).get(1).and_then(|kvs| kvs.first()))?;
                 let transitions = last.as_ref().map_or(0, |l| l.transitions);
+                let mut standing = Some(Standing { last, revision, read_at: read_at(&response) });
                 if let Some(mine) = candidates.iter().skip(1).find(|kv| holder_of(kv).as_deref() == Some(&token)) {
                     // A key of this token's own behind the leader (left by an attempt that could
                     // not remove it): it must not wait there.
                     self.vacate(&Held::of(mine), Vec::new(), name).await?;
+                    standing = None;
                 }
-                let standing = Standing { last, revision, read_at: read_at(&response) };
                 self.follows(&candidates[0], &token, transitions, standing, name).await
             }
             Taken::Crowded(leased) => {
-                // Keys of longer names under the prefix, or the count changed since it was read.
+                // Keys of longer names under the prefix, or the count changed since it was read
+                // (the write's other branch read it again: the candidate's record counts from that).
+                let (last, revision) = last_of(ranges(&response).get(1).and_then(|kvs| kvs.first()))?;
+                let record = LeaderRecord { transitions: transitions_for(last.as_ref(), &token), ..record };
                 let Some(held) = self.candidate(prefix.clone(), json(&record)?, leased, name).await? else {
                     let (candidates, standing) = self.standing(name).await?;
                     let transitions = standing.last.as_ref().map_or(0, |l| l.transitions);
                     return match candidates.first() {
-                        Some(leader) => self.follows(leader, &token, transitions, standing, name).await,
+                        Some(leader) => self.follows(leader, &token, transitions, Some(standing), name).await,
                         // The leader left meanwhile: the next attempt takes it.
                         None => Err(BackendError::new(
                             BackendErrorKind::Unavailable,
@@ -209,7 +213,8 @@ impl EtcdBackend {
     }
 
     /// What an attempt of `token` that did not take the lead learns from `leader`: who leads
-    /// (and what it read is kept for its next attempt); or, if that is a key of `token`'s own
+    /// (and what it read is kept for its next attempt, unless it deleted a key of its own since,
+    /// which the watch would take for a hint); or, if that is a key of `token`'s own
     /// (put by another call of it), to read again and renew it — this attempt's own write must be
     /// what its belief rests on.
     async fn follows(
@@ -217,13 +222,15 @@ impl EtcdBackend {
         leader: &KeyValue,
         token: &str,
         transitions: u64,
-        standing: Standing,
+        standing: Option<Standing>,
         name: &str,
     ) -> Result<Elected, BackendError> {
         if holder_of(leader).as_deref() == Some(token) {
             return Ok(Elected::Again);
         }
-        self.state.standings.put(name, token, standing);
+        if let Some(standing) = standing {
+            self.state.standings.put(name, token, standing);
+        }
         Ok(Elected::Follows(self.leader_record(leader, transitions, name).await?))
     }
 
@@ -259,6 +266,7 @@ impl EtcdBackend {
                     record.metadata = fresh.metadata.clone();
                     Ok(self.rewrite(&Held::of(mine), &record, name).await?.map(|held| (held, record)))
                 }
+                // (What this attempt read is then not kept: see `follows`.)
                 (Some(mine), Some(_)) => self.vacate(&Held::of(mine), Vec::new(), name).await.map(|_| None),
                 _ => Ok(None),
             }
@@ -277,6 +285,7 @@ impl EtcdBackend {
         let transitions = standing.last.as_ref().map_or(0, |l| l.transitions);
         if let Some(leader) = leader.filter(|l| mine.is_none_or(|m| m.key() != l.key())) {
             self.give_back(leased);
+            let standing = mine.is_none().then_some(standing);
             return self.follows(leader, token, transitions, standing, name).await;
         }
         let record = LeaderRecord { transitions: transitions_for(standing.last.as_ref(), token), ..fresh.clone() };
