@@ -91,7 +91,8 @@ seed=$((16#$commit))
 "$sim" --seed "$seed" --seeds 1000 --profile driver --no-record
 
 step "simulation: every injected bug is caught within 1000 seeds"
-for bug in validity-from-reply fence-reset-on-release leader-ignores-deadline grant-validity-from-push hand-over-lapsed; do
+for bug in validity-from-reply fence-reset-on-release leader-ignores-deadline grant-validity-from-push hand-over-lapsed \
+  rw-write-beside-readers rw-poison-forgotten; do
   status=0
   "$sim" --seed "$seed" --seeds 1000 --inject-bug "$bug" --no-regressions > "target/sim-$bug.log" || status=$?
   grep -E '^(FAIL|replay)' "target/sim-$bug.log" || true

@@ -31,13 +31,21 @@ impl Bugs {
     /// vanished), blocking the queue for a whole lease.
     pub const HAND_OVER_LAPSED: Self = Self(1 << 4);
 
+    /// The store model grants a read-write lock's write lease while readers hold theirs.
+    pub const RW_WRITE_BESIDE_READERS: Self = Self(1 << 5);
+    /// The store model forgets that a writer expired without releasing: the next write grant
+    /// is not marked poisoned.
+    pub const RW_POISON_FORGOTTEN: Self = Self(1 << 6);
+
     /// Every defect with its command-line name.
-    pub const NAMED: [(&'static str, Self); 5] = [
+    pub const NAMED: [(&'static str, Self); 7] = [
         ("validity-from-reply", Self::VALIDITY_FROM_REPLY),
         ("fence-reset-on-release", Self::FENCE_RESET_ON_RELEASE),
         ("leader-ignores-deadline", Self::LEADER_IGNORES_DEADLINE),
         ("grant-validity-from-push", Self::GRANT_VALIDITY_FROM_PUSH),
         ("hand-over-lapsed", Self::HAND_OVER_LAPSED),
+        ("rw-write-beside-readers", Self::RW_WRITE_BESIDE_READERS),
+        ("rw-poison-forgotten", Self::RW_POISON_FORGOTTEN),
     ];
 
     /// The defect called `name` (see [`Bugs::NAMED`]).

@@ -324,6 +324,10 @@ pub enum WouldBlockReason {
     TaskLockHeld,
     /// A leader guard was entered by a worker that does not lead.
     NotLeader,
+    /// A read attempt found a writer holding the read-write lock or waiting for it.
+    ReadRefused,
+    /// A write attempt found readers or another writer holding the read-write lock.
+    WriteRefused,
 }
 
 impl fmt::Display for WouldBlockReason {
@@ -332,6 +336,8 @@ impl fmt::Display for WouldBlockReason {
             Self::LockHeld => "Lock not acquired",
             Self::TaskLockHeld => "Task lock not acquired",
             Self::NotLeader => "Not leader",
+            Self::ReadRefused => "Read lock not acquired",
+            Self::WriteRefused => "Write lock not acquired",
         })
     }
 }

@@ -119,6 +119,8 @@ pub enum KeyKind {
     Leader,
     /// The bare task name (schedules are not prefixed).
     Schedule,
+    /// `rwlock:<name>`
+    ReadWriteLock,
 }
 
 impl KeyKind {
@@ -129,6 +131,7 @@ impl KeyKind {
             Self::TaskLock => "tasklock:",
             Self::Leader => "leader:",
             Self::Schedule => "",
+            Self::ReadWriteLock => "rwlock:",
         }
     }
 }
@@ -149,10 +152,10 @@ impl Key {
         Self { text: text.into(), kind }
     }
 
-    /// The key stored as `text`: `lock:`, `tasklock:` or `leader:` and a name, else a bare
-    /// (schedule) name; the name is validated as [`Name::new`] does.
+    /// The key stored as `text`: `lock:`, `tasklock:`, `leader:` or `rwlock:` and a name, else
+    /// a bare (schedule) name; the name is validated as [`Name::new`] does.
     pub fn parse(text: &str) -> Result<Self, Error> {
-        for kind in [KeyKind::Lock, KeyKind::TaskLock, KeyKind::Leader] {
+        for kind in [KeyKind::Lock, KeyKind::TaskLock, KeyKind::Leader, KeyKind::ReadWriteLock] {
             if let Some(name) = text.strip_prefix(kind.prefix()) {
                 return Ok(Self::new(kind, &Name::new(name)?));
             }

@@ -81,10 +81,10 @@ pub use ids::{
     FencingToken, ForkSuffix, HolderIdentity, HolderKind, Key, KeyKind, LockHandle, Name, Nonce, OpId, Token, WorkerId,
 };
 pub use machine::{
-    ElectionEvent, ElectionMachine, KeepAlive, KeepAliveStep, LeadershipLoss, LockEvent, LockMachine, LockPhase,
-    LossReason, Machine, Query, QueryKind, TaskLockEvent, TaskLockMachine, TaskLockPhase,
+    Access, ElectionEvent, ElectionMachine, KeepAlive, KeepAliveStep, LeadershipLoss, LockEvent, LockMachine,
+    LockPhase, LossReason, Machine, Query, QueryKind, TaskLockEvent, TaskLockMachine, TaskLockPhase,
 };
 pub use record::{LeaderRecord, Metadata};
 pub use rng::SplitMix64;
-pub use store::{Grant, StoreModel, StoreOp, StoreReply, StoreRequest, Waiter};
+pub use store::{Grant, RwState, StoreModel, StoreOp, StoreReply, StoreRequest, Waiter, WriteGrant};
 pub use time::{CivilTime, Timestamp, WallTime};

@@ -6,27 +6,13 @@ mod support;
 use std::time::Duration;
 
 use rand_core::Rng;
-use support::{World, ms};
+use support::{World, acquired, failed, ms};
 use tenure_core::machine::local_validity;
 use tenure_core::rng::{jitter, unit_interval};
 use tenure_core::{
     BackendError, BackendErrorKind, Error, FencingToken, LockConfig, LockEvent, LockMachine, LockPhase, LossReason,
     SplitMix64, StoreOp, StoreReply, Timestamp, WouldBlockReason,
 };
-
-fn acquired(events: &[LockEvent]) -> FencingToken {
-    match events {
-        [LockEvent::Acquired { fence, .. }] => *fence,
-        other => panic!("expected Acquired, got {other:?}"),
-    }
-}
-
-fn failed(events: &[LockEvent]) -> &Error {
-    match events {
-        [LockEvent::Failed(e)] => e,
-        other => panic!("expected Failed, got {other:?}"),
-    }
-}
 
 /// A world, a lock configuration with `lease` (retry 10 ms, no jitter), and holder "a" of "cart".
 fn setup(lease: Duration) -> (World, LockConfig, LockMachine) {

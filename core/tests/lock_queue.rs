@@ -1,5 +1,5 @@
 //! The Lock machine with queued acquires, against the store model: a waiter the store hands
-//! the lock to holds at the push, counting the lease from its last attempt answered "queued";
+//! the lock to holds at the push, counting the lease from its first attempt answered "queued";
 //! late, given-up and regressed grants; `acquire_nowait` never queues.
 #![allow(clippy::unwrap_used)]
 
@@ -58,6 +58,32 @@ fn a_waiter_handed_the_lock_holds_at_the_push_counting_from_its_queued_attempt()
     assert!(b.poll_effect().is_none(), "no round trip after the push");
     assert!(until <= grant.expires_at, "the holder never counts past the store's lease");
     assert!(w.store.lock_owned(&key(KeyKind::Lock, "cart"), &token("b"), w.now));
+}
+
+#[test]
+fn a_push_read_after_a_later_attempt_answered_queued_counts_from_the_first_such_attempt() {
+    // Seed 664 of the simulator: the store hands b the lock, the push is held up (a paused
+    // process, a notification on another connection), the handed lease lapses and c takes the
+    // lock; b's next attempt is answered "queued" — and only then is the old push read.
+    let lease = ms(100);
+    let (mut w, _a, mut b, first_sent) = holder_and_waiter(lease);
+    w.advance(ms(10));
+    let stale = release_a(&mut w);
+    w.advance(ms(120)); // the handed lease ends unheard
+    let config = w.lock_config(lease);
+    let mut c = w.lock("cart", "c", &config);
+    c.acquire_nowait(w.now).unwrap();
+    assert!(matches!(w.pump(&mut c)[..], [LockEvent::Acquired { .. }]));
+    let events = w.fire(&mut b); // b asks again: queued behind c
+    assert!(events.is_empty() && b.phase() == LockPhase::Waiting);
+    w.advance(ms(1));
+    b.handle_grant(w.now, stale.fence);
+    // Counted from its first queued attempt, the stale grant is already over: b asks again.
+    assert!(b.poll_event().is_none(), "b does not believe beside c");
+    assert!(!b.is_held(w.now));
+    let retry = w.take(&mut b);
+    assert!(w.answer(&mut b, &retry).is_empty(), "still queued behind c");
+    assert!(first_sent + local_validity(lease) <= w.now);
 }
 
 #[test]

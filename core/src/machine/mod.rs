@@ -27,7 +27,7 @@ use std::time::Duration;
 
 pub use election::{ElectionEvent, ElectionMachine, LeadershipLoss};
 pub use keep_alive::{KeepAlive, KeepAliveStep, MAX_RETRY_PAUSE};
-pub use lock::{LockEvent, LockMachine, LockPhase, LossReason};
+pub use lock::{Access, LockEvent, LockMachine, LockPhase, LossReason};
 pub use query::{Query, QueryKind};
 pub use task_lock::{TaskLockEvent, TaskLockMachine, TaskLockPhase};
 

@@ -6,18 +6,20 @@
 
 mod model;
 mod queue;
+mod rw;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use model::{LockLease, StoreKey, StoreModel};
 pub use queue::{Grant, Waiter};
+pub use rw::{RwState, WriteGrant};
 
 use crate::ids::{FencingToken, Key, OpId, Token};
 use crate::record::{LeaderRecord, Metadata};
 use crate::time::Timestamp;
 
-/// One store operation (the methods of spec §5.1–5.3). Keys carry their kind prefix.
+/// One store operation (the methods of spec §5.1–5.4). Keys carry their kind prefix.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum StoreOp {
@@ -99,6 +101,78 @@ pub enum StoreOp {
         /// The task name.
         key: Key,
     },
+    /// `ReadWriteLockBackend.acquire_read`: answers [`StoreReply::Fence`] with the generation
+    /// read ([`StoreModel::rw_acquire_read`]).
+    RwAcquireRead {
+        /// The read-write lock key (`rwlock:<name>`).
+        key: Key,
+        /// The reader's token.
+        token: Token,
+        /// How long the lease lasts from when the store applies it.
+        lease: Duration,
+    },
+    /// `ReadWriteLockBackend.acquire_write`: answers [`StoreReply::Write`]
+    /// ([`StoreModel::rw_acquire_write`]).
+    RwAcquireWrite {
+        /// The read-write lock key.
+        key: Key,
+        /// The writer's token.
+        token: Token,
+        /// How long the lease (or the intent, if refused) lasts from when the store applies it.
+        lease: Duration,
+        /// A refusal keeps an intent that holds new readers out.
+        intent: bool,
+    },
+    /// `ReadWriteLockBackend.release_read`: answers [`StoreReply::Flag`].
+    RwReleaseRead {
+        /// The read-write lock key.
+        key: Key,
+        /// The reader's token.
+        token: Token,
+    },
+    /// `ReadWriteLockBackend.release_write`: answers [`StoreReply::Flag`].
+    RwReleaseWrite {
+        /// The read-write lock key.
+        key: Key,
+        /// The writer's token.
+        token: Token,
+    },
+    /// `ReadWriteLockBackend.cancel_intent`: answers [`StoreReply::Flag`].
+    RwCancelIntent {
+        /// The read-write lock key.
+        key: Key,
+        /// The writer's token.
+        token: Token,
+    },
+    /// `ReadWriteLockBackend.downgrade`: answers [`StoreReply::Fence`] with the generation
+    /// ([`StoreModel::rw_downgrade`]).
+    RwDowngrade {
+        /// The read-write lock key.
+        key: Key,
+        /// The writer's token, reading from now on.
+        token: Token,
+        /// How long the read lease lasts from when the store applies it.
+        lease: Duration,
+    },
+    /// `ReadWriteLockBackend.state`: answers [`StoreReply::Rw`].
+    RwState {
+        /// The read-write lock key.
+        key: Key,
+    },
+    /// `ReadWriteLockBackend.owned_read`: answers [`StoreReply::Flag`].
+    RwOwnedRead {
+        /// The read-write lock key.
+        key: Key,
+        /// The token asked about.
+        token: Token,
+    },
+    /// `ReadWriteLockBackend.owned_write`: answers [`StoreReply::Flag`].
+    RwOwnedWrite {
+        /// The read-write lock key.
+        key: Key,
+        /// The token asked about.
+        token: Token,
+    },
 }
 
 impl StoreOp {
@@ -114,7 +188,16 @@ impl StoreOp {
             | Self::LeaderRelease { key, .. }
             | Self::LeaderGet { key }
             | Self::ScheduleClaim { key, .. }
-            | Self::ScheduleLastFired { key } => key,
+            | Self::ScheduleLastFired { key }
+            | Self::RwAcquireRead { key, .. }
+            | Self::RwAcquireWrite { key, .. }
+            | Self::RwReleaseRead { key, .. }
+            | Self::RwReleaseWrite { key, .. }
+            | Self::RwCancelIntent { key, .. }
+            | Self::RwDowngrade { key, .. }
+            | Self::RwState { key }
+            | Self::RwOwnedRead { key, .. }
+            | Self::RwOwnedWrite { key, .. } => key,
         }
     }
 }
@@ -133,6 +216,10 @@ pub enum StoreReply {
     MaybeLeader(Option<LeaderRecord>),
     /// The last claimed fire time, if any.
     LastFired(Option<f64>),
+    /// A write lease granted, or `None` when readers or another writer hold the lock.
+    Write(Option<WriteGrant>),
+    /// A read-write lock's state.
+    Rw(RwState),
 }
 
 impl StoreReply {
@@ -144,6 +231,8 @@ impl StoreReply {
             Self::Leader(_) => "a leader record",
             Self::MaybeLeader(_) => "an optional leader record",
             Self::LastFired(_) => "a fire time",
+            Self::Write(_) => "a write grant",
+            Self::Rw(_) => "a read-write lock state",
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The reference lease store (spec §5.1–5.3, §6.1), judged by a clock passed in.
+//! The reference lease store (spec §5.1–5.4, §6.1), judged by a clock passed in.
 //!
 //! Boundaries, exactly as the spec has them: a lock lease is live up to and including its expiry
 //! instant; a leader record is expired at exactly `renewed_at + lease`; a schedule claim wins only
@@ -86,6 +86,7 @@ pub struct StoreModel {
     pub(super) locks: BTreeMap<Arc<str>, LockEntry>,
     leaders: BTreeMap<Arc<str>, LeaderEntry>,
     schedules: BTreeMap<Arc<str>, f64>,
+    pub(super) rwlocks: super::rw::RwLocks,
     wall_at_zero: WallTime,
     #[cfg(feature = "bug-injection")]
     pub(super) bugs: crate::bugs::Bugs,
@@ -99,6 +100,7 @@ impl StoreModel {
             locks: BTreeMap::new(),
             leaders: BTreeMap::new(),
             schedules: BTreeMap::new(),
+            rwlocks: BTreeMap::new(),
             wall_at_zero,
             #[cfg(feature = "bug-injection")]
             bugs: crate::bugs::Bugs::NONE,
@@ -130,6 +132,19 @@ impl StoreModel {
             StoreOp::LeaderGet { key } => StoreReply::MaybeLeader(self.leader_get(key, now)),
             StoreOp::ScheduleClaim { key, due } => StoreReply::Flag(self.schedule_claim(key, *due)),
             StoreOp::ScheduleLastFired { key } => StoreReply::LastFired(self.schedule_last_fired(key)),
+            StoreOp::RwAcquireRead { key, token, lease } => {
+                StoreReply::Fence(self.rw_acquire_read(key, token, *lease, now))
+            }
+            StoreOp::RwAcquireWrite { key, token, lease, intent } => {
+                StoreReply::Write(self.rw_acquire_write(key, token, *lease, *intent, now))
+            }
+            StoreOp::RwReleaseRead { key, token } => StoreReply::Flag(self.rw_release_read(key, token, now)),
+            StoreOp::RwReleaseWrite { key, token } => StoreReply::Flag(self.rw_release_write(key, token, now)),
+            StoreOp::RwCancelIntent { key, token } => StoreReply::Flag(self.rw_cancel_intent(key, token, now)),
+            StoreOp::RwDowngrade { key, token, lease } => StoreReply::Fence(self.rw_downgrade(key, token, *lease, now)),
+            StoreOp::RwState { key } => StoreReply::Rw(self.rw_state(key, now)),
+            StoreOp::RwOwnedRead { key, token } => StoreReply::Flag(self.rw_owned_read(key, token, now)),
+            StoreOp::RwOwnedWrite { key, token } => StoreReply::Flag(self.rw_owned_write(key, token, now)),
         }
     }
 
@@ -295,6 +310,7 @@ impl StoreModel {
             }
             entry.queue.retain(|waiter| waiter.expires_at >= now);
         }
+        self.rw_reap_all(now);
     }
 
     /// How many lock names the store remembers (held or not).

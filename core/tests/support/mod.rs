@@ -5,9 +5,23 @@ use std::time::Duration;
 
 use tenure_core::machine::Machine;
 use tenure_core::{
-    BackendError, Key, KeyKind, LockConfig, LockMachine, Name, SplitMix64, StoreModel, StoreReply, StoreRequest,
-    Timestamp, Token, WallTime,
+    BackendError, Error, FencingToken, Key, KeyKind, LockConfig, LockEvent, LockMachine, Name, SplitMix64, StoreModel,
+    StoreReply, StoreRequest, Timestamp, Token, WallTime,
 };
+
+pub fn acquired(events: &[LockEvent]) -> FencingToken {
+    match events {
+        [LockEvent::Acquired { fence, .. }] => *fence,
+        other => panic!("expected Acquired, got {other:?}"),
+    }
+}
+
+pub fn failed(events: &[LockEvent]) -> &Error {
+    match events {
+        [LockEvent::Failed(e)] => e,
+        other => panic!("expected Failed, got {other:?}"),
+    }
+}
 
 pub fn ms(n: u64) -> Duration {
     Duration::from_millis(n)

@@ -47,6 +47,14 @@ pub struct Coverage {
     pub let_go: u64,
     /// Locks the store handed to a queued waiter that heard of it (a push).
     pub handed_over: u64,
+    /// Read leases of the read-write lock granted.
+    pub rw_reads: u64,
+    /// Write leases of the read-write lock granted (renewals not counted).
+    pub rw_writes: u64,
+    /// Write grants marked poisoned (the writer before expired without releasing).
+    pub poisoned: u64,
+    /// Writers that downgraded to readers.
+    pub downgrades: u64,
 }
 
 impl Coverage {
@@ -70,6 +78,10 @@ impl Coverage {
             (&mut self.kept, other.kept),
             (&mut self.let_go, other.let_go),
             (&mut self.handed_over, other.handed_over),
+            (&mut self.rw_reads, other.rw_reads),
+            (&mut self.rw_writes, other.rw_writes),
+            (&mut self.poisoned, other.poisoned),
+            (&mut self.downgrades, other.downgrades),
         ];
         for (total, more) in pairs {
             *total += more;
@@ -83,7 +95,8 @@ impl fmt::Display for Coverage {
             f,
             "contention {}, stale writes rejected {} of {}, leases expired in a pause {}, leadership changes {}, \
              acquisitions {} (handed over by the store {}), task bodies {}; faults: pauses {}, crashes {}, partitions {}, clock jumps {}, \
-             store restarts {}; overlaps under unbounded clocks {}; driver: commands abandoned {}, leases kept {}, let-go checks {}",
+             store restarts {}; overlaps under unbounded clocks {}; driver: commands abandoned {}, leases kept {}, let-go checks {}; \
+             read-write lock: reads {}, writes {} (poisoned {}), downgrades {}",
             self.contention,
             self.stale_rejected,
             self.writes,
@@ -100,7 +113,11 @@ impl fmt::Display for Coverage {
             self.overlaps_out_of_bounds,
             self.abandoned,
             self.kept,
-            self.let_go
+            self.let_go,
+            self.rw_reads,
+            self.rw_writes,
+            self.poisoned,
+            self.downgrades
         )
     }
 }
@@ -128,10 +145,19 @@ pub(crate) struct Checker {
     acquired_since: BTreeSet<usize>,
     body_since: bool,
     leader_since: bool,
+    /// Writers run on the read-write lock: one must write after the faults stop.
+    rw_writers: bool,
+    rw_write_since: bool,
+    /// The last writer granted the read-write lock, and whether its write ended cleanly (a
+    /// release or a downgrade): the next grant is poisoned iff it did not.
+    rw_writer: Option<(Token, bool)>,
 }
 
+/// The fenced resource's index for the read-write lock's writers.
+pub(crate) const RW_RESOURCE: usize = usize::MAX;
+
 impl Checker {
-    pub(crate) fn new(work: &Workload, faults: &Faults, lock_names: Vec<String>) -> Self {
+    pub(crate) fn new(work: &Workload, faults: &Faults, lock_names: Vec<String>, rw_writers: bool) -> Self {
         let min_hold = as_nanos(work.task.min_hold_duration());
         Self {
             coverage: Coverage::default(),
@@ -148,11 +174,15 @@ impl Checker {
             acquired_since: BTreeSet::new(),
             body_since: false,
             leader_since: false,
+            rw_writers,
+            rw_write_since: false,
+            rw_writer: None,
         }
     }
 
     fn describe(&self, target: Target) -> String {
         match target {
+            Target::Lock(RW_RESOURCE) | Target::Rw { .. } => "the read-write lock".to_owned(),
             Target::Lock(name) => format!("lock {}", self.lock_names.get(name).map_or("?", String::as_str)),
             Target::Task => "the task lock".to_owned(),
             Target::Election => "the election".to_owned(),
@@ -169,7 +199,9 @@ impl Checker {
             self.leader_since = true;
         }
         let mut seen: BTreeMap<Target, (usize, Option<FencingToken>)> = BTreeMap::new();
-        for &(target, worker, fence) in believers {
+        // Readers share: a reader only conflicts with a writer (checked after).
+        let reader = believers.iter().find(|(target, ..)| *target == Target::Rw { write: false });
+        for &(target, worker, fence) in believers.iter().filter(|(target, ..)| *target != Target::Rw { write: false }) {
             let Some(&(other, other_fence)) = seen.get(&target) else {
                 seen.insert(target, (worker, fence));
                 continue;
@@ -184,6 +216,67 @@ impl Checker {
                 show(other_fence),
                 show(fence)
             ));
+        }
+        if let (Some(&(_, reader, generation)), Some(&(writer, fence))) =
+            (reader, seen.get(&Target::Rw { write: true }))
+        {
+            if !self.exclusive {
+                self.coverage.overlaps_out_of_bounds += 1;
+                return Ok(());
+            }
+            return Err(format!(
+                "a writer and a reader believe they hold the read-write lock at once: worker {writer} (fencing \
+                 token {}) writes while worker {reader} reads generation {}",
+                show(fence),
+                show(generation)
+            ));
+        }
+        Ok(())
+    }
+
+    /// The store granted the read-write lock's write lease to `token`: poisoned iff the last
+    /// writer's write did not end cleanly (a renewal never is).
+    pub(crate) fn rw_written(
+        &mut self,
+        token: &Token,
+        grant: tenure_core::WriteGrant,
+        renewal: bool,
+    ) -> Result<(), String> {
+        if renewal {
+            return if grant.poisoned { Err("the store renewed a write lease as poisoned".to_owned()) } else { Ok(()) };
+        }
+        self.coverage.rw_writes += 1;
+        let expected = self.rw_writer.as_ref().is_some_and(|(_, ended)| !ended);
+        if grant.poisoned != expected {
+            let what = if expected {
+                "not poisoned after a writer expired without releasing"
+            } else {
+                "poisoned after a clean end"
+            };
+            return Err(format!(
+                "the store granted the read-write lock's write lease under fencing token {} {what}",
+                grant.fence
+            ));
+        }
+        self.coverage.poisoned += u64::from(grant.poisoned);
+        self.rw_writer = Some((token.clone(), false));
+        Ok(())
+    }
+
+    /// The current writer released its write lease or downgraded.
+    pub(crate) fn rw_write_ended(&mut self, downgraded: bool) {
+        if let Some((_, ended)) = &mut self.rw_writer {
+            *ended = true;
+        }
+        self.coverage.downgrades += u64::from(downgraded);
+    }
+
+    /// The store granted a read lease of `key` at `generation`: the last write's fencing token.
+    pub(crate) fn rw_read(&mut self, key: &Key, generation: FencingToken) -> Result<(), String> {
+        self.coverage.rw_reads += 1;
+        let last = self.issued.get(key.as_str()).map_or(FencingToken::new(0), |(fence, _)| *fence);
+        if generation != last {
+            return Err(format!("a reader was granted generation {generation} while the last write was {last}"));
         }
         Ok(())
     }
@@ -278,10 +371,12 @@ impl Checker {
 
     pub(crate) fn acquired(&mut self, now: u64, target: Target) {
         self.coverage.acquisitions += 1;
-        if let (Target::Lock(name), Some(at)) = (target, self.quiet_at)
-            && now >= at
-        {
-            self.acquired_since.insert(name);
+        match (target, self.quiet_at) {
+            (Target::Lock(name), Some(at)) if now >= at => {
+                self.acquired_since.insert(name);
+            }
+            (Target::Rw { write: true }, Some(at)) if now >= at => self.rw_write_since = true,
+            _ => {}
         }
     }
 
@@ -316,6 +411,11 @@ impl Checker {
         }
         if !self.leader_since {
             return Err(format!("liveness: no leader elected within {bound} after faults stopped at {quiet}"));
+        }
+        if self.rw_writers && !self.rw_write_since {
+            return Err(format!(
+                "liveness: no writer took the read-write lock within {bound} after faults stopped at {quiet}"
+            ));
         }
         Ok(())
     }

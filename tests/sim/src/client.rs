@@ -3,7 +3,7 @@
 //! start and stop — and the rule that a holder renews only when its application asked it to.
 
 use tenure_core::{
-    ElectionEvent, ElectionMachine, FencingToken, LockEvent, LockMachine, LockPhase, StoreOp, StoreRequest,
+    Access, ElectionEvent, ElectionMachine, FencingToken, LockEvent, LockMachine, LockPhase, StoreOp, StoreRequest,
     TaskLockEvent, TaskLockMachine, Timestamp, Token,
 };
 
@@ -90,6 +90,7 @@ pub(crate) enum Input {
 enum Command {
     Acquire,
     Extend,
+    Downgrade,
     Release,
     Enter,
     Exit,
@@ -134,9 +135,21 @@ impl Client {
     /// The name index and kind this client works on, for the checks.
     pub(crate) fn target(&self) -> Target {
         match self {
-            Self::Lock(c) => Target::Lock(c.name),
+            Self::Lock(c) => match c.m.access() {
+                Access::Exclusive => Target::Lock(c.name),
+                access => Target::Rw { write: access == Access::Write },
+            },
             Self::Task(_) => Target::Task,
             Self::Election(_) => Target::Election,
+        }
+    }
+
+    /// What the client was made to work on (a writer that downgraded is still a writer's client,
+    /// and is replaced by one).
+    pub(crate) fn role(&self) -> Target {
+        match self {
+            Self::Lock(c) => c.role,
+            other => other.target(),
         }
     }
 
@@ -170,6 +183,10 @@ pub(crate) enum Target {
     Lock(usize),
     Task,
     Election,
+    /// A side of the read-write lock.
+    Rw {
+        write: bool,
+    },
 }
 
 /// Drains a machine: effects first (checked against the commands under way), then events, each
@@ -209,16 +226,25 @@ enum LockStage {
     Extending {
         steps: u8,
     },
+    /// A writer turning its lease into a read lease.
+    Downgrading {
+        steps: u8,
+    },
     Releasing,
+    /// To release once the machine settles (it finishes what a failed command left first, as a
+    /// driver does before its next command).
+    ReleaseWhenSettled,
     /// Replaced by a new holder; the machine only finishes what it has in flight.
     Retired,
 }
 
 /// A service task that takes a lock, writes a few times under its fencing token, maybe extends,
-/// and releases; sometimes it gives up on an acquire (drops the future).
+/// and releases; sometimes it gives up on an acquire (drops the future). On a read-write lock it
+/// reads (no writes) or writes, and a writer sometimes downgrades and goes on reading.
 #[derive(Debug)]
 pub(crate) struct LockClient {
     pub(crate) name: usize,
+    role: Target,
     pub(crate) m: LockMachine,
     stage: LockStage,
     pending: Option<Command>,
@@ -239,11 +265,15 @@ impl LockClient {
         rng: Stream,
     ) -> Self {
         let lease = as_nanos(configs[0].lease_duration());
-        Self { name, m, stage: LockStage::Idle, pending: None, lease, configs, worker, tokens: 0, rng }
+        let role = match m.access() {
+            Access::Exclusive => Target::Lock(name),
+            access => Target::Rw { write: access == Access::Write },
+        };
+        Self { name, role, m, stage: LockStage::Idle, pending: None, lease, configs, worker, tokens: 0, rng }
     }
 
     fn what(&self) -> String {
-        format!("lock holder of {}", self.m.key().name_str())
+        format!("{:?} holder of {}", self.m.access(), self.m.key().name_str())
     }
 
     fn state(&self) -> String {
@@ -252,9 +282,11 @@ impl LockClient {
 
     fn allows(&self, op: &StoreOp) -> bool {
         match op {
-            StoreOp::LockAcquire { .. } | StoreOp::LockAcquireQueued { .. } => {
-                matches!(self.pending, Some(Command::Acquire | Command::Extend))
-            }
+            StoreOp::LockAcquire { .. }
+            | StoreOp::LockAcquireQueued { .. }
+            | StoreOp::RwAcquireRead { .. }
+            | StoreOp::RwAcquireWrite { .. } => matches!(self.pending, Some(Command::Acquire | Command::Extend)),
+            StoreOp::RwDowngrade { .. } => self.pending == Some(Command::Downgrade),
             _ => true,
         }
     }
@@ -303,7 +335,9 @@ impl LockClient {
             // A release retried after a failure (an earlier step's action may also land here).
             LockStage::Releasing if self.m.phase() == LockPhase::Stale => self.release(cx),
             LockStage::Releasing => {}
-            LockStage::Extending { .. } | LockStage::Retired => {}
+            LockStage::ReleaseWhenSettled if self.m.is_settled() => self.release(cx),
+            LockStage::ReleaseWhenSettled => cx.after(ms(1)),
+            LockStage::Extending { .. } | LockStage::Downgrading { .. } | LockStage::Retired => {}
         }
     }
 
@@ -312,6 +346,10 @@ impl LockClient {
         self.tokens += 1;
         let token = Token::fresh_holder(&self.worker, tenure_core::HolderKind::Task, self.tokens, &mut self.rng.fork());
         cx.refused("set_token", self.m.set_token(token));
+        if let Target::Rw { write } = self.role {
+            // A writer that downgraded writes again at its next acquisition.
+            cx.refused("set_access", self.m.set_access(if write { Access::Write } else { Access::Read }));
+        }
         if self.rng.chance(0.1) {
             // The application reconfigures the lock (another lease, retry, timeout).
             let config = &self.configs[self.rng.between(0, 1) as usize];
@@ -336,12 +374,19 @@ impl LockClient {
     }
 
     fn step(&mut self, steps: u8, cx: &mut Ctx) {
-        if let Some(fence) = self.m.fence() {
+        if let Some(fence) = self.m.fence().filter(|_| self.m.access() != Access::Read) {
             cx.outs.push(Out::Write(fence, self.m.token().clone()));
         }
         let steps = steps.saturating_sub(1);
         if steps == 0 {
             return self.release(cx);
+        }
+        if self.m.access() == Access::Write && self.rng.chance(0.2) {
+            let result = self.m.downgrade(cx.local);
+            cx.refused("downgrade", result);
+            self.pending = Some(Command::Downgrade);
+            self.stage = LockStage::Downgrading { steps };
+            return;
         }
         let gap = self.step_gap();
         let short = self.m.valid_until().is_none_or(|until| cx.local + crate::profile::nanos(gap) >= until);
@@ -389,6 +434,17 @@ impl LockClient {
                     cx.after(gap);
                 }
             }
+            LockEvent::Downgraded { valid_until, .. } => {
+                self.pending = None;
+                if cx.local >= valid_until {
+                    cx.violation("downgraded to a read lease that had already run out".to_owned());
+                }
+                if let LockStage::Downgrading { steps } = self.stage {
+                    self.stage = LockStage::Holding { steps };
+                    let gap = self.step_gap();
+                    cx.after(gap);
+                }
+            }
             LockEvent::Released { .. } => {
                 self.pending = None;
                 self.stage = LockStage::Idle;
@@ -412,7 +468,13 @@ impl LockClient {
                         let think = self.think();
                         cx.after(think);
                     }
-                    LockStage::Extending { .. } => self.release(cx),
+                    LockStage::Extending { .. } | LockStage::Downgrading { .. } if self.m.is_settled() => {
+                        self.release(cx);
+                    }
+                    LockStage::Extending { .. } | LockStage::Downgrading { .. } => {
+                        self.stage = LockStage::ReleaseWhenSettled;
+                        cx.after(ms(1));
+                    }
                     LockStage::Releasing if self.m.phase() == LockPhase::Stale => {
                         // The outcome is unknown: release again later.
                         let think = self.think();

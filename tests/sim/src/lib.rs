@@ -15,8 +15,12 @@
 //! machines believe they hold the same lock or lead the same election at one true instant and
 //! task bodies start at least one min-hold window apart; no task body starts on a lease that has
 //! run out; a holder sends a renewal only while its application asked for one; nothing panics.
-//! After the faults stop, every lock is taken, a task body runs and a leader is elected within a
-//! bound computed from the seed's timings.
+//! On the read-write lock most seeds run: never a writer believing beside a reader or another
+//! writer; write grants' fencing tokens strictly increase; a reader is granted the last write's
+//! generation; a write grant is poisoned iff the writer before it expired without releasing (or
+//! downgrading). After the faults stop, every lock is taken, a task body runs, a leader is
+//! elected and a writer takes the read-write lock within a bound computed from the seed's
+//! timings.
 //!
 //! The `driver` profile runs the `tenure` driver itself — foreground and background drives,
 //! hand-offs, keep-alives — through its public API on a simulated runtime and store, under the
@@ -134,12 +138,16 @@ pub fn required_coverage(profile: Profile, coverage: &Coverage) -> Vec<(&'static
         ("contention", coverage.contention),
         ("leadership changed hands", coverage.leader_changes),
         ("a lock handed over by the store", coverage.handed_over),
+        ("a read of the read-write lock", coverage.rw_reads),
+        ("a write of the read-write lock", coverage.rw_writes),
+        ("a writer downgraded", coverage.downgrades),
     ];
     if matches!(profile, Mixed | Network | Pauses | UnboundedClocks) {
         required.push(("stale token rejected", coverage.stale_rejected));
     }
     if matches!(profile, Mixed | Pauses | UnboundedClocks) {
         required.push(("lease expired under a paused holder", coverage.expired_in_pause));
+        required.push(("a write grant poisoned by a writer that expired", coverage.poisoned));
     }
     required
 }

@@ -20,8 +20,8 @@ USAGE: tenure-sim [--seed S] [--seeds N] [--profile NAME] [--inject-bug NAME[,NA
   --profile NAME    mixed (default), calm, network, clocks, pauses, crashes, unbounded-clocks,
                     driver (the tenure driver itself on a simulated runtime and store)
   --inject-bug NAME switch on a deliberate defect: validity-from-reply, fence-reset-on-release,
-                    leader-ignores-deadline, grant-validity-from-push, hand-over-lapsed; the run
-                    must then fail (exit 1)
+                    leader-ignores-deadline, grant-validity-from-push, hand-over-lapsed,
+                    rw-write-beside-readers, rw-poison-forgotten; the run must then fail (exit 1)
   --trace           print every event of seed S (one seed)
   --threads N       worker threads (default: the machine's cores)
   --no-regressions  skip the seeds of regressions.txt, which otherwise run first

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 use tenure_core::bugs::Bugs;
 use tenure_core::{
-    BackendError, BackendErrorKind, ElectionMachine, FencingToken, HolderKind, Key, KeyKind, LockMachine, Metadata,
-    Name, OpId, StoreModel, StoreOp, StoreReply, TaskLockMachine, Timestamp, Token, WallTime, WorkerId,
+    Access, BackendError, BackendErrorKind, ElectionMachine, FencingToken, HolderKind, Key, KeyKind, LockMachine,
+    Metadata, Name, OpId, StoreModel, StoreOp, StoreReply, TaskLockMachine, Timestamp, Token, WallTime, WorkerId,
 };
 
 use crate::check::{Checker, Coverage};
@@ -212,6 +212,9 @@ struct Sim {
     lock_keys: Vec<Key>,
     task_key: Key,
     election_key: Key,
+    /// The read-write lock, and how many readers and writers each worker runs on it.
+    rw_key: Key,
+    rw_clients: (usize, usize),
     healed: bool,
     /// The last arrival on each ordered connection: (worker, life, client, towards the store).
     connections: BTreeMap<(usize, u32, usize, bool), u64>,
@@ -231,6 +234,10 @@ impl Sim {
         // the store), with a place that may outlast the pause between attempts or not.
         let mut queue = Stream::new(seed, "queue");
         let queue_wait = queue.chance(0.5).then(|| queue.between(ms(10), ms(300)));
+        // Most seeds run readers and writers on a read-write lock (its own stream, so the rest of
+        // the workload draws as before).
+        let mut rw = Stream::new(seed, "read-write");
+        let rw_clients = if rw.chance(0.8) { (rw.between(0, 2) as usize, rw.between(1, 2) as usize) } else { (0, 0) };
         let faults = profile.faults(&mut Stream::new(seed, "faults"), &work);
         let mut clocks = Stream::new(seed, "clocks");
         let workers = (0..work.workers)
@@ -254,7 +261,7 @@ impl Sim {
         let mut store = StoreModel::new(WallTime::UNIX_EPOCH);
         store.inject(bugs);
         let names = LOCK_NAMES.iter().take(work.lock_names).map(|n| (*n).to_owned()).collect();
-        let checker = Checker::new(&work, &faults, names);
+        let checker = Checker::new(&work, &faults, names, rw_clients.1 > 0);
         let mut sim = Self {
             queue_wait,
             bugs,
@@ -273,6 +280,8 @@ impl Sim {
             lock_keys,
             task_key: Key::new(KeyKind::TaskLock, &name("nightly-report")),
             election_key: Key::new(KeyKind::Leader, &name("scheduler")),
+            rw_key: Key::new(KeyKind::ReadWriteLock, &name("ledger")),
+            rw_clients,
             healed: false,
             jumped: vec![0; work.workers],
             connections: BTreeMap::new(),
@@ -460,6 +469,7 @@ impl Sim {
             Target::Lock(name) => self.lock_keys.get(name),
             Target::Task => Some(&self.task_key),
             Target::Election => Some(&self.election_key),
+            Target::Rw { .. } => Some(&self.rw_key),
         }
     }
 
@@ -470,7 +480,7 @@ impl Sim {
         let mut cx = Ctx::new(local, self.healed, self.print);
         let slot = &mut worker.slots[c];
         slot.client.feed(input, &mut cx);
-        let target = slot.client.target();
+        let (target, role) = (slot.client.target(), slot.client.role());
         for request in cx.requests {
             self.send_request(w, c, request.id, &request.op);
         }
@@ -484,7 +494,12 @@ impl Sim {
                     self.push(self.now + delay, event);
                 }
                 Out::Write(fence, token) => {
-                    if let Target::Lock(name) = target {
+                    let name = match target {
+                        Target::Lock(name) => Some(name),
+                        Target::Rw { write: true } => Some(crate::check::RW_RESOURCE),
+                        _ => None,
+                    };
+                    if let Some(name) = name {
                         let at = self.now + self.delay();
                         self.push(at, Event::Write { name, fence, token });
                     }
@@ -497,8 +512,12 @@ impl Sim {
                 }
                 Out::Elected => self.checker.elected(w),
                 Out::Replace => {
-                    if let Target::Lock(name) = target {
-                        let client = self.lock_client(w, name);
+                    let client = match role {
+                        Target::Lock(name) => Some(self.lock_client(w, name)),
+                        Target::Rw { write } => Some(self.rw_client(w, write)),
+                        _ => None,
+                    };
+                    if let Some(client) = client {
                         let worker = &mut self.workers[w];
                         worker.slots.push(Slot { client, action_round: 1, timer_round: 0, armed: None });
                         let event =
@@ -550,6 +569,10 @@ impl Sim {
                 slots.push(self.lock_client(w, name));
             }
         }
+        let (readers, writers) = self.rw_clients;
+        for write in std::iter::repeat_n(false, readers).chain(std::iter::repeat_n(true, writers)) {
+            slots.push(self.rw_client(w, write));
+        }
         let worker = &mut self.workers[w];
         let mut machine = TaskLockMachine::new(self.task_key.clone(), &self.work.task);
         machine.inject(self.bugs);
@@ -584,6 +607,19 @@ impl Sim {
         machine.set_queued(self.queue_wait.map(std::time::Duration::from_nanos));
         let configs = [self.work.lock.clone(), self.work.lock_alt.clone()];
         Client::Lock(LockClient::new(name, machine, configs, worker.id.clone(), self.spawn_rng.child()))
+    }
+
+    /// A new reader or writer of the read-write lock on worker `w`, with a token of its own.
+    fn rw_client(&mut self, w: usize, write: bool) -> Client {
+        let worker = &mut self.workers[w];
+        worker.tokens += 1;
+        let mut ids = self.spawn_rng.fork();
+        let token = Token::fresh_holder(&worker.id, HolderKind::Task, worker.tokens, &mut ids);
+        let access = if write { Access::Write } else { Access::Read };
+        let mut machine = LockMachine::with_access(self.rw_key.clone(), token, access, &self.work.lock, &mut ids);
+        machine.inject(self.bugs);
+        let configs = [self.work.lock.clone(), self.work.lock_alt.clone()];
+        Client::Lock(LockClient::new(0, machine, configs, worker.id.clone(), self.spawn_rng.child()))
     }
 
     /// Every machine of every live worker that believes it holds or leads, with its name.
@@ -683,6 +719,10 @@ impl Sim {
         }
         .map(|lease| lease.token.clone());
         let now = Timestamp::from_nanos(self.now);
+        let writer_before = match op {
+            StoreOp::RwAcquireWrite { key, .. } => self.store.rw_holders(key, now).0,
+            _ => None,
+        };
         let queue_before = match op {
             StoreOp::LockAcquireQueued { key, .. } | StoreOp::LockRelease { key, .. } => {
                 self.store.lock_queue(key, now)
@@ -710,6 +750,26 @@ impl Sim {
                 self.checker.issued(key, token, *fence, renewal).map_err(|what| self.failure(what))?;
             }
             (StoreOp::LockRelease { key, .. } | StoreOp::LeaderRelease { key, .. }, StoreReply::Flag(true))
+                if self.faults.wakeups =>
+            {
+                self.wake_all(key);
+            }
+            (StoreOp::RwAcquireWrite { key, token, .. }, StoreReply::Write(Some(grant))) => {
+                let renewal = writer_before.as_ref() == Some(token);
+                self.checker.issued(key, token, grant.fence, renewal).map_err(|what| self.failure(what))?;
+                self.checker.rw_written(token, *grant, renewal).map_err(|what| self.failure(what))?;
+            }
+            (StoreOp::RwAcquireRead { key, .. }, StoreReply::Fence(Some(generation))) => {
+                self.checker.rw_read(key, *generation).map_err(|what| self.failure(what))?;
+            }
+            (StoreOp::RwReleaseWrite { key, .. } | StoreOp::RwDowngrade { key, .. }, StoreReply::Flag(true))
+            | (StoreOp::RwDowngrade { key, .. }, StoreReply::Fence(Some(_))) => {
+                self.checker.rw_write_ended(matches!(op, StoreOp::RwDowngrade { .. }));
+                if self.faults.wakeups {
+                    self.wake_all(key);
+                }
+            }
+            (StoreOp::RwReleaseRead { key, .. } | StoreOp::RwCancelIntent { key, .. }, StoreReply::Flag(true))
                 if self.faults.wakeups =>
             {
                 self.wake_all(key);

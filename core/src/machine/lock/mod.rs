@@ -1,14 +1,20 @@
-//! [`LockMachine`]: one holder's life with one lock (spec §3.1–3.3, DESIGN §4.1, §4.3, §4.6).
+//! [`LockMachine`]: one holder's life with one lock (spec §3.1–3.3, DESIGN §4.1, §4.3, §4.6), or
+//! with one side of a read-write lock (spec §1.9, §5.4): the same acquire, extend and release,
+//! on the read or the write lease ([`Access`]).
+
+mod reply;
+mod steps;
 
 use std::time::Duration;
 
 use rand_core::Rng;
+use reply::Answer;
 
 use super::{Flight, Outbox, earliest, local_validity};
 use crate::config::LockConfig;
-use crate::error::{BackendError, BackendErrorKind, Error, WouldBlockReason};
+use crate::error::{BackendError, BackendErrorKind, Error};
 use crate::ids::{FencingToken, Key, LockHandle, OpId, Token};
-use crate::rng::{SplitMix64, jitter, unit_interval};
+use crate::rng::SplitMix64;
 use crate::store::{StoreOp, StoreReply};
 use crate::time::Timestamp;
 
@@ -31,6 +37,14 @@ pub enum LockEvent {
         /// The fencing token before the extend.
         previous: FencingToken,
         /// The new end of validity.
+        valid_until: Timestamp,
+    },
+    /// `downgrade` succeeded: the write lease is now a read lease ([`Access::Read`]) under the
+    /// same token, and no writer got in between.
+    Downgraded {
+        /// The generation read (the fencing token of the write given up).
+        generation: FencingToken,
+        /// The read lease's end of validity.
         valid_until: Timestamp,
     },
     /// `release` succeeded.
@@ -80,15 +94,38 @@ pub enum LockPhase {
     Releasing,
     /// A cancelled acquire is in flight; a grant will be released at once.
     Cancelling,
+    /// A downgrade is in flight: the write lease is not counted on meanwhile.
+    Downgrading,
+}
+
+/// Which lease a [`LockMachine`] takes on its key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// A lock's only lease (`lock:` keys).
+    Exclusive,
+    /// A read lease of a read-write lock (`rwlock:` keys), shared with other readers; its
+    /// fence is the generation it reads, the fencing token of the last write.
+    Read,
+    /// The write lease of a read-write lock: no reader and no other writer hold one at the
+    /// same time. A blocking acquire keeps an intent in the store that holds new readers out
+    /// while it waits, and withdraws it when it gives up.
+    Write,
 }
 
 /// A request of this holder, with its key and token left out until it is taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum LockOp {
+    /// A single attempt, or an extend: a writer keeps no intent.
     Acquire(Duration),
+    /// An attempt of a blocking acquire: a writer keeps an intent if refused.
+    Attempt(Duration),
     /// An attempt that keeps a place in the store's queue for the given wait.
     Queue(Duration, Duration),
     Release,
+    /// Withdraws a writer's intent.
+    Withdraw,
+    /// Turns the write lease into a read lease of the given length.
+    Downgrade(Duration),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,6 +172,11 @@ enum State {
     Cancelling {
         flight: Flight,
     },
+    Downgrading {
+        flight: Flight,
+        lease: Duration,
+        fence: FencingToken,
+    },
 }
 
 /// One holder (one token) of one lock, from acquire to release.
@@ -153,6 +195,10 @@ enum State {
 pub struct LockMachine {
     key: Key,
     token: Token,
+    access: Access,
+    /// The write lease held (or last held) was granted after a writer expired without
+    /// releasing, or was lost and granted again by an extend.
+    poisoned: bool,
     lease: Duration,
     retry_interval: Duration,
     retry_jitter: f64,
@@ -170,8 +216,8 @@ pub struct LockMachine {
     token_used: bool,
     /// Attempts keep a place in the store's queue for this long ([`LockMachine::set_queued`]).
     queue_wait: Option<Duration>,
-    /// When the last attempt the store answered "queued" was sent: a lease handed over by the
-    /// store ([`LockMachine::handle_grant`]) counts from there.
+    /// When the first attempt of this acquire that the store answered "queued" was sent: a
+    /// lease handed over by the store ([`LockMachine::handle_grant`]) counts from there.
     queued_at: Option<Timestamp>,
     jitter: SplitMix64,
     out: Outbox<LockEvent, LockOp>,
@@ -182,9 +228,28 @@ pub struct LockMachine {
 impl LockMachine {
     /// A holder of the lock `key` under `token`, timed by `config`; `rng` seeds its jitter.
     pub fn new<R: Rng + ?Sized>(key: Key, token: Token, config: &LockConfig, rng: &mut R) -> Self {
+        Self::with_access(key, token, Access::Exclusive, config, rng)
+    }
+
+    /// A holder of `access` on the read-write lock `key` (or, with [`Access::Exclusive`], of
+    /// the lock `key`) under `token`.
+    pub fn with_access<R: Rng + ?Sized>(
+        key: Key,
+        token: Token,
+        access: Access,
+        config: &LockConfig,
+        rng: &mut R,
+    ) -> Self {
+        debug_assert_eq!(
+            access == Access::Exclusive,
+            key.kind() != crate::ids::KeyKind::ReadWriteLock,
+            "a read or write lease is taken on an rwlock: key, and only there"
+        );
         Self {
             key,
             token,
+            access,
+            poisoned: false,
             lease: config.lease_duration(),
             retry_interval: config.retry_interval(),
             retry_jitter: config.retry_jitter(),
@@ -221,6 +286,18 @@ impl LockMachine {
         &self.token
     }
 
+    /// Which lease the holder takes (a write holder that downgraded reads).
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    /// Whether the write lease held or last held is poisoned: granted after the previous
+    /// writer's lease ran out without a release, or lost and granted again by an extend.
+    /// Always false for other access.
+    pub fn poisoned(&self) -> bool {
+        self.poisoned
+    }
+
     /// What the machine is doing.
     pub fn phase(&self) -> LockPhase {
         match self.state {
@@ -232,6 +309,7 @@ impl LockMachine {
             State::Stale { .. } => LockPhase::Stale,
             State::Releasing { .. } => LockPhase::Releasing,
             State::Cancelling { .. } => LockPhase::Cancelling,
+            State::Downgrading { .. } => LockPhase::Downgrading,
         }
     }
 
@@ -263,6 +341,23 @@ impl LockMachine {
         Ok(())
     }
 
+    /// Makes a quiescent machine take `access` from its next acquisition on (a writer's
+    /// machine that downgraded reads until given back its access). Only between the two sides
+    /// of a read-write lock: a lock's machine stays [`Access::Exclusive`].
+    pub fn set_access(&mut self, access: Access) -> Result<(), Error> {
+        if !self.is_quiescent() {
+            return Err(self.busy());
+        }
+        if (access == Access::Exclusive) != (self.access == Access::Exclusive) {
+            return Err(Error::Settings(crate::error::SettingsError::general(
+                "a lock's holder cannot take a read-write lock's side, nor the other way round",
+            )));
+        }
+        self.access = access;
+        self.poisoned = false;
+        Ok(())
+    }
+
     /// Whether the token has never been sent in an acquire: a new acquisition may use it
     /// without [`LockMachine::set_token`].
     pub fn token_is_fresh(&self) -> bool {
@@ -286,7 +381,10 @@ impl LockMachine {
     /// The fencing token of the lease held or last held (until released).
     pub fn fence(&self) -> Option<FencingToken> {
         match self.state {
-            State::Held { fence, .. } | State::Extending { fence, .. } | State::Stale { fence } => Some(fence),
+            State::Held { fence, .. }
+            | State::Extending { fence, .. }
+            | State::Stale { fence }
+            | State::Downgrading { fence, .. } => Some(fence),
             _ => None,
         }
     }
@@ -306,8 +404,13 @@ impl LockMachine {
         self.check_expiry(now);
         if self.orphan == Some(id) {
             self.orphan = None;
-            if matches!(reply, Ok(StoreReply::Fence(Some(_)))) && self.state == State::Idle {
-                self.start_release(now, None, true);
+            if self.state == State::Idle {
+                match self.answer(reply) {
+                    Answer::Granted { .. } => self.start_release(now, None, true),
+                    // The abandoned attempt may have left an intent that holds readers out.
+                    Answer::Refused if self.access == Access::Write => self.start_withdraw(now),
+                    _ => {}
+                }
             }
             return;
         }
@@ -321,12 +424,13 @@ impl LockMachine {
             State::Releasing { flight, fence, quiet } if flight.op == id => {
                 self.on_release_reply(fence, quiet, reply);
             }
-            State::Cancelling { flight } if flight.op == id => {
-                if let Ok(StoreReply::Fence(Some(fence))) = reply {
-                    self.start_release(now, Some(fence), true);
-                } else {
-                    self.state = State::Idle;
-                }
+            State::Cancelling { flight } if flight.op == id => match self.answer(reply) {
+                Answer::Granted { fence, .. } => self.start_release(now, Some(fence), true),
+                Answer::Refused if self.access == Access::Write => self.start_withdraw(now),
+                _ => self.state = State::Idle,
+            },
+            State::Downgrading { flight, lease, fence } if flight.op == id => {
+                self.on_downgrade_reply(now, flight, lease, fence, reply);
             }
             // Unknown, stale or duplicated: the operation is no longer awaited.
             _ => {}
@@ -344,7 +448,9 @@ impl LockMachine {
                 self.handle_reply(now, flight.op, timeout);
                 self.orphan = Some(flight.op);
             }
-            State::Extending { flight, .. } | State::Releasing { flight, .. } if now >= flight.deadline => {
+            State::Extending { flight, .. } | State::Releasing { flight, .. } | State::Downgrading { flight, .. }
+                if now >= flight.deadline =>
+            {
                 let timeout = Err(BackendError::timeout(self.backend_timeout));
                 self.handle_reply(now, flight.op, timeout);
             }
@@ -410,16 +516,38 @@ impl LockMachine {
         Ok(())
     }
 
+    /// Turns the write lease held into a read lease in one step: no other writer takes the lock
+    /// in between ([`LockEvent::Downgraded`]; the machine then reads, [`Access::Read`]). Only a
+    /// writer may; the write lease is not counted on while the downgrade is in flight. Refused
+    /// by the store ([`Error::NotOwned`]): the lease is gone; failed: its outcome is unknown, and
+    /// the holder may release.
+    pub fn downgrade(&mut self, now: Timestamp) -> Result<(), Error> {
+        let now = self.out.observe(now);
+        self.check_expiry(now);
+        if self.access != Access::Write {
+            return Err(self.not_owned());
+        }
+        let fence = match self.state {
+            State::Held { fence, .. } | State::Stale { fence } => fence,
+            State::Idle | State::Acquiring { .. } | State::Waiting { .. } => return Err(self.not_owned()),
+            _ => return Err(self.busy()),
+        };
+        let lease = self.lease;
+        let flight = self.out.send(now, LockOp::Downgrade(lease), self.backend_timeout);
+        self.state = State::Downgrading { flight, lease, fence };
+        Ok(())
+    }
+
     /// Abandons the current command; it reports no event. A cancelled acquire whose grant may
     /// still land is followed by a release of that grant — and one that kept a place in the
     /// store's queue, by a release that gives the place up (and what the store may have handed
-    /// it meanwhile); a cancelled extend keeps the old lease; a release in flight goes on (a
-    /// release should complete even when its caller gives up).
+    /// it meanwhile), and a writer's, by the withdrawal of its intent; a cancelled extend keeps
+    /// the old lease; a release or a downgrade in flight goes on (a release should complete
+    /// even when its caller gives up).
     pub fn cancel(&mut self, now: Timestamp) {
         let now = self.out.observe(now);
         self.check_expiry(now);
-        if matches!(self.state, State::Waiting { .. }) && self.queued_at.is_some() {
-            self.start_release(now, None, true);
+        if matches!(self.state, State::Waiting { .. }) && self.give_up_place(now) {
             return;
         }
         self.state = match self.state {
@@ -457,10 +585,13 @@ impl LockMachine {
 
     /// The store pushed that it handed the lock to this holder's token, with `fence`.
     ///
-    /// A waiting acquire holds at once, counting the lease from when it sent its last attempt
-    /// the store answered "queued" (the store granted after that attempt, so the holder never
-    /// counts on the lease longer than the store keeps it); too late to count on, it asks again
-    /// (which renews the lease, same fence). An acquire that gave up releases what it was
+    /// A waiting acquire holds at once, counting the lease from when it sent its first attempt
+    /// the store answered "queued" (the store can only hand the lock over after that attempt
+    /// made the place, so the holder never counts on the lease longer than the store keeps it);
+    /// too late to count on, it asks again (which renews the lease, same fence). Not from the
+    /// last such attempt: a push can be read after the answer to a later attempt (a paused
+    /// process, a notification on another connection), and a hand-off made before that attempt
+    /// had already lapsed when the store answered it (found by the simulator). An acquire that gave up releases what it was
     /// handed. While an attempt is in flight the push is not needed: the attempt's own answer
     /// (a renewal of what was handed over) brings the lease.
     pub fn handle_grant(&mut self, now: Timestamp, fence: FencingToken) {
@@ -502,13 +633,22 @@ impl LockMachine {
     /// The next store request to run.
     #[must_use]
     pub fn poll_effect(&mut self) -> Option<crate::store::StoreRequest> {
-        let (key, token) = (&self.key, &self.token);
-        self.out.poll_effect_with(|op| match op {
-            LockOp::Acquire(lease) => StoreOp::LockAcquire { key: key.clone(), token: token.clone(), lease },
-            LockOp::Queue(lease, wait) => {
-                StoreOp::LockAcquireQueued { key: key.clone(), token: token.clone(), lease, wait }
+        let (key, token, access) = (self.key.clone(), self.token.clone(), self.access);
+        self.out.poll_effect_with(|op| match (access, op) {
+            (Access::Exclusive, LockOp::Acquire(lease) | LockOp::Attempt(lease)) => {
+                StoreOp::LockAcquire { key, token, lease }
             }
-            LockOp::Release => StoreOp::LockRelease { key: key.clone(), token: token.clone() },
+            (_, LockOp::Queue(lease, wait)) => StoreOp::LockAcquireQueued { key, token, lease, wait },
+            (Access::Exclusive, _) => StoreOp::LockRelease { key, token },
+            (Access::Read, LockOp::Acquire(lease) | LockOp::Attempt(lease)) => {
+                StoreOp::RwAcquireRead { key, token, lease }
+            }
+            (Access::Read, _) => StoreOp::RwReleaseRead { key, token },
+            (Access::Write, LockOp::Acquire(lease)) => StoreOp::RwAcquireWrite { key, token, lease, intent: false },
+            (Access::Write, LockOp::Attempt(lease)) => StoreOp::RwAcquireWrite { key, token, lease, intent: true },
+            (Access::Write, LockOp::Withdraw) => StoreOp::RwCancelIntent { key, token },
+            (Access::Write, LockOp::Downgrade(lease)) => StoreOp::RwDowngrade { key, token, lease },
+            (Access::Write, LockOp::Release) => StoreOp::RwReleaseWrite { key, token },
         })
     }
 
@@ -525,244 +665,12 @@ impl LockMachine {
             State::Waiting { retry_at, .. } => Some(retry_at),
             State::Held { valid_until, .. } => Some(valid_until),
             State::Extending { flight, valid_until, .. } => earliest([Some(flight.deadline), valid_until]),
-            State::Acquiring { flight, .. } | State::Releasing { flight, .. } | State::Cancelling { flight } => {
-                Some(flight.deadline)
-            }
+            State::Acquiring { flight, .. }
+            | State::Releasing { flight, .. }
+            | State::Cancelling { flight }
+            | State::Downgrading { flight, .. } => Some(flight.deadline),
             State::Idle | State::Stale { .. } => None,
         }
-    }
-
-    // ---- internals -----------------------------------------------------------------------
-
-    fn begin(&mut self, now: Timestamp, attempt: Attempt) -> Result<(), Error> {
-        match self.state {
-            State::Idle => {
-                self.wake_pending = false;
-                self.queued_at = None;
-                self.attempt(now, self.lease, attempt);
-                Ok(())
-            }
-            // Like grelmicro's held marker: a holder that has not released (even one whose lease
-            // ran out or whose release failed) must release or extend, not acquire again.
-            State::Held { .. }
-            | State::Extending { .. }
-            | State::Stale { .. }
-            | State::Acquiring { .. }
-            | State::Waiting { .. } => Err(Error::Reentrant { name: self.name() }),
-            State::Releasing { .. } | State::Cancelling { .. } => Err(self.busy()),
-        }
-    }
-
-    fn attempt(&mut self, now: Timestamp, lease: Duration, attempt: Attempt) {
-        self.token_used = true;
-        let op = match self.queue_wait {
-            Some(wait) if !attempt.nowait => LockOp::Queue(lease, wait),
-            _ => LockOp::Acquire(lease),
-        };
-        let flight = self.out.send(now, op, self.backend_timeout);
-        self.state = State::Acquiring { flight, lease, attempt };
-    }
-
-    fn on_acquire_reply(
-        &mut self,
-        now: Timestamp,
-        flight: Flight,
-        lease: Duration,
-        attempt: Attempt,
-        reply: Result<StoreReply, BackendError>,
-    ) {
-        self.state = State::Idle;
-        let error = match reply {
-            Ok(StoreReply::Fence(Some(fence))) => match self.regression(fence) {
-                Some(cause) => Error::Acquire { name: self.name(), cause },
-                None => {
-                    self.note_fence(fence);
-                    let valid_until = self.validity_start(now, flight) + local_validity(lease);
-                    if now < valid_until {
-                        self.state = State::Held { fence, valid_until };
-                        self.out.emit(LockEvent::Acquired { fence, valid_until });
-                        return;
-                    }
-                    // The grant came back too late to count on (a reply slower than the lease):
-                    // a blocking acquire asks again at once (renewing the lease if it is still
-                    // ours); otherwise the grant is released and the acquire fails.
-                    if !attempt.nowait && attempt.deadline.is_none_or(|deadline| now < deadline) {
-                        self.attempt(now, lease, attempt);
-                        return;
-                    }
-                    self.start_release(now, None, true);
-                    let error = match attempt {
-                        Attempt { nowait: false, timeout: Some(timeout), .. } => {
-                            Error::Timeout { name: self.name(), timeout }
-                        }
-                        _ => Error::Acquire { name: self.name(), cause: BackendError::late_grant() },
-                    };
-                    self.out.emit(LockEvent::Failed(error));
-                    return;
-                }
-            },
-            Ok(StoreReply::Fence(None)) => match attempt {
-                Attempt { nowait: true, .. } => {
-                    Error::WouldBlock { name: self.name(), reason: WouldBlockReason::LockHeld }
-                }
-                Attempt { deadline: Some(deadline), timeout, .. } if now >= deadline => {
-                    if self.queue_wait.is_some() {
-                        // Give up the place in the store's queue (and whatever it hands over).
-                        self.start_release(now, None, true);
-                    }
-                    let error = Error::Timeout { name: self.name(), timeout: timeout.unwrap_or_default() };
-                    self.out.emit(LockEvent::Failed(error));
-                    return;
-                }
-                _ if std::mem::take(&mut self.wake_pending) => {
-                    self.attempt(now, lease, attempt);
-                    return;
-                }
-                Attempt { deadline, .. } => {
-                    if self.queue_wait.is_some() {
-                        self.queued_at = Some(flight.sent_at);
-                    }
-                    let pause = jitter(self.retry_interval, self.retry_jitter, unit_interval(self.jitter.next_u64()));
-                    // A queued waiter asks again well within its place, so the place never lapses
-                    // while it waits.
-                    let pause = self.queue_wait.map_or(pause, |wait| pause.min(wait / 3));
-                    let retry_at = earliest([Some(now + pause), deadline]).unwrap_or(now);
-                    self.state = State::Waiting { retry_at, lease, attempt };
-                    return;
-                }
-            },
-            Ok(other) => Error::Acquire { name: self.name(), cause: unexpected("acquire", &other) },
-            Err(cause) => Error::Acquire { name: self.name(), cause },
-        };
-        self.out.emit(LockEvent::Failed(error));
-    }
-
-    fn on_extend_reply(
-        &mut self,
-        now: Timestamp,
-        flight: Flight,
-        lease: Duration,
-        fence: FencingToken,
-        valid_until: Option<Timestamp>,
-        reply: Result<StoreReply, BackendError>,
-    ) {
-        // Whatever happens, the old lease is still worth what it was worth.
-        let previous = match valid_until {
-            Some(valid_until) if now < valid_until => State::Held { fence, valid_until },
-            _ => State::Stale { fence },
-        };
-        let error = match reply {
-            Ok(StoreReply::Fence(Some(granted))) => match self.regression(granted) {
-                Some(cause) => Error::Extend { name: self.name(), cause },
-                None => {
-                    self.note_fence(granted);
-                    let until = self.validity_start(now, flight) + local_validity(lease);
-                    if now < until {
-                        self.state = State::Held { fence: granted, valid_until: until };
-                        self.out.emit(LockEvent::Extended { fence: granted, previous: fence, valid_until: until });
-                        return;
-                    }
-                    // Too late to count on: the old lease has run out too (it ends no later).
-                    self.state = State::Stale { fence: granted };
-                    self.out.emit(LockEvent::Failed(Error::Extend {
-                        name: self.name(),
-                        cause: BackendError::late_grant(),
-                    }));
-                    return;
-                }
-            },
-            Ok(StoreReply::Fence(None)) => {
-                if matches!(previous, State::Held { .. }) {
-                    self.out.emit(LockEvent::Lost { fence, reason: LossReason::NotOwned });
-                }
-                self.state = State::Idle;
-                self.out.emit(LockEvent::Failed(self.not_owned()));
-                return;
-            }
-            Ok(other) => Error::Extend { name: self.name(), cause: unexpected("extend", &other) },
-            Err(cause) => Error::Extend { name: self.name(), cause },
-        };
-        self.state = previous;
-        self.out.emit(LockEvent::Failed(error));
-    }
-
-    fn on_release_reply(&mut self, fence: Option<FencingToken>, quiet: bool, reply: Result<StoreReply, BackendError>) {
-        let (state, event) = match reply {
-            Ok(StoreReply::Flag(true)) => (State::Idle, LockEvent::Released { fence }),
-            Ok(StoreReply::Flag(false)) => (State::Idle, LockEvent::Failed(self.not_owned())),
-            Ok(other) => (
-                State::Idle,
-                LockEvent::Failed(Error::Release { name: self.name(), cause: unexpected("release", &other) }),
-            ),
-            // The outcome is unknown: keep the token's fence so the caller may retry the release.
-            Err(cause) => {
-                let state = fence.map_or(State::Idle, |fence| State::Stale { fence });
-                (state, LockEvent::Failed(Error::Release { name: self.name(), cause }))
-            }
-        };
-        self.state = state;
-        if !quiet {
-            self.out.emit(event);
-        }
-    }
-
-    fn start_release(&mut self, now: Timestamp, fence: Option<FencingToken>, quiet: bool) {
-        let flight = self.out.send(now, LockOp::Release, self.backend_timeout);
-        self.state = State::Releasing { flight, fence, quiet };
-    }
-
-    /// Reports a lease whose validity has run out.
-    fn check_expiry(&mut self, now: Timestamp) {
-        if let State::Held { fence, valid_until } = self.state
-            && now >= valid_until
-        {
-            self.state = State::Stale { fence };
-            self.out.emit(LockEvent::Lost { fence, reason: LossReason::Expired });
-        }
-        if let State::Extending { fence, valid_until: Some(valid_until), flight, lease } = self.state
-            && now >= valid_until
-        {
-            // Stop counting on it now; the extend may still bring it back.
-            self.state = State::Extending { fence, valid_until: None, flight, lease };
-            self.out.emit(LockEvent::Lost { fence, reason: LossReason::Expired });
-        }
-    }
-
-    /// A fencing token lower than one this holder has already seen: the store lost its counter
-    /// (a failover, a restore) and exclusion can no longer be proven.
-    fn regression(&self, fence: FencingToken) -> Option<BackendError> {
-        let last = self.last_fence.filter(|&last| fence < last)?;
-        Some(BackendError::new(
-            BackendErrorKind::FenceRegression,
-            format!("the store answered fencing token {fence} after {last} for the same lock"),
-        ))
-    }
-
-    /// Where the validity of a grant starts: when its request was sent.
-    fn validity_start(&self, now: Timestamp, flight: Flight) -> Timestamp {
-        if bug!(self, VALIDITY_FROM_REPLY) { now } else { flight.sent_at }
-    }
-
-    fn note_fence(&mut self, fence: FencingToken) {
-        self.last_fence = Some(self.last_fence.map_or(fence, |last| last.max(fence)));
-    }
-
-    fn name(&self) -> String {
-        self.key.name_str().to_owned()
-    }
-
-    fn not_owned(&self) -> Error {
-        Error::NotOwned { name: self.name() }
-    }
-
-    fn busy(&self) -> Error {
-        let operation = match self.state {
-            State::Acquiring { .. } | State::Waiting { .. } | State::Cancelling { .. } => "acquire",
-            State::Idle if self.orphan.is_some() => "acquire",
-            State::Extending { .. } => "extend",
-            _ => "release",
-        };
-        Error::Busy { name: self.name(), operation }
     }
 }
 

@@ -1,0 +1,241 @@
+//! How a [`LockMachine`] reads the store's answers.
+
+use std::time::Duration;
+
+use rand_core::Rng;
+
+use super::{Access, Attempt, LockEvent, LockMachine, State, unexpected};
+use crate::error::{BackendError, Error};
+use crate::ids::FencingToken;
+use crate::machine::{Flight, earliest, local_validity};
+use crate::rng::{jitter, unit_interval};
+use crate::store::{StoreReply, WriteGrant};
+use crate::time::Timestamp;
+
+/// A store's answer to an acquire or extend, in the shape of this holder's access.
+pub(super) enum Answer {
+    Granted { fence: FencingToken, poisoned: bool },
+    Refused,
+    Unexpected(StoreReply),
+    Failed(BackendError),
+}
+
+impl LockMachine {
+    pub(super) fn on_acquire_reply(
+        &mut self,
+        now: Timestamp,
+        flight: Flight,
+        lease: Duration,
+        attempt: Attempt,
+        reply: Result<StoreReply, BackendError>,
+    ) {
+        self.state = State::Idle;
+        let error = match self.answer(reply) {
+            Answer::Granted { fence, poisoned } => match self.regression(fence) {
+                Some(cause) => Error::Acquire { name: self.name(), cause },
+                None => {
+                    self.note_fence(fence);
+                    let valid_until = self.validity_start(now, flight) + local_validity(lease);
+                    if now < valid_until {
+                        self.poisoned = poisoned;
+                        self.state = State::Held { fence, valid_until };
+                        self.out.emit(LockEvent::Acquired { fence, valid_until });
+                        return;
+                    }
+                    // The grant came back too late to count on (a reply slower than the lease):
+                    // a blocking acquire asks again at once (renewing the lease if it is still
+                    // ours); otherwise the grant is released and the acquire fails.
+                    if !attempt.nowait && attempt.deadline.is_none_or(|deadline| now < deadline) {
+                        self.attempt(now, lease, attempt);
+                        return;
+                    }
+                    self.start_release(now, None, true);
+                    let error = match attempt {
+                        Attempt { nowait: false, timeout: Some(timeout), .. } => {
+                            Error::Timeout { name: self.name(), timeout }
+                        }
+                        _ => Error::Acquire { name: self.name(), cause: BackendError::late_grant() },
+                    };
+                    self.out.emit(LockEvent::Failed(error));
+                    return;
+                }
+            },
+            Answer::Refused => match attempt {
+                Attempt { nowait: true, .. } => Error::WouldBlock { name: self.name(), reason: self.refusal() },
+                Attempt { deadline: Some(deadline), timeout, .. } if now >= deadline => {
+                    // Give up the place in the store's queue (and whatever it hands over), or
+                    // the write intent.
+                    self.give_up_place(now);
+                    let error = Error::Timeout { name: self.name(), timeout: timeout.unwrap_or_default() };
+                    self.out.emit(LockEvent::Failed(error));
+                    return;
+                }
+                _ if std::mem::take(&mut self.wake_pending) => {
+                    self.attempt(now, lease, attempt);
+                    return;
+                }
+                Attempt { deadline, .. } => {
+                    if self.queue_wait.is_some() {
+                        self.queued_at.get_or_insert(flight.sent_at);
+                    }
+                    let pause = jitter(self.retry_interval, self.retry_jitter, unit_interval(self.jitter.next_u64()));
+                    // A queued waiter asks again well within its place, so the place never lapses
+                    // while it waits.
+                    let pause = self.queue_wait.map_or(pause, |wait| pause.min(wait / 3));
+                    let retry_at = earliest([Some(now + pause), deadline]).unwrap_or(now);
+                    self.state = State::Waiting { retry_at, lease, attempt };
+                    return;
+                }
+            },
+            Answer::Unexpected(other) => Error::Acquire { name: self.name(), cause: unexpected("acquire", &other) },
+            Answer::Failed(cause) => Error::Acquire { name: self.name(), cause },
+        };
+        // A writer that waited leaves no intent holding readers out for a whole lease — unless
+        // the attempt was abandoned at its deadline: its late answer decides then (a grant to
+        // release, or an intent to withdraw).
+        if self.access == Access::Write && !attempt.nowait && now < flight.deadline {
+            self.start_withdraw(now);
+        }
+        self.out.emit(LockEvent::Failed(error));
+    }
+
+    pub(super) fn on_extend_reply(
+        &mut self,
+        now: Timestamp,
+        flight: Flight,
+        lease: Duration,
+        fence: FencingToken,
+        valid_until: Option<Timestamp>,
+        reply: Result<StoreReply, BackendError>,
+    ) {
+        // Whatever happens, the old lease is still worth what it was worth.
+        let previous = match valid_until {
+            Some(valid_until) if now < valid_until => State::Held { fence, valid_until },
+            _ => State::Stale { fence },
+        };
+        let error = match self.answer(reply) {
+            // A reader granted another generation lost its lease, and a writer wrote meanwhile:
+            // what it read is stale. It holds the new read lease only until it gives it back.
+            Answer::Granted { fence: granted, .. } if self.access == Access::Read && granted != fence => {
+                self.note_fence(granted);
+                self.lose(fence, &previous);
+                self.start_release(now, None, true);
+                self.out.emit(LockEvent::Failed(self.not_owned()));
+                return;
+            }
+            Answer::Granted { fence: granted, poisoned } => match self.regression(granted) {
+                Some(cause) => Error::Extend { name: self.name(), cause },
+                None => {
+                    self.note_fence(granted);
+                    // A write lease lost and granted again: writes under the old fence are
+                    // fenced out, and what they protected may be half written.
+                    self.poisoned |= poisoned || (self.access == Access::Write && granted != fence);
+                    let until = self.validity_start(now, flight) + local_validity(lease);
+                    if now < until {
+                        self.state = State::Held { fence: granted, valid_until: until };
+                        self.out.emit(LockEvent::Extended { fence: granted, previous: fence, valid_until: until });
+                        return;
+                    }
+                    // Too late to count on: the old lease has run out too (it ends no later).
+                    self.state = State::Stale { fence: granted };
+                    self.out.emit(LockEvent::Failed(Error::Extend {
+                        name: self.name(),
+                        cause: BackendError::late_grant(),
+                    }));
+                    return;
+                }
+            },
+            Answer::Refused => {
+                self.lose(fence, &previous);
+                self.state = State::Idle;
+                self.out.emit(LockEvent::Failed(self.not_owned()));
+                return;
+            }
+            Answer::Unexpected(other) => Error::Extend { name: self.name(), cause: unexpected("extend", &other) },
+            Answer::Failed(cause) => Error::Extend { name: self.name(), cause },
+        };
+        self.state = previous;
+        self.out.emit(LockEvent::Failed(error));
+    }
+
+    pub(super) fn on_downgrade_reply(
+        &mut self,
+        now: Timestamp,
+        flight: Flight,
+        lease: Duration,
+        fence: FencingToken,
+        reply: Result<StoreReply, BackendError>,
+    ) {
+        let error = match reply {
+            Ok(StoreReply::Fence(Some(generation))) => match self.regression(generation) {
+                Some(cause) => Error::Acquire { name: self.name(), cause },
+                None => {
+                    self.note_fence(generation);
+                    // The write is over, cleanly; the token now reads.
+                    (self.access, self.poisoned) = (Access::Read, false);
+                    let valid_until = self.validity_start(now, flight) + local_validity(lease);
+                    if now < valid_until {
+                        self.state = State::Held { fence: generation, valid_until };
+                        self.out.emit(LockEvent::Downgraded { generation, valid_until });
+                    } else {
+                        self.state = State::Stale { fence: generation };
+                        let cause = BackendError::late_grant();
+                        self.out.emit(LockEvent::Failed(Error::Acquire { name: self.name(), cause }));
+                    }
+                    return;
+                }
+            },
+            Ok(StoreReply::Fence(None)) => {
+                self.state = State::Idle;
+                self.out.emit(LockEvent::Failed(self.not_owned()));
+                return;
+            }
+            Ok(other) => Error::Acquire { name: self.name(), cause: unexpected("downgrade", &other) },
+            Err(cause) => Error::Acquire { name: self.name(), cause },
+        };
+        // Whether it applied is unknown: the write lease is not counted on, and may be released.
+        self.state = State::Stale { fence };
+        self.out.emit(LockEvent::Failed(error));
+    }
+
+    pub(super) fn on_release_reply(
+        &mut self,
+        fence: Option<FencingToken>,
+        quiet: bool,
+        reply: Result<StoreReply, BackendError>,
+    ) {
+        let (state, event) = match reply {
+            Ok(StoreReply::Flag(true)) => (State::Idle, LockEvent::Released { fence }),
+            Ok(StoreReply::Flag(false)) => (State::Idle, LockEvent::Failed(self.not_owned())),
+            Ok(other) => (
+                State::Idle,
+                LockEvent::Failed(Error::Release { name: self.name(), cause: unexpected("release", &other) }),
+            ),
+            // The outcome is unknown: keep the token's fence so the caller may retry the release.
+            Err(cause) => {
+                let state = fence.map_or(State::Idle, |fence| State::Stale { fence });
+                (state, LockEvent::Failed(Error::Release { name: self.name(), cause }))
+            }
+        };
+        self.state = state;
+        if !quiet {
+            self.out.emit(event);
+        }
+    }
+
+    /// `reply` to an acquire or extend, in the shape of this holder's access.
+    pub(super) fn answer(&self, reply: Result<StoreReply, BackendError>) -> Answer {
+        match (self.access, reply) {
+            (_, Err(cause)) => Answer::Failed(cause),
+            (Access::Write, Ok(StoreReply::Write(Some(WriteGrant { fence, poisoned })))) => {
+                Answer::Granted { fence, poisoned }
+            }
+            (Access::Write, Ok(StoreReply::Write(None)))
+            | (Access::Exclusive | Access::Read, Ok(StoreReply::Fence(None))) => Answer::Refused,
+            (Access::Exclusive | Access::Read, Ok(StoreReply::Fence(Some(fence)))) => {
+                Answer::Granted { fence, poisoned: false }
+            }
+            (_, Ok(other)) => Answer::Unexpected(other),
+        }
+    }
+}

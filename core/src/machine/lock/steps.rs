@@ -1,0 +1,136 @@
+//! A [`LockMachine`]'s steps: starting attempts and releases, expiry, fences and errors.
+
+use std::time::Duration;
+
+use super::{Access, Attempt, LockEvent, LockMachine, LockOp, LossReason, State};
+use crate::error::{BackendError, BackendErrorKind, Error, WouldBlockReason};
+use crate::ids::FencingToken;
+use crate::machine::Flight;
+use crate::time::Timestamp;
+
+impl LockMachine {
+    pub(super) fn begin(&mut self, now: Timestamp, attempt: Attempt) -> Result<(), Error> {
+        match self.state {
+            State::Idle => {
+                self.wake_pending = false;
+                self.queued_at = None;
+                self.attempt(now, self.lease, attempt);
+                Ok(())
+            }
+            // Like grelmicro's held marker: a holder that has not released (even one whose lease
+            // ran out or whose release failed) must release or extend, not acquire again.
+            State::Held { .. }
+            | State::Extending { .. }
+            | State::Stale { .. }
+            | State::Acquiring { .. }
+            | State::Waiting { .. } => Err(Error::Reentrant { name: self.name() }),
+            State::Releasing { .. } | State::Cancelling { .. } | State::Downgrading { .. } => Err(self.busy()),
+        }
+    }
+
+    pub(super) fn attempt(&mut self, now: Timestamp, lease: Duration, attempt: Attempt) {
+        self.token_used = true;
+        let op = match self.queue_wait {
+            Some(wait) if !attempt.nowait => LockOp::Queue(lease, wait),
+            _ if attempt.nowait => LockOp::Acquire(lease),
+            _ => LockOp::Attempt(lease),
+        };
+        let flight = self.out.send(now, op, self.backend_timeout);
+        self.state = State::Acquiring { flight, lease, attempt };
+    }
+
+    pub(super) fn start_release(&mut self, now: Timestamp, fence: Option<FencingToken>, quiet: bool) {
+        let flight = self.out.send(now, LockOp::Release, self.backend_timeout);
+        self.state = State::Releasing { flight, fence, quiet };
+    }
+
+    /// Withdraws a writer's intent, quietly.
+    pub(super) fn start_withdraw(&mut self, now: Timestamp) {
+        let flight = self.out.send(now, LockOp::Withdraw, self.backend_timeout);
+        self.state = State::Releasing { flight, fence: None, quiet: true };
+    }
+
+    /// A blocking acquire that ends without the lock gives up its place in the store's queue
+    /// (and whatever the store handed it meanwhile) or its write intent; false if it kept none.
+    pub(super) fn give_up_place(&mut self, now: Timestamp) -> bool {
+        if self.queue_wait.is_some() {
+            self.start_release(now, None, true);
+        } else if self.access == Access::Write {
+            self.start_withdraw(now);
+        } else {
+            return false;
+        }
+        true
+    }
+
+    /// Reports the loss of a lease the holder counted on (`previous` is what it counted on).
+    pub(super) fn lose(&mut self, fence: FencingToken, previous: &State) {
+        if matches!(previous, State::Held { .. }) {
+            self.out.emit(LockEvent::Lost { fence, reason: LossReason::NotOwned });
+        }
+    }
+
+    /// Why a single attempt was refused.
+    pub(super) fn refusal(&self) -> WouldBlockReason {
+        match self.access {
+            Access::Exclusive => WouldBlockReason::LockHeld,
+            Access::Read => WouldBlockReason::ReadRefused,
+            Access::Write => WouldBlockReason::WriteRefused,
+        }
+    }
+
+    /// Reports a lease whose validity has run out.
+    pub(super) fn check_expiry(&mut self, now: Timestamp) {
+        if let State::Held { fence, valid_until } = self.state
+            && now >= valid_until
+        {
+            self.state = State::Stale { fence };
+            self.out.emit(LockEvent::Lost { fence, reason: LossReason::Expired });
+        }
+        if let State::Extending { fence, valid_until: Some(valid_until), flight, lease } = self.state
+            && now >= valid_until
+        {
+            // Stop counting on it now; the extend may still bring it back.
+            self.state = State::Extending { fence, valid_until: None, flight, lease };
+            self.out.emit(LockEvent::Lost { fence, reason: LossReason::Expired });
+        }
+    }
+
+    /// A fencing token lower than one this holder has already seen: the store lost its counter
+    /// (a failover, a restore) and exclusion can no longer be proven.
+    pub(super) fn regression(&self, fence: FencingToken) -> Option<BackendError> {
+        let last = self.last_fence.filter(|&last| fence < last)?;
+        Some(BackendError::new(
+            BackendErrorKind::FenceRegression,
+            format!("the store answered fencing token {fence} after {last} for the same lock"),
+        ))
+    }
+
+    /// Where the validity of a grant starts: when its request was sent.
+    pub(super) fn validity_start(&self, now: Timestamp, flight: Flight) -> Timestamp {
+        if bug!(self, VALIDITY_FROM_REPLY) { now } else { flight.sent_at }
+    }
+
+    pub(super) fn note_fence(&mut self, fence: FencingToken) {
+        self.last_fence = Some(self.last_fence.map_or(fence, |last| last.max(fence)));
+    }
+
+    pub(super) fn name(&self) -> String {
+        self.key.name_str().to_owned()
+    }
+
+    pub(super) fn not_owned(&self) -> Error {
+        Error::NotOwned { name: self.name() }
+    }
+
+    pub(super) fn busy(&self) -> Error {
+        let operation = match self.state {
+            State::Acquiring { .. } | State::Waiting { .. } | State::Cancelling { .. } => "acquire",
+            State::Idle if self.orphan.is_some() => "acquire",
+            State::Extending { .. } => "extend",
+            State::Downgrading { .. } => "downgrade",
+            _ => "release",
+        };
+        Error::Busy { name: self.name(), operation }
+    }
+}
