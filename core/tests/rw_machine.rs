@@ -273,16 +273,21 @@ fn a_write_grant_that_lands_after_its_acquire_was_abandoned_is_released_and_a_re
     let mut writer = side(&mut w, "w", Access::Write, &config);
     writer.acquire(w.now, None).unwrap();
     let request = w.take(&mut writer);
-    // The store is slow: the attempt is abandoned at its deadline, then applied and answered.
+    // The store is slow: the attempt is abandoned at its deadline (its intent withdrawn at
+    // once, in case it was applied), then applied and answered with a grant.
     w.now = request.deadline;
     writer.handle_timeout(w.now);
-    while writer.poll_event().is_some() {}
+    assert!(matches!(writer.poll_event(), Some(LockEvent::Failed(Error::Acquire { .. }))));
+    let withdraw = w.take(&mut writer);
+    assert!(matches!(withdraw.op, StoreOp::RwCancelIntent { .. }));
     let late = w.store.apply(&request.op, w.now);
+    assert!(w.store.rw_state(&rw_key(), w.now).writing);
     writer.handle_reply(w.now, request.id, Ok(late));
-    let release = w.take(&mut writer);
-    assert!(matches!(release.op, StoreOp::RwReleaseWrite { .. }));
-    w.answer(&mut writer, &release);
+    assert!(writer.poll_effect().is_none(), "one request at a time: the release waits for the withdrawal");
+    // Once the withdrawal is answered, the late grant is given back (pumped here).
+    assert!(w.answer(&mut writer, &withdraw).is_empty());
     assert!(!w.store.rw_state(&rw_key(), w.now).writing);
+    assert!(writer.is_quiescent());
 
     let long = w.lock_config(Duration::from_secs(60)); // outlasts the attempt's deadline
     let mut reader = side(&mut w, "r", Access::Read, &long);
@@ -294,10 +299,58 @@ fn a_write_grant_that_lands_after_its_acquire_was_abandoned_is_released_and_a_re
     w.now = request.deadline;
     waiting.handle_timeout(w.now);
     while waiting.poll_event().is_some() {}
-    let late = w.store.apply(&request.op, w.now); // refused: an intent is recorded
-    waiting.handle_reply(w.now, request.id, Ok(late));
     let withdraw = w.take(&mut waiting);
-    assert!(matches!(withdraw.op, StoreOp::RwCancelIntent { .. }));
-    w.answer(&mut waiting, &withdraw);
+    w.answer(&mut waiting, &withdraw); // answered before the slow attempt is applied
+    let late = w.store.apply(&request.op, w.now); // refused: an intent is recorded after all
+    assert_eq!(w.store.rw_state(&rw_key(), w.now).waiting_writers, 1);
+    waiting.handle_reply(w.now, request.id, Ok(late));
+    let again = w.take(&mut waiting);
+    assert!(matches!(again.op, StoreOp::RwCancelIntent { .. }), "withdrawn again");
+    w.answer(&mut waiting, &again);
     assert_eq!(w.store.rw_state(&rw_key(), w.now).waiting_writers, 0);
+}
+
+#[test]
+fn a_cancelled_write_attempt_that_failed_withdraws_and_a_queue_wait_is_ignored_by_both_sides() {
+    let (mut w, config) = setup(ms(1000));
+    let mut reader = side(&mut w, "r", Access::Read, &config);
+    reader.set_queued(Some(ms(100)));
+    reader.acquire(w.now, None).unwrap();
+    assert!(matches!(w.take(&mut reader).op, StoreOp::RwAcquireRead { .. }), "a reader never queues");
+    let mut writer = side(&mut w, "w", Access::Write, &config);
+    writer.set_queued(Some(ms(100)));
+    writer.acquire(w.now, None).unwrap();
+    let attempt = w.take(&mut writer);
+    assert!(matches!(attempt.op, StoreOp::RwAcquireWrite { intent: true, .. }), "a writer never queues");
+    writer.cancel(w.now);
+    let events = w.answer_with(&mut writer, &attempt, Err(tenure_core::BackendError::timeout(ms(5))));
+    assert!(events.is_empty(), "a cancelled command reports nothing");
+    assert!(writer.is_quiescent(), "the withdrawal was sent and answered");
+}
+
+#[test]
+fn a_downgrade_whose_outcome_is_unknown_releases_both_sides_and_a_cancelled_one_reports_nothing() {
+    let (mut w, config) = setup(ms(1000));
+    let mut writer = side(&mut w, "w", Access::Write, &config);
+    writer.acquire(w.now, None).unwrap();
+    w.pump(&mut writer);
+    writer.downgrade(w.now).unwrap();
+    let request = w.take(&mut writer);
+    w.store.apply(&request.op, w.now); // applied, but the answer is lost
+    let events = w.answer_with(&mut writer, &request, Err(tenure_core::BackendError::timeout(ms(5))));
+    assert!(matches!(failed(&events), Error::Acquire { .. }));
+    assert!(w.store.rw_owned_read(&rw_key(), &token("w"), w.now));
+    writer.release(w.now).unwrap();
+    let events = w.pump(&mut writer);
+    assert_eq!(events, vec![LockEvent::Failed(Error::NotOwned { name: "doc".into() })], "the write side was gone");
+    assert!(!w.store.rw_owned_read(&rw_key(), &token("w"), w.now), "and the read side went too");
+
+    let mut other = side(&mut w, "w2", Access::Write, &config);
+    other.acquire(w.now, None).unwrap();
+    assert!(!other.poisoned());
+    w.pump(&mut other);
+    other.downgrade(w.now).unwrap();
+    other.cancel(w.now);
+    assert!(w.pump(&mut other).is_empty());
+    assert_eq!(other.access(), Access::Read, "the downgrade went on");
 }

@@ -425,9 +425,11 @@ impl Checker {
 /// left by a crashed holder or a busy holder can block, plus retries, timeouts and delays.
 pub(crate) fn liveness_bound(work: &Workload, faults: &Faults) -> u64 {
     let retry = |interval: std::time::Duration, jitter: f64| (as_nanos(interval) as f64 * (1.0 + jitter)) as u64;
+    // (A writer of the read-write lock also waits for the readers in to finish: up to five
+    // steps of a third of a lease each, and their extends; hence five leases, not three.)
     let lock_bound = [&work.lock, &work.lock_alt]
         .map(|lock| {
-            3 * as_nanos(lock.lease_duration())
+            5 * as_nanos(lock.lease_duration())
                 + 6 * as_nanos(lock.backend_timeout())
                 + 2 * retry(lock.retry_interval(), lock.retry_jitter())
         })

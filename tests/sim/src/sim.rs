@@ -664,7 +664,8 @@ impl Sim {
         let at = self.now + self.delay();
         let worker = &self.workers[w];
         let current = worker.life == life;
-        let lock = current && matches!(worker.slots.get(c).map(|s| s.client.target()), Some(Target::Lock(_)));
+        let lock = current
+            && matches!(worker.slots.get(c).map(|s| s.client.target()), Some(Target::Lock(_) | Target::Rw { .. }));
         if self.faults.pooled && lock {
             return at;
         }

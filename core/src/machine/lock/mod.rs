@@ -126,6 +126,8 @@ enum LockOp {
     Withdraw,
     /// Turns the write lease into a read lease of the given length.
     Downgrade(Duration),
+    /// Releases the read side of a writer whose downgrade's outcome is unknown.
+    ReleaseRead,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -176,6 +178,8 @@ enum State {
         flight: Flight,
         lease: Duration,
         fence: FencingToken,
+        /// Its caller gave up: the outcome changes the state but reports no event.
+        quiet: bool,
     },
 }
 
@@ -216,9 +220,16 @@ pub struct LockMachine {
     token_used: bool,
     /// Attempts keep a place in the store's queue for this long ([`LockMachine::set_queued`]).
     queue_wait: Option<Duration>,
-    /// When the first attempt of this acquire that the store answered "queued" was sent: a
-    /// lease handed over by the store ([`LockMachine::handle_grant`]) counts from there.
+    /// When the first attempt under this token that the store answered "queued" was sent: a
+    /// lease handed over by the store ([`LockMachine::handle_grant`]) counts from there (kept
+    /// across acquisitions that reuse the token: a place of an earlier one may be handed over).
     queued_at: Option<Timestamp>,
+    /// A quiet request to send once the quiet release or withdrawal in flight is answered (a
+    /// late grant to give back, an intent to withdraw again).
+    then: Option<LockOp>,
+    /// A downgrade's outcome is unknown: a release gives back both sides.
+    maybe_reading: bool,
+
     jitter: SplitMix64,
     out: Outbox<LockEvent, LockOp>,
     #[cfg(feature = "bug-injection")]
@@ -261,6 +272,8 @@ impl LockMachine {
             token_used: false,
             queue_wait: None,
             queued_at: None,
+            then: None,
+            maybe_reading: false,
             jitter: SplitMix64::from_rng(rng),
             out: Outbox::new(),
             #[cfg(feature = "bug-injection")]
@@ -338,6 +351,8 @@ impl LockMachine {
         }
         self.token = token;
         self.token_used = false;
+        self.queued_at = None;
+        self.maybe_reading = false;
         Ok(())
     }
 
@@ -345,7 +360,9 @@ impl LockMachine {
     /// machine that downgraded reads until given back its access). Only between the two sides
     /// of a read-write lock: a lock's machine stays [`Access::Exclusive`].
     pub fn set_access(&mut self, access: Access) -> Result<(), Error> {
-        if !self.is_quiescent() {
+        if !self.is_quiescent() || self.token_used {
+            // A request under the token may still reach the store (a release of the old side):
+            // a new side takes a new token first ([`LockMachine::set_token`]).
             return Err(self.busy());
         }
         if (access == Access::Exclusive) != (self.access == Access::Exclusive) {
@@ -404,13 +421,16 @@ impl LockMachine {
         self.check_expiry(now);
         if self.orphan == Some(id) {
             self.orphan = None;
-            if self.state == State::Idle {
-                match self.answer(reply) {
-                    Answer::Granted { .. } => self.start_release(now, None, true),
-                    // The abandoned attempt may have left an intent that holds readers out.
-                    Answer::Refused if self.access == Access::Write => self.start_withdraw(now),
-                    _ => {}
-                }
+            let follow = match self.answer(reply) {
+                Answer::Granted { .. } => Some(LockOp::Release),
+                // The abandoned attempt may have left an intent that holds readers out.
+                _ if self.access == Access::Write => Some(LockOp::Withdraw),
+                _ => None,
+            };
+            match (follow, self.state) {
+                (Some(op), State::Idle) => self.send_quiet(now, op),
+                (Some(op), State::Releasing { quiet: true, .. }) => self.then = Some(op),
+                _ => {}
             }
             return;
         }
@@ -423,14 +443,19 @@ impl LockMachine {
             }
             State::Releasing { flight, fence, quiet } if flight.op == id => {
                 self.on_release_reply(fence, quiet, reply);
+                if let (Some(op), State::Idle) = (self.then, self.state) {
+                    self.then = None;
+                    self.send_quiet(now, op);
+                }
             }
             State::Cancelling { flight } if flight.op == id => match self.answer(reply) {
                 Answer::Granted { fence, .. } => self.start_release(now, Some(fence), true),
-                Answer::Refused if self.access == Access::Write => self.start_withdraw(now),
+                // Refused, failed or unreadable: a writer's intent may be there.
+                _ if self.access == Access::Write => self.start_withdraw(now),
                 _ => self.state = State::Idle,
             },
-            State::Downgrading { flight, lease, fence } if flight.op == id => {
-                self.on_downgrade_reply(now, flight, lease, fence, reply);
+            State::Downgrading { flight, lease, fence, quiet } if flight.op == id => {
+                self.on_downgrade_reply(now, flight, lease, fence, quiet, reply);
             }
             // Unknown, stale or duplicated: the operation is no longer awaited.
             _ => {}
@@ -512,6 +537,10 @@ impl LockMachine {
             State::Held { fence, .. } | State::Stale { fence } => Some(fence),
             _ => return Err(self.busy()),
         };
+        if std::mem::take(&mut self.maybe_reading) {
+            // The downgrade may have applied: the read side goes too.
+            self.then = Some(LockOp::ReleaseRead);
+        }
         self.start_release(now, fence, false);
         Ok(())
     }
@@ -534,7 +563,7 @@ impl LockMachine {
         };
         let lease = self.lease;
         let flight = self.out.send(now, LockOp::Downgrade(lease), self.backend_timeout);
-        self.state = State::Downgrading { flight, lease, fence };
+        self.state = State::Downgrading { flight, lease, fence, quiet: false };
         Ok(())
     }
 
@@ -558,6 +587,7 @@ impl LockMachine {
             }
             State::Extending { fence, .. } => State::Stale { fence },
             State::Releasing { flight, fence, .. } => State::Releasing { flight, fence, quiet: true },
+            State::Downgrading { flight, lease, fence, .. } => State::Downgrading { flight, lease, fence, quiet: true },
             other => other,
         };
         self.check_expiry(now);
@@ -579,8 +609,12 @@ impl LockMachine {
     /// ([`LockMachine::handle_grant`]); `None` (the default) polls as grelmicro does. A queued
     /// waiter pauses at most a third of `wait` between attempts, so its place never lapses
     /// while it waits.
+    /// Only a lock's holder queues ([`Access::Exclusive`]): the sides of a read-write lock keep
+    /// their own waiting rule (a writer's intent), and the call is ignored for them.
     pub fn set_queued(&mut self, wait: Option<Duration>) {
-        self.queue_wait = wait;
+        if self.access == Access::Exclusive {
+            self.queue_wait = wait;
+        }
     }
 
     /// The store pushed that it handed the lock to this holder's token, with `fence`.
@@ -634,21 +668,30 @@ impl LockMachine {
     #[must_use]
     pub fn poll_effect(&mut self) -> Option<crate::store::StoreRequest> {
         let (key, token, access) = (self.key.clone(), self.token.clone(), self.access);
-        self.out.poll_effect_with(|op| match (access, op) {
-            (Access::Exclusive, LockOp::Acquire(lease) | LockOp::Attempt(lease)) => {
-                StoreOp::LockAcquire { key, token, lease }
+        self.out.poll_effect_with(|op| {
+            // (The sides of a read-write lock never queue: `set_queued` is ignored for them.)
+            let op = match (access, op) {
+                (Access::Read | Access::Write, LockOp::Queue(lease, _)) => LockOp::Attempt(lease),
+                (_, op) => op,
+            };
+            match (access, op) {
+                (Access::Exclusive, LockOp::Acquire(lease) | LockOp::Attempt(lease)) => {
+                    StoreOp::LockAcquire { key, token, lease }
+                }
+                (Access::Exclusive, LockOp::Queue(lease, wait)) => {
+                    StoreOp::LockAcquireQueued { key, token, lease, wait }
+                }
+                (Access::Exclusive, _) => StoreOp::LockRelease { key, token },
+                (Access::Read, LockOp::Acquire(lease) | LockOp::Attempt(lease)) => {
+                    StoreOp::RwAcquireRead { key, token, lease }
+                }
+                (Access::Read, _) | (Access::Write, LockOp::ReleaseRead) => StoreOp::RwReleaseRead { key, token },
+                (Access::Write, LockOp::Acquire(lease)) => StoreOp::RwAcquireWrite { key, token, lease, intent: false },
+                (Access::Write, LockOp::Attempt(lease)) => StoreOp::RwAcquireWrite { key, token, lease, intent: true },
+                (Access::Write, LockOp::Withdraw) => StoreOp::RwCancelIntent { key, token },
+                (Access::Write, LockOp::Downgrade(lease)) => StoreOp::RwDowngrade { key, token, lease },
+                (Access::Write, _) => StoreOp::RwReleaseWrite { key, token },
             }
-            (_, LockOp::Queue(lease, wait)) => StoreOp::LockAcquireQueued { key, token, lease, wait },
-            (Access::Exclusive, _) => StoreOp::LockRelease { key, token },
-            (Access::Read, LockOp::Acquire(lease) | LockOp::Attempt(lease)) => {
-                StoreOp::RwAcquireRead { key, token, lease }
-            }
-            (Access::Read, _) => StoreOp::RwReleaseRead { key, token },
-            (Access::Write, LockOp::Acquire(lease)) => StoreOp::RwAcquireWrite { key, token, lease, intent: false },
-            (Access::Write, LockOp::Attempt(lease)) => StoreOp::RwAcquireWrite { key, token, lease, intent: true },
-            (Access::Write, LockOp::Withdraw) => StoreOp::RwCancelIntent { key, token },
-            (Access::Write, LockOp::Downgrade(lease)) => StoreOp::RwDowngrade { key, token, lease },
-            (Access::Write, LockOp::Release) => StoreOp::RwReleaseWrite { key, token },
         })
     }
 

@@ -30,9 +30,20 @@ impl LockMachine {
         reply: Result<StoreReply, BackendError>,
     ) {
         self.state = State::Idle;
-        let error = match self.answer(reply) {
+        let answer = self.answer(reply);
+        if matches!(answer, Answer::Refused) && self.queue_wait.is_some() && !attempt.nowait {
+            // The place this token keeps in the store's queue was made by its first such
+            // attempt: a hand-off comes after it.
+            self.queued_at.get_or_insert(flight.sent_at);
+        }
+        let error = match answer {
             Answer::Granted { fence, poisoned } => match self.regression(fence) {
-                Some(cause) => Error::Acquire { name: self.name(), cause },
+                Some(cause) => {
+                    // Not trusted, but held on the store: given back.
+                    self.start_release(now, None, true);
+                    self.out.emit(LockEvent::Failed(Error::Acquire { name: self.name(), cause }));
+                    return;
+                }
                 None => {
                     self.note_fence(fence);
                     let valid_until = self.validity_start(now, flight) + local_validity(lease);
@@ -75,9 +86,6 @@ impl LockMachine {
                     return;
                 }
                 Attempt { deadline, .. } => {
-                    if self.queue_wait.is_some() {
-                        self.queued_at.get_or_insert(flight.sent_at);
-                    }
                     let pause = jitter(self.retry_interval, self.retry_jitter, unit_interval(self.jitter.next_u64()));
                     // A queued waiter asks again well within its place, so the place never lapses
                     // while it waits.
@@ -90,10 +98,10 @@ impl LockMachine {
             Answer::Unexpected(other) => Error::Acquire { name: self.name(), cause: unexpected("acquire", &other) },
             Answer::Failed(cause) => Error::Acquire { name: self.name(), cause },
         };
-        // A writer that waited leaves no intent holding readers out for a whole lease — unless
-        // the attempt was abandoned at its deadline: its late answer decides then (a grant to
-        // release, or an intent to withdraw).
-        if self.access == Access::Write && !attempt.nowait && now < flight.deadline {
+        // A writer that waited leaves no intent holding readers out for a whole lease (an
+        // attempt abandoned at its deadline is withdrawn again, or its late grant given back,
+        // when its answer comes).
+        if self.access == Access::Write && !attempt.nowait {
             self.start_withdraw(now);
         }
         self.out.emit(LockEvent::Failed(error));
@@ -164,38 +172,47 @@ impl LockMachine {
         flight: Flight,
         lease: Duration,
         fence: FencingToken,
+        quiet: bool,
         reply: Result<StoreReply, BackendError>,
     ) {
-        let error = match reply {
-            Ok(StoreReply::Fence(Some(generation))) => match self.regression(generation) {
-                Some(cause) => Error::Acquire { name: self.name(), cause },
-                None => {
-                    self.note_fence(generation);
-                    // The write is over, cleanly; the token now reads.
-                    (self.access, self.poisoned) = (Access::Read, false);
-                    let valid_until = self.validity_start(now, flight) + local_validity(lease);
-                    if now < valid_until {
-                        self.state = State::Held { fence: generation, valid_until };
-                        self.out.emit(LockEvent::Downgraded { generation, valid_until });
-                    } else {
-                        self.state = State::Stale { fence: generation };
-                        let cause = BackendError::late_grant();
-                        self.out.emit(LockEvent::Failed(Error::Acquire { name: self.name(), cause }));
+        let failed = |this: &Self, cause| LockEvent::Failed(Error::Acquire { name: this.name(), cause });
+        let (state, event) = match reply {
+            Ok(StoreReply::Fence(Some(generation))) => {
+                // The write is over, cleanly, and the token reads (`poisoned` still tells how the
+                // write began).
+                self.access = Access::Read;
+                match self.regression(generation) {
+                    Some(cause) => (State::Stale { fence: generation }, failed(self, cause)),
+                    None => {
+                        self.note_fence(generation);
+                        let valid_until = self.validity_start(now, flight) + local_validity(lease);
+                        if now < valid_until {
+                            (
+                                State::Held { fence: generation, valid_until },
+                                LockEvent::Downgraded { generation, valid_until },
+                            )
+                        } else {
+                            (State::Stale { fence: generation }, failed(self, BackendError::late_grant()))
+                        }
                     }
-                    return;
                 }
-            },
-            Ok(StoreReply::Fence(None)) => {
-                self.state = State::Idle;
-                self.out.emit(LockEvent::Failed(self.not_owned()));
-                return;
             }
-            Ok(other) => Error::Acquire { name: self.name(), cause: unexpected("downgrade", &other) },
-            Err(cause) => Error::Acquire { name: self.name(), cause },
+            Ok(StoreReply::Fence(None)) => (State::Idle, LockEvent::Failed(self.not_owned())),
+            other => {
+                // Whether it applied is unknown: the write lease is not counted on, and a release
+                // gives back both sides.
+                self.maybe_reading = true;
+                let cause = match other {
+                    Ok(other) => unexpected("downgrade", &other),
+                    Err(cause) => cause,
+                };
+                (State::Stale { fence }, failed(self, cause))
+            }
         };
-        // Whether it applied is unknown: the write lease is not counted on, and may be released.
-        self.state = State::Stale { fence };
-        self.out.emit(LockEvent::Failed(error));
+        self.state = state;
+        if !quiet {
+            self.out.emit(event);
+        }
     }
 
     pub(super) fn on_release_reply(

@@ -13,7 +13,6 @@ impl LockMachine {
         match self.state {
             State::Idle => {
                 self.wake_pending = false;
-                self.queued_at = None;
                 self.attempt(now, self.lease, attempt);
                 Ok(())
             }
@@ -44,10 +43,15 @@ impl LockMachine {
         self.state = State::Releasing { flight, fence, quiet };
     }
 
+    /// Sends `op` (a release, a withdrawal, or a writer's read-side release), quietly.
+    pub(super) fn send_quiet(&mut self, now: Timestamp, op: LockOp) {
+        let flight = self.out.send(now, op, self.backend_timeout);
+        self.state = State::Releasing { flight, fence: None, quiet: true };
+    }
+
     /// Withdraws a writer's intent, quietly.
     pub(super) fn start_withdraw(&mut self, now: Timestamp) {
-        let flight = self.out.send(now, LockOp::Withdraw, self.backend_timeout);
-        self.state = State::Releasing { flight, fence: None, quiet: true };
+        self.send_quiet(now, LockOp::Withdraw);
     }
 
     /// A blocking acquire that ends without the lock gives up its place in the store's queue
