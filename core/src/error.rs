@@ -302,6 +302,8 @@ pub enum BackendSlot {
     LeaderElection,
     /// Cron schedules.
     Schedule,
+    /// Read-write locks.
+    ReadWriteLock,
 }
 
 impl fmt::Display for BackendSlot {
@@ -310,6 +312,7 @@ impl fmt::Display for BackendSlot {
             Self::Lock => "lock",
             Self::LeaderElection => "leader election",
             Self::Schedule => "schedule",
+            Self::ReadWriteLock => "read-write lock",
         })
     }
 }

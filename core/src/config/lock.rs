@@ -22,6 +22,9 @@ pub struct LockConfig {
 impl LockConfig {
     /// The kind in variable names: `GREL_LOCK_*`.
     pub const ENV_KIND: &'static str = "LOCK";
+    /// The `GREL_*` kind a read-write lock's variables use (`GREL_READWRITELOCK_*`): its
+    /// configuration is a lock's.
+    pub const READ_WRITE_ENV_KIND: &'static str = "READWRITELOCK";
     /// Default lease.
     pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(60);
     /// Default pause between attempts of a blocking acquire.
@@ -132,13 +135,26 @@ impl LockConfigBuilder {
 
     /// Fills unset fields from `GREL_LOCK_*` for the lock `name`, then builds.
     pub fn resolve<R: Rng + ?Sized>(
-        mut self,
+        self,
         name: &str,
         env: &EnvVars,
         options: &EnvOptions,
         rng: &mut R,
     ) -> Result<Resolved<LockConfig>, Error> {
-        let mut reader = EnvReader::new(LockConfig::ENV_KIND, name, env, options)?;
+        self.resolve_kind(LockConfig::ENV_KIND, name, env, options, rng)
+    }
+
+    /// Fills unset fields from `GREL_{kind}_*` (a read-write lock's
+    /// [`LockConfig::READ_WRITE_ENV_KIND`], say) for `name`, then builds.
+    pub fn resolve_kind<R: Rng + ?Sized>(
+        mut self,
+        kind: &str,
+        name: &str,
+        env: &EnvVars,
+        options: &EnvOptions,
+        rng: &mut R,
+    ) -> Result<Resolved<LockConfig>, Error> {
+        let mut reader = EnvReader::new(kind, name, env, options)?;
         reader.worker(&mut self.worker)?;
         reader.duration("LEASE_DURATION", &mut self.lease_duration)?;
         reader.duration("RETRY_INTERVAL", &mut self.retry_interval)?;

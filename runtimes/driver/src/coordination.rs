@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use tenure_core::{BackendSlot, Error};
 
-use crate::backend::{LeaderElectionBackend, LockBackend, MemoryBackend, ScheduleBackend};
+use crate::backend::{LeaderElectionBackend, LockBackend, MemoryBackend, ReadWriteLockBackend, ScheduleBackend};
 use crate::election::LeaderElectionBuilder;
-use crate::lock::LockBuilder;
+use crate::lock::{LockBuilder, ReadWriteLockBuilder};
 use crate::runtime::Runtime;
 use crate::task_lock::TaskLockBuilder;
-use crate::{LeaderElection, Lock, TaskLock};
+use crate::{LeaderElection, Lock, ReadWriteLock, TaskLock};
 
 /// A source of backends (grelmicro's provider): one connection serving whichever primitives its
 /// store can. A slot it cannot serve stays empty until used.
@@ -28,6 +28,11 @@ pub trait Provider {
 
     /// The schedule backend, if this store serves cron claims.
     fn schedule_backend(&self) -> Option<Arc<dyn ScheduleBackend>> {
+        None
+    }
+
+    /// The read-write lock backend, if this store serves read-write locks.
+    fn read_write_lock_backend(&self) -> Option<Arc<dyn ReadWriteLockBackend>> {
         None
     }
 }
@@ -69,17 +74,19 @@ pub struct Coordination<R: Runtime> {
     lock: Option<Arc<dyn LockBackend>>,
     election: Option<Arc<dyn LeaderElectionBackend>>,
     schedule: Option<Arc<dyn ScheduleBackend>>,
+    read_write: Option<Arc<dyn ReadWriteLockBackend>>,
 }
 
 impl<R: Runtime> Coordination<R> {
     /// A component named `default` with no backends.
     pub fn new(runtime: R) -> Self {
-        Self { name: "default".into(), runtime, lock: None, election: None, schedule: None }
+        Self { name: "default".into(), runtime, lock: None, election: None, schedule: None, read_write: None }
     }
 
     /// A component with one in-process [`MemoryBackend`] in every slot.
     pub fn memory(runtime: R) -> Self {
-        Self::new(runtime).source(&MemoryBackend::new())
+        let memory = MemoryBackend::new();
+        Self::new(runtime).source(&memory).with_read_write_lock_backend(Arc::new(memory))
     }
 
     /// Renames the component (several can coexist in a [`Registry`]).
@@ -95,6 +102,7 @@ impl<R: Runtime> Coordination<R> {
         self.lock = provider.lock_backend().or(self.lock);
         self.election = provider.leader_election_backend().or(self.election);
         self.schedule = provider.schedule_backend().or(self.schedule);
+        self.read_write = provider.read_write_lock_backend().or(self.read_write);
         self
     }
 
@@ -116,6 +124,13 @@ impl<R: Runtime> Coordination<R> {
     #[must_use]
     pub fn with_schedule_backend(mut self, backend: Arc<dyn ScheduleBackend>) -> Self {
         self.schedule = Some(backend);
+        self
+    }
+
+    /// Sets the read-write lock slot.
+    #[must_use]
+    pub fn with_read_write_lock_backend(mut self, backend: Arc<dyn ReadWriteLockBackend>) -> Self {
+        self.read_write = Some(backend);
         self
     }
 
@@ -144,9 +159,19 @@ impl<R: Runtime> Coordination<R> {
         self.schedule.clone().ok_or(Error::BackendMissing { slot: BackendSlot::Schedule })
     }
 
+    /// The read-write lock backend, or [`Error::BackendMissing`].
+    pub fn read_write_lock_backend(&self) -> Result<Arc<dyn ReadWriteLockBackend>, Error> {
+        self.read_write.clone().ok_or(Error::BackendMissing { slot: BackendSlot::ReadWriteLock })
+    }
+
     /// A [`Lock`] builder bound to the lock backend.
     pub fn lock(&self, name: &str) -> Result<LockBuilder<R>, Error> {
         Ok(Lock::builder(name, self.runtime.clone()).shared_backend(self.lock_backend()?))
+    }
+
+    /// A [`ReadWriteLock`] builder bound to the read-write lock backend.
+    pub fn read_write_lock(&self, name: &str) -> Result<ReadWriteLockBuilder<R>, Error> {
+        Ok(ReadWriteLock::builder(name, self.runtime.clone()).shared_backend(self.read_write_lock_backend()?))
     }
 
     /// A [`TaskLock`] builder bound to the lock backend.
@@ -167,6 +192,7 @@ impl<R: Runtime> std::fmt::Debug for Coordination<R> {
             .field("lock", &self.lock.is_some())
             .field("leader_election", &self.election.is_some())
             .field("schedule", &self.schedule.is_some())
+            .field("read_write_lock", &self.read_write.is_some())
             .finish()
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! All decisions are made by the sans-IO machines of [`tenure_core`]; this crate runs them on a
 //! [`Runtime`], talks to the backends, and gives them the API of grelmicro's coordination module
-//! in Rust form: [`Lock`], [`TaskLock`], [`LeaderElection`], [`Coordination`].
+//! in Rust form: [`Lock`], [`ReadWriteLock`], [`TaskLock`], [`LeaderElection`], [`Coordination`].
 
 #![deny(missing_docs)]
 
@@ -32,21 +32,24 @@ use std::time::Duration;
 
 pub use backend::{
     BackendFuture, Inspect, LeaderElectionBackend, LeaderState, LockBackend, LockState, MemoryBackend, OpenError,
-    ReleaseSignals, ScheduleBackend, Signal, Wakeup,
+    ReadWriteLockBackend, ReleaseSignals, ScheduleBackend, Signal, Wakeup,
 };
 pub use blocking::{BlockingLock, BlockingLockGuard, BlockingLockHolder, BlockingTaskLock, BlockingTaskLockGuard};
 pub use coordination::{Coordination, Provider, Registry};
 pub use election::{LeaderElection, LeaderElectionBuilder, LeaderGuard};
 pub use env::process_env;
 pub use keep_alive::{KeepAlive, KeepAliveEnd, Keepable};
-pub use lock::{Lock, LockBuilder, LockGuard, LockHolder};
+pub use lock::{
+    Lock, LockBuilder, LockGuard, LockHolder, ReadGuard, ReadSide, ReadWriteLock, ReadWriteLockBuilder, WriteGuard,
+    WriteSide,
+};
 pub use runtime::Runtime;
 pub use task_lock::{TaskLock, TaskLockBuilder, TaskLockGuard};
 /// The sans-IO core, for what this crate does not re-export.
 pub use tenure_core as core;
 pub use tenure_core::{
     BackendError, BackendErrorKind, EnvOptions, EnvVars, Error, FencingToken, LeaderElectionConfig, LeaderRecord,
-    LockConfig, LockHandle, Metadata, Name, StoreOp, StoreReply, TaskLockConfig, Timestamp, Token, WorkerId,
+    LockConfig, LockHandle, Metadata, Name, RwState, StoreOp, StoreReply, TaskLockConfig, Timestamp, Token, WorkerId,
 };
 
 /// How long a store call nobody waits for any more (an abandoned request, a release handed over

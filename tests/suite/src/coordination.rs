@@ -28,11 +28,22 @@ pub async fn coordination_binds_each_slot<R: Runtime>(rt: R) {
     election.stop().await;
     assert!(c.schedule_backend().is_ok());
     assert_eq!(c.name(), "default");
+    // A memory component serves read-write locks too, on the same store as its locks.
+    let memory = Coordination::memory(rt.clone());
+    let rw = memory.read_write_lock("doc").unwrap().env_load(false).build().unwrap();
+    let writing = rw.write().acquire().await.unwrap();
+    assert!(rw.read().acquire_nowait().await.unwrap_err().is_would_block());
+    writing.release().await.unwrap();
+    let backend = memory.read_write_lock_backend().unwrap();
+    let rw = Coordination::new(rt).with_read_write_lock_backend(backend).read_write_lock("doc").unwrap();
+    assert_eq!(rw.env_load(false).build().unwrap().state().await.unwrap().generation, 1, "one store");
 }
 
 pub async fn coordination_missing_slots_and_backends_are_errors<R: Runtime>(rt: R) {
     let empty = Coordination::new(rt.clone());
     assert!(matches!(empty.lock("cart"), Err(Error::BackendMissing { .. })));
+    let message = empty.read_write_lock("doc").unwrap_err().to_string();
+    assert!(message.contains("no read-write lock backend"), "{message}");
     assert!(matches!(empty.leader_election("svc"), Err(Error::BackendMissing { .. })));
     let message = empty.task_lock("job").unwrap_err().to_string();
     assert!(message.contains("no lock backend"), "{message}");

@@ -1,5 +1,5 @@
-//! The behaviour suite of Tenure (spec §8 for Lock, TaskLock, LeaderElection, Coordination and
-//! configuration), written once, generic over [`tenure::Runtime`], and instantiated for each runtime by
+//! The behaviour suite of Tenure (spec §8 for Lock, ReadWriteLock, TaskLock, LeaderElection,
+//! Coordination and configuration), written once, generic over [`tenure::Runtime`], and instantiated for each runtime by
 //! [`suite!`] in that runtime crate's tests.
 //!
 //! Leases are tens of milliseconds; nothing sleeps to let something happen: tests wait on
@@ -13,6 +13,7 @@ pub mod coordination;
 pub mod election;
 pub mod keep_alive;
 pub mod lock;
+pub mod rw;
 pub mod support;
 pub mod task_lock;
 
@@ -93,6 +94,15 @@ macro_rules! suite {
             blocking::blocking_task_lock_from_a_plain_thread,
             blocking::blocking_call_on_a_runtime_thread_is_refused_or_undetectable,
             blocking::blocking_nested_acquire_on_a_thread_is_reentrant_and_a_lost_extend_not_owned,
+            rw::rw_readers_share_and_a_waiting_writer_holds_new_readers_out,
+            rw::rw_a_nowait_writer_keeps_no_intent_and_a_timed_out_one_withdraws_it,
+            rw::rw_generations_grow_per_write_and_an_extend_keeps_the_fence,
+            rw::rw_an_expired_writer_poisons_the_next_grant,
+            rw::rw_downgrade_keeps_writers_out_and_reads_the_write,
+            rw::rw_a_downgrade_or_extend_without_the_lease_is_not_owned,
+            rw::rw_a_release_wakes_a_waiting_writer_at_once,
+            rw::rw_a_kept_write_lease_outlives_its_lease_with_one_fence,
+            rw::rw_names_and_settings_come_from_their_own_variables,
         );
     };
     (@tests $runtime:expr, $block_on:expr; $($module:ident :: $test:ident),* $(,)?) => {

@@ -76,6 +76,30 @@ pub trait LeaderElectionBackend: Send + Sync + 'static {
     }
 }
 
+/// Read-write locks (spec §5.4), as the driver uses them (`ReadWriteLock`).
+pub trait ReadWriteLockBackend: Send + Sync + 'static {
+    /// Runs one read-write lock operation: [`StoreOp::RwAcquireRead`] and
+    /// [`StoreOp::RwDowngrade`] (answer [`StoreReply::Fence`] with the generation),
+    /// [`StoreOp::RwAcquireWrite`] ([`StoreReply::Write`]), [`StoreOp::RwState`]
+    /// ([`StoreReply::Rw`]) and the releases, the intent's withdrawal and the ownership checks
+    /// ([`StoreReply::Flag`]), with the semantics of [`tenure_core::StoreModel`].
+    fn execute(&self, op: StoreOp) -> BackendFuture<'static, StoreReply>;
+
+    /// A wake-up for the next release on `name` (a reader, a writer, or a writer's intent
+    /// going), if the store can push one; without one, waiters poll at `retry_interval`.
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        let _ = name;
+        None
+    }
+
+    /// The answer to `op` if the backend can give it without waiting (see
+    /// [`LockBackend::answer_now`]).
+    fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>> {
+        let _ = op;
+        None
+    }
+}
+
 /// A lock store written as grelmicro's four calls, with plain async methods; names arrive with
 /// their kind prefix (`lock:cart`), tokens are opaque text. Every `LockOperations` is a
 /// [`LockBackend`].

@@ -6,9 +6,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tenure_core::{BackendError, FencingToken, StoreModel, StoreOp, StoreReply, Timestamp, WallTime};
 
-use super::{BackendFuture, LeaderElectionBackend, LockBackend, ReleaseSignals, ScheduleBackend, Wakeup};
+use super::{
+    BackendFuture, LeaderElectionBackend, LockBackend, ReadWriteLockBackend, ReleaseSignals, ScheduleBackend, Wakeup,
+};
 
-/// Locks, leader elections and schedules for the tasks and threads of **one process**
+/// Locks, read-write locks, leader elections and schedules for the tasks and threads of **one
+/// process**
 /// (grelmicro's scope `process`), usable from any runtime and from plain threads.
 ///
 /// It is exactly the reference model of [`tenure_core::StoreModel`], judged by the monotonic
@@ -44,10 +47,19 @@ impl MemoryBackend {
             // Read the clock under the mutex, so that operations are judged in the order they run.
             model.apply(op, self.now())
         };
-        if let (StoreOp::LockRelease { key, .. } | StoreOp::LeaderRelease { key, .. }, StoreReply::Flag(true)) =
-            (op, &reply)
-        {
-            self.notify(key.as_str());
+        // What may let a waiter in: a release, a reader or writer going, a writer's intent
+        // withdrawn, a writer turned reader (readers wait on it).
+        match (op, &reply) {
+            (
+                StoreOp::LockRelease { key, .. }
+                | StoreOp::LeaderRelease { key, .. }
+                | StoreOp::RwReleaseRead { key, .. }
+                | StoreOp::RwReleaseWrite { key, .. }
+                | StoreOp::RwCancelIntent { key, .. },
+                StoreReply::Flag(true),
+            )
+            | (StoreOp::RwDowngrade { key, .. }, StoreReply::Fence(Some(_))) => self.notify(key.as_str()),
+            _ => {}
         }
         reply
     }
@@ -125,6 +137,7 @@ macro_rules! answered_at_once {
 
 answered_at_once!(LockBackend);
 answered_at_once!(LeaderElectionBackend);
+answered_at_once!(ReadWriteLockBackend);
 
 impl ScheduleBackend for MemoryBackend {
     fn claim<'a>(&'a self, name: &'a str, due: f64) -> BackendFuture<'a, bool> {

@@ -32,6 +32,7 @@ use event_listener::{Event, EventListener};
 
 pub use contract::{
     LeaderElectionBackend, LeaderElectionCalls, LeaderElectionOperations, LockBackend, LockCalls, LockOperations,
+    ReadWriteLockBackend,
 };
 pub use grant::{grant, route_id};
 pub use memory::MemoryBackend;

@@ -9,6 +9,27 @@ use crate::backend::LockBackend;
 use crate::builder::{Common, common_setters, config_setters};
 use crate::runtime::Runtime;
 
+/// The setters of a lock's configuration (a read-write lock's is a lock's).
+macro_rules! lock_config_setters {
+    () => {
+        config_setters! {
+            /// The worker identity (default: 16 random hex characters).
+            worker: WorkerId,
+            /// The lease (default 60 s; on a read-write lock each reader's, the writer's and a
+            /// waiting writer's intent's).
+            lease_duration: Duration,
+            /// The pause between attempts (default 0.1 s, at least 1 ms).
+            retry_interval: Duration,
+            /// The jitter factor (default 0.1; `0 <= j < 1`).
+            retry_jitter: f64,
+            /// The bound on one store call (default 5 s).
+            backend_timeout: Duration,
+        }
+    };
+}
+
+pub(super) use lock_config_setters;
+
 /// Builds a [`Lock`]. Settings left unset come from the environment (`GREL_LOCK_{NAME}_*`, then
 /// `GREL_LOCK_*`, gated by `GREL_ENV_LOAD`), then from grelmicro's defaults.
 #[must_use]
@@ -24,18 +45,7 @@ impl<R: Runtime> LockBuilder<R> {
 
     common_setters!(LockBackend);
 
-    config_setters! {
-        /// The worker identity (default: 16 random hex characters).
-        worker: WorkerId,
-        /// The lease (default 60 s).
-        lease_duration: Duration,
-        /// The pause between attempts (default 0.1 s, at least 1 ms).
-        retry_interval: Duration,
-        /// The jitter factor (default 0.1; `0 <= j < 1`).
-        retry_jitter: f64,
-        /// The bound on one store call (default 5 s).
-        backend_timeout: Duration,
-    }
+    lock_config_setters!();
 
     /// Validates the name and every setting and builds the lock.
     pub fn build(self) -> Result<Lock<R>, Error> {

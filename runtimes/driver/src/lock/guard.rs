@@ -37,6 +37,11 @@ impl<R: Runtime> LockGuard<R> {
         &self.handle
     }
 
+    /// The lease now held under this guard's holder (after a downgrade: the read lease).
+    pub(crate) fn set_handle(&mut self, handle: LockHandle) {
+        self.handle = handle;
+    }
+
     /// The fencing token of this acquisition (or of the lease an extend re-granted).
     pub fn fencing_token(&self) -> FencingToken {
         self.handle.fencing_token

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tenure_core::{
-    BackendError, BackendErrorKind, Error, HolderKind, LockConfig, LockEvent, LockHandle, LockMachine, Query,
+    Access, BackendError, BackendErrorKind, Error, HolderKind, LockConfig, LockEvent, LockHandle, LockMachine, Query,
     StoreRequest, Timestamp, Token,
 };
 
@@ -33,7 +33,8 @@ impl<R: Runtime> LockHolder<R> {
         // The token is a capability (the OS's generator); the jitter is the runtime's to seed.
         let token = holder_token(config.worker(), kind, &mut rand::rng());
         let mut jitter = tenure_core::SplitMix64::new(lock.shared.runtime.jitter_seed());
-        let machine = LockMachine::new(lock.shared.key.clone(), token, &config, &mut jitter);
+        let machine =
+            LockMachine::with_access(lock.shared.key.clone(), token, lock.shared.access, &config, &mut jitter);
         let cell = Arc::new(Cell::new(machine));
         Self { lock, cell, kind }
     }
@@ -88,6 +89,13 @@ impl<R: Runtime> LockHolder<R> {
         &self.lock
     }
 
+    /// Whether the write lease this holder holds or last held (a side of a read-write lock) is
+    /// poisoned: the writer before it expired without releasing, or it lapsed and an extend
+    /// granted it again.
+    pub fn poisoned(&self) -> bool {
+        self.cell.lock().poisoned()
+    }
+
     /// Whether this holder may act as the owner now: it holds a lease whose validity (counted
     /// from the request's send, less a drift allowance) has not run out.
     pub fn is_held(&self) -> bool {
@@ -116,17 +124,19 @@ impl<R: Runtime> LockHolder<R> {
         // The token the attempts will carry, known now: a turn is the token's.
         let token = {
             let mut machine = self.cell.lock();
-            fresh_token(&mut machine, shared.config().worker(), self.kind);
+            fresh_token(&mut machine, shared.config().worker(), self.kind, shared.access);
             machine.token().clone()
         };
         // Subscribe before the first attempt, so a release or hand-off after a refusal is not
-        // missed.
-        let turn = shared.backend.turn(shared.key.as_str(), token.as_str());
+        // missed. (The sides of a read-write lock keep no queue: their waiters are woken.)
+        let turn = (shared.access == Access::Exclusive)
+            .then(|| shared.backend.turn(shared.key.as_str(), token.as_str()))
+            .flatten();
         let queued = turn.is_some();
         let wakeup = turn.or_else(|| shared.backend.wakeup(shared.key.as_str()));
-        let kind = self.kind;
+        let (kind, access) = (self.kind, shared.access);
         let start = move |m: &mut LockMachine, now, config: &LockConfig| {
-            fresh_token(m, config.worker(), kind);
+            fresh_token(m, config.worker(), kind, access);
             m.set_queued(queued.then(|| queue_wait(config)));
             m.acquire(now, timeout)
         };
@@ -136,9 +146,9 @@ impl<R: Runtime> LockHolder<R> {
 
     /// One attempt; [`Error::WouldBlock`] if another holder has the lock.
     pub async fn acquire_nowait(&self) -> Result<LockHandle, Error> {
-        let kind = self.kind;
+        let (kind, access) = (self.kind, self.lock.shared.access);
         let start = move |m: &mut LockMachine, now, config: &LockConfig| {
-            fresh_token(m, config.worker(), kind);
+            fresh_token(m, config.worker(), kind, access);
             m.acquire_nowait(now)
         };
         let event = self.run(start, None, false, "acquire").await?;
@@ -158,11 +168,28 @@ impl<R: Runtime> LockHolder<R> {
         self.run(|m, now, _| m.release(now), None, false, "release").await.map(drop)
     }
 
-    /// Whether this holder's token holds the lock in the store ([`Error::OwnedCheck`]).
+    /// Turns the write lease this holder holds into a read lease in one step (a side of a
+    /// read-write lock: see [`tenure_core::LockMachine::downgrade`]); the handle of the read
+    /// lease, whose fencing token is the generation read.
+    pub async fn downgrade(&self) -> Result<LockHandle, Error> {
+        let event = self.run(|m, now, _| m.downgrade(now), None, false, "downgrade").await?;
+        match event {
+            LockEvent::Downgraded { generation, .. } => {
+                Ok(LockHandle { name: self.lock.name().clone(), token: self.token(), fencing_token: generation })
+            }
+            _ => Err(stopped(self.lock.name(), "downgrade")),
+        }
+    }
+
+    /// Whether this holder's token holds the lock in the store ([`Error::OwnedCheck`]); for a
+    /// side of a read-write lock, the side it holds now.
     pub async fn owned(&self) -> Result<bool, Error> {
-        let token = self.token();
+        let (token, access) = {
+            let machine = self.cell.lock();
+            (machine.token().clone(), machine.access())
+        };
         let (query, request) =
-            Query::owned(&self.lock.shared.key, &token, self.lock.now(), self.lock.backend_timeout());
+            Query::owned_as(&self.lock.shared.key, &token, access, self.lock.now(), self.lock.backend_timeout());
         ask(&self.lock.shared.runtime, &self.lock.shared.exec(), query, request).await
     }
 
@@ -297,9 +324,14 @@ fn queue_wait(config: &LockConfig) -> Duration {
 /// acquisition (a release that timed out, a retried one) may still reach the store, and must not
 /// free this one's lease (found by the simulator, tests/sim). A holder still awaiting the answer
 /// of an abandoned acquire keeps its token until that answer comes.
-fn fresh_token(machine: &mut LockMachine, worker: &tenure_core::WorkerId, kind: HolderKind) {
+fn fresh_token(machine: &mut LockMachine, worker: &tenure_core::WorkerId, kind: HolderKind, access: Access) {
     if !machine.token_is_fresh() && machine.is_quiescent() {
         let _ = machine.set_token(holder_token(worker, kind, &mut rand::rng()));
+    }
+    if machine.access() != access {
+        // A writer's holder that downgraded writes again at its next acquisition (under a new
+        // token: the old one may still reach the store).
+        let _ = machine.set_access(access);
     }
 }
 
@@ -315,22 +347,37 @@ pub(crate) fn stopped(name: &tenure_core::Name, operation: &'static str) -> Erro
     }
 }
 
-/// Runs a one-shot question with its deadline.
+/// Runs a one-shot yes/no question with its deadline.
 pub(crate) async fn ask<R: Runtime, X: Execute>(
+    runtime: &R,
+    exec: &X,
+    query: Query,
+    request: StoreRequest,
+) -> Result<bool, Error> {
+    match ask_answer(runtime, exec, query, request).await? {
+        tenure_core::StoreReply::Flag(answer) => Ok(answer),
+        // (The query checked the shape of the answer.)
+        _ => Ok(false),
+    }
+}
+
+/// Runs a one-shot question with its deadline; the answer in the shape the query expects.
+pub(crate) async fn ask_answer<R: Runtime, X: Execute>(
     runtime: &R,
     exec: &X,
     mut query: Query,
     request: StoreRequest,
-) -> Result<bool, Error> {
+) -> Result<tenure_core::StoreReply, Error> {
+    let unanswered = || Ok(tenure_core::StoreReply::Flag(false));
     if let Some(reply) = exec.answer_now(&request.op) {
         // A query answers exactly once, to the first reply or its deadline.
-        return query.handle_reply(request.id, reply).unwrap_or(Ok(false));
+        return query.handle_answer(request.id, reply).unwrap_or_else(unanswered);
     }
     let deadline = query.deadline();
     let result = match runtime.timeout_at(deadline, exec.execute(request.op)).await {
-        Some(reply) => query.handle_reply(request.id, reply),
-        None => query.handle_timeout(runtime.now().max(deadline)),
+        Some(reply) => query.handle_answer(request.id, reply),
+        None => query.handle_timeout_answer(runtime.now().max(deadline)),
     };
     // A query answers exactly once, to the first reply or its deadline.
-    result.unwrap_or(Ok(false))
+    result.unwrap_or_else(unanswered)
 }

@@ -3,6 +3,7 @@
 mod builder;
 mod guard;
 mod holder;
+mod rw;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -10,9 +11,10 @@ use std::time::Duration;
 pub use builder::LockBuilder;
 pub use guard::LockGuard;
 pub use holder::LockHolder;
-pub(crate) use holder::{ask, stopped};
+pub(crate) use holder::{ask, ask_answer, stopped};
+pub use rw::{ReadGuard, ReadSide, ReadWriteLock, ReadWriteLockBuilder, WriteGuard, WriteSide};
 use tenure_core::config::ensure_same_worker;
-use tenure_core::{Error, HolderKind, Key, LockConfig, LockMachine, Name, StoreOp};
+use tenure_core::{Access, Error, HolderKind, Key, LockConfig, LockMachine, Name, StoreOp};
 
 use crate::backend::LockBackend;
 use crate::drive::{Cell, Execute, Reply};
@@ -43,6 +45,8 @@ pub struct Lock<R: Runtime> {
 
 pub(crate) struct LockShared<R> {
     pub(crate) key: Key,
+    /// The lease its holders take: a lock's, or one side of a read-write lock.
+    pub(crate) access: Access,
     /// The key's name (sharing its text).
     name: Name,
     config: Mutex<Arc<LockConfig>>,
@@ -100,10 +104,25 @@ impl<R: Runtime> Lock<R> {
     }
 
     pub(crate) fn assemble(name: &Name, config: LockConfig, backend: Arc<dyn LockBackend>, runtime: R) -> Self {
-        let key = Key::new(tenure_core::KeyKind::Lock, name);
+        Self::assemble_as(name, Access::Exclusive, config, backend, runtime)
+    }
+
+    /// The lock `name` whose holders take `access` (a side of the read-write lock `name`, on
+    /// its `rwlock:` key, unless exclusive).
+    pub(crate) fn assemble_as(
+        name: &Name,
+        access: Access,
+        config: LockConfig,
+        backend: Arc<dyn LockBackend>,
+        runtime: R,
+    ) -> Self {
+        let kind =
+            if access == Access::Exclusive { tenure_core::KeyKind::Lock } else { tenure_core::KeyKind::ReadWriteLock };
+        let key = Key::new(kind, name);
         let config = Mutex::new(Arc::new(config));
         let name = key.name();
-        Self { shared: Arc::new(LockShared { key, name, config, backend, runtime, idle: Mutex::new(Vec::new()) }) }
+        let idle = Mutex::new(Vec::new());
+        Self { shared: Arc::new(LockShared { key, access, name, config, backend, runtime, idle }) }
     }
 
     /// The lock name.
