@@ -354,3 +354,39 @@ fn a_downgrade_whose_outcome_is_unknown_releases_both_sides_and_a_cancelled_one_
     assert!(w.pump(&mut other).is_empty());
     assert_eq!(other.access(), Access::Read, "the downgrade went on");
 }
+
+#[test]
+fn a_holder_awaiting_an_abandoned_answer_keeps_its_side_and_a_re_asked_grant_keeps_poisoned() {
+    let (mut w, config) = setup(ms(1000));
+    let mut writer = side(&mut w, "w", Access::Write, &config);
+    writer.acquire_nowait(w.now).unwrap();
+    let request = w.take(&mut writer);
+    w.now = request.deadline; // abandoned: its answer is still awaited
+    writer.handle_timeout(w.now);
+    while writer.poll_event().is_some() {}
+    assert!(writer.set_access(Access::Read).is_err(), "not while an answer is awaited");
+    assert!(writer.set_token(token("w2")).is_err());
+    assert_eq!(writer.access(), Access::Write);
+
+    // A grant too late to count on is asked again; the renewal says "not poisoned", the first
+    // grant said it was: poisoned it stays.
+    let (mut w, config) = setup(ms(100));
+    let mut vanished = side(&mut w, "v", Access::Write, &config);
+    vanished.acquire_nowait(w.now).unwrap();
+    w.pump(&mut vanished);
+    w.advance(ms(150)); // v expired without releasing
+    let mut next = side(&mut w, "n", Access::Write, &config);
+    next.acquire(w.now, None).unwrap();
+    let request = w.take(&mut next);
+    w.advance(ms(50)); // the request's way: the store's lease runs until 150 ms from the send
+    let grant = w.store.apply(&request.op, w.now);
+    assert!(matches!(grant, StoreReply::Write(Some(WriteGrant { poisoned: true, .. }))));
+    w.advance(ms(50)); // the answer's way: past the holder's 99 ms, within the store's lease
+    next.handle_reply(w.now, request.id, Ok(grant));
+    let renewal = w.take(&mut next);
+    let renewed = w.store.apply(&renewal.op, w.now);
+    assert!(matches!(renewed, StoreReply::Write(Some(WriteGrant { poisoned: false, .. }))), "a renewal");
+    next.handle_reply(w.now, renewal.id, Ok(renewed));
+    acquired(&w.pump(&mut next));
+    assert!(next.poisoned(), "the renewal did not clear what the grant said");
+}

@@ -54,6 +54,10 @@ where
     fn schedule_backend(&self) -> Option<Arc<dyn ScheduleBackend>> {
         Some(Arc::new(self.clone()))
     }
+
+    fn read_write_lock_backend(&self) -> Option<Arc<dyn ReadWriteLockBackend>> {
+        LockBackend::read_write(self)
+    }
 }
 
 /// The coordination backends of an application, one slot per primitive (locks and elections
@@ -85,8 +89,7 @@ impl<R: Runtime> Coordination<R> {
 
     /// A component with one in-process [`MemoryBackend`] in every slot.
     pub fn memory(runtime: R) -> Self {
-        let memory = MemoryBackend::new();
-        Self::new(runtime).source(&memory).with_read_write_lock_backend(Arc::new(memory))
+        Self::new(runtime).source(&MemoryBackend::new())
     }
 
     /// Renames the component (several can coexist in a [`Registry`]).

@@ -28,7 +28,11 @@ pub async fn coordination_binds_each_slot<R: Runtime>(rt: R) {
     election.stop().await;
     assert!(c.schedule_backend().is_ok());
     assert_eq!(c.name(), "default");
-    // A memory component serves read-write locks too, on the same store as its locks.
+    // A store serving every kind fills the read-write lock slot too, on the same store.
+    let from_source = c.read_write_lock("doc").unwrap().env_load(false).build().unwrap();
+    let reading = from_source.read().acquire().await.unwrap();
+    assert!(reading.holder().lock().locked().await.unwrap(), "a side's locked() asks the read-write lock");
+    reading.release().await.unwrap();
     let memory = Coordination::memory(rt.clone());
     let rw = memory.read_write_lock("doc").unwrap().env_load(false).build().unwrap();
     let writing = rw.write().acquire().await.unwrap();

@@ -212,7 +212,7 @@ pub struct LockMachine {
     last_fence: Option<FencingToken>,
     /// An acquire abandoned at its deadline: if the store applied it after all, its late grant
     /// is released instead of blocking others for a whole lease.
-    orphan: Option<OpId>,
+    orphan: Option<(OpId, Access)>,
     /// A push wake-up arrived while an attempt was in flight: if it is refused, retry at once
     /// (the release may have come just after the store refused it).
     wake_pending: bool,
@@ -419,12 +419,14 @@ impl LockMachine {
         let now = self.out.observe(now);
         // A lease that ran out before this reply is reported lost before the reply is read.
         self.check_expiry(now);
-        if self.orphan == Some(id) {
+        if let Some((_, sent_as)) = self.orphan.filter(|(orphan, _)| *orphan == id) {
             self.orphan = None;
-            let follow = match self.answer(reply) {
-                Answer::Granted { .. } => Some(LockOp::Release),
+            // Read as the side it was sent for (the holder may have downgraded since).
+            let follow = match (Self::answer_as(sent_as, reply), sent_as) {
+                (Answer::Granted { .. }, Access::Write) if self.access != Access::Write => None,
+                (Answer::Granted { .. }, _) => Some(LockOp::Release),
                 // The abandoned attempt may have left an intent that holds readers out.
-                _ if self.access == Access::Write => Some(LockOp::Withdraw),
+                (_, Access::Write) if self.access == Access::Write => Some(LockOp::Withdraw),
                 _ => None,
             };
             match (follow, self.state) {
@@ -471,7 +473,7 @@ impl LockMachine {
             State::Acquiring { flight, .. } | State::Cancelling { flight } if now >= flight.deadline => {
                 let timeout = Err(BackendError::timeout(self.backend_timeout));
                 self.handle_reply(now, flight.op, timeout);
-                self.orphan = Some(flight.op);
+                self.orphan = Some((flight.op, self.access));
             }
             State::Extending { flight, .. } | State::Releasing { flight, .. } | State::Downgrading { flight, .. }
                 if now >= flight.deadline =>

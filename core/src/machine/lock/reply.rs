@@ -46,9 +46,10 @@ impl LockMachine {
                 }
                 None => {
                     self.note_fence(fence);
+                    // (A grant asked again — too late to count on — renews: the first one told.)
+                    self.poisoned |= poisoned;
                     let valid_until = self.validity_start(now, flight) + local_validity(lease);
                     if now < valid_until {
-                        self.poisoned = poisoned;
                         self.state = State::Held { fence, valid_until };
                         self.out.emit(LockEvent::Acquired { fence, valid_until });
                         return;
@@ -242,7 +243,12 @@ impl LockMachine {
 
     /// `reply` to an acquire or extend, in the shape of this holder's access.
     pub(super) fn answer(&self, reply: Result<StoreReply, BackendError>) -> Answer {
-        match (self.access, reply) {
+        Self::answer_as(self.access, reply)
+    }
+
+    /// `reply` to an acquire or extend sent for `access`.
+    pub(super) fn answer_as(access: Access, reply: Result<StoreReply, BackendError>) -> Answer {
+        match (access, reply) {
             (_, Err(cause)) => Answer::Failed(cause),
             (Access::Write, Ok(StoreReply::Write(Some(WriteGrant { fence, poisoned })))) => {
                 Answer::Granted { fence, poisoned }

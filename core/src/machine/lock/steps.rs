@@ -13,6 +13,7 @@ impl LockMachine {
         match self.state {
             State::Idle => {
                 self.wake_pending = false;
+                self.poisoned = false;
                 self.attempt(now, self.lease, attempt);
                 Ok(())
             }

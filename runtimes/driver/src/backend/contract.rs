@@ -53,6 +53,12 @@ pub trait LockBackend: Send + Sync + 'static {
         let _ = (name, token);
         None
     }
+
+    /// The same store's read-write locks, if it serves them (so that a store serving every
+    /// kind fills a `Coordination`'s read-write lock slot too). The default: `None`.
+    fn read_write(&self) -> Option<std::sync::Arc<dyn ReadWriteLockBackend>> {
+        None
+    }
 }
 
 /// Leader election (spec §5.2), as the driver uses it.

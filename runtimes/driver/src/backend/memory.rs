@@ -118,8 +118,10 @@ impl std::fmt::Debug for MemoryBackend {
 
 /// The memory backend answers every operation at once, from the model.
 macro_rules! answered_at_once {
-    ($backend:ident) => {
+    ($backend:ident { $($more:item)* }) => {
         impl $backend for MemoryBackend {
+            $($more)*
+
             fn execute(&self, op: StoreOp) -> BackendFuture<'static, StoreReply> {
                 self.run(&op)
             }
@@ -135,9 +137,13 @@ macro_rules! answered_at_once {
     };
 }
 
-answered_at_once!(LockBackend);
-answered_at_once!(LeaderElectionBackend);
-answered_at_once!(ReadWriteLockBackend);
+answered_at_once!(LockBackend {
+    fn read_write(&self) -> Option<Arc<dyn ReadWriteLockBackend>> {
+        Some(Arc::new(self.clone()))
+    }
+});
+answered_at_once!(LeaderElectionBackend {});
+answered_at_once!(ReadWriteLockBackend {});
 
 impl ScheduleBackend for MemoryBackend {
     fn claim<'a>(&'a self, name: &'a str, due: f64) -> BackendFuture<'a, bool> {

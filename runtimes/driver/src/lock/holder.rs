@@ -124,7 +124,7 @@ impl<R: Runtime> LockHolder<R> {
         // The token the attempts will carry, known now: a turn is the token's.
         let token = {
             let mut machine = self.cell.lock();
-            fresh_token(&mut machine, shared.config().worker(), self.kind, shared.access);
+            let _ = fresh_token(&mut machine, shared.config().worker(), self.kind, shared.access);
             machine.token().clone()
         };
         // Subscribe before the first attempt, so a release or hand-off after a refusal is not
@@ -136,7 +136,7 @@ impl<R: Runtime> LockHolder<R> {
         let wakeup = turn.or_else(|| shared.backend.wakeup(shared.key.as_str()));
         let (kind, access) = (self.kind, shared.access);
         let start = move |m: &mut LockMachine, now, config: &LockConfig| {
-            fresh_token(m, config.worker(), kind, access);
+            fresh_token(m, config.worker(), kind, access)?;
             m.set_queued(queued.then(|| queue_wait(config)));
             m.acquire(now, timeout)
         };
@@ -148,7 +148,7 @@ impl<R: Runtime> LockHolder<R> {
     pub async fn acquire_nowait(&self) -> Result<LockHandle, Error> {
         let (kind, access) = (self.kind, self.lock.shared.access);
         let start = move |m: &mut LockMachine, now, config: &LockConfig| {
-            fresh_token(m, config.worker(), kind, access);
+            fresh_token(m, config.worker(), kind, access)?;
             m.acquire_nowait(now)
         };
         let event = self.run(start, None, false, "acquire").await?;
@@ -324,15 +324,22 @@ fn queue_wait(config: &LockConfig) -> Duration {
 /// acquisition (a release that timed out, a retried one) may still reach the store, and must not
 /// free this one's lease (found by the simulator, tests/sim). A holder still awaiting the answer
 /// of an abandoned acquire keeps its token until that answer comes.
-fn fresh_token(machine: &mut LockMachine, worker: &tenure_core::WorkerId, kind: HolderKind, access: Access) {
+fn fresh_token(
+    machine: &mut LockMachine,
+    worker: &tenure_core::WorkerId,
+    kind: HolderKind,
+    access: Access,
+) -> Result<(), Error> {
     if !machine.token_is_fresh() && machine.is_quiescent() {
         let _ = machine.set_token(holder_token(worker, kind, &mut rand::rng()));
     }
     if machine.access() != access {
-        // A writer's holder that downgraded writes again at its next acquisition (under a new
-        // token: the old one may still reach the store).
-        let _ = machine.set_access(access);
+        // A writer's holder that downgraded writes again at its next acquisition, under a new
+        // token (the old one may still reach the store) — not before the answer an abandoned
+        // acquire awaits has come: until then it would read.
+        machine.set_access(access)?;
     }
+    Ok(())
 }
 
 /// The error for a drive that ended without an answer (a bug, never expected), as the error of

@@ -49,7 +49,8 @@ pub(crate) struct LockShared<R> {
     pub(crate) access: Access,
     /// The key's name (sharing its text).
     name: Name,
-    config: Mutex<Arc<LockConfig>>,
+    /// Shared by the two sides of a read-write lock.
+    config: Arc<Mutex<Arc<LockConfig>>>,
     pub(crate) backend: Arc<dyn LockBackend>,
     pub(crate) runtime: R,
     /// Holders whose acquisition ended cleanly, kept to serve the next acquisition without
@@ -104,6 +105,7 @@ impl<R: Runtime> Lock<R> {
     }
 
     pub(crate) fn assemble(name: &Name, config: LockConfig, backend: Arc<dyn LockBackend>, runtime: R) -> Self {
+        let config = Arc::new(Mutex::new(Arc::new(config)));
         Self::assemble_as(name, Access::Exclusive, config, backend, runtime)
     }
 
@@ -112,14 +114,13 @@ impl<R: Runtime> Lock<R> {
     pub(crate) fn assemble_as(
         name: &Name,
         access: Access,
-        config: LockConfig,
+        config: Arc<Mutex<Arc<LockConfig>>>,
         backend: Arc<dyn LockBackend>,
         runtime: R,
     ) -> Self {
         let kind =
             if access == Access::Exclusive { tenure_core::KeyKind::Lock } else { tenure_core::KeyKind::ReadWriteLock };
         let key = Key::new(kind, name);
-        let config = Mutex::new(Arc::new(config));
         let name = key.name();
         let idle = Mutex::new(Vec::new());
         Self { shared: Arc::new(LockShared { key, access, name, config, backend, runtime, idle }) }
@@ -183,10 +184,18 @@ impl<R: Runtime> Lock<R> {
         }
     }
 
-    /// Whether any holder has the lock ([`Error::LockedCheck`] if the store fails).
+    /// Whether any holder has the lock ([`Error::LockedCheck`] if the store fails). On a side
+    /// of a read-write lock: whether a writer or any reader holds it.
     pub async fn locked(&self) -> Result<bool, Error> {
-        let (query, request) = tenure_core::Query::locked(&self.shared.key, self.now(), self.backend_timeout());
-        holder::ask(&self.shared.runtime, &self.shared.exec(), query, request).await
+        let (shared, now, timeout) = (&self.shared, self.now(), self.backend_timeout());
+        if shared.access != Access::Exclusive {
+            let (query, request) = tenure_core::Query::state(&shared.key, now, timeout);
+            let answer = holder::ask_answer(&shared.runtime, &shared.exec(), query, request).await?;
+            let state = tenure_core::Query::state_of(&answer).unwrap_or_default();
+            return Ok(state.writing || state.readers > 0);
+        }
+        let (query, request) = tenure_core::Query::locked(&shared.key, now, timeout);
+        holder::ask(&shared.runtime, &shared.exec(), query, request).await
     }
 
     pub(crate) fn now(&self) -> tenure_core::Timestamp {

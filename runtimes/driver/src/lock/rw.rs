@@ -59,6 +59,7 @@ impl<R: Runtime> ReadWriteLock<R> {
 
     fn assemble(name: &Name, config: LockConfig, backend: Arc<dyn ReadWriteLockBackend>, runtime: R) -> Self {
         let backend: Arc<dyn LockBackend> = Arc::new(Sides(backend));
+        let config = Arc::new(std::sync::Mutex::new(Arc::new(config)));
         let read = Lock::assemble_as(name, Access::Read, config.clone(), backend.clone(), runtime.clone());
         let write = Lock::assemble_as(name, Access::Write, config, backend, runtime);
         Self { read, write }
@@ -74,10 +75,9 @@ impl<R: Runtime> ReadWriteLock<R> {
         self.read.config()
     }
 
-    /// Swaps the configuration of both sides (see [`Lock::reconfigure`]).
+    /// Swaps the configuration of both sides, which share it (see [`Lock::reconfigure`]).
     pub fn reconfigure(&self, config: LockConfig) -> Result<(), Error> {
-        self.read.reconfigure(config.clone())?;
-        self.write.reconfigure(config)
+        self.read.reconfigure(config)
     }
 
     /// The read side: shared with other readers, refused while a writer holds or waits.
@@ -85,7 +85,9 @@ impl<R: Runtime> ReadWriteLock<R> {
         ReadSide { lock: self.read.clone() }
     }
 
-    /// The write side: alone, once the readers in have left.
+    /// The write side: alone, once the readers in have left. A task holding a read lease that
+    /// waits for the write side waits for itself (its intent holds new readers out meanwhile):
+    /// release first, or take the write side and [`WriteGuard::downgrade`].
     pub fn write(&self) -> WriteSide<R> {
         WriteSide { lock: self.write.clone() }
     }
@@ -307,7 +309,8 @@ impl<R: Runtime> WriteGuard<R> {
 
     /// Whether the writer before this one let its lease run out without releasing (what it
     /// protected may be half written), or this lease itself lapsed and was granted again by an
-    /// extend. Stays readable after release.
+    /// extend. (grelmicro keeps it readable after release; here release consumes the guard:
+    /// read it first.)
     pub fn poisoned(&self) -> bool {
         self.poisoned || self.inner.holder().poisoned()
     }
