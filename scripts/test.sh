@@ -22,7 +22,7 @@ done
 step "etcd: etcd and etcdctl for the etcd store's tests (which start their own members), protoc for its client's build"
 command -v etcd > /dev/null && command -v etcdctl > /dev/null && command -v protoc > /dev/null \
   || { apt-get update -qq && apt-get install -y -qq etcd-server etcd-client protobuf-compiler > /dev/null; }
-etcd --version | head -1; protoc --version
+etcd --version | sed -n 1p; protoc --version # (sed reads all: head would end etcd with SIGPIPE under pipefail)
 
 step "format"
 cargo fmt --all --check

@@ -61,7 +61,7 @@ wait_for() { # FILE SECONDS: until FILE is not empty
 }
 "${etcdctl[@]}" elect "${prefix}leader:svc" etcdctl-leader > "$dir/first" 2>&1 & first=$!; bg+=($first)
 wait_for "$dir/first" 5 || { echo "etcdctl elect did not lead"; exit 1; }
-"$tenure" --backend "$url" status svc --json | grep -q '"holder":"etcdctl-leader"' \
+"$tenure" --backend "$url" status svc --json | grep '"holder":"etcdctl-leader"' > /dev/null \
   || { echo "tenure status does not show etcdctl's leader"; exit 1; }
 "$tenure" --backend "$url" elect svc --lease 5 --renew-deadline 4 --retry-interval 1 -- \
   sh -c "date +%s%N > '$dir/led'; sleep 3" 2> /dev/null & elected=$!

@@ -30,7 +30,7 @@ PY
 # Leader election: grelmicro leads for 2 s; tenure must wait it out, then lead.
 leader_py="$(dirname "$0")/grelmicro_sqlite_leader.py"
 "$py" "$leader_py" take "$db" leader:svc grelmicro-worker 2 > /dev/null
-"$tenure" --backend "sqlite://$db" status svc --json | grep -q '"holder":"grelmicro-worker"' \
+"$tenure" --backend "sqlite://$db" status svc --json | grep '"holder":"grelmicro-worker"' > /dev/null \
   || { echo "tenure status does not show grelmicro's leader"; exit 1; }
 start=$(date +%s%N)
 "$tenure" --backend "sqlite://$db" elect svc --lease 5 --renew-deadline 4 --retry-interval 0.1 -- \

@@ -65,7 +65,7 @@ echo "$kind: final fence $fence"
 
 # Leader election: grelmicro leads for 2 s; tenure must wait it out, then lead.
 "${grelmicro[@]}" take "$server" "$where" leader:svc grelmicro-worker 2
-"$tenure" --backend "$url" status svc --json | grep -q '"holder":"grelmicro-worker"' \
+"$tenure" --backend "$url" status svc --json | grep '"holder":"grelmicro-worker"' > /dev/null \
   || { echo "tenure status does not show grelmicro's leader"; exit 1; }
 start=$(date +%s%N)
 "$tenure" --backend "$url" elect svc --lease 5 --renew-deadline 4 --retry-interval 0.1 -- \
