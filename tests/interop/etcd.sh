@@ -12,6 +12,8 @@
 set -euo pipefail
 tenure=$1
 here=$(dirname "$0")
+# shellcheck source=contenders.sh
+. "$here/contenders.sh"
 dir=$(mktemp -d)
 read -r client peer < <(python3 -c 'import socket
 s = [socket.socket() for _ in range(2)]
@@ -41,14 +43,7 @@ for _ in 1 2; do
   (for _ in $(seq "$rounds"); do "$tenure" --backend "$url" lock interop -- sh -c "$tenure_worker" 2> /dev/null; sleep 0.01; done) & pids+=($!)
 done
 contenders=4 also=""
-if [ -n "${TENURE_NODE_PATH:-}" ]; then
-  for _ in 1 2; do NODE_PATH=$TENURE_NODE_PATH node "$here/node_lock.cjs" "$url" interop "$log" "$rounds" & pids+=($!); done
-  contenders=$((contenders + 2)) also="$also node"
-fi
-if [ -n "${TENURE_PYTHON:-}" ]; then
-  "$TENURE_PYTHON" "$here/tenure_py_lock.py" "$url" interop "$log" "$rounds" & pids+=($!)
-  contenders=$((contenders + 1)) also="$also python"
-fi
+package_contenders "$url" interop "$log" "$rounds"
 for pid in "${pids[@]}"; do wait "$pid"; done
 awk -v want=$((contenders * rounds)) -v store=etcd -v peer=etcdctl -v also="$also" -f "$here/check_sections.awk" "$log"
 left=$(ctl get --prefix --keys-only "${prefix}lock:interop/" | grep -c . || true)

@@ -32,6 +32,8 @@ case $kind in
   *) echo "usage: $0 redis|postgres PYTHON TENURE" >&2; exit 2 ;;
 esac
 here=$(dirname "$0")
+# shellcheck source=contenders.sh
+. "$here/contenders.sh"
 grelmicro=("$py" "$here/grelmicro_store.py")
 log=$dir/sections.log rounds=4
 worker='echo "start $TENURE_FENCING_TOKEN tenure" >> '"$log"'; sleep 0.03; echo "end $TENURE_FENCING_TOKEN" >> '"$log"
@@ -41,14 +43,7 @@ for _ in 1 2; do
   (for _ in $(seq "$rounds"); do "$tenure" --backend "$url" lock interop -- sh -c "$worker" 2>/dev/null; sleep 0.01; done) & pids+=($!)
 done
 contenders=4 also=""
-if [ -n "${TENURE_NODE_PATH:-}" ]; then
-  for _ in 1 2; do NODE_PATH=$TENURE_NODE_PATH node "$here/node_lock.cjs" "$url" interop "$log" "$rounds" & pids+=($!); done
-  contenders=$((contenders + 2)) also="$also node"
-fi
-if [ -n "${TENURE_PYTHON:-}" ]; then
-  "$TENURE_PYTHON" "$here/tenure_py_lock.py" "$url" interop "$log" "$rounds" & pids+=($!)
-  contenders=$((contenders + 1)) also="$also python"
-fi
+package_contenders "$url" interop "$log" "$rounds"
 for pid in "${pids[@]}"; do wait "$pid"; done
 awk -v want=$((contenders * rounds)) -v store="$kind" -v also="$also" -f "$here/check_sections.awk" "$log"
 # Both wrote the same records: the lock is free, the fence where the last holder left it.
