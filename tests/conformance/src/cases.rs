@@ -298,7 +298,7 @@ pub async fn queued_sequences_match_the_store_model(h: &Harness) {
     sequences_match_the_store_model(h, crate::random::Mix::Queue, h.sequences(200, 8), ops).await;
 }
 
-async fn sequences_match_the_store_model(h: &Harness, mix: crate::random::Mix, sequences: u64, ops: usize) {
+pub(crate) async fn sequences_match_the_store_model(h: &Harness, mix: crate::random::Mix, sequences: u64, ops: usize) {
     let seed = std::env::var("TENURE_CONFORMANCE_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x7e4e);
     for i in 0..sequences {
         // A real-clock sequence the machine ran too slowly to judge runs again on a fresh store.

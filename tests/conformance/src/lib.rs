@@ -21,6 +21,7 @@ pub mod inspect;
 pub mod push;
 pub mod queue;
 pub mod random;
+pub mod rw;
 pub mod tls;
 
 use std::any::Any;
@@ -30,7 +31,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use tenure::backend::{LeaderElectionBackend, LockBackend, ScheduleBackend};
+use tenure::backend::{LeaderElectionBackend, LockBackend, ReadWriteLockBackend, ScheduleBackend};
 use tenure_core::WallTime;
 
 /// A fresh, empty store under test.
@@ -42,6 +43,8 @@ pub struct Store {
     pub leader: Arc<dyn LeaderElectionBackend>,
     /// Its schedule interface.
     pub schedule: Arc<dyn ScheduleBackend>,
+    /// Its read-write lock interface, if it serves read-write locks.
+    pub rw: Option<Arc<dyn ReadWriteLockBackend>>,
     /// How it numbers a name's holders.
     pub fences: Fences,
     /// What it needs alive while it is used (a server the test started), dropped with it.
@@ -55,6 +58,7 @@ impl Store {
         B: LockBackend + LeaderElectionBackend + ScheduleBackend + Clone,
     {
         Self {
+            rw: backend.read_write(),
             lock: Arc::new(backend.clone()),
             leader: Arc::new(backend.clone()),
             schedule: Arc::new(backend),

@@ -20,3 +20,4 @@ fn memory() -> Harness {
 }
 
 tenure_conformance::conformance_tests!(memory());
+tenure_conformance::rw_conformance_tests!(memory());

@@ -13,7 +13,7 @@ use tenure_core::{
     BackendError, BackendErrorKind, Error, FencingToken, Key, LeaderRecord, Metadata, StoreOp, StoreReply, Token,
 };
 
-use super::{BackendFuture, Wakeup};
+use super::{BackendFuture, ReadWriteLockBackend, Wakeup};
 
 /// Locks with fencing tokens (spec §5.1), as the driver uses them (`Lock`, `TaskLock`).
 pub trait LockBackend: Send + Sync + 'static {
@@ -82,30 +82,6 @@ pub trait LeaderElectionBackend: Send + Sync + 'static {
     }
 }
 
-/// Read-write locks (spec §5.4), as the driver uses them (`ReadWriteLock`).
-pub trait ReadWriteLockBackend: Send + Sync + 'static {
-    /// Runs one read-write lock operation: [`StoreOp::RwAcquireRead`] and
-    /// [`StoreOp::RwDowngrade`] (answer [`StoreReply::Fence`] with the generation),
-    /// [`StoreOp::RwAcquireWrite`] ([`StoreReply::Write`]), [`StoreOp::RwState`]
-    /// ([`StoreReply::Rw`]) and the releases, the intent's withdrawal and the ownership checks
-    /// ([`StoreReply::Flag`]), with the semantics of [`tenure_core::StoreModel`].
-    fn execute(&self, op: StoreOp) -> BackendFuture<'static, StoreReply>;
-
-    /// A wake-up for the next release on `name` (a reader, a writer, or a writer's intent
-    /// going), if the store can push one; without one, waiters poll at `retry_interval`.
-    fn wakeup(&self, name: &str) -> Option<Wakeup> {
-        let _ = name;
-        None
-    }
-
-    /// The answer to `op` if the backend can give it without waiting (see
-    /// [`LockBackend::answer_now`]).
-    fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>> {
-        let _ = op;
-        None
-    }
-}
-
 /// A lock store written as grelmicro's four calls, with plain async methods; names arrive with
 /// their kind prefix (`lock:cart`), tokens are opaque text. Every `LockOperations` is a
 /// [`LockBackend`].
@@ -159,6 +135,11 @@ pub trait LockOperations: Clone + Send + Sync + 'static {
         let _ = (name, token);
         None
     }
+
+    /// See [`LockBackend::read_write`].
+    fn read_write(&self) -> Option<std::sync::Arc<dyn ReadWriteLockBackend>> {
+        None
+    }
 }
 
 impl<T: LockOperations> LockBackend for T {
@@ -194,6 +175,9 @@ impl<T: LockOperations> LockBackend for T {
 
     fn take_grant(&self, name: &str, token: &str) -> Option<FencingToken> {
         LockOperations::take_grant(self, name, token)
+    }
+    fn read_write(&self) -> Option<std::sync::Arc<dyn ReadWriteLockBackend>> {
+        LockOperations::read_write(self)
     }
 }
 
@@ -344,7 +328,7 @@ impl<B: LeaderElectionBackend + ?Sized> LeaderElectionCalls for B {
 }
 
 /// Runs `op` through `execute` and takes its answer in `shape`.
-fn call<T: Send + 'static>(
+pub(super) fn call<T: Send + 'static>(
     execute: impl FnOnce(StoreOp) -> BackendFuture<'static, StoreReply>,
     op: Result<StoreOp, Error>,
     shape: fn(StoreReply) -> Option<T>,
@@ -363,16 +347,16 @@ fn call<T: Send + 'static>(
 }
 
 #[allow(clippy::needless_pass_by_value)] // a `shape` of `call`, which hands the reply over
-fn flag(reply: StoreReply) -> Option<bool> {
+pub(super) fn flag(reply: StoreReply) -> Option<bool> {
     if let StoreReply::Flag(flag) = reply { Some(flag) } else { None }
 }
 
 #[allow(clippy::needless_pass_by_value)] // the shape `call` takes, as `flag`
-fn fence(reply: StoreReply) -> Option<Option<FencingToken>> {
+pub(super) fn fence(reply: StoreReply) -> Option<Option<FencingToken>> {
     if let StoreReply::Fence(fence) = reply { Some(fence) } else { None }
 }
 
-fn unsupported(what: &str, op: &StoreOp) -> BackendError {
+pub(super) fn unsupported(what: &str, op: &StoreOp) -> BackendError {
     BackendError::new(BackendErrorKind::Protocol, format!("{what} cannot run {}", op_name(op)))
 }
 
@@ -388,6 +372,15 @@ fn op_name(op: &StoreOp) -> &'static str {
         StoreOp::LeaderGet { .. } => "a leader get",
         StoreOp::ScheduleClaim { .. } => "a schedule claim",
         StoreOp::ScheduleLastFired { .. } => "a schedule last_fired",
+        StoreOp::RwAcquireRead { .. } => "a read acquire",
+        StoreOp::RwAcquireWrite { .. } => "a write acquire",
+        StoreOp::RwReleaseRead { .. } => "a read release",
+        StoreOp::RwReleaseWrite { .. } => "a write release",
+        StoreOp::RwCancelIntent { .. } => "a writer's intent withdrawal",
+        StoreOp::RwDowngrade { .. } => "a downgrade",
+        StoreOp::RwState { .. } => "a read-write lock state",
+        StoreOp::RwOwnedRead { .. } => "a read owned check",
+        StoreOp::RwOwnedWrite { .. } => "a write owned check",
         _ => "an unknown operation",
     }
 }

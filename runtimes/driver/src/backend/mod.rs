@@ -18,6 +18,7 @@ mod grant;
 mod memory;
 mod open;
 pub mod record;
+mod rw;
 mod scheme;
 pub mod user;
 mod wait;
@@ -32,11 +33,11 @@ use event_listener::{Event, EventListener};
 
 pub use contract::{
     LeaderElectionBackend, LeaderElectionCalls, LeaderElectionOperations, LockBackend, LockCalls, LockOperations,
-    ReadWriteLockBackend,
 };
 pub use grant::{grant, route_id};
 pub use memory::MemoryBackend;
 pub use open::{OpenError, percent_decode, percent_encode, shown_url, url_seconds};
+pub use rw::{ReadWriteCalls, ReadWriteLockBackend, ReadWriteOperations};
 pub use scheme::{SCHEMES, StoreKind};
 use tenure_core::{BackendError, FencingToken, LeaderRecord, WallTime};
 pub use wait::{Entry, WaitQueues, Wake};

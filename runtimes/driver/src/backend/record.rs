@@ -19,6 +19,13 @@ pub fn fence(name: &str, fence: i64) -> Result<FencingToken, BackendError> {
         .ok_or_else(|| malformed(format!("the fence of {name} is {fence}, not a positive count")))
 }
 
+/// A read-write lock's generation read from the store for `name`: 0 (never written) or more.
+pub fn generation(name: &str, generation: i64) -> Result<FencingToken, BackendError> {
+    u64::try_from(generation)
+        .map(FencingToken::new)
+        .map_err(|_| malformed(format!("the generation of {name} is {generation}, below zero")))
+}
+
 /// Metadata as grelmicro writes it: a JSON object with Python's default separators.
 pub fn metadata_json(metadata: &Metadata) -> String {
     let mut out = String::from("{");

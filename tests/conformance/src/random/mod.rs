@@ -11,10 +11,13 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use rand_core::Rng as _;
-use tenure_core::{FencingToken, LeaderRecord, Metadata, SplitMix64, StoreModel, Timestamp, Token};
+use tenure_core::{Metadata, RwState, SplitMix64, StoreModel, Timestamp, Token};
 
 use crate::{Clock, Harness};
-use tenure::backend::{LeaderElectionCalls as _, LockCalls as _};
+use support::{FenceMap, Queue, same_record, warm_up};
+
+mod support;
+use tenure::backend::{LeaderElectionCalls as _, LockCalls as _, ReadWriteCalls as _};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -29,15 +32,27 @@ enum Op {
     LeaderGet { key: &'static str },
     Claim { key: &'static str, due: f64 },
     LastFired { key: &'static str },
+    Read { key: &'static str, token: &'static str, lease: Duration },
+    Write { key: &'static str, token: &'static str, lease: Duration, intent: bool },
+    ReleaseRead { key: &'static str, token: &'static str },
+    ReleaseWrite { key: &'static str, token: &'static str },
+    CancelIntent { key: &'static str, token: &'static str },
+    Downgrade { key: &'static str, token: &'static str, lease: Duration },
+    RwState { key: &'static str },
+    OwnedRead { key: &'static str, token: &'static str },
+    OwnedWrite { key: &'static str, token: &'static str },
 }
 
 impl Op {
     /// The lease it asks for, if any.
     fn lease(&self) -> Option<Duration> {
         match self {
-            Self::Acquire { lease, .. } | Self::AcquireQueued { lease, .. } | Self::LeaderAcquire { lease, .. } => {
-                Some(*lease)
-            }
+            Self::Acquire { lease, .. }
+            | Self::AcquireQueued { lease, .. }
+            | Self::LeaderAcquire { lease, .. }
+            | Self::Read { lease, .. }
+            | Self::Write { lease, .. }
+            | Self::Downgrade { lease, .. } => Some(*lease),
             _ => None,
         }
     }
@@ -46,6 +61,7 @@ impl Op {
 const LOCKS: [&str; 2] = ["lock:a", "tasklock:b"];
 const LEADERS: [&str; 2] = ["leader:a", "leader:b"];
 const SCHEDULES: [&str; 2] = ["a", "b"];
+const RWLOCKS: [&str; 2] = ["rwlock:a", "rwlock:b"];
 const TOKENS: [&str; 3] = ["w1:task:1.aa", "w2:task:1.bb", "w3:thread:7.cc"];
 const HOLDERS: [&str; 3] = ["w1", "w2", "w3"];
 const PODS: [&str; 2] = ["p1", "p2"];
@@ -56,8 +72,8 @@ struct Gen {
     /// The grid step, and the offset of lease ends from it.
     step: Duration,
     lease_offset: Duration,
-    /// Queue sequences ([`Gen::queue_op`]) rather than a mix of every call.
-    queue: bool,
+    /// Which calls it draws from.
+    mix: Mix,
 }
 
 impl Gen {
@@ -85,8 +101,10 @@ impl Gen {
     }
 
     fn op(&mut self) -> Op {
-        if self.queue {
-            return self.queue_op();
+        match self.mix {
+            Mix::Queue => return self.queue_op(),
+            Mix::ReadWrite => return self.rw_op(),
+            Mix::All => {}
         }
         match self.below(20) {
             0..=3 => self.advance(15),
@@ -116,6 +134,25 @@ impl Gen {
             6 => Op::Acquire { key, token, lease: self.lease_of(10) },
             7..=8 => Op::Release { key, token },
             _ => Op::Owned { key, token },
+        }
+    }
+
+    /// An operation of a read-write sequence: mostly reads, writes and releases on the first of
+    /// two names (so they meet), leases as short as a queue sequence's.
+    fn rw_op(&mut self) -> Op {
+        let key = if self.below(5) == 0 { RWLOCKS[1] } else { RWLOCKS[0] };
+        let token = self.pick(&TOKENS);
+        match self.below(20) {
+            0..=3 => self.advance(5),
+            4..=6 => Op::Read { key, token, lease: self.lease_of(10) },
+            7..=9 => Op::Write { key, token, lease: self.lease_of(10), intent: self.below(4) != 0 },
+            10..=11 => Op::ReleaseRead { key, token },
+            12..=13 => Op::ReleaseWrite { key, token },
+            14 => Op::CancelIntent { key, token },
+            15 => Op::Downgrade { key, token, lease: self.lease_of(10) },
+            16 => Op::RwState { key },
+            17..=18 => Op::OwnedRead { key, token },
+            _ => Op::OwnedWrite { key, token },
         }
     }
 }
@@ -149,6 +186,8 @@ pub enum Mix {
     /// Queued and plain acquires, releases and ownership checks on one lock name: the store's
     /// queue of waiters ([`StoreModel::lock_acquire_queued`]) against the model's.
     Queue,
+    /// Every read-write lock call, on two names ([`StoreModel::rw_acquire_read`] and the rest).
+    ReadWrite,
 }
 
 /// Runs sequence `seed` of `ops` operations drawn from `mix` on a fresh store and on the model,
@@ -167,7 +206,7 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize) -> Result<(),
         h.name,
         h.leases.late
     );
-    let mut generator = Gen { rng: SplitMix64::new(seed), step, lease_offset, queue: mix == Mix::Queue };
+    let mut generator = Gen { rng: SplitMix64::new(seed), step, lease_offset, mix };
     let store = h.store().await;
     let mut fences = FenceMap::new(store.fences);
     let wall_at_zero = match &h.clock {
@@ -175,7 +214,11 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize) -> Result<(),
         Clock::Real { .. } => tenure_core::WallTime::UNIX_EPOCH, // absolute times are not compared
     };
     let mut model = StoreModel::new(wall_at_zero);
-    let queue = warm_up(h, &store).await;
+    let queue = warm_up(h, &store, mix).await;
+    let rw = || match &store.rw {
+        Some(rw) => rw.clone(),
+        None => panic!("{}: the store serves no read-write locks", h.name),
+    };
     let mut timeline = h.timeline();
     let mut log = String::new();
     for i in 0..ops {
@@ -294,112 +337,70 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize) -> Result<(),
                     fail(format!("last_fired: backend {got:?}, model {want:?}"));
                 }
             }
+            Op::Read { key, token: t, lease } => {
+                let got = got!(rw().acquire_read(key, t, lease));
+                let want = model.rw_acquire_read(key, &token(t), lease, now);
+                if !fences.agree(key, got, want) {
+                    fail(format!("read: backend {got:?}, model {want:?}"));
+                }
+            }
+            Op::Write { key, token: t, lease, intent } => {
+                let got = got!(rw().acquire_write(key, t, lease, intent));
+                let want = model.rw_acquire_write(key, &token(t), lease, intent, now);
+                let agree = got.map(|g| g.poisoned) == want.map(|w| w.poisoned)
+                    && fences.agree(key, got.map(|g| g.fence), want.map(|w| w.fence));
+                if !agree {
+                    fail(format!("write: backend {got:?}, model {want:?}"));
+                }
+            }
+            Op::ReleaseRead { key, token: t } => {
+                let (got, want) = (got!(rw().release_read(key, t)), model.rw_release_read(key, &token(t), now));
+                if got != want {
+                    fail(format!("read release: backend {got}, model {want}"));
+                }
+            }
+            Op::ReleaseWrite { key, token: t } => {
+                let (got, want) = (got!(rw().release_write(key, t)), model.rw_release_write(key, &token(t), now));
+                if got != want {
+                    fail(format!("write release: backend {got}, model {want}"));
+                }
+            }
+            Op::CancelIntent { key, token: t } => {
+                let (got, want) = (got!(rw().cancel_intent(key, t)), model.rw_cancel_intent(key, &token(t), now));
+                if got != want {
+                    fail(format!("intent withdrawal: backend {got}, model {want}"));
+                }
+            }
+            Op::Downgrade { key, token: t, lease } => {
+                let got = got!(rw().downgrade(key, t, lease));
+                let want = model.rw_downgrade(key, &token(t), lease, now);
+                if !fences.agree(key, got, want) {
+                    fail(format!("downgrade: backend {got:?}, model {want:?}"));
+                }
+            }
+            Op::RwState { key } => {
+                let got = got!(rw().state(key));
+                let want = model.rw_state(key, now);
+                let generations = |s: RwState| (s.generation > 0).then(|| tenure_core::FencingToken::new(s.generation));
+                let same = RwState { generation: 0, ..got } == RwState { generation: 0, ..want }
+                    && fences.agree(key, generations(got), generations(want));
+                if !same {
+                    fail(format!("state: backend {got:?}, model {want:?}"));
+                }
+            }
+            Op::OwnedRead { key, token: t } => {
+                let (got, want) = (got!(rw().owned_read(key, t)), model.rw_owned_read(key, &token(t), now));
+                if got != want {
+                    fail(format!("read owned: backend {got}, model {want}"));
+                }
+            }
+            Op::OwnedWrite { key, token: t } => {
+                let (got, want) = (got!(rw().owned_write(key, t)), model.rw_owned_write(key, &token(t), now));
+                if got != want {
+                    fail(format!("write owned: backend {got}, model {want}"));
+                }
+            }
         }
     }
     Ok(())
-}
-
-/// The store's fences against the model's, name by name, for [`crate::Fences::Increasing`]:
-/// a model fence seen before must be the store fence it was then, a new one must come with a
-/// store fence above every earlier one of the name. Exact for [`crate::Fences::PerName`].
-struct FenceMap {
-    fences: crate::Fences,
-    /// Per name: (model fence, store fence), in the order they came.
-    seen: std::collections::BTreeMap<&'static str, Vec<(u64, u64)>>,
-}
-
-impl FenceMap {
-    fn new(fences: crate::Fences) -> Self {
-        Self { fences, seen: std::collections::BTreeMap::new() }
-    }
-
-    /// Whether the store's answer `got` agrees with the model's `want` for `name`.
-    fn agree(&mut self, name: &'static str, got: Option<FencingToken>, want: Option<FencingToken>) -> bool {
-        let (got, want) = match (got, want) {
-            (Some(got), Some(want)) => (got.get(), want.get()),
-            (None, None) => return true,
-            _ => return false,
-        };
-        if self.fences == crate::Fences::PerName {
-            return got == want;
-        }
-        let seen = self.seen.entry(name).or_default();
-        if let Some(&(_, store)) = seen.iter().find(|(model, _)| *model == want) {
-            return store == got;
-        }
-        let above = seen.iter().all(|&(model, store)| model < want && store < got);
-        seen.push((want, got));
-        above
-    }
-}
-
-/// How a store answers queued acquires and releases.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Queue {
-    /// It keeps no queue: a queued acquire is a plain one (grelmicro's calls, SQLite).
-    None,
-    /// It keeps one, and a release leaves the lock free for the head's next attempt (the
-    /// model's plain release: the memory store).
-    Kept,
-    /// It keeps one, and a release hands the lock to the head (Redis, PostgreSQL).
-    HandedOver,
-}
-
-/// Makes a call on every name a sequence uses, changing nothing, before its time starts — a
-/// store's first call on a name may set up more than the call (PostgreSQL opens that name's
-/// session, and LISTENs and compiles the queue functions at its first queued call) — and finds
-/// out how the store answers queued calls, on a name of its own.
-async fn warm_up(h: &Harness, store: &crate::Store) -> Queue {
-    let fail = |e: tenure_core::BackendError| -> ! { panic!("{}: a warm-up call failed: {e}", h.name) };
-    for key in LOCKS {
-        store.lock.locked(key).await.unwrap_or_else(|e| fail(e));
-    }
-    for key in LEADERS {
-        store.leader.get(key).await.unwrap_or_else(|e| fail(e));
-    }
-    for key in SCHEDULES {
-        store.schedule.last_fired(key).await.unwrap_or_else(|e| fail(e));
-    }
-    let (name, long) = ("lock:probe", Duration::from_secs(60));
-    let queued = |t: &'static str| store.lock.acquire_queued(name, t, long, long);
-    assert!(store.lock.acquire(name, TOKENS[0], long).await.unwrap_or_else(|e| fail(e)).is_some());
-    let first = queued(TOKENS[1]).await.unwrap_or_else(|e| fail(e));
-    assert!(first.is_none(), "{}: a queued acquire of a held lock was granted", h.name);
-    assert!(store.lock.release(name, TOKENS[0]).await.unwrap_or_else(|e| fail(e)));
-    let queue = if store.lock.owned(name, TOKENS[1]).await.unwrap_or_else(|e| fail(e)) {
-        Queue::HandedOver
-    } else if queued(TOKENS[2]).await.unwrap_or_else(|e| fail(e)).is_some() {
-        Queue::None
-    } else {
-        Queue::Kept
-    };
-    assert_eq!(
-        store.lock.turn(name, TOKENS[2]).is_some(),
-        queue == Queue::HandedOver,
-        "{}: a store that hands the lock over pushes turns, and only such a store",
-        h.name
-    );
-    queue
-}
-
-/// Whether two records agree: exactly on a manual clock; on a real one, the times only as far as
-/// `renewed_at - acquired_at`, within the harness's tolerance.
-fn same_record(h: &Harness, got: &LeaderRecord, want: &LeaderRecord) -> Result<(), &'static str> {
-    if (&got.holder, got.transitions, &got.metadata) != (&want.holder, want.transitions, &want.metadata) {
-        return Err("holder, transitions or metadata differ");
-    }
-    if got.lease_duration != want.lease_duration {
-        return Err("leases differ");
-    }
-    match h.clock {
-        Clock::Manual(_) if (got.acquired_at, got.renewed_at) != (want.acquired_at, want.renewed_at) => {
-            Err("times differ")
-        }
-        Clock::Manual(_) => Ok(()),
-        Clock::Real { .. } => {
-            let held = |r: &LeaderRecord| r.renewed_at.as_unix_micros() - r.acquired_at.as_unix_micros();
-            let tolerance = i64::try_from(h.tolerance().as_micros()).unwrap_or(i64::MAX);
-            if (held(got) - held(want)).abs() > tolerance { Err("renewed_at - acquired_at differ") } else { Ok(()) }
-        }
-    }
 }
