@@ -23,6 +23,8 @@ macro_rules! expiry {
     };
 }
 
+mod rw;
+
 const RECORD: &str = "holder, lease_ms, acquired_at, renewed_at, transitions, metadata";
 
 /// The statements, with the configured table names.
@@ -41,10 +43,11 @@ struct Statements {
     leader_release: String,
     schedule_claim: String,
     schedule_last_fired: String,
+    rw: rw::Statements,
 }
 
 impl Statements {
-    fn new(locks: &str, leaders: &str, schedules: &str) -> Self {
+    fn new(locks: &str, leaders: &str, schedules: &str, rwlocks: &str) -> Self {
         let t = locks;
         let lock_row = format!(
             "SELECT name, CASE WHEN token IS NOT NULL AND {e} >= ?1 THEN token END, \
@@ -98,6 +101,7 @@ impl Statements {
                  SET last_fired = excluded.last_fired WHERE last_fired < excluded.last_fired"
             ),
             schedule_last_fired: format!("SELECT last_fired FROM {schedules} WHERE name = ?1"),
+            rw: rw::Statements::new(rwlocks),
         }
     }
 }
@@ -133,9 +137,11 @@ impl Db {
              expire_at TEXT NOT NULL, transitions INTEGER NOT NULL DEFAULT 0, metadata TEXT NOT NULL DEFAULT '{{}}');\n\
              CREATE TABLE IF NOT EXISTS {schedules} (name TEXT PRIMARY KEY, last_fired REAL NOT NULL);"
         );
+        let sql = Statements::new(locks, leaders, schedules, options.rwlock_table_name());
         conn.execute_batch(&create).map_err(|e| error("cannot create the tables", e))?;
+        conn.execute_batch(sql.rw.create()).map_err(|e| error("cannot create the read-write lock tables", e))?;
         let clock = options.clock_value();
-        Ok(Self { conn, sql: Statements::new(locks, leaders, schedules), clock })
+        Ok(Self { conn, sql, clock })
     }
 
     fn now(&self) -> WallTime {

@@ -5,7 +5,9 @@
 //!
 //! The layout is grelmicro 0.44's — tables `locks(name, token, expire_at, fence)`,
 //! `grelmicro_leader_election(name, holder, lease_ms, acquired_at, renewed_at, expire_at,
-//! transitions, metadata)` and `schedules(name, last_fired)`, times as UTC text to the
+//! transitions, metadata)`, `schedules(name, last_fired)` and, for read-write locks,
+//! `rwlocks(name, writer, writer_expire_at, generation)` with
+//! `rwlocks_holders(name, token, kind, expire_at)`, times as UTC text to the
 //! millisecond — so grelmicro services and Tenure services coordinate on the same file.
 //!
 //! - One connection per backend on its own thread: calls run in the order they were made (the
@@ -44,10 +46,11 @@ use std::time::Duration;
 use futures_channel::oneshot;
 pub use tenure::OpenError;
 use tenure::backend::{
-    BackendFuture, LeaderElectionOperations, LockOperations, ReleaseSignals, ScheduleBackend, Wakeup,
+    BackendFuture, LeaderElectionOperations, LockOperations, ReadWriteLockBackend, ReadWriteOperations, ReleaseSignals,
+    ScheduleBackend, Wakeup,
 };
 use tenure::{Inspect, LeaderState, LockState};
-use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata};
+use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, RwState, WriteGrant};
 
 use db::Db;
 pub use options::{DEFAULT_BUSY_TIMEOUT, SqliteOptions, Synchronous};
@@ -216,6 +219,88 @@ impl LockOperations for SqliteBackend {
     fn owned(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
         let (name, token) = (name.to_owned(), token.to_owned());
         self.call(move |db| db.lock_owned(&name, &token))
+    }
+
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        Some(self.inner.released.ticket(name))
+    }
+
+    fn read_write(&self) -> Option<Arc<dyn ReadWriteLockBackend>> {
+        Some(Arc::new(self.clone()))
+    }
+}
+
+impl ReadWriteOperations for SqliteBackend {
+    fn acquire_read(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+    ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
+        let (name, token) = (name.to_owned(), token.to_owned());
+        self.call(move |db| db.rw_acquire_read(&name, &token, lease))
+    }
+
+    fn acquire_write(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        intent: bool,
+    ) -> impl Future<Output = Result<Option<WriteGrant>, BackendError>> + Send {
+        let (name, token) = (name.to_owned(), token.to_owned());
+        self.call(move |db| db.rw_acquire_write(&name, &token, lease, intent))
+    }
+
+    fn release_read(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
+        let (owned_name, token) = (name.to_owned(), token.to_owned());
+        self.released(name, self.call(move |db| db.rw_release_read(&owned_name, &token)))
+    }
+
+    fn release_write(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
+        let (owned_name, token) = (name.to_owned(), token.to_owned());
+        self.released(name, self.call(move |db| db.rw_release_write(&owned_name, &token)))
+    }
+
+    fn cancel_intent(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
+        let (owned_name, token) = (name.to_owned(), token.to_owned());
+        self.released(name, self.call(move |db| db.rw_cancel_intent(&owned_name, &token)))
+    }
+
+    fn downgrade(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+    ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
+        let (name, token) = (name.to_owned(), token.to_owned());
+        let this = self.clone();
+        let downgraded = self.call({
+            let name = name.clone();
+            move |db| db.rw_downgrade(&name, &token, lease)
+        });
+        async move {
+            let downgraded = downgraded.await;
+            if matches!(downgraded, Ok(Some(_))) {
+                this.inner.released.ring(&name); // waiting readers may read now
+            }
+            downgraded
+        }
+    }
+
+    fn state(&self, name: &str) -> impl Future<Output = Result<RwState, BackendError>> + Send {
+        let name = name.to_owned();
+        self.call(move |db| db.rw_state(&name))
+    }
+
+    fn owned_read(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
+        let (name, token) = (name.to_owned(), token.to_owned());
+        self.call(move |db| db.rw_owned_read(&name, &token))
+    }
+
+    fn owned_write(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
+        let (name, token) = (name.to_owned(), token.to_owned());
+        self.call(move |db| db.rw_owned_write(&name, &token))
     }
 
     fn wakeup(&self, name: &str) -> Option<Wakeup> {

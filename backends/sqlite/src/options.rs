@@ -39,6 +39,7 @@ pub struct SqliteOptions {
     lock_table: String,
     leader_table: String,
     schedule_table: String,
+    rwlock_table: String,
     clock: Option<Clock>,
 }
 
@@ -47,7 +48,7 @@ pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl SqliteOptions {
     /// The file at `path` (created if missing), with grelmicro 0.44's tables (`locks`,
-    /// `grelmicro_leader_election`, `schedules`), a 5 s busy timeout and `synchronous = FULL`.
+    /// `grelmicro_leader_election`, `schedules`, `rwlocks` and `rwlocks_holders`), a 5 s busy timeout and `synchronous = FULL`.
     pub fn new(path: impl AsRef<Path>) -> Self {
         Self {
             path: path.as_ref().to_path_buf(),
@@ -56,6 +57,7 @@ impl SqliteOptions {
             lock_table: "locks".into(),
             leader_table: "grelmicro_leader_election".into(),
             schedule_table: "schedules".into(),
+            rwlock_table: "rwlocks".into(),
             clock: None,
         }
     }
@@ -128,6 +130,14 @@ impl SqliteOptions {
         self
     }
 
+    /// The read-write lock table (default `rwlocks`; its holders are in `<name>_holders`, as
+    /// grelmicro's `SQLiteReadWriteLockAdapter(table_name=…)` keeps them).
+    #[must_use]
+    pub fn rwlock_table(mut self, name: impl Into<String>) -> Self {
+        self.rwlock_table = name.into();
+        self
+    }
+
     /// The schedule table (default `schedules`).
     #[must_use]
     pub fn schedule_table(mut self, name: impl Into<String>) -> Self {
@@ -156,6 +166,7 @@ impl SqliteOptions {
             ("lock_table", &self.lock_table),
             ("leader_table", &self.leader_table),
             ("schedule_table", &self.schedule_table),
+            ("rwlock_table", &self.rwlock_table),
         ] {
             let mut chars = name.chars();
             let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
@@ -182,6 +193,10 @@ impl SqliteOptions {
         (&self.lock_table, &self.leader_table, &self.schedule_table)
     }
 
+    pub(crate) fn rwlock_table_name(&self) -> &str {
+        &self.rwlock_table
+    }
+
     pub(crate) fn clock_value(&self) -> Clock {
         self.clock.clone().unwrap_or_else(|| Arc::new(time::system_now))
     }
@@ -194,6 +209,7 @@ impl std::fmt::Debug for SqliteOptions {
             .field("busy_timeout", &self.busy_timeout)
             .field("synchronous", &self.synchronous)
             .field("tables", &self.tables())
+            .field("rwlock_table", &self.rwlock_table)
             .field("clock", &if self.clock.is_some() { "custom" } else { "system" })
             .finish()
     }

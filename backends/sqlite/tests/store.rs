@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
-use tenure::backend::{LeaderElectionCalls, LockCalls};
+use tenure::backend::{LeaderElectionCalls, LockCalls, ReadWriteCalls};
 use tenure::{BackendErrorKind, Inspect, Metadata};
 use tenure_sqlite::{SqliteBackend, SqliteOptions};
 
@@ -63,7 +63,30 @@ async fn the_layout_is_grelmicro_044s() {
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
         .and_then(|mut s| s.query_map([], |r| r.get(0)).and_then(Iterator::collect))
         .expect("tables");
-    assert_eq!(tables, ["grelmicro_leader_election", "locks", "schedules"]);
+    assert_eq!(tables, ["grelmicro_leader_election", "locks", "rwlocks", "rwlocks_holders", "schedules"]);
+}
+
+#[tokio::test]
+async fn read_write_locks_keep_grelmicro_044s_rows() {
+    let path = fresh_path();
+    let store = open(&path).await;
+    let lease = Duration::from_micros(10_000_500);
+    let grant = ReadWriteCalls::acquire_write(&store, "rwlock:doc", "wt", lease, true).await.expect("write");
+    assert_eq!(grant.map(|g| (g.fence.get(), g.poisoned)), Some((1, false)));
+    ReadWriteCalls::downgrade(&store, "rwlock:doc", "wt", lease).await.expect("downgrade");
+    ReadWriteCalls::acquire_write(&store, "rwlock:doc", "w2", lease, true).await.expect("a refused writer's intent");
+    let db = raw(&path);
+    let (writer, generation): (Option<String>, i64) = db
+        .query_row("SELECT writer, generation FROM rwlocks WHERE name = 'rwlock:doc'", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .expect("lock row");
+    assert_eq!((writer, generation), (None, 1), "a downgrade clears the writer and keeps the generation");
+    let holders: Vec<(String, String, usize)> = db
+        .prepare("SELECT token, kind, length(expire_at) FROM rwlocks_holders WHERE name = 'rwlock:doc' ORDER BY kind")
+        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).and_then(Iterator::collect))
+        .expect("holder rows");
+    assert_eq!(holders, [("w2".to_owned(), "i".to_owned(), 23), ("wt".to_owned(), "r".to_owned(), 23)]);
 }
 
 #[tokio::test]
