@@ -87,6 +87,7 @@ mod inspect;
 mod options;
 mod queue;
 mod record;
+mod rw;
 mod scripts;
 mod wake;
 mod wire;
@@ -98,7 +99,9 @@ use redis::aio::ConnectionManagerConfig;
 use redis::cluster::ClusterClientBuilder;
 use redis::{Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, ProtocolVersion, RedisError, TlsCertificates};
 pub use tenure::OpenError;
-use tenure::backend::{BackendFuture, LeaderElectionOperations, LockOperations, ScheduleBackend, Wakeup};
+use tenure::backend::{
+    BackendFuture, LeaderElectionOperations, LockOperations, ReadWriteLockBackend, ScheduleBackend, Wakeup,
+};
 use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, SettingsError};
 
@@ -543,6 +546,10 @@ impl LockOperations for RedisBackend {
 
     fn take_grant(&self, name: &str, token: &str) -> Option<FencingToken> {
         self.inner.subscriptions.take_grant(name, token)
+    }
+
+    fn read_write(&self) -> Option<Arc<dyn ReadWriteLockBackend>> {
+        Some(Arc::new(self.clone()))
     }
 }
 

@@ -142,6 +142,7 @@ pub(crate) struct Scripts {
     pub(crate) leader_release: Script,
     pub(crate) leader_get: Script,
     pub(crate) schedule_claim: Script,
+    pub(crate) rw: crate::rw::Scripts,
 }
 
 impl Scripts {
@@ -155,6 +156,7 @@ impl Scripts {
             leader_release: leader(LEADER_RELEASE),
             leader_get: leader(LEADER_GET),
             schedule_claim: Script::new(SCHEDULE_CLAIM),
+            rw: crate::rw::Scripts::new(),
         }
     }
 
@@ -168,7 +170,10 @@ impl Scripts {
             &self.leader_release,
             &self.leader_get,
             &self.schedule_claim,
-        ] {
+        ]
+        .into_iter()
+        .chain(self.rw.all())
+        {
             script.load_async(con).await?;
         }
         Ok(())

@@ -40,3 +40,4 @@ fn redis() -> Harness {
 }
 
 tenure_conformance::conformance_tests!(redis());
+tenure_conformance::rw_conformance_tests!(redis());

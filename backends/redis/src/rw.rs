@@ -1,0 +1,308 @@
+//! Read-write locks in grelmicro 0.44's Redis layout (`RedisReadWriteLockAdapter`): per name, a
+//! hash `<prefix>rwlock:<name>` with the generation `g`, the writer's token `w` and its expiry `we`
+//! (server ms), and sorted sets `…:r` (readers) and `…:i` (writers' intents) scored by expiry.
+//! Expiry is judged in the script against the server's clock — a lease is live strictly before
+//! its expiry — so an expired writer stays in the hash and the next grant knows it never released
+//! (`poisoned`). The scripts are grelmicro's, decision for decision, with two additions: a hash
+//! whose numbers are not numbers is reported as malformed, and a release, a withdrawn intent or a
+//! downgrade publishes on the name's release channel, so this backend's waiters are pushed (a
+//! grelmicro process's release publishes nothing: waiters then see it at their next attempt).
+
+use std::time::Duration;
+
+use redis::{Script, ScriptInvocation};
+use tenure::backend::record::generation;
+use tenure::backend::{ReadWriteOperations, Wakeup};
+use tenure_core::{BackendError, FencingToken, RwState, WriteGrant};
+
+use crate::wake::Wake;
+use crate::{RedisBackend, error, record};
+
+/// The server's clock in ms, expired readers and intents reaped, and the hash read: `g` (0 if
+/// absent), `w`, `we` (nil if absent). `KEYS[1]` hash, `KEYS[2]` readers, `KEYS[3]` intents.
+const PRELUDE: &str = r"
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+local stored = redis.call('HMGET', KEYS[1], 'g', 'w', 'we')
+local g, w, we = stored[1], stored[2], stored[3]
+if (g and not tonumber(g)) or (we and not tonumber(we)) then
+    return redis.error_reply('TENURE_MALFORMED ' .. KEYS[1] .. ' holds a g or we that is not a number')
+end
+g = tonumber(g) or 0
+we = tonumber(we)
+local writing = w and we and we > now
+";
+
+/// `ARGV[1]` token, `ARGV[2]` lease ms. The generation, or nil.
+const ACQUIRE_READ: &str = r"
+local exp = now + tonumber(ARGV[2])
+if redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+    redis.call('ZADD', KEYS[2], exp, ARGV[1])
+    return g
+end
+if (we and we > now) or redis.call('ZCARD', KEYS[3]) > 0 then
+    return nil
+end
+redis.call('ZADD', KEYS[2], exp, ARGV[1])
+return g
+";
+
+/// `ARGV[1]` token, `ARGV[2]` lease ms, `ARGV[3]` `1` to keep an intent if refused.
+/// `{fence, poisoned}`, or nil.
+const ACQUIRE_WRITE: &str = r"
+local exp = now + tonumber(ARGV[2])
+if writing and w == ARGV[1] then
+    redis.call('HSET', KEYS[1], 'we', exp)
+    return {g, 0}
+end
+if writing or redis.call('ZCARD', KEYS[2]) > 0 then
+    if ARGV[3] == '1' then
+        redis.call('ZADD', KEYS[3], exp, ARGV[1])
+    end
+    return nil
+end
+local poisoned = 0
+if w then
+    poisoned = 1
+end
+redis.call('ZREM', KEYS[3], ARGV[1])
+g = g + 1
+redis.call('HSET', KEYS[1], 'g', g, 'w', ARGV[1], 'we', exp)
+return {g, poisoned}
+";
+
+/// `ARGV[1]` token, `ARGV[2]` release channel. 1 iff a live read lease went.
+const RELEASE_READ: &str = r"
+local gone = redis.call('ZREM', KEYS[2], ARGV[1])
+if gone == 1 then
+    redis.call('PUBLISH', ARGV[2], '')
+end
+return gone
+";
+
+/// `ARGV[1]` token, `ARGV[2]` release channel. 1 iff the live write lease went (clean).
+const RELEASE_WRITE: &str = r"
+if writing and w == ARGV[1] then
+    redis.call('HDEL', KEYS[1], 'w', 'we')
+    redis.call('PUBLISH', ARGV[2], '')
+    return 1
+end
+return 0
+";
+
+/// `ARGV[1]` token, `ARGV[2]` release channel. 1 iff a live intent went.
+const CANCEL_INTENT: &str = r"
+local gone = redis.call('ZREM', KEYS[3], ARGV[1])
+if gone == 1 then
+    redis.call('PUBLISH', ARGV[2], '')
+end
+return gone
+";
+
+/// `ARGV[1]` token, `ARGV[2]` read lease ms, `ARGV[3]` release channel. The generation, or nil.
+const DOWNGRADE: &str = r"
+if not (writing and w == ARGV[1]) then
+    return nil
+end
+redis.call('HDEL', KEYS[1], 'w', 'we')
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('PUBLISH', ARGV[3], '')
+return g
+";
+
+/// `{generation, writing, readers, intents}`.
+const STATE: &str = r"
+local live = 0
+if we and we > now then
+    live = 1
+end
+return {g, live, redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3])}
+";
+
+/// `ARGV[1]` token. 1 iff it reads.
+const OWNED_READ: &str = r"
+if redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+    return 1
+end
+return 0
+";
+
+/// `ARGV[1]` token. 1 iff it writes.
+const OWNED_WRITE: &str = r"
+if writing and w == ARGV[1] then
+    return 1
+end
+return 0
+";
+
+/// The read-write lock scripts, hashed once.
+#[derive(Debug)]
+pub(crate) struct Scripts {
+    acquire_read: Script,
+    acquire_write: Script,
+    release_read: Script,
+    release_write: Script,
+    cancel_intent: Script,
+    downgrade: Script,
+    state: Script,
+    owned_read: Script,
+    owned_write: Script,
+}
+
+impl Scripts {
+    pub(crate) fn new() -> Self {
+        let script = |body: &str| Script::new(&format!("{PRELUDE}{body}"));
+        Self {
+            acquire_read: script(ACQUIRE_READ),
+            acquire_write: script(ACQUIRE_WRITE),
+            release_read: script(RELEASE_READ),
+            release_write: script(RELEASE_WRITE),
+            cancel_intent: script(CANCEL_INTENT),
+            downgrade: script(DOWNGRADE),
+            state: script(STATE),
+            owned_read: script(OWNED_READ),
+            owned_write: script(OWNED_WRITE),
+        }
+    }
+
+    /// Every script, to load into the server's cache.
+    pub(crate) fn all(&self) -> [&Script; 9] {
+        [
+            &self.acquire_read,
+            &self.acquire_write,
+            &self.release_read,
+            &self.release_write,
+            &self.cancel_intent,
+            &self.downgrade,
+            &self.state,
+            &self.owned_read,
+            &self.owned_write,
+        ]
+    }
+}
+
+impl RedisBackend {
+    /// `script` on `name`'s three keys, with `token` as its first argument.
+    fn rw_call<'a>(&self, script: &'a Script, name: &str, token: &str) -> ScriptInvocation<'a> {
+        let key = self.key(name);
+        let mut invocation = script.key(&key);
+        invocation.key(format!("{key}:r")).key(format!("{key}:i")).arg(token);
+        invocation
+    }
+
+    fn rw_scripts(&self) -> &Scripts {
+        &self.inner.scripts.rw
+    }
+
+    /// Runs a release-like script (token, then the name's release channel): true iff it let go.
+    async fn rw_let_go(&self, script: &Script, name: &str, token: &str, what: &str) -> Result<bool, BackendError> {
+        let mut con = self.connection()?;
+        let gone: i64 = self
+            .rw_call(script, name, token)
+            .arg(self.inner.subscriptions.channel(name))
+            .invoke_async(&mut con)
+            .await
+            .map_err(|e| error(what, name, &e))?;
+        Ok(gone == 1)
+    }
+
+    async fn rw_flag(&self, script: &Script, name: &str, token: &str, what: &str) -> Result<bool, BackendError> {
+        let mut con = self.connection()?;
+        let yes: i64 =
+            self.rw_call(script, name, token).invoke_async(&mut con).await.map_err(|e| error(what, name, &e))?;
+        Ok(yes == 1)
+    }
+}
+
+impl ReadWriteOperations for RedisBackend {
+    async fn acquire_read(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+    ) -> Result<Option<FencingToken>, BackendError> {
+        let mut con = self.connection()?;
+        self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
+        let g: Option<i64> = self
+            .rw_call(&self.rw_scripts().acquire_read, name, token)
+            .arg(tenure_core::time::ceil_millis(lease))
+            .invoke_async(&mut con)
+            .await
+            .map_err(|e| error("read acquire", name, &e))?;
+        g.map(|g| generation(name, g)).transpose()
+    }
+
+    async fn acquire_write(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        intent: bool,
+    ) -> Result<Option<WriteGrant>, BackendError> {
+        let mut con = self.connection()?;
+        self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
+        let grant: Option<(i64, i64)> = self
+            .rw_call(&self.rw_scripts().acquire_write, name, token)
+            .arg(tenure_core::time::ceil_millis(lease))
+            .arg(if intent { "1" } else { "0" })
+            .invoke_async(&mut con)
+            .await
+            .map_err(|e| error("write acquire", name, &e))?;
+        grant
+            .map(|(fence, poisoned)| Ok(WriteGrant { fence: record::fence(name, fence)?, poisoned: poisoned == 1 }))
+            .transpose()
+    }
+
+    async fn release_read(&self, name: &str, token: &str) -> Result<bool, BackendError> {
+        self.rw_let_go(&self.rw_scripts().release_read, name, token, "read release").await
+    }
+
+    async fn release_write(&self, name: &str, token: &str) -> Result<bool, BackendError> {
+        self.rw_let_go(&self.rw_scripts().release_write, name, token, "write release").await
+    }
+
+    async fn cancel_intent(&self, name: &str, token: &str) -> Result<bool, BackendError> {
+        self.rw_let_go(&self.rw_scripts().cancel_intent, name, token, "intent withdrawal").await
+    }
+
+    async fn downgrade(&self, name: &str, token: &str, lease: Duration) -> Result<Option<FencingToken>, BackendError> {
+        let mut con = self.connection()?;
+        let g: Option<i64> = self
+            .rw_call(&self.rw_scripts().downgrade, name, token)
+            .arg(tenure_core::time::ceil_millis(lease))
+            .arg(self.inner.subscriptions.channel(name))
+            .invoke_async(&mut con)
+            .await
+            .map_err(|e| error("downgrade", name, &e))?;
+        g.map(|g| generation(name, g)).transpose()
+    }
+
+    async fn state(&self, name: &str) -> Result<RwState, BackendError> {
+        let mut con = self.connection()?;
+        let key = self.key(name);
+        let (g, writing, readers, intents): (i64, i64, usize, usize) = self
+            .rw_scripts()
+            .state
+            .key(&key)
+            .key(format!("{key}:r"))
+            .key(format!("{key}:i"))
+            .invoke_async(&mut con)
+            .await
+            .map_err(|e| error("read-write lock state", name, &e))?;
+        Ok(RwState { generation: generation(name, g)?.get(), writing: writing == 1, readers, waiting_writers: intents })
+    }
+
+    async fn owned_read(&self, name: &str, token: &str) -> Result<bool, BackendError> {
+        self.rw_flag(&self.rw_scripts().owned_read, name, token, "read owned check").await
+    }
+
+    async fn owned_write(&self, name: &str, token: &str) -> Result<bool, BackendError> {
+        self.rw_flag(&self.rw_scripts().owned_write, name, token, "write owned check").await
+    }
+
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        Some(self.inner.subscriptions.wakeup(name, Wake::All))
+    }
+}
