@@ -25,7 +25,8 @@ async fn open() -> PostgresBackend {
         .expect("url")
         .lock_table(format!("{}_locks", stem()))
         .leader_table(format!("{}_leaders", stem()))
-        .schedule_table(format!("{}_schedules", stem()));
+        .schedule_table(format!("{}_schedules", stem()))
+        .rwlock_table(format!("{}_rwlocks", stem()));
     options.open(tenure_tokio::Tokio::current()).await.expect("open PostgreSQL")
 }
 

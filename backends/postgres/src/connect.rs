@@ -38,6 +38,8 @@ pub(crate) struct Session {
     pub(crate) leader_get: Statement,
     pub(crate) schedule_claim: Statement,
     pub(crate) schedule_last_fired: Statement,
+    /// The read-write lock statements, prepared at the connection's first read-write call.
+    pub(crate) rw: tokio::sync::OnceCell<crate::rw::Statements>,
 }
 
 /// Whether a connection's reader still runs.
@@ -177,6 +179,7 @@ pub(crate) async fn prepare(connected: Connected, texts: &Texts) -> Result<Sessi
         leader_get: sent(client.prepare(&texts.leader_get)).await?,
         schedule_claim: sent(client.prepare(&texts.schedule_claim)).await?,
         schedule_last_fired: sent(client.prepare(&texts.schedule_last_fired)).await?,
+        rw: tokio::sync::OnceCell::new(),
         client,
     })
 }

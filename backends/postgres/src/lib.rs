@@ -72,6 +72,7 @@ mod inspect;
 mod options;
 mod queue;
 mod record;
+mod rw;
 mod sql;
 mod tls;
 
@@ -84,7 +85,8 @@ use rustls::ClientConfig;
 pub use tenure::OpenError;
 use tenure::backend::record::{fence, metadata_json};
 use tenure::backend::{
-    BackendFuture, Entry, LeaderElectionOperations, LockOperations, ScheduleBackend, WaitQueues, Wake, Wakeup,
+    BackendFuture, Entry, LeaderElectionOperations, LockOperations, ReadWriteLockBackend, ScheduleBackend, WaitQueues,
+    Wake, Wakeup,
 };
 use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata};
@@ -110,6 +112,7 @@ struct Inner {
     /// The runtime the backend was handed: sockets, timers, the readers' tasks.
     net: Arc<dyn Net>,
     texts: Texts,
+    rw_texts: rw::Texts,
     tls: Option<Arc<ClientConfig>>,
     /// The connections; a name's calls all go to the same one (so calls made under one token
     /// keep their order), and the first also LISTENs.
@@ -343,7 +346,11 @@ impl Inner {
     /// [`PostgresBackend::listen_if_waited`]), its reader wakes this backend's waiters.
     async fn connect(self: &Arc<Self>, listens: bool) -> Result<Connected, BackendError> {
         let queues = if listens { Arc::downgrade(&self.queues) } else { std::sync::Weak::new() };
-        let prefixes = [format!("{}:", self.options.lock_table), format!("{}:", self.options.leader_table)];
+        let prefixes = [
+            format!("{}:", self.options.lock_table),
+            format!("{}:", self.options.leader_table),
+            format!("{}:", self.options.rwlock_table),
+        ];
         let grants = self.texts.grant_channel.clone();
         let listener: Listener = Arc::new(move |message| {
             let Some(queues) = queues.upgrade() else { return };
@@ -392,6 +399,7 @@ impl PostgresOptions {
         let inner = Arc::new(Inner {
             net: Arc::new(runtime),
             texts: Texts::new(&self, &tenure::backend::route_id()),
+            rw_texts: rw::Texts::new(&self.rwlock_table, self.notify),
             tls,
             options: self,
             links: (0..connections)
@@ -447,6 +455,7 @@ async fn migrate(options: &PostgresOptions, client: &Client) -> Result<(), Backe
         queue::schema(&options.lock_table),
         sql::leader_schema(&options.leader_table),
         sql::schedule_schema(&options.schedule_table),
+        rw::schema(&options.rwlock_table),
     ];
     for schema in schemas {
         if let Err(e) = client.batch_execute(&schema).await {
@@ -554,6 +563,10 @@ impl LockOperations for PostgresBackend {
 
     fn take_grant(&self, name: &str, token: &str) -> Option<FencingToken> {
         self.inner.queues.take_grant(name, token)
+    }
+
+    fn read_write(&self) -> Option<Arc<dyn ReadWriteLockBackend>> {
+        Some(Arc::new(self.clone()))
     }
 }
 

@@ -57,6 +57,7 @@ pub struct PostgresOptions {
     pub(crate) lock_table: String,
     pub(crate) leader_table: String,
     pub(crate) schedule_table: String,
+    pub(crate) rwlock_table: String,
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
     pub(crate) statement_timeout: Option<Duration>,
@@ -71,8 +72,8 @@ impl PostgresOptions {
     /// `verify-ca`, `verify-full`), `sslrootcert` (a PEM file, or `system`),
     /// `connect_timeout`, `host` (a Unix socket directory), `application_name` and `options`
     /// are read; so are Tenure's own: `command_timeout` and `statement_timeout` (seconds),
-    /// `lock_table`, `leader_table`, `schedule_table` (grelmicro's defaults `locks`,
-    /// `grelmicro_leader_election`, `schedules`), `connections` (1 to 64, default 4), and
+    /// `lock_table`, `leader_table`, `schedule_table`, `rwlock_table` (grelmicro's defaults
+    /// `locks`, `grelmicro_leader_election`, `schedules`, `grelmicro_rwlocks`), `connections` (1 to 64, default 4), and
     /// `notify=false` for a connection pooler in transaction mode, where LISTEN cannot work
     /// (waiters then poll).
     pub fn from_url(url: &str) -> Result<Self, SettingsError> {
@@ -97,6 +98,7 @@ impl PostgresOptions {
                 "lock_table" => options.lock_table = text()?,
                 "leader_table" => options.leader_table = text()?,
                 "schedule_table" => options.schedule_table = text()?,
+                "rwlock_table" => options.rwlock_table = text()?,
                 "notify" => {
                     options.notify = match text()?.as_str() {
                         "true" | "1" | "on" => true,
@@ -138,6 +140,7 @@ impl PostgresOptions {
             lock_table: "locks".into(),
             leader_table: "grelmicro_leader_election".into(),
             schedule_table: "schedules".into(),
+            rwlock_table: "grelmicro_rwlocks".into(),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             statement_timeout: None,
@@ -162,6 +165,14 @@ impl PostgresOptions {
     /// The table of schedule claims (grelmicro's `schedules`).
     pub fn schedule_table(mut self, table: impl Into<String>) -> Self {
         self.schedule_table = table.into();
+        self
+    }
+
+    /// The table of read-write locks (grelmicro's `grelmicro_rwlocks`); its readers and
+    /// writers' intents are in `<table>_holders`, its functions `<table>_acquire_read_v2`,
+    /// `<table>_acquire_write_v2` and `<table>_downgrade_v2`.
+    pub fn rwlock_table(mut self, table: impl Into<String>) -> Self {
+        self.rwlock_table = table.into();
         self
     }
 
@@ -232,6 +243,7 @@ impl PostgresOptions {
         check_table("lock_table", &self.lock_table, 63)?;
         check_table("leader_table", &self.leader_table, MAX_LEADER_TABLE)?;
         check_table("schedule_table", &self.schedule_table, 63)?;
+        check_table("rwlock_table", &self.rwlock_table, 63 - "_acquire_write_v2".len())?;
         if self.config.get_hosts().is_empty() {
             return Err(bad_url(format!("{} names no host", self.shown_url())));
         }
@@ -248,6 +260,7 @@ impl std::fmt::Debug for PostgresOptions {
             .field("lock_table", &self.lock_table)
             .field("leader_table", &self.leader_table)
             .field("schedule_table", &self.schedule_table)
+            .field("rwlock_table", &self.rwlock_table)
             .field("connect_timeout", &self.connect_timeout)
             .field("command_timeout", &self.command_timeout)
             .field("statement_timeout", &self.statement_timeout)

@@ -32,6 +32,20 @@ pub(crate) struct Texts {
     pub(crate) grant_channel: String,
 }
 
+/// `released` (an UPDATE or DELETE of rows of `table`, without RETURNING) counting the rows it
+/// let go; each announces itself on [`CHANNEL`] (in the same statement, so at its commit) iff
+/// `notify`.
+pub(crate) fn announced(notify: bool, released: &str, table: &str) -> String {
+    if notify {
+        format!(
+            "WITH released AS ({released} RETURNING name) SELECT count(*) FROM released, \
+             LATERAL (SELECT pg_notify('{CHANNEL}', '{table}:' || released.name)) AS announced"
+        )
+    } else {
+        format!("WITH released AS ({released} RETURNING name) SELECT count(*) FROM released")
+    }
+}
+
 /// The columns a leader record is read from: holder, lease (µs), acquired and renewed
 /// (TIMESTAMPTZ), transitions, metadata (JSON text).
 const LEADER_COLUMNS: &str = "holder, round(lease_duration * 1000000)::bigint, acquired_at, renewed_at, \
@@ -41,17 +55,7 @@ impl Texts {
     /// The statements of a backend whose grants are notified on `route`'s channel.
     pub(crate) fn new(options: &PostgresOptions, route: &str) -> Self {
         let (locks, leaders, schedules) = (&options.lock_table, &options.leader_table, &options.schedule_table);
-        // A release announces itself (in the same statement, so at its commit) when asked to.
-        let announced = |released: String, table: &str| {
-            if options.notify {
-                format!(
-                    "WITH released AS ({released} RETURNING name) SELECT count(*) FROM released, \
-                     LATERAL (SELECT pg_notify('{CHANNEL}', '{table}:' || released.name)) AS announced"
-                )
-            } else {
-                format!("WITH released AS ({released} RETURNING name) SELECT count(*) FROM released")
-            }
-        };
+        let announced = |released: String, table: &str| announced(options.notify, &released, table);
         let leader_live = "NOW() < renewed_at + make_interval(secs => lease_duration)";
         Self {
             // grelmicro's decision (take a free or expired name, renew one's own lease; the fence

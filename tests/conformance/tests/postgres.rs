@@ -17,7 +17,8 @@ async fn open() -> Store {
         Ok(options) => options
             .lock_table(format!("{tables}_locks"))
             .leader_table(format!("{tables}_leaders"))
-            .schedule_table(format!("{tables}_schedules")),
+            .schedule_table(format!("{tables}_schedules"))
+            .rwlock_table(format!("{tables}_rwlocks")),
         Err(e) => panic!("bad TENURE_POSTGRES_URL: {e}"),
     };
     let store = match options.open(tenure_tokio::Tokio::current()).await {
@@ -43,3 +44,4 @@ fn postgres() -> Harness {
 }
 
 tenure_conformance::conformance_tests!(postgres());
+tenure_conformance::rw_conformance_tests!(postgres());

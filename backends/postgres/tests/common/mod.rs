@@ -28,6 +28,7 @@ pub fn options(url: &str, stem: &str) -> PostgresOptions {
         .lock_table(format!("{stem}_locks"))
         .leader_table(format!("{stem}_leaders"))
         .schedule_table(format!("{stem}_schedules"))
+        .rwlock_table(format!("{stem}_rwlocks"))
 }
 
 /// A backend on `url` with the tables of `stem`, on `runtime`.
