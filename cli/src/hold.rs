@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use tenure::{Error, KeepAlive, KeepAliveEnd, Keepable, Timestamp};
-use tenure_tokio::{LockGuard, TaskLockGuard};
+use tenure_tokio::{LockGuard, ReadGuard, TaskLockGuard, WriteGuard};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::{Instant, sleep_until};
 
@@ -21,6 +21,10 @@ use crate::say;
 pub(crate) trait Lease: Keepable {
     /// Its fencing token.
     fn fence(&self) -> u64;
+    /// What the command is told of it besides the name.
+    fn variables(&self) -> Vec<(&'static str, String)> {
+        vec![("TENURE_FENCING_TOKEN", self.fence().to_string())]
+    }
     /// Ends it when the command is done: a lock is released; a task lock keeps its claim for
     /// what is left of the min-hold window.
     fn end(self) -> impl Future<Output = Result<(), Error>> + Send;
@@ -29,6 +33,41 @@ pub(crate) trait Lease: Keepable {
 impl Lease for LockGuard {
     fn fence(&self) -> u64 {
         self.fencing_token().get()
+    }
+
+    fn end(self) -> impl Future<Output = Result<(), Error>> + Send {
+        self.release()
+    }
+}
+
+/// A reader's "fence" is the generation it reads (the fencing token of the last write).
+impl Lease for ReadGuard {
+    fn fence(&self) -> u64 {
+        self.generation().get()
+    }
+
+    fn variables(&self) -> Vec<(&'static str, String)> {
+        vec![("TENURE_GENERATION", self.fence().to_string())]
+    }
+
+    fn end(self) -> impl Future<Output = Result<(), Error>> + Send {
+        self.release()
+    }
+}
+
+impl Lease for WriteGuard {
+    fn fence(&self) -> u64 {
+        self.fencing_token().get()
+    }
+
+    fn variables(&self) -> Vec<(&'static str, String)> {
+        let fence = self.fence().to_string();
+        let poisoned = if self.poisoned() { "1" } else { "0" };
+        vec![
+            ("TENURE_FENCING_TOKEN", fence.clone()),
+            ("TENURE_GENERATION", fence),
+            ("TENURE_POISONED", poisoned.into()),
+        ]
     }
 
     fn end(self) -> impl Future<Output = Result<(), Error>> + Send {

@@ -9,6 +9,7 @@ mod child;
 mod demo;
 mod hold;
 mod run;
+mod rw;
 mod status;
 mod store;
 
@@ -78,6 +79,17 @@ pub(crate) struct LockArgs {
     /// Fail at once if the lock is held (exit 75).
     #[arg(long)]
     pub(crate) no_wait: bool,
+    /// Hold NAME's read-write lock as one of its readers: any number of --shared holders run at
+    /// once, never beside an --exclusive one (CMD gets TENURE_GENERATION, the fencing token of
+    /// the last write). A read-write lock is not the plain lock NAME (grelmicro's rwlock: and
+    /// lock: names).
+    #[arg(long, conflicts_with = "exclusive")]
+    pub(crate) shared: bool,
+    /// Hold NAME's read-write lock as its writer: alone, no reader beside it; while it waits, new
+    /// readers wait behind it (CMD gets TENURE_FENCING_TOKEN, and TENURE_POISONED=1 if the
+    /// writer before it lost its lease without releasing).
+    #[arg(long)]
+    pub(crate) exclusive: bool,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tenure::KeepAlive;
+use tenure::{Error, KeepAlive};
 use tenure_tokio::{Coordination, Tokio};
 
 use crate::child::{self, exit_code};
@@ -10,13 +10,13 @@ use crate::hold::{self, Ended, Lease, Timing};
 use crate::store::{self, Store};
 use crate::{EXIT_HELD, EXIT_LOST, EXIT_TIMEOUT, ElectArgs, Failure, LockArgs, TaskArgs, say};
 
-async fn coordination(backend: Option<&str>) -> Result<(Store, Coordination), Failure> {
+pub(crate) async fn coordination(backend: Option<&str>) -> Result<(Store, Coordination), Failure> {
     let store = store::open(backend).await?;
     let coordination = Coordination::new(Tokio::current()).source(&store);
     Ok((store, coordination))
 }
 
-fn usage(e: &tenure::Error) -> Failure {
+pub(crate) fn usage(e: &tenure::Error) -> Failure {
     Failure::from_error(e)
 }
 
@@ -32,6 +32,9 @@ fn finish(ended: Ended) -> i32 {
 }
 
 pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, Failure> {
+    if args.shared || args.exclusive {
+        return crate::rw::lock(backend, args).await;
+    }
     let (store, coordination) = coordination(backend).await?;
     let mut builder = coordination.lock(&args.name).map_err(|e| usage(&e))?;
     if let Some(lease) = args.lease {
@@ -46,21 +49,32 @@ pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, F
     } else {
         lock.acquire().await
     };
-    let guard = match acquired {
-        Ok(guard) => guard,
-        Err(e) if e.is_timeout() => {
-            store::close(&store).await;
-            let waited = args.timeout.unwrap_or_default().as_secs_f64();
-            return Err(Failure::new(EXIT_TIMEOUT, format!("lock {} not acquired within {waited}s", args.name)));
-        }
-        Err(e) if e.is_would_block() => {
-            store::close(&store).await;
-            return Err(Failure::new(EXIT_HELD, format!("lock {} is held by another holder", args.name)));
-        }
-        Err(e) => return Err(usage(&e)),
-    };
+    let guard = held(&store, &args, "lock", acquired).await?;
     say!("acquired lock {} (fencing token {})", args.name, guard.fence());
     run_held(&store, guard, &args.name, &args.command, timing).await
+}
+
+/// The guard of `what` (`lock`, `read-write lock`), or the failure a refused or timed-out
+/// attempt exits with (the store closed).
+pub(crate) async fn held<G>(
+    store: &Store,
+    args: &LockArgs,
+    what: &str,
+    acquired: Result<G, Error>,
+) -> Result<G, Failure> {
+    match acquired {
+        Ok(guard) => Ok(guard),
+        Err(e) if e.is_timeout() => {
+            store::close(store).await;
+            let waited = args.timeout.unwrap_or_default().as_secs_f64();
+            Err(Failure::new(EXIT_TIMEOUT, format!("{what} {} not acquired within {waited}s", args.name)))
+        }
+        Err(e) if e.is_would_block() => {
+            store::close(store).await;
+            Err(Failure::new(EXIT_HELD, format!("{what} {} is held by another holder", args.name)))
+        }
+        Err(e) => Err(usage(&e)),
+    }
 }
 
 pub(crate) async fn task(backend: Option<&str>, args: TaskArgs) -> Result<i32, Failure> {
@@ -87,14 +101,15 @@ pub(crate) async fn task(backend: Option<&str>, args: TaskArgs) -> Result<i32, F
 /// Runs `command` under `lease` (with `TENURE_LOCK_NAME` and `TENURE_FENCING_TOKEN`), keeps the
 /// lease alive while it runs (the library renews it; see `hold`), ends the lease when it exits,
 /// and closes the store.
-async fn run_held<G: Lease>(
+pub(crate) async fn run_held<G: Lease>(
     store: &Store,
     lease: G,
     name: &str,
     command: &[String],
     timing: Timing,
 ) -> Result<i32, Failure> {
-    let env = [("TENURE_LOCK_NAME", name.to_owned()), ("TENURE_FENCING_TOKEN", lease.fence().to_string())];
+    let mut env = vec![("TENURE_LOCK_NAME", name.to_owned())];
+    env.extend(lease.variables());
     // No maximum hold: the command decides how long it runs.
     let kept = KeepAlive::new(lease, Duration::MAX);
     let mut running = match child::start(command, &env) {

@@ -372,3 +372,47 @@ fn the_demo_shows_exclusion_fences_and_failover() {
     assert!(text.contains("ok   leader failover"), "{text}");
     assert!(dir.join("tenure/tenure.db").exists(), "the default store is not in the state directory");
 }
+
+/// Readers held by `--shared` processes on `rwlock:<name>`, as the store counts them.
+fn readers(dir: &Path, name: &str) -> i64 {
+    db(dir)
+        .query_row("SELECT count(*) FROM rwlocks_holders WHERE name = ?1 AND kind = 'r'", [name], |r| r.get(0))
+        .unwrap_or(0)
+}
+
+#[test]
+fn shared_holders_read_together_and_an_exclusive_one_writes_alone() {
+    let (dir, url) = workspace();
+    // Two readers at once: each waits (up to 10 s) until both hold before it exits.
+    let both = format!(
+        "echo $TENURE_GENERATION > {d}/gen-$$; i=0; while [ $(ls {d} | grep -c '^gen-') -lt 2 ]; do \
+         i=$((i + 1)); [ $i -lt 500 ] || exit 1; sleep 0.02; done",
+        d = dir.display()
+    );
+    let readers_running: Vec<Child> = (0..2)
+        .map(|_| tenure(&url, &["lock", "doc", "--shared", "--", "sh", "-c", &both]).spawn().expect("reader"))
+        .collect();
+    for mut reader in readers_running {
+        assert!(reader.wait().expect("wait").success(), "a reader did not run beside the other");
+    }
+    // A reader holds: a writer with --no-wait is refused (75), one with --timeout gives up (124).
+    let mut reader = tenure(&url, &["lock", "doc", "--shared", "--", "sleep", "30"]).spawn().expect("reader");
+    eventually("the reader to hold", || readers(&dir, "rwlock:doc") == 1);
+    let busy = run(&url, &["lock", "doc", "--exclusive", "--no-wait", "--", "true"]);
+    assert_eq!(code(&busy), 75, "{}", stderr(&busy));
+    let late = run(&url, &["lock", "doc", "--exclusive", "--timeout", "0.3", "--", "true"]);
+    assert_eq!(code(&late), 124, "{}", stderr(&late));
+    // The plain lock of the same name is another lock.
+    assert_eq!(code(&run(&url, &["lock", "doc", "--no-wait", "--", "true"])), 0, "lock:doc is not rwlock:doc");
+    let _ = reader.kill();
+    let _ = reader.wait();
+    // The killed reader's lease (60 s) still holds the writer out; a fresh name shows the
+    // writer's variables: the first write's fencing token, not poisoned, then a reader reads it.
+    let wrote =
+        run(&url, &["lock", "page", "--exclusive", "--", "sh", "-c", "echo $TENURE_FENCING_TOKEN $TENURE_POISONED"]);
+    assert_eq!(String::from_utf8_lossy(&wrote.stdout).trim(), "1 0", "{}", stderr(&wrote));
+    let read = run(&url, &["lock", "page", "--shared", "--", "sh", "-c", "echo $TENURE_GENERATION"]);
+    assert_eq!(String::from_utf8_lossy(&read.stdout).trim(), "1", "{}", stderr(&read));
+    let both_flags = run(&url, &["lock", "page", "--shared", "--exclusive", "--", "true"]);
+    assert_eq!(code(&both_flags), 2, "{}", stderr(&both_flags));
+}

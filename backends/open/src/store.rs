@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use tenure::backend::{LeaderElectionBackend, LockBackend, ScheduleBackend, StoreKind};
+use tenure::backend::{LeaderElectionBackend, LockBackend, ReadWriteLockBackend, ScheduleBackend, StoreKind};
 use tenure::{Inspect, MemoryBackend, Provider};
 use tenure_core::BackendError;
 
@@ -117,7 +117,8 @@ impl Store {
     }
 }
 
-/// Every store serves locks, task locks, elections and schedule claims.
+/// Every store serves locks, task locks, elections and schedule claims; memory, SQLite, Redis
+/// and PostgreSQL serve read-write locks too.
 impl Provider for Store {
     fn lock_backend(&self) -> Option<Arc<dyn LockBackend>> {
         Some(self.locks())
@@ -129,5 +130,9 @@ impl Provider for Store {
 
     fn schedule_backend(&self) -> Option<Arc<dyn ScheduleBackend>> {
         self.provider().schedule_backend()
+    }
+
+    fn read_write_lock_backend(&self) -> Option<Arc<dyn ReadWriteLockBackend>> {
+        self.provider().read_write_lock_backend()
     }
 }

@@ -119,5 +119,11 @@ macro_rules! runtime_aliases {
         pub type Coordination = $crate::Coordination<$runtime>;
         /// A [`tenure::Registry`] on this runtime.
         pub type Registry = $crate::Registry<$runtime>;
+        /// A [`tenure::ReadWriteLock`] on this runtime.
+        pub type ReadWriteLock = $crate::ReadWriteLock<$runtime>;
+        /// A [`tenure::ReadGuard`] on this runtime.
+        pub type ReadGuard = $crate::ReadGuard<$runtime>;
+        /// A [`tenure::WriteGuard`] on this runtime.
+        pub type WriteGuard = $crate::WriteGuard<$runtime>;
     };
 }
