@@ -82,7 +82,7 @@ async fn read_write_locks_keep_grelmicro_044s_rows() {
         })
         .expect("lock row");
     assert_eq!((writer, generation), (None, 1), "a downgrade clears the writer and keeps the generation");
-    let holders: Vec<(String, String, usize)> = db
+    let holders: Vec<(String, String, i64)> = db
         .prepare("SELECT token, kind, length(expire_at) FROM rwlocks_holders WHERE name = 'rwlock:doc' ORDER BY kind")
         .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).and_then(Iterator::collect))
         .expect("holder rows");
