@@ -144,7 +144,7 @@ cargo build -q -p tenure-cli
 # The Python package (the wheel the python step built) beside grelmicro in its interpreter.
 "$py" -m pip install -q --force-reinstall --no-deps target/wheels/tenure-*.whl
 tests/interop/sqlite.sh "$py" target/debug/tenure
-for store in sqlite redis postgres; do tests/interop/rw.sh "$store" "$py" target/debug/tenure; done
+for store in sqlite redis postgres; do TENURE_PYTHON=$py tests/interop/rw.sh "$store" "$py" target/debug/tenure; done
 TENURE_NODE_PATH=$node_modules TENURE_PYTHON=$py tests/interop/store.sh redis "$py" target/debug/tenure
 TENURE_NODE_PATH=$node_modules TENURE_PYTHON=$py tests/interop/store.sh postgres "$py" target/debug/tenure
 # etcd's own etcdctl lock and etcdctl elect beside the CLI, Node and Python package processes.

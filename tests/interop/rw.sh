@@ -3,7 +3,8 @@
 # adapter) and `tenure lock --shared` / `--exclusive` processes take one read-write lock in
 # turn, reading and writing. Every section appends its start and end to one log; the check
 # (check_rw.awk): readers share, never a writer beside a reader or another writer, write fences
-# strictly increase, a reader reads the last write's fence.
+# strictly increase, a reader reads the last write's fence. With TENURE_PYTHON (an interpreter with
+# the Python package) a process of the package runs grelmicro's code beside them.
 # Usage: tests/interop/rw.sh sqlite|redis|postgres PYTHON TENURE
 set -euo pipefail
 kind=$1 py=$2 tenure=$3
@@ -48,5 +49,10 @@ for n in 1 2; do
     sleep 0.01
   done) & pids+=($!)
 done
+want=$((4 * rounds + 1)) also=""
+if [ -n "${TENURE_PYTHON:-}" ]; then
+  "$TENURE_PYTHON" "$here/grelmicro_rw.py" --tenure "$url" none doc "$log" "$rounds" & pids+=($!)
+  want=$((want + rounds)) also=python
+fi
 for pid in "${pids[@]}"; do wait "$pid"; done
-awk -v want=$((4 * rounds + 1)) -v store="$kind read-write" -f "$here/check_rw.awk" "$log"
+awk -v want="$want" -v store="$kind read-write" -v also="$also" -f "$here/check_rw.awk" "$log"

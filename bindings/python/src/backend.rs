@@ -6,7 +6,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use tenure::MemoryBackend;
 use tenure::Provider;
-use tenure::backend::{LeaderElectionBackend, LockBackend, ScheduleBackend};
+use tenure::backend::{LeaderElectionBackend, LockBackend, ReadWriteLockBackend, ScheduleBackend};
 use tenure::core::SettingsError;
 use tenure_open::{Keywords, OpenError, Store, StoreKind, Target};
 
@@ -18,6 +18,8 @@ use crate::user::{Fences, UserStore, user_store};
 pub(crate) struct Backend {
     pub(crate) lock: Arc<dyn LockBackend>,
     pub(crate) leader: Arc<dyn LeaderElectionBackend>,
+    /// Its read-write locks, if it serves them (not etcd yet, nor a backend written in Python).
+    read_write: Option<Arc<dyn ReadWriteLockBackend>>,
     kind: Kind,
 }
 
@@ -28,7 +30,8 @@ enum Kind {
 
 impl Backend {
     fn new(store: Store) -> Self {
-        Self { lock: store.locks(), leader: store.elections(), kind: Kind::Store(store) }
+        let read_write = store.read_write_lock_backend();
+        Self { lock: store.locks(), leader: store.elections(), read_write, kind: Kind::Store(store) }
     }
 }
 
@@ -61,6 +64,12 @@ impl Backend {
         awaitable(py, async move { schedule.last_fired(&name).await.map_err(Fail::Backend) })
     }
 
+    /// Whether it serves read-write locks.
+    #[getter]
+    fn serves_read_write(&self) -> bool {
+        self.read_write.is_some()
+    }
+
     /// Whether calls made off any loop have a loop to run on (always, for a built-in store).
     fn has_loop(&self) -> bool {
         match &self.kind {
@@ -80,6 +89,12 @@ impl Backend {
 }
 
 impl Backend {
+    /// Its read-write locks, or the error a `Coordination` without them raises.
+    pub(crate) fn read_write(&self, py: Python<'_>) -> PyResult<Arc<dyn ReadWriteLockBackend>> {
+        let missing = tenure::Error::BackendMissing { slot: tenure::core::BackendSlot::ReadWriteLock };
+        self.read_write.clone().ok_or_else(|| crate::py_error(py, &missing))
+    }
+
     fn schedule(&self) -> PyResult<Arc<dyn ScheduleBackend>> {
         let store = match &self.kind {
             Kind::Store(store) => store.schedule_backend(),
@@ -94,7 +109,7 @@ impl Backend {
 #[pyfunction]
 pub(crate) fn user_backend(wrapper: Py<PyAny>, label: String, fences: &Fences) -> Backend {
     let user = user_store(wrapper, label, fences);
-    Backend { lock: Arc::new(user.clone()), leader: Arc::new(user.clone()), kind: Kind::User(user) }
+    Backend { lock: Arc::new(user.clone()), leader: Arc::new(user.clone()), read_write: None, kind: Kind::User(user) }
 }
 
 /// A private in-process store.

@@ -34,7 +34,11 @@ pub(crate) fn record_tuple(r: LeaderRecord) -> RecordTuple {
 
 /// The answer of the call `make` starts, within `timeout` seconds (else a timeout failure);
 /// `timeout` is checked before the call is made.
-fn bounded<'py, T, F>(py: Python<'py>, timeout: f64, make: impl FnOnce() -> PyResult<F>) -> PyResult<Bound<'py, PyAny>>
+pub(crate) fn bounded<'py, T, F>(
+    py: Python<'py>,
+    timeout: f64,
+    make: impl FnOnce() -> PyResult<F>,
+) -> PyResult<Bound<'py, PyAny>>
 where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
     F: Future<Output = Result<T, BackendError>> + Send + 'static,
@@ -51,7 +55,7 @@ where
     })
 }
 
-fn lease(py: Python<'_>, duration: f64) -> PyResult<Duration> {
+pub(crate) fn lease(py: Python<'_>, duration: f64) -> PyResult<Duration> {
     seconds(py, "duration", duration)
 }
 

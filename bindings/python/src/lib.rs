@@ -13,6 +13,8 @@ mod election;
 mod kept;
 mod lock;
 mod logging;
+mod rw_calls;
+mod rw_lock;
 mod task_lock;
 mod thread;
 mod user;
@@ -185,6 +187,7 @@ fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<backend::Backend>()?;
     m.add_class::<lock::Lock>()?;
     m.add_class::<lock::Holder>()?;
+    m.add_class::<rw_lock::ReadWriteLock>()?;
     m.add_class::<task_lock::TaskLock>()?;
     m.add_class::<task_lock::TaskGuard>()?;
     m.add_class::<kept::Kept>()?;
@@ -200,6 +203,11 @@ fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calls::leader_acquire_or_renew, m)?)?;
     m.add_function(wrap_pyfunction!(calls::leader_release, m)?)?;
     m.add_function(wrap_pyfunction!(calls::leader_get, m)?)?;
+    m.add_function(wrap_pyfunction!(rw_calls::rw_acquire_read, m)?)?;
+    m.add_function(wrap_pyfunction!(rw_calls::rw_acquire_write, m)?)?;
+    m.add_function(wrap_pyfunction!(rw_calls::rw_downgrade, m)?)?;
+    m.add_function(wrap_pyfunction!(rw_calls::rw_state, m)?)?;
+    m.add_function(wrap_pyfunction!(rw_calls::rw_flag, m)?)?;
     m.add_function(wrap_pyfunction!(backend::open_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backend::store_url, m)?)?;
     m.add_function(wrap_pyfunction!(backend::sqlite_file, m)?)?;

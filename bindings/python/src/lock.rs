@@ -11,7 +11,7 @@ use tenure_tokio::Tokio;
 use crate::backend::Backend;
 use crate::bridge::{Fail, awaitable};
 use crate::thread::block;
-use crate::{common_settings, py_error, runtime, seconds};
+use crate::{lock_settings, py_error, runtime, seconds};
 
 /// A lock on a backend, configured as grelmicro's `Lock(...)` is.
 #[pyclass(frozen, module = "tenure._tenure")]
@@ -37,11 +37,17 @@ impl Lock {
         env_load: Option<bool>,
     ) -> PyResult<Self> {
         let mut builder = tenure::Lock::builder(name, runtime()).shared_backend(backend.lock.clone());
-        common_settings!(py, builder, worker, lease_duration, backend_timeout, env_prefix, env_load);
-        crate::set_seconds!(py, builder, retry_interval);
-        if let Some(value) = retry_jitter {
-            builder = builder.retry_jitter(value);
-        }
+        lock_settings!(
+            py,
+            builder,
+            worker,
+            lease_duration,
+            retry_interval,
+            retry_jitter,
+            backend_timeout,
+            env_prefix,
+            env_load
+        );
         Ok(Self { inner: builder.build().map_err(|e| py_error(py, &e))? })
     }
 
@@ -54,14 +60,7 @@ impl Lock {
     /// The resolved configuration: worker, lease_duration, retry_interval, retry_jitter,
     /// backend_timeout (seconds as floats).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let c = self.inner.config();
-        let values = [
-            ("lease_duration", c.lease_duration().as_secs_f64()),
-            ("retry_interval", c.retry_interval().as_secs_f64()),
-            ("retry_jitter", c.retry_jitter()),
-            ("backend_timeout", c.backend_timeout().as_secs_f64()),
-        ];
-        crate::config_dict(py, c.worker(), &values)
+        config_of(py, &self.inner.config())
     }
 
     /// Applies new settings from the next call on (the worker stays).
@@ -74,13 +73,8 @@ impl Lock {
         retry_jitter: Option<f64>,
         backend_timeout: Option<f64>,
     ) -> PyResult<()> {
-        let mut b = self.inner.config().to_builder();
-        crate::set_seconds!(py, b, lease_duration, retry_interval);
-        if let Some(v) = retry_jitter {
-            b = b.retry_jitter(v);
-        }
-        crate::set_seconds!(py, b, backend_timeout);
-        let config = b.build(&mut rand::rng()).map_err(|e| py_error(py, &e))?;
+        let config =
+            reconfigured(py, &self.inner.config(), lease_duration, retry_interval, retry_jitter, backend_timeout)?;
         self.inner.reconfigure(config).map_err(|e| py_error(py, &e))
     }
 
@@ -103,6 +97,47 @@ impl Lock {
     }
 }
 
+/// Applies a lock's settings (those of `Lock` and `ReadWriteLock`) to `builder`.
+#[macro_export]
+macro_rules! lock_settings {
+    ($py:expr, $builder:ident, $worker:ident, $lease_duration:ident, $retry_interval:ident, $retry_jitter:ident, $backend_timeout:ident, $env_prefix:ident, $env_load:ident) => {
+        $crate::common_settings!($py, $builder, $worker, $lease_duration, $backend_timeout, $env_prefix, $env_load);
+        $crate::set_seconds!($py, $builder, $retry_interval);
+        if let Some(value) = $retry_jitter {
+            $builder = $builder.retry_jitter(value);
+        }
+    };
+}
+
+/// A lock's resolved configuration as Python sees it: worker, lease_duration, retry_interval,
+/// retry_jitter, backend_timeout (seconds as floats).
+pub(crate) fn config_of<'py>(py: Python<'py>, c: &tenure::LockConfig) -> PyResult<Bound<'py, PyDict>> {
+    let values = [
+        ("lease_duration", c.lease_duration().as_secs_f64()),
+        ("retry_interval", c.retry_interval().as_secs_f64()),
+        ("retry_jitter", c.retry_jitter()),
+        ("backend_timeout", c.backend_timeout().as_secs_f64()),
+    ];
+    crate::config_dict(py, c.worker(), &values)
+}
+
+/// `current` with the settings given changed (the worker stays), checked.
+pub(crate) fn reconfigured(
+    py: Python<'_>,
+    current: &tenure::LockConfig,
+    lease_duration: Option<f64>,
+    retry_interval: Option<f64>,
+    retry_jitter: Option<f64>,
+    backend_timeout: Option<f64>,
+) -> PyResult<tenure::LockConfig> {
+    let mut b = current.to_builder();
+    crate::set_seconds!(py, b, lease_duration, retry_interval, backend_timeout);
+    if let Some(v) = retry_jitter {
+        b = b.retry_jitter(v);
+    }
+    b.build(&mut rand::rng()).map_err(|e| py_error(py, &e))
+}
+
 /// One holder of a lock: its own ownership token per acquisition.
 #[pyclass(frozen, module = "tenure._tenure")]
 pub(crate) struct Holder {
@@ -117,6 +152,10 @@ pub(crate) fn handle(h: &LockHandle) -> HandleTuple {
 }
 
 impl Holder {
+    pub(crate) fn new(inner: tenure::LockHolder<Tokio>) -> Self {
+        Self { inner }
+    }
+
     fn run<'py, T, F>(
         &self,
         py: Python<'py>,
@@ -158,6 +197,32 @@ impl Holder {
     /// Whether this holder holds a live lease on the store.
     fn owned<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.run(py, |h| async move { h.owned().await })
+    }
+
+    /// Turns the write lease this holder holds into a read lease (a side of a read-write lock);
+    /// the read lease's handle, whose fencing token is the generation read.
+    fn downgrade<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.run(py, |h| async move { h.downgrade().await.map(|x| handle(&x)) })
+    }
+
+    /// [`Holder::downgrade`], blocking the calling thread.
+    fn downgrade_blocking(&self, py: Python<'_>) -> PyResult<HandleTuple> {
+        block(py, "ReadWriteLock.write.from_thread.downgrade", async {
+            self.inner.downgrade().await.map(|h| handle(&h))
+        })
+    }
+
+    /// Whether the write lease held or last held is poisoned (see the driver's
+    /// `LockHolder::poisoned`).
+    #[getter]
+    fn poisoned(&self) -> bool {
+        self.inner.poisoned()
+    }
+
+    /// Whether this holder holds a lease whose validity has not run out.
+    #[getter]
+    fn held(&self) -> bool {
+        self.inner.is_held()
     }
 
     /// [`Holder::acquire`], blocking the calling thread.

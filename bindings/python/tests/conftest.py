@@ -25,7 +25,10 @@ POSTGRES_URL = os.environ.get("TENURE_POSTGRES_URL", "postgresql://postgres@127.
 
 def postgres_url(stem: str) -> str:
     """The machine's PostgreSQL, on the tables `<stem>_locks`, `<stem>_leaders`, `<stem>_schedules`."""
-    return f"{POSTGRES_URL}?lock_table={stem}_locks&leader_table={stem}_leaders&schedule_table={stem}_schedules"
+    return (
+        f"{POSTGRES_URL}?lock_table={stem}_locks&leader_table={stem}_leaders&schedule_table={stem}_schedules"
+        f"&rwlock_table={stem}_rwlocks"
+    )
 
 
 def _free_port() -> int:

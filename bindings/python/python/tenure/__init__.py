@@ -1,21 +1,24 @@
 """Tenure: distributed locks with fencing tokens, task locks and leader election — grelmicro's
-coordination API on a Rust core, on memory, SQLite, Redis, PostgreSQL, or a backend you write."""
+coordination API (and its read-write lock) on a Rust core, on memory, SQLite, Redis, PostgreSQL, or a backend you write."""
 
 import atexit
 
 from tenure import _tenure
 from tenure._lock import Lock, LockHandle
-from tenure._config import LeaderElectionConfig, LockConfig, TaskLockConfig
+from tenure._config import LeaderElectionConfig, LockConfig, ReadWriteLockConfig, TaskLockConfig
 from tenure._coordination import Coordination
 from tenure._election import LeaderElection
 from tenure._record import LeaderRecord
+from tenure._rw_lock import ReadGuard, ReadWriteLock, ReadWriteLockState, WriteGrant, WriteGuard
 from tenure._task_lock import TaskLock
 from tenure._adapters import (
     LeaderElectionAdapter,
     LockAdapter,
     MemoryLeaderElectionAdapter,
     MemoryLockAdapter,
+    MemoryReadWriteLockAdapter,
     MemoryScheduleAdapter,
+    ReadWriteLockAdapter,
     ScheduleAdapter,
 )
 from tenure._providers import EtcdProvider, MemoryProvider, PostgresProvider, RedisProvider, SQLiteProvider
@@ -80,10 +83,16 @@ __all__ = [
     "LockUpgradeError",
     "MemoryLeaderElectionAdapter",
     "MemoryLockAdapter",
+    "MemoryReadWriteLockAdapter",
     "EtcdProvider",
     "MemoryProvider",
     "MemoryScheduleAdapter",
     "PostgresProvider",
+    "ReadGuard",
+    "ReadWriteLock",
+    "ReadWriteLockAdapter",
+    "ReadWriteLockConfig",
+    "ReadWriteLockState",
     "OutOfContextError",
     "RedisProvider",
     "SQLiteProvider",
@@ -96,4 +105,6 @@ __all__ = [
     "TenureError",
     "UnknownEnvironmentWarning",
     "WouldBlockError",
+    "WriteGrant",
+    "WriteGuard",
 ]

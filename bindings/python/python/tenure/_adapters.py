@@ -130,6 +130,66 @@ class ScheduleAdapter(_Adapter):
         return None if fired is None else float(fired)
 
 
+class ReadWriteLockAdapter(_Adapter):
+    """A read-write lock backend: pass it as `ReadWriteLock(..., backend=...)`. Tenure's stores
+    serve read-write locks on memory, SQLite, Redis and PostgreSQL (grelmicro 0.44's layouts)."""
+
+    _slot = "readwritelock"
+
+    async def __aenter__(self) -> Any:
+        """As other adapters; `CoordinationBackendError` if the store serves no read-write locks."""
+        if not self._native().serves_read_write:
+            from tenure.errors import CoordinationBackendError
+
+            raise CoordinationBackendError(f"{type(self._provider).__name__} serves no read-write locks")
+        return await super().__aenter__()
+
+    # grelmicro 0.44's `ReadWriteLockBackend` calls, made directly (see `LockAdapter`).
+
+    async def acquire_read(self, *, name: str, token: str, duration: Seconds) -> Optional[int]:
+        """The generation read if `token` now reads `name` for `duration`, else `None`."""
+        return await _tenure.rw_acquire_read(self._native(), name, token, positive("duration", duration), CALL_TIMEOUT)  # type: ignore[no-any-return]
+
+    async def acquire_write(self, *, name: str, token: str, duration: Seconds, intent: bool = True) -> Any:
+        """A `WriteGrant` if `token` now writes `name`, else `None` (keeping an intent iff `intent`)."""
+        from tenure._rw_lock import WriteGrant
+
+        granted = await _tenure.rw_acquire_write(
+            self._native(), name, token, positive("duration", duration), bool(intent), CALL_TIMEOUT
+        )
+        return None if granted is None else WriteGrant(*granted)
+
+    async def release_read(self, *, name: str, token: str) -> bool:
+        """Drops `token`'s live read lease; whether it had one."""
+        return await _tenure.rw_flag(self._native(), "release_read", name, token, CALL_TIMEOUT)  # type: ignore[no-any-return]
+
+    async def release_write(self, *, name: str, token: str) -> bool:
+        """Drops `token`'s live write lease, leaving the lock clean; whether it had it."""
+        return await _tenure.rw_flag(self._native(), "release_write", name, token, CALL_TIMEOUT)  # type: ignore[no-any-return]
+
+    async def cancel_intent(self, *, name: str, token: str) -> bool:
+        """Withdraws `token`'s live intent; whether it had one."""
+        return await _tenure.rw_flag(self._native(), "cancel_intent", name, token, CALL_TIMEOUT)  # type: ignore[no-any-return]
+
+    async def downgrade(self, *, name: str, token: str, duration: Seconds) -> Optional[int]:
+        """Turns `token`'s write lease into a read lease; the generation, or `None`."""
+        return await _tenure.rw_downgrade(self._native(), name, token, positive("duration", duration), CALL_TIMEOUT)  # type: ignore[no-any-return]
+
+    async def state(self, *, name: str) -> Any:
+        """The `ReadWriteLockState` of `name`."""
+        from tenure._rw_lock import ReadWriteLockState
+
+        return ReadWriteLockState(*await _tenure.rw_state(self._native(), name, CALL_TIMEOUT))
+
+    async def owned_read(self, *, name: str, token: str) -> bool:
+        """Whether `token` holds a live read lease."""
+        return await _tenure.rw_flag(self._native(), "owned_read", name, token, CALL_TIMEOUT)  # type: ignore[no-any-return]
+
+    async def owned_write(self, *, name: str, token: str) -> bool:
+        """Whether `token` holds the live write lease."""
+        return await _tenure.rw_flag(self._native(), "owned_write", name, token, CALL_TIMEOUT)  # type: ignore[no-any-return]
+
+
 class _OwnMemory:
     """An adapter with a private memory store of its own."""
 
@@ -153,6 +213,13 @@ class MemoryLeaderElectionAdapter(LeaderElectionAdapter, _OwnMemory):
         super().__init__(self._own_provider())
 
 
+class MemoryReadWriteLockAdapter(ReadWriteLockAdapter, _OwnMemory):
+    """An in-process read-write lock backend of its own (`scope = "process"`)."""
+
+    def __init__(self) -> None:
+        super().__init__(self._own_provider())
+
+
 class MemoryScheduleAdapter(ScheduleAdapter, _OwnMemory):
     """An in-process schedule backend of its own (`scope = "process"`)."""
 
@@ -164,6 +231,11 @@ def native_of(backend: Any, slot: str, owner: str) -> _tenure.Backend:
     """The native backend behind `backend`: an adapter's store, or a user's backend run natively."""
     if isinstance(backend, _Adapter):
         return backend._native()
+    if slot == "readwritelock":
+        raise TypeError(
+            f"{owner} runs on Tenure's stores: pass provider.readwritelock() or MemoryReadWriteLockAdapter(); a "
+            f"backend written in Python ({type(backend).__name__}) does not serve read-write locks yet"
+        )
     from tenure import _user_backend
 
     return _user_backend.native(backend, slot, owner)

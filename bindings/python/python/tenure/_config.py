@@ -60,6 +60,14 @@ class LockConfig(_Config):
 
 
 @dataclass(frozen=True)
+class ReadWriteLockConfig(LockConfig):
+    """Settings of a `ReadWriteLock` (a `LockConfig`'s: one lease for readers, the writer and a
+    waiting writer's intent; environment kind `READWRITELOCK`)."""
+
+    _native_class: ClassVar[Any] = _tenure.ReadWriteLock
+
+
+@dataclass(frozen=True)
 class TaskLockConfig(_Config):
     """Settings of a `TaskLock`."""
 

@@ -1,10 +1,11 @@
 """`Coordination`: one component wiring the backends of every primitive.
 
-`Coordination(provider)` resolves the lock, election and schedule backends from one provider
-(its `lock_backend()` / `leaderelection_backend()` / `schedule_backend()` factories, or the API
-reference's `lock()` / `leaderelection()` / `schedule()`); a bare backend as `source` fills every
-slot whose protocol it serves. The `lock=`, `election=` (0.44: `leaderelection=`) and
-`schedule=` keywords set each slot on its own: a provider, a backend object, or a zero-argument
+`Coordination(provider)` resolves the lock, read-write lock, election and schedule backends from
+one provider (its `lock_backend()` / `readwritelock_backend()` / `leaderelection_backend()` /
+`schedule_backend()` factories, or the API reference's `lock()` / `leaderelection()` /
+`schedule()`); a bare backend as `source` fills every slot whose protocol it serves. The `lock=`,
+`readwritelock=`, `election=` (0.44: `leaderelection=`) and `schedule=` keywords set each slot
+on its own: a provider, a backend object, or a zero-argument
 class of either. `requires=` (`process`, `host`, `cluster`; default `cluster`) is the reach the
 backends must have: see `tenure._scope`.
 
@@ -28,7 +29,7 @@ from tenure.errors import CoordinationBackendError, SettingsValidationError
 #: The components of the enclosing `async with` blocks, by name (innermost wins).
 _CURRENT: contextvars.ContextVar[dict[str, Coordination]] = contextvars.ContextVar("tenure_coordination", default={})
 
-_SLOTS = ("lock", "leaderelection", "schedule")
+_SLOTS = ("lock", "readwritelock", "leaderelection", "schedule")
 _FACTORIES = {slot: (f"{slot}_backend", slot) for slot in _SLOTS}
 _MISSING = {
     "lock": "Coordination has no lock backend. Pass a lock provider as Coordination(provider) or Coordination(lock=...).",
@@ -39,6 +40,10 @@ _MISSING = {
     "schedule": (
         "Coordination has no schedule backend. Pass a schedule provider as Coordination(provider) or "
         "Coordination(schedule=...)."
+    ),
+    "readwritelock": (
+        "Coordination has no read-write lock backend. Pass a read-write lock provider as Coordination(provider) or "
+        "Coordination(readwritelock=...)."
     ),
 }
 
@@ -67,6 +72,7 @@ class Coordination:
         lock: Any = None,
         election: Any = None,
         leaderelection: Any = None,
+        readwritelock: Any = None,
         schedule: Any = None,
         requires: Optional[str] = None,
         name: str = "default",
@@ -79,7 +85,12 @@ class Coordination:
         self._slots: dict[str, Any] = dict.fromkeys(_SLOTS)
         if source is not None:
             self._fill(_instance(source))
-        given = {"lock": lock, "leaderelection": election if election is not None else leaderelection, "schedule": schedule}
+        given = {
+            "lock": lock,
+            "readwritelock": readwritelock,
+            "leaderelection": election if election is not None else leaderelection,
+            "schedule": schedule,
+        }
         for slot, value in given.items():
             if value is not None:
                 self._slots[slot] = self._keyword(slot, _instance(value))
@@ -140,6 +151,11 @@ class Coordination:
     election_backend = leaderelection_backend
 
     @property
+    def readwritelock_backend(self) -> Any:
+        """The read-write lock backend (`CoordinationBackendError` if none is wired)."""
+        return self._slot("readwritelock")
+
+    @property
     def schedule_backend(self) -> Any:
         """The cron schedule backend (`CoordinationBackendError` if none is wired)."""
         return self._slot("schedule")
@@ -155,6 +171,12 @@ class Coordination:
         from tenure._task_lock import TaskLock
 
         return TaskLock(name, backend=self.lock_backend, **kwargs)
+
+    def readwritelock(self, name: str, **kwargs: Any) -> Any:
+        """A `ReadWriteLock` on this component's read-write lock backend."""
+        from tenure._rw_lock import ReadWriteLock
+
+        return ReadWriteLock(name, backend=self.readwritelock_backend, **kwargs)
 
     def leaderelection(self, name: str, **kwargs: Any) -> Any:
         """A `LeaderElection` on this component's election backend."""
@@ -185,7 +207,7 @@ class Coordination:
         self._natives = [
             native(backend, slot, "Coordination")
             for slot, backend in self._slots.items()
-            if slot != "schedule" and backend is not None and not isinstance(backend, _Adapter)
+            if slot in ("lock", "leaderelection") and backend is not None and not isinstance(backend, _Adapter)
         ]
         self._tokens.append(_CURRENT.set({**_CURRENT.get(), self._name: self}))
         return self

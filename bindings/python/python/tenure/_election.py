@@ -41,7 +41,7 @@ class LeaderElection(Primitive):
     """A leader election (grelmicro's `LeaderElection`)."""
 
     _native_class = _tenure.LeaderElection
-    _slot = "election"
+    _slot = "leaderelection"
     _config_class = LeaderElectionConfig
     _backend_hint = (
         "a MemoryLeaderElectionAdapter() for one process, or provider.leaderelection() of an open provider"

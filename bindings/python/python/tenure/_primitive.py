@@ -19,6 +19,14 @@ from tenure.errors import OutOfContextError, SettingsValidationError
 _DURATIONS = {"lease_duration", "retry_interval", "backend_timeout", "renew_deadline", "error_interval", "min_hold_duration"}
 
 
+#: The `Coordination` property serving each slot.
+_SLOT_BACKENDS = {
+    "lock": "lock_backend",
+    "leaderelection": "leaderelection_backend",
+    "readwritelock": "readwritelock_backend",
+}
+
+
 class Primitive:
     """Base of the coordination primitives."""
 
@@ -67,7 +75,7 @@ class Primitive:
         component = "default" if self._backend is None else self._backend
         coordination = current(component)
         if coordination is not None:
-            return coordination.lock_backend if self._slot == "lock" else coordination.election_backend
+            return getattr(coordination, _SLOT_BACKENDS[self._slot])
         if component != "default":
             raise OutOfContextError(
                 f"{type(self).__name__}('{self._name}') asked for the Coordination component '{component}', and no "
@@ -140,7 +148,7 @@ class Primitive:
 
     def _backend_native(self) -> _tenure.Backend:
         """The native backend of the backend in force (an adapter's store, or a user's backend)."""
-        return native_of(self.backend, "lock" if self._slot == "lock" else "leaderelection", type(self).__name__)
+        return native_of(self.backend, self._slot, type(self).__name__)
 
     async def _call(self, error: type, call: str, *args: Any) -> Any:
         """One backend call of grelmicro's low-level API (`do_*`), bounded by `backend_timeout`:

@@ -70,9 +70,25 @@ METHODS = {
     "lock": ("acquire", "release", "locked", "owned"),
     "leaderelection": ("acquire_or_renew", "release", "get"),
     "schedule": ("claim", "last_fired"),
+    "readwritelock": (
+        "acquire_read",
+        "acquire_write",
+        "release_read",
+        "release_write",
+        "cancel_intent",
+        "downgrade",
+        "state",
+        "owned_read",
+        "owned_write",
+    ),
 }
 
-_PROTOCOL_NAMES = {"lock": "LockBackend", "leaderelection": "LeaderElectionBackend", "schedule": "ScheduleBackend"}
+_PROTOCOL_NAMES = {
+    "lock": "LockBackend",
+    "leaderelection": "LeaderElectionBackend",
+    "schedule": "ScheduleBackend",
+    "readwritelock": "ReadWriteLockBackend",
+}
 
 
 def serves(backend: Any, slot: str) -> bool:

@@ -1,0 +1,165 @@
+"""`lock.read.from_thread` and `lock.write.from_thread`: a read-write lock's sides from plain
+threads, blocking (see `tenure._thread`). Each thread is its own reader or writer: a thread that
+reads and asks to write gets `LockUpgradeError`, one that asks again for what it holds
+`LockReentrantError`."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Optional
+
+from tenure._durations import Seconds, seconds
+from tenure._rw_lock import ReadGuard, WriteGuard, _Guard, _Mode, refuse
+from tenure._thread import _refuse_on_loop
+from tenure.errors import LockNotOwnedError
+
+
+class _Threads:
+    """What the threads of one read-write lock hold, and their holders (per side), while the
+    lock's native object stays the same (a rebuilt one — a new backend, a fork — starts afresh)."""
+
+    def __init__(self) -> None:
+        self.native: Any = None
+        self.held: dict[int, _Guard] = {}
+        self.holders: dict[tuple[int, bool], tuple[weakref.ref[threading.Thread], Any]] = {}
+        self.guard = threading.Lock()
+
+
+def _threads(mode: _Mode) -> _Threads:
+    lock = mode._lock
+    threads = lock.__dict__.get("_threads")
+    if threads is None:
+        threads = lock.__dict__.setdefault("_threads", _Threads())
+    native = lock._built()
+    with threads.guard:
+        if threads.native is not native:
+            threads.native, threads.held, threads.holders = native, {}, {}
+    return threads  # type: ignore[no-any-return]
+
+
+class _ThreadSide:
+    """One side of a read-write lock for plain threads."""
+
+    def __init__(self, mode: _Mode) -> None:
+        self._mode = mode
+
+    def _label(self, what: str) -> str:
+        return f"ReadWriteLock.{'write' if self._mode._write else 'read'}.from_thread.{what}"
+
+    def _holder(self, threads: _Threads) -> Any:
+        me, key = threading.current_thread(), (threading.get_ident(), self._mode._write)
+        with threads.guard:
+            known = threads.holders.get(key)
+            if known is not None and known[0]() is me:
+                return known[1]
+            # Threads that ended leave their holders behind: drop them.
+            threads.holders = {k: h for k, h in threads.holders.items() if h[0]() is not None}
+            holder = threads.native.holder(write=self._mode._write, thread=True)
+            threads.holders[key] = (weakref.ref(me), holder)
+            return holder
+
+    def _acquire(self, what: str, nowait: bool, timeout: Optional[float]) -> Any:
+        _refuse_on_loop(self._label(what))
+        threads = _threads(self._mode)
+        refuse(self._mode, threads.held.get(threading.get_ident()))
+        holder = self._holder(threads)
+        answer = holder.acquire_nowait_blocking() if nowait else holder.acquire_blocking(timeout)
+        guard = threads.held[threading.get_ident()] = self._mode._granted(holder, answer)
+        return guard
+
+    def acquire(self, *, timeout: Optional[Seconds] = None) -> Any:
+        """Acquires this side, blocking up to `timeout` (forever by default)."""
+        return self._acquire("acquire", False, seconds("timeout", timeout))
+
+    def acquire_nowait(self) -> Any:
+        """One attempt: `WouldBlockError` if refused."""
+        return self._acquire("acquire_nowait", True, None)
+
+    def _mine(self, what: str) -> tuple[_Threads, _Guard]:
+        _refuse_on_loop(self._label(what))
+        threads = _threads(self._mode)
+        held = threads.held.get(threading.get_ident())
+        if not isinstance(held, WriteGuard if self._mode._write else ReadGuard):
+            raise LockNotOwnedError(name=self._mode.name)
+        return threads, held
+
+    def extend(self) -> None:
+        """Renews the lease this thread holds on this side."""
+        _, guard = self._mine("extend")
+        try:
+            _, _, fence = guard._holder.extend_blocking()
+        except LockNotOwnedError:
+            guard._spend()
+            raise
+        if isinstance(guard, WriteGuard) and fence != guard._fencing_token:
+            guard._fencing_token, guard._poisoned = fence, True
+        guard._renewed()
+
+    def release(self) -> None:
+        """Releases the lease this thread holds on this side: `LockNotOwnedError` if none."""
+        threads, guard = self._mine("release")
+        try:
+            guard._holder.release_blocking()
+        finally:
+            guard._spend()
+            threads.held.pop(threading.get_ident(), None)
+
+    def owned(self) -> bool:
+        """Whether this thread holds a live lease of this side in the store."""
+        _refuse_on_loop(self._label("owned"))
+        held = _threads(self._mode).held.get(threading.get_ident())
+        if not isinstance(held, WriteGuard if self._mode._write else ReadGuard) or held._released:
+            return False
+        return bool(held._holder.owned_blocking())
+
+    def hold(self, *, timeout: Optional[Seconds] = None) -> _ThreadHold:
+        """`with lock.write.from_thread.hold(timeout=5) as guard:`."""
+        return _ThreadHold(self, seconds("timeout", timeout))
+
+    def __enter__(self) -> Any:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class ThreadReadAdapter(_ThreadSide):
+    """`lock.read.from_thread`: readers from plain threads."""
+
+
+class ThreadWriteAdapter(_ThreadSide):
+    """`lock.write.from_thread`: the writer from a plain thread; `downgrade()` turns this
+    thread's write lease into a read lease, which `__exit__` then releases."""
+
+    def downgrade(self) -> ReadGuard:
+        """Turns this thread's write lease into a read lease in one step."""
+        threads, guard = self._mine("downgrade")
+        guard._check()
+        try:
+            _, token, generation = guard._holder.downgrade_blocking()
+        except LockNotOwnedError:
+            guard._spend()
+            threads.held.pop(threading.get_ident(), None)
+            raise
+        guard._spend()
+        read = ReadGuard(self._mode._lock.read, guard._holder, guard.name, token, guard._lease, generation)
+        threads.held[threading.get_ident()] = read
+        return read
+
+    def __exit__(self, *exc: object) -> None:
+        if isinstance(_threads(self._mode).held.get(threading.get_ident()), ReadGuard):
+            self._mode._lock.read.from_thread.release()
+        else:
+            self.release()
+
+
+class _ThreadHold:
+    def __init__(self, side: _ThreadSide, timeout: Optional[float]) -> None:
+        self._side, self._timeout = side, timeout
+
+    def __enter__(self) -> Any:
+        return self._side._acquire("hold", False, self._timeout)
+
+    def __exit__(self, *exc: object) -> None:
+        self._side.__exit__(*exc)

@@ -1,0 +1,106 @@
+//! `ReadWriteLock`: the driver's read-write lock, whose two sides hand out the same per-task
+//! [`Holder`]s a `Lock` does. The Python side keeps which side each task holds (so that a task
+//! reading and asking to write gets `LockUpgradeError`, as in grelmicro).
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use tenure_tokio::Tokio;
+
+use crate::backend::Backend;
+use crate::bridge::{Fail, awaitable};
+use crate::lock::{Holder, config_of, reconfigured};
+use crate::{lock_settings, py_error, runtime};
+
+/// A read-write lock on a backend, configured as grelmicro's `ReadWriteLock(...)` is.
+#[pyclass(frozen, module = "tenure._tenure")]
+pub(crate) struct ReadWriteLock {
+    inner: tenure::ReadWriteLock<Tokio>,
+}
+
+#[pymethods]
+impl ReadWriteLock {
+    #[new]
+    #[pyo3(signature = (name, backend, *, worker=None, lease_duration=None, retry_interval=None, retry_jitter=None, backend_timeout=None, env_prefix=None, env_load=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        name: &str,
+        backend: &Backend,
+        worker: Option<&str>,
+        lease_duration: Option<f64>,
+        retry_interval: Option<f64>,
+        retry_jitter: Option<f64>,
+        backend_timeout: Option<f64>,
+        env_prefix: Option<&str>,
+        env_load: Option<bool>,
+    ) -> PyResult<Self> {
+        let mut builder = tenure::ReadWriteLock::builder(name, runtime()).shared_backend(backend.read_write(py)?);
+        lock_settings!(
+            py,
+            builder,
+            worker,
+            lease_duration,
+            retry_interval,
+            retry_jitter,
+            backend_timeout,
+            env_prefix,
+            env_load
+        );
+        Ok(Self { inner: builder.build().map_err(|e| py_error(py, &e))? })
+    }
+
+    /// The lock name.
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name().as_str().to_owned()
+    }
+
+    /// The resolved configuration (see `Lock.config`).
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        config_of(py, &self.inner.config())
+    }
+
+    /// Applies new settings from the next call on (the worker stays).
+    #[pyo3(signature = (*, lease_duration=None, retry_interval=None, retry_jitter=None, backend_timeout=None))]
+    fn reconfigure(
+        &self,
+        py: Python<'_>,
+        lease_duration: Option<f64>,
+        retry_interval: Option<f64>,
+        retry_jitter: Option<f64>,
+        backend_timeout: Option<f64>,
+    ) -> PyResult<()> {
+        let config =
+            reconfigured(py, &self.inner.config(), lease_duration, retry_interval, retry_jitter, backend_timeout)?;
+        self.inner.reconfigure(config).map_err(|e| py_error(py, &e))
+    }
+
+    /// A new holder of the write side (`write`) or the read side: a task's, or with `thread` a
+    /// thread's.
+    #[pyo3(signature = (*, write, thread=false))]
+    fn holder(&self, write: bool, thread: bool) -> Holder {
+        Holder::new(match (write, thread) {
+            (true, false) => self.inner.write().holder(),
+            (true, true) => self.inner.write().thread_holder(),
+            (false, false) => self.inner.read().holder(),
+            (false, true) => self.inner.read().thread_holder(),
+        })
+    }
+
+    /// The lock's state: `(generation, writing, readers, waiting_writers)`.
+    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let lock = self.inner.clone();
+        awaitable(py, async move {
+            let s = lock.state().await.map_err(Fail::from)?;
+            Ok((s.generation, s.writing, s.readers, s.waiting_writers))
+        })
+    }
+
+    /// [`ReadWriteLock::state`], blocking the calling thread.
+    fn state_blocking(&self, py: Python<'_>) -> PyResult<(u64, bool, usize, usize)> {
+        let lock = self.inner.clone();
+        crate::thread::block(py, "ReadWriteLock.state", async move {
+            lock.state().await.map(|s| (s.generation, s.writing, s.readers, s.waiting_writers))
+        })
+    }
+}
