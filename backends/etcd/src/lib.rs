@@ -33,6 +33,7 @@ mod inspect;
 mod known;
 mod lease;
 mod options;
+mod rw;
 mod schedule;
 mod takeover;
 mod wake;
@@ -253,5 +254,9 @@ impl LockOperations for EtcdBackend {
 
     fn wakeup(&self, name: &str) -> Option<Wakeup> {
         Some(self.watch.queues.wakeup(name, Wake::One))
+    }
+
+    fn read_write(&self) -> Option<Arc<dyn tenure::backend::ReadWriteLockBackend>> {
+        Some(Arc::new(self.clone()))
     }
 }

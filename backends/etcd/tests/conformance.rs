@@ -11,6 +11,8 @@
 //!   lease between the same two operations, and the fixed cases' leases are ones etcd holds
 //!   exactly ([`Leases`]).
 //! - etcd keeps no queue of waiters: a queued acquire is a plain one (as on SQLite).
+//! - Read-write locks (Tenure's own layout, docs/etcd.md) number their writes 1, 2, 3… per name,
+//!   and their leases are etcd leases as the locks' are: the same grid and lateness.
 //!
 //! Also here: the push cases (a watch wakes waiters of another store), and the fault and chaos
 //! cases on a member the test kills, freezes and restarts.
@@ -54,6 +56,7 @@ fn etcd() -> Harness {
 }
 
 tenure_conformance::conformance_tests!(etcd());
+tenure_conformance::rw_conformance_tests!(etcd());
 
 /// Two stores on one member the pair keeps alive, as two processes would open them.
 async fn pair<R>(_runtime: R) -> (Store, Store) {
