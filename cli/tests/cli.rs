@@ -296,7 +296,10 @@ fn postgres_store() -> String {
         std::env::var("TENURE_POSTGRES_URL").unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".into());
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let stem = format!("cli_{nanos}_{}", NEXT.fetch_add(1, Ordering::SeqCst));
-    format!("{server}?lock_table={stem}_locks&leader_table={stem}_leaders&schedule_table={stem}_schedules")
+    format!(
+        "{server}?lock_table={stem}_locks&leader_table={stem}_leaders&schedule_table={stem}_schedules\
+         &rwlock_table={stem}_rwlocks"
+    )
 }
 
 /// Two commands exclude each other through the store `store()` makes, `status` shows the
@@ -337,14 +340,33 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port()
 }
 
+/// A writer that gives up (`--timeout`) leaves no intent behind when its process exits: a reader
+/// that comes next gets in at once.
+fn a_writer_that_gives_up_leaves_readers_free(store: fn() -> String) {
+    let url = store();
+    let mut reader = tenure(&url, &["lock", "doc", "--shared", "--", "sleep", "30"]).spawn().expect("reader");
+    let busy = || code(&run(&url, &["lock", "doc", "--exclusive", "--no-wait", "--", "true"])) == 75;
+    eventually("the reader to hold", busy);
+    for _ in 0..3 {
+        let late = run(&url, &["lock", "doc", "--exclusive", "--timeout", "0.2", "--", "true"]);
+        assert_eq!(code(&late), 124, "{}", stderr(&late));
+        let next = run(&url, &["lock", "doc", "--shared", "--no-wait", "--", "true"]);
+        assert_eq!(code(&next), 0, "an intent outlived its writer: {}", stderr(&next));
+    }
+    let _ = reader.kill();
+    let _ = reader.wait();
+}
+
 #[test]
 fn redis_urls_run_commands_under_the_same_locks() {
     commands_share_locks_through(redis_store);
+    a_writer_that_gives_up_leaves_readers_free(redis_store);
 }
 
 #[test]
 fn postgres_urls_run_commands_under_the_same_locks() {
     commands_share_locks_through(postgres_store);
+    a_writer_that_gives_up_leaves_readers_free(postgres_store);
 }
 
 #[test]

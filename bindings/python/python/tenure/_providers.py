@@ -100,16 +100,8 @@ class _Provider:
         """The cron schedule backend of this store."""
         return self._adapter(ScheduleAdapter)  # type: ignore[no-any-return]
 
-    #: Whether the store serves read-write locks (every one but etcd, so far).
-    _read_write = True
-
     def readwritelock_backend(self) -> ReadWriteLockAdapter:
         """The read-write lock backend of this store (grelmicro 0.44's name)."""
-        if not self._read_write:
-            raise NotImplementedError(
-                f"{type(self).__name__} has no read-write lock adapter. Pass a ReadWriteLockBackend instance to "
-                "Coordination(readwritelock=...) directly."
-            )
         return self._adapter(ReadWriteLockAdapter)  # type: ignore[no-any-return]
 
     lock = lock_backend
@@ -259,7 +251,6 @@ class EtcdProvider(_Provider):
     """
 
     kind = "etcd"
-    _read_write = False
 
     def __init__(
         self,

@@ -20,6 +20,7 @@ from tenure import _tenure
 from tenure._config import ReadWriteLockConfig
 from tenure._durations import Seconds, seconds
 from tenure._primitive import Primitive
+from tenure._process import generation
 from tenure.errors import LockNotOwnedError, LockReentrantError, LockUpgradeError
 
 
@@ -80,7 +81,8 @@ class _Guard:
         if not self.valid:
             raise LockNotOwnedError(name=self._name)
 
-    def _renewed(self) -> None:
+    def _renewed(self, fence: int) -> None:
+        """An extend answered `fence`."""
         self._expires_at = time.monotonic() + self._lease
 
     def _spend(self) -> None:
@@ -104,7 +106,8 @@ class ReadGuard(_Guard):
         return self._generation
 
     async def extend(self) -> None:
-        """Renews the read lease for another `lease_duration`."""
+        """Renews the read lease for another `lease_duration` (`LockNotOwnedError` once spent)."""
+        self._check()
         await self._mode._extend(self)
 
     def __repr__(self) -> str:
@@ -127,14 +130,22 @@ class WriteGuard(_Guard):
         self._check()
         return self._fencing_token
 
+    def _renewed(self, fence: int) -> None:
+        # A write lease granted again carries a new fencing token, and is poisoned.
+        if fence != self._fencing_token:
+            self._fencing_token, self._poisoned = fence, True
+        super()._renewed(fence)
+
     @property
     def poisoned(self) -> bool:
         """The previous writer's lease ran out without a release (readable after release)."""
         return self._poisoned
 
     async def extend(self) -> None:
-        """Renews the write lease; a lease that lapsed and was granted again carries a new
-        fencing token and is then `poisoned`."""
+        """Renews the write lease (`LockNotOwnedError` once the guard is spent or its lease ran
+        out here); through `lock.write.extend()`, a lease that lapsed and was granted again
+        carries a new fencing token and is then `poisoned`."""
+        self._check()
         await self._mode._extend(self)
 
     async def downgrade(self) -> ReadGuard:
@@ -183,15 +194,20 @@ class ReadWriteLock(Primitive):
             retry_jitter=retry_jitter,
             backend_timeout=backend_timeout,
         )
-        #: What each task holds, and its holders of each side (`True`: the write side).
+        #: What each task holds (in this process), and its holders of each side (`True`: the
+        #: write side) on the native lock of now.
         self._held: weakref.WeakKeyDictionary[Any, _Guard] = weakref.WeakKeyDictionary()
+        self._held_in = generation()
         self._holders: weakref.WeakKeyDictionary[Any, dict[bool, Any]] = weakref.WeakKeyDictionary()
         self.read = ReadMode(self)
         self.write = WriteMode(self)
 
     def _rebuilt(self) -> None:
-        self._held = weakref.WeakKeyDictionary()
+        # A guard keeps its holder: it can still be released after a new backend was resolved;
+        # after a fork, never (a child never releases its parent's leases).
         self._holders = weakref.WeakKeyDictionary()
+        if self._held_in != generation():
+            self._held, self._held_in = weakref.WeakKeyDictionary(), generation()
 
     @property
     def from_thread(self) -> Any:
@@ -200,6 +216,13 @@ class ReadWriteLock(Primitive):
     async def state(self) -> ReadWriteLockState:
         """The lock's state now (`LockOwnedCheckError` if the backend fails)."""
         return ReadWriteLockState(*await self._built().state())
+
+
+def downgraded(mode: Any, guard: WriteGuard, answer: tuple[str, str, int]) -> ReadGuard:
+    """The read guard a downgrade of `guard` answered (`guard` spent)."""
+    guard._spend()
+    _, token, generation_read = answer
+    return ReadGuard(mode._lock.read, guard._holder, guard.name, token, guard._lease, generation_read)
 
 
 def refuse(mode: Any, held: Optional[_Guard]) -> None:
@@ -298,23 +321,19 @@ class _Mode:
         except LockNotOwnedError:
             guard._spend()
             raise
-        if isinstance(guard, WriteGuard) and fence != guard._fencing_token:
-            guard._fencing_token, guard._poisoned = fence, True
-        guard._renewed()
+        guard._renewed(fence)
 
     async def _downgrade(self, guard: WriteGuard) -> ReadGuard:
         guard._check()
         task = self._task()
         try:
-            _, token, generation = await guard._holder.downgrade()
+            answer = await guard._holder.downgrade()
         except LockNotOwnedError:
             guard._spend()
             if self._lock._held.get(task) is guard:
                 del self._lock._held[task]
             raise
-        guard._spend()
-        read = ReadGuard(self._lock.read, guard._holder, self.name, token, guard._lease, generation)
-        self._lock._held[task] = read
+        read = self._lock._held[task] = downgraded(self, guard, answer)
         return read
 
     async def release(self) -> None:
@@ -323,7 +342,8 @@ class _Mode:
         guard = self._mine()
         try:
             await guard._holder.release()
-        except LockNotOwnedError:
+        except (LockNotOwnedError, asyncio.CancelledError):
+            # Not held any more; or cancelled, and the driver finishes the release in flight.
             guard._spend()
             self._lock._held.pop(task, None)
             raise

@@ -10,20 +10,38 @@ import weakref
 from typing import Any, Optional
 
 from tenure._durations import Seconds, seconds
-from tenure._rw_lock import ReadGuard, WriteGuard, _Guard, _Mode, refuse
+from tenure._process import generation
+from tenure._rw_lock import ReadGuard, WriteGuard, _Guard, _Mode, downgraded, refuse
 from tenure._thread import _refuse_on_loop
 from tenure.errors import LockNotOwnedError
 
 
 class _Threads:
-    """What the threads of one read-write lock hold, and their holders (per side), while the
-    lock's native object stays the same (a rebuilt one — a new backend, a fork — starts afresh)."""
+    """What the threads of one read-write lock hold (in this process: a forked child starts
+    afresh), and their holders per side on the lock's native object of now (a rebuilt one — a
+    new backend — makes new holders; a guard keeps its own). Keyed by thread id with the thread
+    itself, as `_thread.ThreadLockAdapter` does: a thread id is reused once its thread ended, and
+    a newcomer never inherits what a thread that ended held."""
 
     def __init__(self) -> None:
         self.native: Any = None
-        self.held: dict[int, _Guard] = {}
+        self.generation = generation()
+        self.held: dict[int, tuple[weakref.ref[threading.Thread], _Guard]] = {}
         self.holders: dict[tuple[int, bool], tuple[weakref.ref[threading.Thread], Any]] = {}
         self.guard = threading.Lock()
+
+    def mine(self) -> Optional[_Guard]:
+        """What the calling thread holds."""
+        known = self.held.get(threading.get_ident())
+        return known[1] if known is not None and known[0]() is threading.current_thread() else None
+
+    def keep(self, guard: _Guard) -> None:
+        with self.guard:
+            self.held = {i: h for i, h in self.held.items() if h[0]() is not None}
+            self.held[threading.get_ident()] = (weakref.ref(threading.current_thread()), guard)
+
+    def drop(self) -> None:
+        self.held.pop(threading.get_ident(), None)
 
 
 def _threads(mode: _Mode) -> _Threads:
@@ -34,7 +52,9 @@ def _threads(mode: _Mode) -> _Threads:
     native = lock._built()
     with threads.guard:
         if threads.native is not native:
-            threads.native, threads.held, threads.holders = native, {}, {}
+            threads.native, threads.holders = native, {}
+        if threads.generation != generation():
+            threads.held, threads.generation = {}, generation()
     return threads  # type: ignore[no-any-return]
 
 
@@ -62,10 +82,11 @@ class _ThreadSide:
     def _acquire(self, what: str, nowait: bool, timeout: Optional[float]) -> Any:
         _refuse_on_loop(self._label(what))
         threads = _threads(self._mode)
-        refuse(self._mode, threads.held.get(threading.get_ident()))
+        refuse(self._mode, threads.mine())
         holder = self._holder(threads)
         answer = holder.acquire_nowait_blocking() if nowait else holder.acquire_blocking(timeout)
-        guard = threads.held[threading.get_ident()] = self._mode._granted(holder, answer)
+        guard = self._mode._granted(holder, answer)
+        threads.keep(guard)
         return guard
 
     def acquire(self, *, timeout: Optional[Seconds] = None) -> Any:
@@ -79,7 +100,7 @@ class _ThreadSide:
     def _mine(self, what: str) -> tuple[_Threads, _Guard]:
         _refuse_on_loop(self._label(what))
         threads = _threads(self._mode)
-        held = threads.held.get(threading.get_ident())
+        held = threads.mine()
         if not isinstance(held, WriteGuard if self._mode._write else ReadGuard):
             raise LockNotOwnedError(name=self._mode.name)
         return threads, held
@@ -92,23 +113,25 @@ class _ThreadSide:
         except LockNotOwnedError:
             guard._spend()
             raise
-        if isinstance(guard, WriteGuard) and fence != guard._fencing_token:
-            guard._fencing_token, guard._poisoned = fence, True
-        guard._renewed()
+        guard._renewed(fence)
 
     def release(self) -> None:
         """Releases the lease this thread holds on this side: `LockNotOwnedError` if none."""
         threads, guard = self._mine("release")
         try:
             guard._holder.release_blocking()
-        finally:
+        except LockNotOwnedError:
             guard._spend()
-            threads.held.pop(threading.get_ident(), None)
+            threads.drop()
+            raise
+        # (Any other failure keeps the guard: the release can be tried again.)
+        guard._spend()
+        threads.drop()
 
     def owned(self) -> bool:
         """Whether this thread holds a live lease of this side in the store."""
         _refuse_on_loop(self._label("owned"))
-        held = _threads(self._mode).held.get(threading.get_ident())
+        held = _threads(self._mode).mine()
         if not isinstance(held, WriteGuard if self._mode._write else ReadGuard) or held._released:
             return False
         return bool(held._holder.owned_blocking())
@@ -135,20 +158,20 @@ class ThreadWriteAdapter(_ThreadSide):
     def downgrade(self) -> ReadGuard:
         """Turns this thread's write lease into a read lease in one step."""
         threads, guard = self._mine("downgrade")
+        assert isinstance(guard, WriteGuard)  # the write side's
         guard._check()
         try:
-            _, token, generation = guard._holder.downgrade_blocking()
+            answer = guard._holder.downgrade_blocking()
         except LockNotOwnedError:
             guard._spend()
-            threads.held.pop(threading.get_ident(), None)
+            threads.drop()
             raise
-        guard._spend()
-        read = ReadGuard(self._mode._lock.read, guard._holder, guard.name, token, guard._lease, generation)
-        threads.held[threading.get_ident()] = read
+        read = downgraded(self._mode, guard, answer)
+        threads.keep(read)
         return read
 
     def __exit__(self, *exc: object) -> None:
-        if isinstance(_threads(self._mode).held.get(threading.get_ident()), ReadGuard):
+        if isinstance(_threads(self._mode).mine(), ReadGuard):
             self._mode._lock.read.from_thread.release()
         else:
             self.release()

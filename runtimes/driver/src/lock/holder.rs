@@ -140,8 +140,15 @@ impl<R: Runtime> LockHolder<R> {
             m.set_queued(queued.then(|| queue_wait(config)));
             m.acquire(now, timeout)
         };
-        let event = self.run(start, wakeup, queued, "acquire").await?;
-        self.handle_after(&event, "acquire")
+        let ended = self.run(start, wakeup, queued, "acquire").await;
+        if ended.is_err() && access == Access::Write {
+            // A writer that gives up withdraws its intent before saying so (as grelmicro
+            // awaits it): a caller that exits at once (the CLI after a timeout) must not leave an
+            // intent that keeps new readers out for a lease. Bounded by the backend timeout.
+            let deadline = shared.runtime.now().saturating_add(shared.config().backend_timeout());
+            let _ = shared.runtime.timeout_at(deadline, settle(&shared.runtime, &self.cell, &shared.exec())).await;
+        }
+        self.handle_after(&ended?, "acquire")
     }
 
     /// One attempt; [`Error::WouldBlock`] if another holder has the lock.
