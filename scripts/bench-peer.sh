@@ -10,7 +10,9 @@
 #     on one name and on 8 names against grelmicro, a release's hand-off, a leader's hand-over.
 #   - the npm package on Redis beside redis-semaphore's Mutex, redlock and the raw ioredis floor,
 #     on memory, and 8 tasks on one name beside redis-semaphore (benches/peer/node/lock.mjs).
-# Usage: scripts/bench-peer.sh [redis|postgres|node]   (one part only; builds the grelmicro venv on
+#   - read-write locks through the Python package beside grelmicro 0.44's on memory, SQLite, Redis
+#     and PostgreSQL (benches/peer/python_rw.py).
+# Usage: scripts/bench-peer.sh [redis|postgres|node|rw]   (one part only; builds the grelmicro venv on
 # first use, about 1-2 min)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -116,4 +118,15 @@ awk -v f="$(nfield floor)" -v t="$(nfield tenure)" -v s="$(nfield semaphore)" -v
 echo "  tenure on its memory store: $(nfield memory) us per cycle (target <= 5); on a backend written in JavaScript (a Map): $(nfield user) us"
 awk -v o="$(nfield contended)" -v p="$(nfield contended_semaphore)" -v f="$(nsecond contended)" -v g="$(nsecond contended_semaphore)" 'BEGIN {
   printf "  8 tasks on one name: tenure %.0f/s, redis-semaphore %.0f/s: %.2fx (target >= 2); Jain'"'"'s index: tenure %.3f, redis-semaphore %.3f (target >= 0.95)\n", o, p, o / p, f, g }'
+fi
+
+if [ "$part" = all ] || [ "$part" = rw ]; then
+"$py" -m pip install -q "maturin>=1.16,<2"
+"$(dirname "$py")/maturin" build --release -q -m bindings/python/Cargo.toml -o target/wheels-release
+"$py" -m pip install -q --force-reinstall --no-deps target/wheels-release/tenure-*.whl
+rw_dir=$(mktemp -d)
+echo "Read-write locks, one task (median batches; grelmicro 0.44 and tenure's Python package in one interpreter):"
+(cd benches/peer && "$py" python_rw.py "$rw_dir" "${TENURE_REDIS_URL:-redis://127.0.0.1:6379}" \
+  "${TENURE_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/test}") | sed 's/^/  /'
+rm -rf "$rw_dir"
 fi

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, PutOptions, Txn, TxnOp};
+use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
 use tenure::backend::{ReadWriteOperations, Wake, Wakeup};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, RwState, WriteGrant};
 
@@ -93,15 +93,22 @@ fn malformed(name: &str, what: &str) -> BackendError {
 }
 
 impl View {
-    fn read(name: &str, revision: i64, prefix: &str, kvs: &[KeyValue]) -> Result<Self, BackendError> {
+    /// The view of `kvs`, the keys (with their values and leases) read under `prefix`.
+    fn read<'a>(
+        name: &str,
+        revision: i64,
+        prefix: &str,
+        kvs: impl IntoIterator<Item = (&'a str, &'a str, i64)>,
+    ) -> Result<Self, BackendError> {
         let mut view = Self { revision, ..Self::default() };
-        for kv in kvs {
-            let key = kv.key_str().ok().and_then(|k| k.strip_prefix(prefix)).unwrap_or("");
-            let value = kv.value_str().unwrap_or("");
+        for (key, value, lease) in kvs {
+            let key = key.strip_prefix(prefix).unwrap_or("");
+            if key.contains('/') {
+                continue; // a key of a longer name (`rwlock:a/b` under `rwlock:a/`)
+            }
             let leased = || {
-                let ttl = value.parse::<i64>().ok().filter(|t| *t > 0 && kv.lease() != 0);
-                ttl.map(|ttl| Leased { lease: kv.lease(), ttl })
-                    .ok_or_else(|| malformed(name, "a key without its lease"))
+                let ttl = value.parse::<i64>().ok().filter(|t| *t > 0 && lease != 0);
+                ttl.map(|ttl| Leased { lease, ttl }).ok_or_else(|| malformed(name, "a key without its lease"))
             };
             let token = |hexed: &str| unhex(hexed).ok_or_else(|| malformed(name, "a key whose token is not hex"));
             match key.split_once('.') {
@@ -136,7 +143,8 @@ impl EtcdBackend {
                 Ok((read.header().map_or(0, etcd_client::ResponseHeader::revision), read.take_kvs()))
             })
             .await?;
-        View::read(name, revision, &self.rw_prefix(name), &kvs)
+        let keys = kvs.iter().map(|kv| (kv.key_str().unwrap_or(""), kv.value_str().unwrap_or(""), kv.lease()));
+        View::read(name, revision, &self.rw_prefix(name), keys)
     }
 
     /// Reads the lock, plans with `decide`, and carries the plan out, reading again when another
@@ -335,6 +343,27 @@ impl ReadWriteOperations for EtcdBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_view_reads_its_keys_and_not_a_longer_names() {
+        let keys = [
+            ("p/rwlock:a/g".to_owned(), "3", 0),
+            ("p/rwlock:a/wl".to_owned(), "w1", 0),
+            (format!("p/rwlock:a/r.{}", hex("r1")), "5", 7),
+            (format!("p/rwlock:a/i.{}", hex("w2")), "5", 8),
+            ("p/rwlock:a/b/g".to_owned(), "9", 0),
+            (format!("p/rwlock:a/b/w.{}", hex("w9")), "5", 9),
+        ];
+        let read = keys.iter().map(|(k, v, l)| (k.as_str(), *v, *l));
+        let view = View::read("rwlock:a", 12, "p/rwlock:a/", read).expect("a view");
+        assert_eq!((view.generation, view.last_writer, view.writer.is_none()), (3, true, true));
+        assert_eq!(view.readers.keys().collect::<Vec<_>>(), ["r1"]);
+        assert_eq!(view.intents.keys().collect::<Vec<_>>(), ["w2"]);
+        for bad in [("p/rwlock:a/g", "x", 0), ("p/rwlock:a/r.zz", "5", 7), ("p/rwlock:a/r.6131", "5", 0)] {
+            let err = View::read("rwlock:a", 12, "p/rwlock:a/", [bad]).expect_err("malformed");
+            assert_eq!(err.kind(), BackendErrorKind::MalformedRecord);
+        }
+    }
 
     #[test]
     fn tokens_are_hex_in_keys_and_read_back() {

@@ -369,3 +369,26 @@ def test_the_adapter_answers_grelmicros_backend_calls(store):
                 await backend.acquire_read(name="rwlock:doc", token="r2", duration=float("nan"))
 
     run(main())
+
+
+def test_grelmicros_low_level_calls_on_the_views(store):
+    async def main():
+        async with store() as provider:
+            lock = rw(provider)
+            assert await lock.read.do_acquire("r1", duration=30) == 0
+            assert await lock.write.do_acquire("w1", duration=30) is None  # an intent kept
+            assert (await lock.state()).waiting_writers == 1
+            assert await lock.write.do_acquire("w2", duration=30, intent=False) is None
+            assert (await lock.state()).waiting_writers == 1
+            other = rw(provider, name="page")
+            grant = await other.write.do_acquire("w3", duration=30)
+            assert (grant.fencing_token, grant.poisoned) == (1, False)
+            assert await provider.readwritelock().release_write(name="rwlock:page", token="w3")
+            writing = await other.write.acquire()
+            assert writing.fencing_token == 2
+            await other.write.do_extend(writing)
+            reading = await other.write.do_downgrade(writing)
+            assert reading.generation == writing._fencing_token
+            await other.read.release()
+
+    run(main())

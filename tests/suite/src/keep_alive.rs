@@ -6,7 +6,7 @@ use std::time::Duration;
 use futures_lite::future;
 use tenure::{KeepAliveEnd, MemoryBackend, Runtime};
 
-use crate::support::{Faulty, eventually, eventually_async, lock, ms, sleep, task_lock};
+use crate::support::{Faulty, eventually, eventually_async, lock, lock_bounded, ms, sleep, task_lock};
 use tenure::backend::LockCalls;
 
 /// The longest a test keeps anything: far beyond every bound it checks.
@@ -167,9 +167,10 @@ pub async fn keep_alive_holds_and_ends_a_lease_on_a_sqlite_file<R: Runtime>(rt: 
     let path = std::env::temp_dir().join(format!("tenure-suite-keep-{}-{n}.db", std::process::id()));
     let store = tenure_sqlite::SqliteBackend::open(&path).await.unwrap();
     // Leases long enough for commits that wait on the disk (synchronous=full) under CI's load:
-    // at 600 ms a renewal stalled past the lease once while the whole suite ran.
-    let lock = lock(&rt, store.clone(), "cart", ms(1500));
-    let other = crate::support::lock(&rt, store.clone(), "cart", ms(1500));
+    // at 600 ms a renewal stalled past the lease once while the whole suite ran; and a backend
+    // timeout to match (a first commit on a fresh file took over 200 ms once, on a clean clone).
+    let lock = lock_bounded(&rt, store.clone(), "cart", ms(1500), ms(1000));
+    let other = lock_bounded(&rt, store.clone(), "cart", ms(1500), ms(1000));
     let kept = lock.acquire().await.unwrap().keep_alive(NO_BOUND);
     let fence = kept.fencing_token();
     sleep(&rt, ms(4700)).await;

@@ -45,11 +45,22 @@ pub async fn sleep<R: Runtime>(rt: &R, d: Duration) {
 
 /// A lock with a short lease and fast retries, the environment ignored.
 pub fn lock<R: Runtime>(rt: &R, backend: impl LockBackend, name: &str, lease: Duration) -> Lock<R> {
+    lock_bounded(rt, backend, name, lease, ms(200))
+}
+
+/// [`lock`] with a backend timeout of `backend_timeout`.
+pub fn lock_bounded<R: Runtime>(
+    rt: &R,
+    backend: impl LockBackend,
+    name: &str,
+    lease: Duration,
+    backend_timeout: Duration,
+) -> Lock<R> {
     Lock::builder(name, rt.clone())
         .backend(backend)
         .lease_duration(lease)
         .retry_interval(ms(5))
-        .backend_timeout(ms(200))
+        .backend_timeout(backend_timeout)
         .env_load(false)
         .build()
         .unwrap()

@@ -18,10 +18,10 @@ from uuid import UUID
 
 from tenure import _tenure
 from tenure._config import ReadWriteLockConfig
-from tenure._durations import Seconds, seconds
+from tenure._durations import Seconds, positive, seconds
 from tenure._primitive import Primitive
 from tenure._process import generation
-from tenure.errors import LockNotOwnedError, LockReentrantError, LockUpgradeError
+from tenure.errors import LockAcquireError, LockNotOwnedError, LockReentrantError, LockUpgradeError
 
 
 @dataclass(frozen=True)
@@ -365,9 +365,21 @@ class _Mode:
     async def __aenter__(self) -> Any:
         return await self.acquire()
 
+    # grelmicro's low-level calls ("should not be called directly", but public): one backend call
+    # for `token`, or the guard's own extend and downgrade.
+
+    async def do_extend(self, guard: _Guard) -> None:
+        """Renews `guard`'s lease (see `extend`)."""
+        await self._extend(guard)
+
 
 class ReadMode(_Mode):
     """`lock.read`: readers, many at once."""
+
+    async def do_acquire(self, token: str, *, duration: Seconds) -> Optional[int]:
+        """One read acquire for `token`: the generation, or `None` if refused
+        (`LockAcquireError` if the backend fails)."""
+        return await self._lock._call(LockAcquireError, "rw_acquire_read", token, positive("duration", duration))  # type: ignore[no-any-return]
 
     async def __aexit__(self, *exc: object) -> None:
         await self.release()
@@ -377,6 +389,18 @@ class WriteMode(_Mode):
     """`lock.write`: the writer, alone."""
 
     _write = True
+
+    async def do_acquire(self, token: str, *, duration: Seconds, intent: bool = True) -> Optional[WriteGrant]:
+        """One write acquire for `token`: the grant, or `None` if refused, keeping an intent iff
+        `intent` (`LockAcquireError` if the backend fails)."""
+        granted = await self._lock._call(
+            LockAcquireError, "rw_acquire_write", token, positive("duration", duration), bool(intent)
+        )
+        return None if granted is None else WriteGrant(*granted)
+
+    async def do_downgrade(self, guard: WriteGuard) -> ReadGuard:
+        """Turns `guard`'s write lease into a read lease (see `WriteGuard.downgrade`)."""
+        return await self._downgrade(guard)
 
     async def __aexit__(self, *exc: object) -> None:
         # After a downgrade the task holds a read lease: that is what the block releases.
