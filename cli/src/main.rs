@@ -8,6 +8,7 @@
 mod child;
 mod demo;
 mod hold;
+#[macro_use]
 mod run;
 mod rw;
 mod status;

@@ -10,6 +10,18 @@ use crate::hold::{self, Ended, Lease, Timing};
 use crate::store::{self, Store};
 use crate::{EXIT_HELD, EXIT_LOST, EXIT_TIMEOUT, ElectArgs, Failure, LockArgs, TaskArgs, say};
 
+/// The guard of a lock or a read-write lock's side: at once (`--no-wait`), within `--timeout`, or whenever it comes.
+macro_rules! acquire {
+    ($side:expr, $args:expr) => {{
+        let side = $side;
+        match ($args.no_wait, $args.timeout) {
+            (true, _) => side.acquire_nowait().await,
+            (false, Some(timeout)) => side.acquire_timeout(timeout).await,
+            (false, None) => side.acquire().await,
+        }
+    }};
+}
+
 pub(crate) async fn coordination(backend: Option<&str>) -> Result<(Store, Coordination), Failure> {
     let store = store::open(backend).await?;
     let coordination = Coordination::new(Tokio::current()).source(&store);
@@ -42,14 +54,7 @@ pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, F
     }
     let lock = builder.env_load(false).build().map_err(|e| usage(&e))?;
     let timing = Timing::for_lease(lock.config().lease_duration());
-    let acquired = if args.no_wait {
-        lock.acquire_nowait().await
-    } else if let Some(timeout) = args.timeout {
-        lock.acquire_timeout(timeout).await
-    } else {
-        lock.acquire().await
-    };
-    let guard = held(&store, &args, "lock", acquired).await?;
+    let guard = held(&store, &args, "lock", acquire!(lock, args)).await?;
     say!("acquired lock {} (fencing token {})", args.name, guard.fence());
     run_held(&store, guard, &args.name, &args.command, timing).await
 }

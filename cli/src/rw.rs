@@ -5,18 +5,6 @@ use crate::hold::{Lease, Timing};
 use crate::run::{coordination, held, run_held, usage};
 use crate::{Failure, LockArgs, say};
 
-/// A side's guard: at once (`--no-wait`), within `--timeout`, or whenever it comes.
-macro_rules! acquire {
-    ($side:expr, $args:expr) => {{
-        let side = $side;
-        match ($args.no_wait, $args.timeout) {
-            (true, _) => side.acquire_nowait().await,
-            (false, Some(timeout)) => side.acquire_timeout(timeout).await,
-            (false, None) => side.acquire().await,
-        }
-    }};
-}
-
 pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, Failure> {
     let (store, coordination) = coordination(backend).await?;
     let mut builder = coordination.read_write_lock(&args.name).map_err(|e| usage(&e))?;

@@ -95,12 +95,4 @@ impl ReadWriteLock {
             Ok((s.generation, s.writing, s.readers, s.waiting_writers))
         })
     }
-
-    /// [`ReadWriteLock::state`], blocking the calling thread.
-    fn state_blocking(&self, py: Python<'_>) -> PyResult<(u64, bool, usize, usize)> {
-        let lock = self.inner.clone();
-        crate::thread::block(py, "ReadWriteLock.state", async move {
-            lock.state().await.map(|s| (s.generation, s.writing, s.readers, s.waiting_writers))
-        })
-    }
 }
