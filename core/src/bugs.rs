@@ -36,9 +36,11 @@ impl Bugs {
     /// The store model forgets that a writer expired without releasing: the next write grant
     /// is not marked poisoned.
     pub const RW_POISON_FORGOTTEN: Self = Self(1 << 6);
+    /// The store model grants a semaphore's permit when every permit is taken already.
+    pub const SEM_OVER_GRANT: Self = Self(1 << 7);
 
     /// Every defect with its command-line name.
-    pub const NAMED: [(&'static str, Self); 7] = [
+    pub const NAMED: [(&'static str, Self); 8] = [
         ("validity-from-reply", Self::VALIDITY_FROM_REPLY),
         ("fence-reset-on-release", Self::FENCE_RESET_ON_RELEASE),
         ("leader-ignores-deadline", Self::LEADER_IGNORES_DEADLINE),
@@ -46,6 +48,7 @@ impl Bugs {
         ("hand-over-lapsed", Self::HAND_OVER_LAPSED),
         ("rw-write-beside-readers", Self::RW_WRITE_BESIDE_READERS),
         ("rw-poison-forgotten", Self::RW_POISON_FORGOTTEN),
+        ("sem-over-grant", Self::SEM_OVER_GRANT),
     ];
 
     /// The defect called `name` (see [`Bugs::NAMED`]).

@@ -331,6 +331,8 @@ pub enum WouldBlockReason {
     ReadRefused,
     /// A write attempt found readers or another writer holding the read-write lock.
     WriteRefused,
+    /// A semaphore's attempt found every permit taken (or taken by the waiters ahead).
+    PermitsTaken,
 }
 
 impl fmt::Display for WouldBlockReason {
@@ -341,6 +343,7 @@ impl fmt::Display for WouldBlockReason {
             Self::NotLeader => "Not leader",
             Self::ReadRefused => "Read lock not acquired",
             Self::WriteRefused => "Write lock not acquired",
+            Self::PermitsTaken => "Semaphore permit not acquired",
         })
     }
 }

@@ -121,6 +121,8 @@ pub enum KeyKind {
     Schedule,
     /// `rwlock:<name>`
     ReadWriteLock,
+    /// `semaphore:<name>`
+    Semaphore,
 }
 
 impl KeyKind {
@@ -132,6 +134,7 @@ impl KeyKind {
             Self::Leader => "leader:",
             Self::Schedule => "",
             Self::ReadWriteLock => "rwlock:",
+            Self::Semaphore => "semaphore:",
         }
     }
 }
@@ -152,10 +155,12 @@ impl Key {
         Self { text: text.into(), kind }
     }
 
-    /// The key stored as `text`: `lock:`, `tasklock:`, `leader:` or `rwlock:` and a name, else
-    /// a bare (schedule) name; the name is validated as [`Name::new`] does.
+    /// The key stored as `text`: `lock:`, `tasklock:`, `leader:`, `rwlock:` or `semaphore:` and
+    /// a name, else a bare (schedule) name; the name is validated as [`Name::new`] does.
     pub fn parse(text: &str) -> Result<Self, Error> {
-        for kind in [KeyKind::Lock, KeyKind::TaskLock, KeyKind::Leader, KeyKind::ReadWriteLock] {
+        const PREFIXED: [KeyKind; 5] =
+            [KeyKind::Lock, KeyKind::TaskLock, KeyKind::Leader, KeyKind::ReadWriteLock, KeyKind::Semaphore];
+        for kind in PREFIXED {
             if let Some(name) = text.strip_prefix(kind.prefix()) {
                 return Ok(Self::new(kind, &Name::new(name)?));
             }

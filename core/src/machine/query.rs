@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::lock::{Access, unexpected};
 use crate::error::{BackendError, Error};
-use crate::ids::{Key, OpId, Token};
-use crate::store::{RwState, StoreOp, StoreReply, StoreRequest};
+use crate::ids::{Key, KeyKind, OpId, Token};
+use crate::store::{RwState, SemState, StoreOp, StoreReply, StoreRequest};
 use crate::time::Timestamp;
 
 /// Which question a [`Query`] asks.
@@ -16,7 +16,7 @@ pub enum QueryKind {
     Locked,
     /// Is the lock held by this token?
     Owned,
-    /// What holds a read-write lock (answers [`RwState`]).
+    /// What holds a read-write lock or a semaphore (answers [`RwState`] or [`SemState`]).
     State,
 }
 
@@ -57,13 +57,19 @@ impl Query {
             Access::Exclusive => StoreOp::LockOwned { key, token },
             Access::Read => StoreOp::RwOwnedRead { key, token },
             Access::Write => StoreOp::RwOwnedWrite { key, token },
+            Access::Permit(_) => StoreOp::SemOwned { key, token },
         };
         Self::new(QueryKind::Owned, op, now, timeout)
     }
 
-    /// Asks what holds the read-write lock `key`.
+    /// Asks what holds the read-write lock or the semaphore `key` (answers [`RwState`] or
+    /// [`SemState`]).
     pub fn state(key: &Key, now: Timestamp, timeout: Duration) -> (Self, StoreRequest) {
-        Self::new(QueryKind::State, StoreOp::RwState { key: key.clone() }, now, timeout)
+        let op = match key.kind() {
+            KeyKind::Semaphore => StoreOp::SemState { key: key.clone() },
+            _ => StoreOp::RwState { key: key.clone() },
+        };
+        Self::new(QueryKind::State, op, now, timeout)
     }
 
     fn new(kind: QueryKind, op: StoreOp, now: Timestamp, timeout: Duration) -> (Self, StoreRequest) {
@@ -106,7 +112,7 @@ impl Query {
         self.done = true;
         Some(match (self.kind, reply) {
             (QueryKind::Locked | QueryKind::Owned, Ok(reply @ StoreReply::Flag(_)))
-            | (QueryKind::State, Ok(reply @ StoreReply::Rw(_))) => Ok(reply),
+            | (QueryKind::State, Ok(reply @ (StoreReply::Rw(_) | StoreReply::Sem(_)))) => Ok(reply),
             (_, Ok(other)) => Err(self.error(unexpected("the check", &other))),
             (_, Err(cause)) => Err(self.error(cause)),
         })
@@ -115,6 +121,11 @@ impl Query {
     /// The state a [`Query::state`] answer carries.
     pub fn state_of(reply: &StoreReply) -> Option<RwState> {
         if let StoreReply::Rw(state) = reply { Some(*state) } else { None }
+    }
+
+    /// The state a [`Query::state`] answer about a semaphore carries.
+    pub fn sem_state_of(reply: &StoreReply) -> Option<SemState> {
+        if let StoreReply::Sem(state) = reply { Some(*state) } else { None }
     }
 
     /// The timeout error once `now` has reached the deadline and no answer came.
@@ -146,7 +157,7 @@ impl Query {
 mod tests {
     use super::*;
     use crate::error::BackendErrorKind;
-    use crate::ids::{KeyKind, Name};
+    use crate::ids::Name;
 
     fn key() -> Key {
         Key::new(KeyKind::Lock, &Name::new("cart").expect("valid"))

@@ -7,6 +7,7 @@
 mod model;
 mod queue;
 mod rw;
+mod sem;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +15,7 @@ use std::time::Duration;
 pub use model::{LockLease, StoreKey, StoreModel};
 pub use queue::{Grant, Waiter};
 pub use rw::{RwState, WriteGrant};
+pub use sem::{PermitAnswer, SemState};
 
 use crate::ids::{FencingToken, Key, OpId, Token};
 use crate::record::{LeaderRecord, Metadata};
@@ -173,6 +175,39 @@ pub enum StoreOp {
         /// The token asked about.
         token: Token,
     },
+    /// A semaphore's permit: answers [`StoreReply::Permit`] ([`StoreModel::sem_acquire`]).
+    SemAcquire {
+        /// The semaphore key (`semaphore:<name>`).
+        key: Key,
+        /// The holder's token.
+        token: Token,
+        /// How long the lease lasts from when the store applies it.
+        lease: Duration,
+        /// The permit count the holder expects the store to keep.
+        permits: u32,
+        /// A refusal keeps (or refreshes) the holder's place in line for this long.
+        wait: Option<Duration>,
+    },
+    /// Gives a semaphore's permit back and leaves the line: answers [`StoreReply::Flag`] (true
+    /// iff `token` held a live permit).
+    SemRelease {
+        /// The semaphore key.
+        key: Key,
+        /// The holder's token.
+        token: Token,
+    },
+    /// Whether `token` holds a live permit: answers [`StoreReply::Flag`].
+    SemOwned {
+        /// The semaphore key.
+        key: Key,
+        /// The token asked about.
+        token: Token,
+    },
+    /// A semaphore's state: answers [`StoreReply::Sem`].
+    SemState {
+        /// The semaphore key.
+        key: Key,
+    },
 }
 
 impl StoreOp {
@@ -197,7 +232,11 @@ impl StoreOp {
             | Self::RwDowngrade { key, .. }
             | Self::RwState { key }
             | Self::RwOwnedRead { key, .. }
-            | Self::RwOwnedWrite { key, .. } => key,
+            | Self::RwOwnedWrite { key, .. }
+            | Self::SemAcquire { key, .. }
+            | Self::SemRelease { key, .. }
+            | Self::SemOwned { key, .. }
+            | Self::SemState { key } => key,
         }
     }
 }
@@ -220,6 +259,10 @@ pub enum StoreReply {
     Write(Option<WriteGrant>),
     /// A read-write lock's state.
     Rw(RwState),
+    /// A semaphore acquire's answer: the permit granted, if any, and the stored count.
+    Permit(PermitAnswer),
+    /// A semaphore's state.
+    Sem(SemState),
 }
 
 impl StoreReply {
@@ -233,6 +276,8 @@ impl StoreReply {
             Self::LastFired(_) => "a fire time",
             Self::Write(_) => "a write grant",
             Self::Rw(_) => "a read-write lock state",
+            Self::Permit(_) => "a permit",
+            Self::Sem(_) => "a semaphore state",
         }
     }
 }

@@ -87,6 +87,7 @@ pub struct StoreModel {
     leaders: BTreeMap<Arc<str>, LeaderEntry>,
     schedules: BTreeMap<Arc<str>, f64>,
     pub(super) rwlocks: super::rw::RwLocks,
+    pub(super) semaphores: super::sem::Semaphores,
     wall_at_zero: WallTime,
     #[cfg(feature = "bug-injection")]
     pub(super) bugs: crate::bugs::Bugs,
@@ -101,6 +102,7 @@ impl StoreModel {
             leaders: BTreeMap::new(),
             schedules: BTreeMap::new(),
             rwlocks: BTreeMap::new(),
+            semaphores: BTreeMap::new(),
             wall_at_zero,
             #[cfg(feature = "bug-injection")]
             bugs: crate::bugs::Bugs::NONE,
@@ -145,6 +147,12 @@ impl StoreModel {
             StoreOp::RwState { key } => StoreReply::Rw(self.rw_state(key, now)),
             StoreOp::RwOwnedRead { key, token } => StoreReply::Flag(self.rw_owned_read(key, token, now)),
             StoreOp::RwOwnedWrite { key, token } => StoreReply::Flag(self.rw_owned_write(key, token, now)),
+            StoreOp::SemAcquire { key, token, lease, permits, wait } => {
+                StoreReply::Permit(self.sem_acquire(key, token, *lease, *permits, *wait, now))
+            }
+            StoreOp::SemRelease { key, token } => StoreReply::Flag(self.sem_release(key, token, now)),
+            StoreOp::SemOwned { key, token } => StoreReply::Flag(self.sem_owned(key, token, now)),
+            StoreOp::SemState { key } => StoreReply::Sem(self.sem_state(key, now)),
         }
     }
 
@@ -311,6 +319,7 @@ impl StoreModel {
             entry.queue.retain(|waiter| waiter.expires_at >= now);
         }
         self.rw_reap_all(now);
+        self.sem_reap_all(now);
     }
 
     /// How many lock names the store remembers (held or not).

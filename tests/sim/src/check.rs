@@ -55,6 +55,10 @@ pub struct Coverage {
     pub poisoned: u64,
     /// Writers that downgraded to readers.
     pub downgrades: u64,
+    /// Semaphore permits granted (renewals not counted).
+    pub permits: u64,
+    /// Events after which every permit of the semaphore was believed held.
+    pub permits_full: u64,
 }
 
 impl Coverage {
@@ -82,6 +86,8 @@ impl Coverage {
             (&mut self.rw_writes, other.rw_writes),
             (&mut self.poisoned, other.poisoned),
             (&mut self.downgrades, other.downgrades),
+            (&mut self.permits, other.permits),
+            (&mut self.permits_full, other.permits_full),
         ];
         for (total, more) in pairs {
             *total += more;
@@ -96,7 +102,8 @@ impl fmt::Display for Coverage {
             "contention {}, stale writes rejected {} of {}, leases expired in a pause {}, leadership changes {}, \
              acquisitions {} (handed over by the store {}), task bodies {}; faults: pauses {}, crashes {}, partitions {}, clock jumps {}, \
              store restarts {}; overlaps under unbounded clocks {}; driver: commands abandoned {}, leases kept {}, let-go checks {}; \
-             read-write lock: reads {}, writes {} (poisoned {}), downgrades {}",
+             read-write lock: reads {}, writes {} (poisoned {}), downgrades {}; semaphore: permits {}, \
+             every permit held {}",
             self.contention,
             self.stale_rejected,
             self.writes,
@@ -117,7 +124,9 @@ impl fmt::Display for Coverage {
             self.rw_reads,
             self.rw_writes,
             self.poisoned,
-            self.downgrades
+            self.downgrades,
+            self.permits,
+            self.permits_full
         )
     }
 }
@@ -151,13 +160,24 @@ pub(crate) struct Checker {
     /// The last writer granted the read-write lock, and whether its write ended cleanly (a
     /// release or a downgrade): the next grant is poisoned iff it did not.
     rw_writer: Option<(Token, bool)>,
+    /// The semaphore's permit count, if its holders run; whether one took a permit after the
+    /// faults stop; the highest fencing token it issued.
+    permits: Option<usize>,
+    permit_since: bool,
+    permit_fence: FencingToken,
 }
 
 /// The fenced resource's index for the read-write lock's writers.
 pub(crate) const RW_RESOURCE: usize = usize::MAX;
 
 impl Checker {
-    pub(crate) fn new(work: &Workload, faults: &Faults, lock_names: Vec<String>, rw_writers: bool) -> Self {
+    pub(crate) fn new(
+        work: &Workload,
+        faults: &Faults,
+        lock_names: Vec<String>,
+        rw_writers: bool,
+        permits: Option<usize>,
+    ) -> Self {
         let min_hold = as_nanos(work.task.min_hold_duration());
         Self {
             coverage: Coverage::default(),
@@ -177,6 +197,9 @@ impl Checker {
             rw_writers,
             rw_write_since: false,
             rw_writer: None,
+            permits,
+            permit_since: false,
+            permit_fence: FencingToken::new(0),
         }
     }
 
@@ -186,6 +209,7 @@ impl Checker {
             Target::Lock(name) => format!("lock {}", self.lock_names.get(name).map_or("?", String::as_str)),
             Target::Task => "the task lock".to_owned(),
             Target::Election => "the election".to_owned(),
+            Target::Sem => "the semaphore".to_owned(),
         }
     }
 
@@ -201,7 +225,9 @@ impl Checker {
         let mut seen: BTreeMap<Target, (usize, Option<FencingToken>)> = BTreeMap::new();
         // Readers share: a reader only conflicts with a writer (checked after).
         let reader = believers.iter().find(|(target, ..)| *target == Target::Rw { write: false });
-        for &(target, worker, fence) in believers.iter().filter(|(target, ..)| *target != Target::Rw { write: false }) {
+        self.permit_beliefs(believers)?;
+        let shared = |target: &Target| matches!(target, Target::Rw { write: false } | Target::Sem);
+        for &(target, worker, fence) in believers.iter().filter(|(target, ..)| !shared(target)) {
             let Some(&(other, other_fence)) = seen.get(&target) else {
                 seen.insert(target, (worker, fence));
                 continue;
@@ -232,6 +258,48 @@ impl Checker {
             ));
         }
         Ok(())
+    }
+
+    /// No more holders believe they hold a permit of the semaphore than it has permits.
+    fn permit_beliefs(&mut self, believers: &[(Target, usize, Option<FencingToken>)]) -> Result<(), String> {
+        let Some(permits) = self.permits else { return Ok(()) };
+        let holders: Vec<_> = believers.iter().filter(|(target, ..)| *target == Target::Sem).collect();
+        self.coverage.permits_full += u64::from(holders.len() == permits);
+        if holders.len() <= permits {
+            return Ok(());
+        }
+        if !self.exclusive {
+            self.coverage.overlaps_out_of_bounds += 1;
+            return Ok(());
+        }
+        let who: Vec<String> =
+            holders.iter().map(|(_, w, fence)| format!("worker {w} (fence {})", show(*fence))).collect();
+        Err(format!(
+            "{} holders believe they hold the semaphore's {permits} permits at once: {}",
+            holders.len(),
+            who.join(", ")
+        ))
+    }
+
+    /// The store granted a permit of the semaphore under `fence`: a new grant's fencing token is
+    /// greater than every earlier one's; a renewal keeps the one `held` (its token's).
+    pub(crate) fn permit(&mut self, fence: FencingToken, held: Option<FencingToken>) -> Result<(), String> {
+        match held {
+            Some(held) if held != fence => {
+                Err(format!("the store renewed a semaphore permit under fencing token {fence}, not its {held}"))
+            }
+            Some(_) => Ok(()),
+            None if fence <= self.permit_fence => Err(format!(
+                "the store granted a semaphore permit under fencing token {fence} after {}: tokens must strictly \
+                 increase across permits",
+                self.permit_fence
+            )),
+            None => {
+                self.coverage.permits += 1;
+                self.permit_fence = fence;
+                Ok(())
+            }
+        }
     }
 
     /// The store granted the read-write lock's write lease to `token`: poisoned iff the last
@@ -376,6 +444,7 @@ impl Checker {
                 self.acquired_since.insert(name);
             }
             (Target::Rw { write: true }, Some(at)) if now >= at => self.rw_write_since = true,
+            (Target::Sem, Some(at)) if now >= at => self.permit_since = true,
             _ => {}
         }
     }
@@ -415,6 +484,11 @@ impl Checker {
         if self.rw_writers && !self.rw_write_since {
             return Err(format!(
                 "liveness: no writer took the read-write lock within {bound} after faults stopped at {quiet}"
+            ));
+        }
+        if self.permits.is_some() && !self.permit_since {
+            return Err(format!(
+                "liveness: no holder took a semaphore permit within {bound} after faults stopped at {quiet}"
             ));
         }
         Ok(())

@@ -135,10 +135,7 @@ impl Client {
     /// The name index and kind this client works on, for the checks.
     pub(crate) fn target(&self) -> Target {
         match self {
-            Self::Lock(c) => match c.m.access() {
-                Access::Exclusive => Target::Lock(c.name),
-                access => Target::Rw { write: access == Access::Write },
-            },
+            Self::Lock(c) => target_of(c.name, c.m.access()),
             Self::Task(_) => Target::Task,
             Self::Election(_) => Target::Election,
         }
@@ -187,6 +184,17 @@ pub(crate) enum Target {
     Rw {
         write: bool,
     },
+    /// A permit of the semaphore.
+    Sem,
+}
+
+/// What a lock holder with `access` works on (`name`: its lock's index).
+fn target_of(name: usize, access: Access) -> Target {
+    match access {
+        Access::Exclusive => Target::Lock(name),
+        Access::Permit(_) => Target::Sem,
+        access => Target::Rw { write: access == Access::Write },
+    }
 }
 
 /// Drains a machine: effects first (checked against the commands under way), then events, each
@@ -265,10 +273,7 @@ impl LockClient {
         rng: Stream,
     ) -> Self {
         let lease = as_nanos(configs[0].lease_duration());
-        let role = match m.access() {
-            Access::Exclusive => Target::Lock(name),
-            access => Target::Rw { write: access == Access::Write },
-        };
+        let role = target_of(name, m.access());
         Self { name, role, m, stage: LockStage::Idle, pending: None, lease, configs, worker, tokens: 0, rng }
     }
 
@@ -285,7 +290,8 @@ impl LockClient {
             StoreOp::LockAcquire { .. }
             | StoreOp::LockAcquireQueued { .. }
             | StoreOp::RwAcquireRead { .. }
-            | StoreOp::RwAcquireWrite { .. } => matches!(self.pending, Some(Command::Acquire | Command::Extend)),
+            | StoreOp::RwAcquireWrite { .. }
+            | StoreOp::SemAcquire { .. } => matches!(self.pending, Some(Command::Acquire | Command::Extend)),
             StoreOp::RwDowngrade { .. } => self.pending == Some(Command::Downgrade),
             _ => true,
         }

@@ -141,6 +141,8 @@ pub fn required_coverage(profile: Profile, coverage: &Coverage) -> Vec<(&'static
         ("a read of the read-write lock", coverage.rw_reads),
         ("a write of the read-write lock", coverage.rw_writes),
         ("a writer downgraded", coverage.downgrades),
+        ("a semaphore permit granted", coverage.permits),
+        ("every semaphore permit held at once", coverage.permits_full),
     ];
     if matches!(profile, Mixed | Network | Pauses | UnboundedClocks) {
         required.push(("stale token rejected", coverage.stale_rejected));

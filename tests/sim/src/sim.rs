@@ -4,6 +4,7 @@
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
+use std::num::NonZeroU32;
 
 use tenure_core::bugs::Bugs;
 use tenure_core::{
@@ -215,6 +216,10 @@ struct Sim {
     /// The read-write lock, and how many readers and writers each worker runs on it.
     rw_key: Key,
     rw_clients: (usize, usize),
+    /// The semaphore, how many holders each worker runs on it, and its permit count.
+    sem_key: Key,
+    sem_clients: usize,
+    permits: NonZeroU32,
     healed: bool,
     /// The last arrival on each ordered connection: (worker, life, client, towards the store).
     connections: BTreeMap<(usize, u32, usize, bool), u64>,
@@ -238,6 +243,10 @@ impl Sim {
         // the workload draws as before).
         let mut rw = Stream::new(seed, "read-write");
         let rw_clients = if rw.chance(0.8) { (rw.between(0, 2) as usize, rw.between(1, 2) as usize) } else { (0, 0) };
+        // And most run holders of a semaphore's permits, more of them than there are permits.
+        let mut sem = Stream::new(seed, "semaphore");
+        let sem_clients = if sem.chance(0.7) { sem.between(1, 3) as usize } else { 0 };
+        let permits = NonZeroU32::new(sem.between(1, 3) as u32).unwrap_or(NonZeroU32::MIN);
         let faults = profile.faults(&mut Stream::new(seed, "faults"), &work);
         let mut clocks = Stream::new(seed, "clocks");
         let workers = (0..work.workers)
@@ -261,7 +270,8 @@ impl Sim {
         let mut store = StoreModel::new(WallTime::UNIX_EPOCH);
         store.inject(bugs);
         let names = LOCK_NAMES.iter().take(work.lock_names).map(|n| (*n).to_owned()).collect();
-        let checker = Checker::new(&work, &faults, names, rw_clients.1 > 0);
+        let sem_permits = (sem_clients > 0).then_some(permits.get() as usize);
+        let checker = Checker::new(&work, &faults, names, rw_clients.1 > 0, sem_permits);
         let mut sim = Self {
             queue_wait,
             bugs,
@@ -282,6 +292,9 @@ impl Sim {
             election_key: Key::new(KeyKind::Leader, &name("scheduler")),
             rw_key: Key::new(KeyKind::ReadWriteLock, &name("ledger")),
             rw_clients,
+            sem_key: Key::new(KeyKind::Semaphore, &name("pool")),
+            sem_clients,
+            permits,
             healed: false,
             jumped: vec![0; work.workers],
             connections: BTreeMap::new(),
@@ -470,6 +483,7 @@ impl Sim {
             Target::Task => Some(&self.task_key),
             Target::Election => Some(&self.election_key),
             Target::Rw { .. } => Some(&self.rw_key),
+            Target::Sem => Some(&self.sem_key),
         }
     }
 
@@ -515,6 +529,7 @@ impl Sim {
                     let client = match role {
                         Target::Lock(name) => Some(self.lock_client(w, name)),
                         Target::Rw { write } => Some(self.rw_client(w, write)),
+                        Target::Sem => Some(self.sem_client(w)),
                         _ => None,
                     };
                     if let Some(client) = client {
@@ -573,6 +588,9 @@ impl Sim {
         for write in std::iter::repeat_n(false, readers).chain(std::iter::repeat_n(true, writers)) {
             slots.push(self.rw_client(w, write));
         }
+        for _ in 0..self.sem_clients {
+            slots.push(self.sem_client(w));
+        }
         let worker = &mut self.workers[w];
         let mut machine = TaskLockMachine::new(self.task_key.clone(), &self.work.task);
         machine.inject(self.bugs);
@@ -622,6 +640,19 @@ impl Sim {
         Client::Lock(LockClient::new(0, machine, configs, worker.id.clone(), self.spawn_rng.child()))
     }
 
+    /// A new holder of a permit of the semaphore on worker `w`, with a token of its own.
+    fn sem_client(&mut self, w: usize) -> Client {
+        let worker = &mut self.workers[w];
+        worker.tokens += 1;
+        let mut ids = self.spawn_rng.fork();
+        let token = Token::fresh_holder(&worker.id, HolderKind::Task, worker.tokens, &mut ids);
+        let access = Access::Permit(self.permits);
+        let mut machine = LockMachine::with_access(self.sem_key.clone(), token, access, &self.work.lock, &mut ids);
+        machine.inject(self.bugs);
+        let configs = [self.work.lock.clone(), self.work.lock_alt.clone()];
+        Client::Lock(LockClient::new(0, machine, configs, worker.id.clone(), self.spawn_rng.child()))
+    }
+
     /// Every machine of every live worker that believes it holds or leads, with its name.
     fn believers(&self) -> Vec<(Target, usize, Option<FencingToken>)> {
         let mut out = Vec::new();
@@ -665,7 +696,10 @@ impl Sim {
         let worker = &self.workers[w];
         let current = worker.life == life;
         let lock = current
-            && matches!(worker.slots.get(c).map(|s| s.client.target()), Some(Target::Lock(_) | Target::Rw { .. }));
+            && matches!(
+                worker.slots.get(c).map(|s| s.client.target()),
+                Some(Target::Lock(_) | Target::Rw { .. } | Target::Sem)
+            );
         if self.faults.pooled && lock {
             return at;
         }
@@ -724,6 +758,12 @@ impl Sim {
             StoreOp::RwAcquireWrite { key, .. } => self.store.rw_holders(key, now).0,
             _ => None,
         };
+        let permit_before = match op {
+            StoreOp::SemAcquire { key, token, .. } => {
+                self.store.sem_holders(key, now).into_iter().find(|(held, _)| held == token).map(|(_, fence)| fence)
+            }
+            _ => None,
+        };
         let queue_before = match op {
             StoreOp::LockAcquireQueued { key, .. } | StoreOp::LockRelease { key, .. } => {
                 self.store.lock_queue(key, now)
@@ -760,6 +800,10 @@ impl Sim {
                 self.checker.issued(key, token, grant.fence, renewal).map_err(|what| self.failure(what))?;
                 self.checker.rw_written(token, *grant, renewal).map_err(|what| self.failure(what))?;
             }
+            (StoreOp::SemAcquire { .. }, StoreReply::Permit(tenure_core::PermitAnswer { fence: Some(fence), .. })) => {
+                self.checker.permit(*fence, permit_before).map_err(|what| self.failure(what))?;
+            }
+            (StoreOp::SemRelease { key, .. }, StoreReply::Flag(true)) if self.faults.wakeups => self.wake_all(key),
             (StoreOp::RwAcquireRead { key, .. }, StoreReply::Fence(Some(generation))) => {
                 self.checker.rw_read(key, *generation).map_err(|what| self.failure(what))?;
             }

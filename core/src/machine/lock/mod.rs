@@ -110,6 +110,23 @@ pub enum Access {
     /// same time. A blocking acquire keeps an intent in the store that holds new readers out
     /// while it waits, and withdraws it when it gives up.
     Write,
+    /// One of a semaphore's permits (`semaphore:` keys): at most this many holders at once,
+    /// each with its own fencing token. A blocking acquire keeps a place in the store's line
+    /// (granted in arrival order) and gives it up when it gives up.
+    Permit(std::num::NonZeroU32),
+}
+
+impl Access {
+    /// Whether this lease is taken on keys of `kind`: a read-write lock's sides on `rwlock:`
+    /// keys, a permit on `semaphore:` keys, a lock's lease on the others.
+    pub fn fits(self, kind: crate::ids::KeyKind) -> bool {
+        use crate::ids::KeyKind;
+        match self {
+            Self::Exclusive => !matches!(kind, KeyKind::ReadWriteLock | KeyKind::Semaphore),
+            Self::Read | Self::Write => kind == KeyKind::ReadWriteLock,
+            Self::Permit(_) => kind == KeyKind::Semaphore,
+        }
+    }
 }
 
 /// A request of this holder, with its key and token left out until it is taken.
@@ -251,11 +268,7 @@ impl LockMachine {
         config: &LockConfig,
         rng: &mut R,
     ) -> Self {
-        debug_assert_eq!(
-            access == Access::Exclusive,
-            key.kind() != crate::ids::KeyKind::ReadWriteLock,
-            "a read or write lease is taken on an rwlock: key, and only there"
-        );
+        debug_assert!(access.fits(key.kind()), "a lease is taken on a key of its primitive, and only there");
         Self {
             key,
             token,
@@ -365,9 +378,10 @@ impl LockMachine {
             // a new side takes a new token first ([`LockMachine::set_token`]).
             return Err(self.busy());
         }
-        if (access == Access::Exclusive) != (self.access == Access::Exclusive) {
+        let sides = |access| matches!(access, Access::Read | Access::Write);
+        if access != self.access && !(sides(access) && sides(self.access)) {
             return Err(Error::Settings(crate::error::SettingsError::general(
-                "a lock's holder cannot take a read-write lock's side, nor the other way round",
+                "a holder changes access only between the two sides of a read-write lock",
             )));
         }
         self.access = access;
@@ -424,7 +438,8 @@ impl LockMachine {
             // Read as the side it was sent for (the holder may have downgraded since).
             let follow = match (Self::answer_as(sent_as, reply), sent_as) {
                 (Answer::Granted { .. }, Access::Write) if self.access != Access::Write => None,
-                (Answer::Granted { .. }, _) => Some(LockOp::Release),
+                // A permit granted or a place kept: both go with a release.
+                (Answer::Granted { .. }, _) | (_, Access::Permit(_)) => Some(LockOp::Release),
                 // The abandoned attempt may have left an intent that holds readers out.
                 (_, Access::Write) if self.access == Access::Write => Some(LockOp::Withdraw),
                 _ => None,
@@ -452,8 +467,10 @@ impl LockMachine {
             }
             State::Cancelling { flight } if flight.op == id => match self.answer(reply) {
                 Answer::Granted { fence, .. } => self.start_release(now, Some(fence), true),
-                // Refused, failed or unreadable: a writer's intent may be there.
+                // Refused, failed or unreadable: a writer's intent or a permit's place may be
+                // there.
                 _ if self.access == Access::Write => self.start_withdraw(now),
+                _ if matches!(self.access, Access::Permit(_)) => self.start_release(now, None, true),
                 _ => self.state = State::Idle,
             },
             State::Downgrading { flight, lease, fence, quiet } if flight.op == id => {
@@ -611,8 +628,9 @@ impl LockMachine {
     /// ([`LockMachine::handle_grant`]); `None` (the default) polls as grelmicro does. A queued
     /// waiter pauses at most a third of `wait` between attempts, so its place never lapses
     /// while it waits.
-    /// Only a lock's holder queues ([`Access::Exclusive`]): the sides of a read-write lock keep
-    /// their own waiting rule (a writer's intent), and the call is ignored for them.
+    /// Only a lock's holder queues ([`Access::Exclusive`]): the sides of a read-write lock and a
+    /// semaphore's permits keep their own waiting rule (a writer's intent, a place in line), and
+    /// the call is ignored for them.
     pub fn set_queued(&mut self, wait: Option<Duration>) {
         if self.access == Access::Exclusive {
             self.queue_wait = wait;
@@ -671,9 +689,9 @@ impl LockMachine {
     pub fn poll_effect(&mut self) -> Option<crate::store::StoreRequest> {
         let (key, token, access) = (self.key.clone(), self.token.clone(), self.access);
         self.out.poll_effect_with(|op| {
-            // (The sides of a read-write lock never queue: `set_queued` is ignored for them.)
+            // (Only a lock's holder queues: `set_queued` is ignored for the others.)
             let op = match (access, op) {
-                (Access::Read | Access::Write, LockOp::Queue(lease, _)) => LockOp::Attempt(lease),
+                (Access::Read | Access::Write | Access::Permit(_), LockOp::Queue(lease, _)) => LockOp::Attempt(lease),
                 (_, op) => op,
             };
             match (access, op) {
@@ -693,6 +711,12 @@ impl LockMachine {
                 (Access::Write, LockOp::Withdraw) => StoreOp::RwCancelIntent { key, token },
                 (Access::Write, LockOp::Downgrade(lease)) => StoreOp::RwDowngrade { key, token, lease },
                 (Access::Write, _) => StoreOp::RwReleaseWrite { key, token },
+                (Access::Permit(permits), LockOp::Acquire(lease) | LockOp::Attempt(lease)) => {
+                    // A blocking attempt keeps its place in line for a lease.
+                    let wait = matches!(op, LockOp::Attempt(_)).then_some(lease);
+                    StoreOp::SemAcquire { key, token, lease, permits: permits.get(), wait }
+                }
+                (Access::Permit(_), _) => StoreOp::SemRelease { key, token },
             }
         })
     }

@@ -5,11 +5,11 @@ use std::time::Duration;
 use rand_core::Rng;
 
 use super::{Access, Attempt, LockEvent, LockMachine, State, unexpected};
-use crate::error::{BackendError, Error};
+use crate::error::{BackendError, BackendErrorKind, Error};
 use crate::ids::FencingToken;
 use crate::machine::{Flight, earliest, local_validity};
 use crate::rng::{jitter, unit_interval};
-use crate::store::{StoreReply, WriteGrant};
+use crate::store::{PermitAnswer, StoreReply, WriteGrant};
 use crate::time::Timestamp;
 
 /// A store's answer to an acquire or extend, in the shape of this holder's access.
@@ -99,11 +99,11 @@ impl LockMachine {
             Answer::Unexpected(other) => Error::Acquire { name: self.name(), cause: unexpected("acquire", &other) },
             Answer::Failed(cause) => Error::Acquire { name: self.name(), cause },
         };
-        // A writer that waited leaves no intent holding readers out for a whole lease (an
-        // attempt abandoned at its deadline is withdrawn again, or its late grant given back,
-        // when its answer comes).
-        if self.access == Access::Write && !attempt.nowait {
-            self.start_withdraw(now);
+        // A writer that waited leaves no intent holding readers out for a whole lease, nor a
+        // permit's waiter a place in line (an attempt abandoned at its deadline is withdrawn
+        // again, or its late grant given back, when its answer comes).
+        if matches!(self.access, Access::Write | Access::Permit(_)) && !attempt.nowait {
+            self.give_up_place(now);
         }
         self.out.emit(LockEvent::Failed(error));
     }
@@ -258,6 +258,16 @@ impl LockMachine {
             (Access::Exclusive | Access::Read, Ok(StoreReply::Fence(Some(fence)))) => {
                 Answer::Granted { fence, poisoned: false }
             }
+            (Access::Permit(asked), Ok(StoreReply::Permit(PermitAnswer { permits, .. }))) if permits != asked.get() => {
+                Answer::Failed(BackendError::new(
+                    BackendErrorKind::Rejected,
+                    format!("the store keeps this semaphore with {permits} permits, not the {asked} asked for"),
+                ))
+            }
+            (Access::Permit(_), Ok(StoreReply::Permit(PermitAnswer { fence: Some(fence), .. }))) => {
+                Answer::Granted { fence, poisoned: false }
+            }
+            (Access::Permit(_), Ok(StoreReply::Permit(PermitAnswer { fence: None, .. }))) => Answer::Refused,
             (_, Ok(other)) => Answer::Unexpected(other),
         }
     }

@@ -56,9 +56,10 @@ impl LockMachine {
     }
 
     /// A blocking acquire that ends without the lock gives up its place in the store's queue
-    /// (and whatever the store handed it meanwhile) or its write intent; false if it kept none.
+    /// or line (and whatever the store handed it meanwhile) or its write intent; false if it
+    /// kept none.
     pub(super) fn give_up_place(&mut self, now: Timestamp) -> bool {
-        if self.queue_wait.is_some() {
+        if self.queue_wait.is_some() || matches!(self.access, Access::Permit(_)) {
             self.start_release(now, None, true);
         } else if self.access == Access::Write {
             self.start_withdraw(now);
@@ -81,6 +82,7 @@ impl LockMachine {
             Access::Exclusive => WouldBlockReason::LockHeld,
             Access::Read => WouldBlockReason::ReadRefused,
             Access::Write => WouldBlockReason::WriteRefused,
+            Access::Permit(_) => WouldBlockReason::PermitsTaken,
         }
     }
 
