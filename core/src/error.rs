@@ -304,6 +304,8 @@ pub enum BackendSlot {
     Schedule,
     /// Read-write locks.
     ReadWriteLock,
+    /// Semaphores.
+    Semaphore,
 }
 
 impl fmt::Display for BackendSlot {
@@ -313,6 +315,7 @@ impl fmt::Display for BackendSlot {
             Self::LeaderElection => "leader election",
             Self::Schedule => "schedule",
             Self::ReadWriteLock => "read-write lock",
+            Self::Semaphore => "semaphore",
         })
     }
 }

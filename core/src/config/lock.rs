@@ -25,6 +25,10 @@ impl LockConfig {
     /// The `GREL_*` kind a read-write lock's variables use (`GREL_READWRITELOCK_*`): its
     /// configuration is a lock's.
     pub const READ_WRITE_ENV_KIND: &'static str = "READWRITELOCK";
+    /// The `GREL_*` kind a semaphore's variables use (`GREL_SEMAPHORE_*`): its configuration is
+    /// a lock's (the permit count is not read from the environment: it is part of the store's
+    /// state, and every contender must ask for the same).
+    pub const SEMAPHORE_ENV_KIND: &'static str = "SEMAPHORE";
     /// Default lease.
     pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(60);
     /// Default pause between attempts of a blocking acquire.

@@ -6,12 +6,14 @@ use std::sync::Arc;
 
 use tenure_core::{BackendSlot, Error};
 
-use crate::backend::{LeaderElectionBackend, LockBackend, MemoryBackend, ReadWriteLockBackend, ScheduleBackend};
+use crate::backend::{
+    LeaderElectionBackend, LockBackend, MemoryBackend, ReadWriteLockBackend, ScheduleBackend, SemaphoreBackend,
+};
 use crate::election::LeaderElectionBuilder;
-use crate::lock::{LockBuilder, ReadWriteLockBuilder};
+use crate::lock::{LockBuilder, ReadWriteLockBuilder, SemaphoreBuilder};
 use crate::runtime::Runtime;
 use crate::task_lock::TaskLockBuilder;
-use crate::{LeaderElection, Lock, ReadWriteLock, TaskLock};
+use crate::{LeaderElection, Lock, ReadWriteLock, Semaphore, TaskLock};
 
 /// A source of backends (grelmicro's provider): one connection serving whichever primitives its
 /// store can. A slot it cannot serve stays empty until used.
@@ -33,6 +35,11 @@ pub trait Provider {
 
     /// The read-write lock backend, if this store serves read-write locks.
     fn read_write_lock_backend(&self) -> Option<Arc<dyn ReadWriteLockBackend>> {
+        None
+    }
+
+    /// The semaphore backend, if this store serves semaphores.
+    fn semaphore_backend(&self) -> Option<Arc<dyn SemaphoreBackend>> {
         None
     }
 }
@@ -58,6 +65,10 @@ where
     fn read_write_lock_backend(&self) -> Option<Arc<dyn ReadWriteLockBackend>> {
         LockBackend::read_write(self)
     }
+
+    fn semaphore_backend(&self) -> Option<Arc<dyn SemaphoreBackend>> {
+        LockBackend::semaphore(self)
+    }
 }
 
 /// The coordination backends of an application, one slot per primitive (locks and elections
@@ -79,12 +90,14 @@ pub struct Coordination<R: Runtime> {
     election: Option<Arc<dyn LeaderElectionBackend>>,
     schedule: Option<Arc<dyn ScheduleBackend>>,
     read_write: Option<Arc<dyn ReadWriteLockBackend>>,
+    semaphore: Option<Arc<dyn SemaphoreBackend>>,
 }
 
 impl<R: Runtime> Coordination<R> {
     /// A component named `default` with no backends.
     pub fn new(runtime: R) -> Self {
-        Self { name: "default".into(), runtime, lock: None, election: None, schedule: None, read_write: None }
+        let (lock, election, schedule, read_write, semaphore) = (None, None, None, None, None);
+        Self { name: "default".into(), runtime, lock, election, schedule, read_write, semaphore }
     }
 
     /// A component with one in-process [`MemoryBackend`] in every slot.
@@ -106,6 +119,7 @@ impl<R: Runtime> Coordination<R> {
         self.election = provider.leader_election_backend().or(self.election);
         self.schedule = provider.schedule_backend().or(self.schedule);
         self.read_write = provider.read_write_lock_backend().or(self.read_write);
+        self.semaphore = provider.semaphore_backend().or(self.semaphore);
         self
     }
 
@@ -134,6 +148,13 @@ impl<R: Runtime> Coordination<R> {
     #[must_use]
     pub fn with_read_write_lock_backend(mut self, backend: Arc<dyn ReadWriteLockBackend>) -> Self {
         self.read_write = Some(backend);
+        self
+    }
+
+    /// Sets the semaphore slot.
+    #[must_use]
+    pub fn with_semaphore_backend(mut self, backend: Arc<dyn SemaphoreBackend>) -> Self {
+        self.semaphore = Some(backend);
         self
     }
 
@@ -167,6 +188,16 @@ impl<R: Runtime> Coordination<R> {
         self.read_write.clone().ok_or(Error::BackendMissing { slot: BackendSlot::ReadWriteLock })
     }
 
+    /// The semaphore backend, or [`Error::BackendMissing`].
+    pub fn semaphore_backend(&self) -> Result<Arc<dyn SemaphoreBackend>, Error> {
+        self.semaphore.clone().ok_or(Error::BackendMissing { slot: BackendSlot::Semaphore })
+    }
+
+    /// A [`Semaphore`] builder of `permits` permits bound to the semaphore backend.
+    pub fn semaphore(&self, name: &str, permits: u32) -> Result<SemaphoreBuilder<R>, Error> {
+        Ok(Semaphore::builder(name, permits, self.runtime.clone()).shared_backend(self.semaphore_backend()?))
+    }
+
     /// A [`Lock`] builder bound to the lock backend.
     pub fn lock(&self, name: &str) -> Result<LockBuilder<R>, Error> {
         Ok(Lock::builder(name, self.runtime.clone()).shared_backend(self.lock_backend()?))
@@ -196,6 +227,7 @@ impl<R: Runtime> std::fmt::Debug for Coordination<R> {
             .field("leader_election", &self.election.is_some())
             .field("schedule", &self.schedule.is_some())
             .field("read_write_lock", &self.read_write.is_some())
+            .field("semaphore", &self.semaphore.is_some())
             .finish()
     }
 }

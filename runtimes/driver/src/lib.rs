@@ -6,7 +6,8 @@
 //!
 //! All decisions are made by the sans-IO machines of [`tenure_core`]; this crate runs them on a
 //! [`Runtime`], talks to the backends, and gives them the API of grelmicro's coordination module
-//! in Rust form: [`Lock`], [`ReadWriteLock`], [`TaskLock`], [`LeaderElection`], [`Coordination`].
+//! in Rust form: [`Lock`], [`ReadWriteLock`], [`Semaphore`], [`TaskLock`], [`LeaderElection`],
+//! [`Coordination`].
 
 #![deny(missing_docs)]
 
@@ -32,7 +33,7 @@ use std::time::Duration;
 
 pub use backend::{
     BackendFuture, Inspect, LeaderElectionBackend, LeaderState, LockBackend, LockState, MemoryBackend, OpenError,
-    ReadWriteLockBackend, ReleaseSignals, ScheduleBackend, Signal, Wakeup,
+    ReadWriteLockBackend, ReleaseSignals, ScheduleBackend, SemaphoreBackend, Signal, Wakeup,
 };
 pub use blocking::{BlockingLock, BlockingLockGuard, BlockingLockHolder, BlockingTaskLock, BlockingTaskLockGuard};
 pub use coordination::{Coordination, Provider, Registry};
@@ -40,8 +41,8 @@ pub use election::{LeaderElection, LeaderElectionBuilder, LeaderGuard};
 pub use env::process_env;
 pub use keep_alive::{KeepAlive, KeepAliveEnd, Keepable};
 pub use lock::{
-    Lock, LockBuilder, LockGuard, LockHolder, ReadGuard, ReadSide, ReadWriteLock, ReadWriteLockBuilder, WriteGuard,
-    WriteSide,
+    Lock, LockBuilder, LockGuard, LockHolder, ReadGuard, ReadSide, ReadWriteLock, ReadWriteLockBuilder, Semaphore,
+    SemaphoreBuilder, SemaphoreGuard, WriteGuard, WriteSide,
 };
 pub use runtime::Runtime;
 pub use task_lock::{TaskLock, TaskLockBuilder, TaskLockGuard};
@@ -49,7 +50,8 @@ pub use task_lock::{TaskLock, TaskLockBuilder, TaskLockGuard};
 pub use tenure_core as core;
 pub use tenure_core::{
     BackendError, BackendErrorKind, EnvOptions, EnvVars, Error, FencingToken, LeaderElectionConfig, LeaderRecord,
-    LockConfig, LockHandle, Metadata, Name, RwState, StoreOp, StoreReply, TaskLockConfig, Timestamp, Token, WorkerId,
+    LockConfig, LockHandle, Metadata, Name, PermitAnswer, RwState, SemState, StoreOp, StoreReply, TaskLockConfig,
+    Timestamp, Token, WorkerId,
 };
 
 /// How long a store call nobody waits for any more (an abandoned request, a release handed over

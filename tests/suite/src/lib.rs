@@ -1,4 +1,4 @@
-//! The behaviour suite of Tenure (spec §8 for Lock, ReadWriteLock, TaskLock, LeaderElection,
+//! The behaviour suite of Tenure (spec §8 for Lock, ReadWriteLock, Semaphore, TaskLock, LeaderElection,
 //! Coordination and configuration), written once, generic over [`tenure::Runtime`], and instantiated for each runtime by
 //! [`suite!`] in that runtime crate's tests.
 //!
@@ -14,6 +14,7 @@ pub mod election;
 pub mod keep_alive;
 pub mod lock;
 pub mod rw;
+pub mod sem;
 pub mod support;
 pub mod task_lock;
 
@@ -103,6 +104,11 @@ macro_rules! suite {
             rw::rw_a_release_wakes_a_waiting_writer_at_once,
             rw::rw_a_kept_write_lease_outlives_its_lease_with_one_fence,
             rw::rw_names_and_settings_come_from_their_own_variables,
+            sem::sem_admits_up_to_its_permits_each_with_a_greater_fencing_token,
+            sem::sem_waiters_are_served_in_arrival_order,
+            sem::sem_another_permit_count_is_refused_while_the_name_is_in_use,
+            sem::sem_an_expired_permit_frees_its_place_and_a_kept_one_does_not,
+            sem::sem_names_counts_and_settings_are_checked,
         );
     };
     (@tests $runtime:expr, $block_on:expr; $($module:ident :: $test:ident),* $(,)?) => {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use rand_core::Rng;
 
 use super::{Access, Attempt, LockEvent, LockMachine, State, unexpected};
-use crate::error::{BackendError, BackendErrorKind, Error};
+use crate::error::{BackendError, Error, SettingsError};
 use crate::ids::FencingToken;
 use crate::machine::{Flight, earliest, local_validity};
 use crate::rng::{jitter, unit_interval};
@@ -14,8 +14,15 @@ use crate::time::Timestamp;
 
 /// A store's answer to an acquire or extend, in the shape of this holder's access.
 pub(super) enum Answer {
-    Granted { fence: FencingToken, poisoned: bool },
+    Granted {
+        fence: FencingToken,
+        poisoned: bool,
+    },
     Refused,
+    /// A semaphore's permit count in the store is not the one this holder asks for.
+    Mismatch {
+        stored: u32,
+    },
     Unexpected(StoreReply),
     Failed(BackendError),
 }
@@ -96,6 +103,7 @@ impl LockMachine {
                     return;
                 }
             },
+            Answer::Mismatch { stored } => self.mismatch(stored),
             Answer::Unexpected(other) => Error::Acquire { name: self.name(), cause: unexpected("acquire", &other) },
             Answer::Failed(cause) => Error::Acquire { name: self.name(), cause },
         };
@@ -160,6 +168,7 @@ impl LockMachine {
                 self.out.emit(LockEvent::Failed(self.not_owned()));
                 return;
             }
+            Answer::Mismatch { stored } => self.mismatch(stored),
             Answer::Unexpected(other) => Error::Extend { name: self.name(), cause: unexpected("extend", &other) },
             Answer::Failed(cause) => Error::Extend { name: self.name(), cause },
         };
@@ -241,6 +250,22 @@ impl LockMachine {
         }
     }
 
+    /// The error for a semaphore whose stored permit count is `stored`, not the one asked.
+    fn mismatch(&self, stored: u32) -> Error {
+        let asked = match self.access {
+            Access::Permit(asked) => asked.get(),
+            _ => 0,
+        };
+        Error::Settings(SettingsError::field(
+            "permits",
+            format!(
+                "semaphore '{}' is in use with {stored} permits in the store, and this holder asks for {asked}: \
+                 every process must use the same count (it can change once nobody holds or waits)",
+                self.name()
+            ),
+        ))
+    }
+
     /// `reply` to an acquire or extend, in the shape of this holder's access.
     pub(super) fn answer(&self, reply: Result<StoreReply, BackendError>) -> Answer {
         Self::answer_as(self.access, reply)
@@ -259,10 +284,7 @@ impl LockMachine {
                 Answer::Granted { fence, poisoned: false }
             }
             (Access::Permit(asked), Ok(StoreReply::Permit(PermitAnswer { permits, .. }))) if permits != asked.get() => {
-                Answer::Failed(BackendError::new(
-                    BackendErrorKind::Rejected,
-                    format!("the store keeps this semaphore with {permits} permits, not the {asked} asked for"),
-                ))
+                Answer::Mismatch { stored: permits }
             }
             (Access::Permit(_), Ok(StoreReply::Permit(PermitAnswer { fence: Some(fence), .. }))) => {
                 Answer::Granted { fence, poisoned: false }

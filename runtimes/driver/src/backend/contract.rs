@@ -13,7 +13,7 @@ use tenure_core::{
     BackendError, BackendErrorKind, Error, FencingToken, Key, LeaderRecord, Metadata, StoreOp, StoreReply, Token,
 };
 
-use super::{BackendFuture, ReadWriteLockBackend, Wakeup};
+use super::{BackendFuture, ReadWriteLockBackend, SemaphoreBackend, Wakeup};
 
 /// Locks with fencing tokens (spec §5.1), as the driver uses them (`Lock`, `TaskLock`).
 pub trait LockBackend: Send + Sync + 'static {
@@ -57,6 +57,11 @@ pub trait LockBackend: Send + Sync + 'static {
     /// The same store's read-write locks, if it serves them (so that a store serving every
     /// kind fills a `Coordination`'s read-write lock slot too). The default: `None`.
     fn read_write(&self) -> Option<std::sync::Arc<dyn ReadWriteLockBackend>> {
+        None
+    }
+
+    /// The same store's semaphores, if it serves them (see [`LockBackend::read_write`]).
+    fn semaphore(&self) -> Option<std::sync::Arc<dyn SemaphoreBackend>> {
         None
     }
 }
@@ -140,6 +145,11 @@ pub trait LockOperations: Clone + Send + Sync + 'static {
     fn read_write(&self) -> Option<std::sync::Arc<dyn ReadWriteLockBackend>> {
         None
     }
+
+    /// See [`LockBackend::semaphore`].
+    fn semaphore(&self) -> Option<std::sync::Arc<dyn SemaphoreBackend>> {
+        None
+    }
 }
 
 impl<T: LockOperations> LockBackend for T {
@@ -178,6 +188,9 @@ impl<T: LockOperations> LockBackend for T {
     }
     fn read_write(&self) -> Option<std::sync::Arc<dyn ReadWriteLockBackend>> {
         LockOperations::read_write(self)
+    }
+    fn semaphore(&self) -> Option<std::sync::Arc<dyn SemaphoreBackend>> {
+        LockOperations::semaphore(self)
     }
 }
 

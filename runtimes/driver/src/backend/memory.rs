@@ -7,12 +7,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tenure_core::{BackendError, FencingToken, StoreModel, StoreOp, StoreReply, Timestamp, WallTime};
 
 use super::{
-    BackendFuture, LeaderElectionBackend, LockBackend, ReadWriteLockBackend, ReleaseSignals, ScheduleBackend, Wakeup,
+    BackendFuture, LeaderElectionBackend, LockBackend, ReadWriteLockBackend, ReleaseSignals, ScheduleBackend,
+    SemaphoreBackend, Wakeup,
 };
 
-/// Locks, read-write locks, leader elections and schedules for the tasks and threads of **one
-/// process**
-/// (grelmicro's scope `process`), usable from any runtime and from plain threads.
+/// Locks, read-write locks, semaphores, leader elections and schedules for the tasks and threads
+/// of **one process** (grelmicro's scope `process`), usable from any runtime and from plain
+/// threads.
 ///
 /// It is exactly the reference model of [`tenure_core::StoreModel`], judged by the monotonic
 /// clock (leader records show calendar times taken from the system clock at creation). Every
@@ -48,14 +49,15 @@ impl MemoryBackend {
             model.apply(op, self.now())
         };
         // What may let a waiter in: a release, a reader or writer going, a writer's intent
-        // withdrawn, a writer turned reader (readers wait on it).
+        // withdrawn, a writer turned reader (readers wait on it), a permit given back.
         match (op, &reply) {
             (
                 StoreOp::LockRelease { key, .. }
                 | StoreOp::LeaderRelease { key, .. }
                 | StoreOp::RwReleaseRead { key, .. }
                 | StoreOp::RwReleaseWrite { key, .. }
-                | StoreOp::RwCancelIntent { key, .. },
+                | StoreOp::RwCancelIntent { key, .. }
+                | StoreOp::SemRelease { key, .. },
                 StoreReply::Flag(true),
             )
             | (StoreOp::RwDowngrade { key, .. }, StoreReply::Fence(Some(_))) => self.notify(key.as_str()),
@@ -141,9 +143,14 @@ answered_at_once!(LockBackend {
     fn read_write(&self) -> Option<Arc<dyn ReadWriteLockBackend>> {
         Some(Arc::new(self.clone()))
     }
+
+    fn semaphore(&self) -> Option<Arc<dyn SemaphoreBackend>> {
+        Some(Arc::new(self.clone()))
+    }
 });
 answered_at_once!(LeaderElectionBackend {});
 answered_at_once!(ReadWriteLockBackend {});
+answered_at_once!(SemaphoreBackend {});
 
 impl ScheduleBackend for MemoryBackend {
     fn claim<'a>(&'a self, name: &'a str, due: f64) -> BackendFuture<'a, bool> {

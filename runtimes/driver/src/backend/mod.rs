@@ -20,6 +20,7 @@ mod open;
 pub mod record;
 mod rw;
 mod scheme;
+mod sem;
 pub mod user;
 mod wait;
 
@@ -39,6 +40,7 @@ pub use memory::MemoryBackend;
 pub use open::{OpenError, percent_decode, percent_encode, shown_url, url_seconds};
 pub use rw::{ReadWriteCalls, ReadWriteLockBackend, ReadWriteOperations};
 pub use scheme::{SCHEMES, StoreKind};
+pub use sem::{SemaphoreBackend, SemaphoreCalls, SemaphoreOperations};
 use tenure_core::{BackendError, FencingToken, LeaderRecord, WallTime};
 pub use wait::{Entry, WaitQueues, Wake};
 

@@ -5,9 +5,10 @@
 use std::future::Future;
 use std::time::Duration;
 
-use tenure_core::{BackendError, FencingToken, Key, RwState, StoreOp, StoreReply, Token, WriteGrant};
+use tenure_core::{BackendError, FencingToken, Key, RwState, StoreOp, StoreReply, WriteGrant};
 
 use super::contract::{call, fence, flag, unsupported};
+use super::sem::with_token;
 use super::{BackendFuture, Wakeup};
 
 /// Read-write locks (spec §5.4), as the driver uses them (`ReadWriteLock`).
@@ -158,11 +159,6 @@ pub trait ReadWriteCalls {
     fn owned_read(&self, name: &str, token: &str) -> BackendFuture<'static, bool>;
     /// See [`ReadWriteOperations::owned_write`].
     fn owned_write(&self, name: &str, token: &str) -> BackendFuture<'static, bool>;
-}
-
-/// `op` made from a name and a token, either refused as invalid.
-fn with_token(name: &str, token: &str, op: impl FnOnce(Key, Token) -> StoreOp) -> Result<StoreOp, tenure_core::Error> {
-    Ok(op(Key::parse(name)?, Token::new(token)?))
 }
 
 impl<B: ReadWriteLockBackend + ?Sized> ReadWriteCalls for B {

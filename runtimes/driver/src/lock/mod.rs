@@ -4,6 +4,7 @@ mod builder;
 mod guard;
 mod holder;
 mod rw;
+mod sem;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -13,6 +14,35 @@ pub use guard::LockGuard;
 pub use holder::LockHolder;
 pub(crate) use holder::{ask, ask_answer, stopped};
 pub use rw::{ReadGuard, ReadSide, ReadWriteLock, ReadWriteLockBuilder, WriteGuard, WriteSide};
+pub use sem::{Semaphore, SemaphoreBuilder, SemaphoreGuard};
+
+/// A store serving another primitive's operations (`$backend`), as the backend of lock holders
+/// taking its leases: its operations, its wake-ups, no queue.
+macro_rules! holders_backend {
+    ($(#[$doc:meta])* $adapter:ident($backend:ident)) => {
+        $(#[$doc])*
+        struct $adapter(std::sync::Arc<dyn $backend>);
+
+        impl crate::backend::LockBackend for $adapter {
+            fn execute(&self, op: tenure_core::StoreOp) -> crate::backend::BackendFuture<'static, tenure_core::StoreReply> {
+                self.0.execute(op)
+            }
+
+            fn wakeup(&self, name: &str) -> Option<crate::backend::Wakeup> {
+                self.0.wakeup(name)
+            }
+
+            fn answer_now(
+                &self,
+                op: &tenure_core::StoreOp,
+            ) -> Option<Result<tenure_core::StoreReply, tenure_core::BackendError>> {
+                self.0.answer_now(op)
+            }
+        }
+    };
+}
+
+use holders_backend;
 use tenure_core::config::ensure_same_worker;
 use tenure_core::{Access, Error, HolderKind, Key, LockConfig, LockMachine, Name, StoreOp};
 
@@ -118,8 +148,11 @@ impl<R: Runtime> Lock<R> {
         backend: Arc<dyn LockBackend>,
         runtime: R,
     ) -> Self {
-        let kind =
-            if access == Access::Exclusive { tenure_core::KeyKind::Lock } else { tenure_core::KeyKind::ReadWriteLock };
+        let kind = match access {
+            Access::Exclusive => tenure_core::KeyKind::Lock,
+            Access::Read | Access::Write => tenure_core::KeyKind::ReadWriteLock,
+            Access::Permit(_) => tenure_core::KeyKind::Semaphore,
+        };
         let key = Key::new(kind, name);
         let name = key.name();
         let idle = Mutex::new(Vec::new());

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tenure_core::{
-    Access, BackendError, Error, FencingToken, HolderKind, LockConfig, LockConfigBuilder, LockHandle, Name, Query,
-    RwState, StoreOp, StoreReply, Timestamp, WorkerId,
+    Access, Error, FencingToken, HolderKind, LockConfig, LockConfigBuilder, LockHandle, Name, Query, RwState,
+    Timestamp, WorkerId,
 };
 
 use super::builder::lock_config_setters;
 use super::{Lock, LockGuard, LockHolder};
-use crate::backend::{BackendFuture, LockBackend, ReadWriteLockBackend, Wakeup};
+use crate::backend::{LockBackend, ReadWriteLockBackend};
 use crate::builder::{Common, ResolveConfig, common_setters, config_setters};
 use crate::keep_alive::{KeepAlive, Keepable, Renew, Sealed};
 use crate::runtime::Runtime;
@@ -115,22 +115,10 @@ impl<R: Runtime> std::fmt::Debug for ReadWriteLock<R> {
     }
 }
 
-/// The read-write store as the lock holders' backend: its operations, its wake-ups, no queue.
-struct Sides(Arc<dyn ReadWriteLockBackend>);
-
-impl LockBackend for Sides {
-    fn execute(&self, op: StoreOp) -> BackendFuture<'static, StoreReply> {
-        self.0.execute(op)
-    }
-
-    fn wakeup(&self, name: &str) -> Option<Wakeup> {
-        self.0.wakeup(name)
-    }
-
-    fn answer_now(&self, op: &StoreOp) -> Option<Result<StoreReply, BackendError>> {
-        self.0.answer_now(op)
-    }
-}
+super::holders_backend!(
+    /// The read-write store as the lock holders' backend: its operations, its wake-ups, no queue.
+    Sides(ReadWriteLockBackend)
+);
 
 /// Which side a view, a guard or a holder is on: the acquisitions of a [`Lock`] with this
 /// access, wrapped in `G`.
