@@ -22,6 +22,7 @@ pub mod push;
 pub mod queue;
 pub mod random;
 pub mod rw;
+pub mod sem;
 pub mod tls;
 
 use std::any::Any;
@@ -31,7 +32,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use tenure::backend::{LeaderElectionBackend, LockBackend, ReadWriteLockBackend, ScheduleBackend};
+use tenure::backend::{LeaderElectionBackend, LockBackend, ReadWriteLockBackend, ScheduleBackend, SemaphoreBackend};
 use tenure_core::WallTime;
 
 /// A fresh, empty store under test.
@@ -45,6 +46,8 @@ pub struct Store {
     pub schedule: Arc<dyn ScheduleBackend>,
     /// Its read-write lock interface, if it serves read-write locks.
     pub rw: Option<Arc<dyn ReadWriteLockBackend>>,
+    /// Its semaphore interface, if it serves semaphores.
+    pub sem: Option<Arc<dyn SemaphoreBackend>>,
     /// How it numbers a name's holders.
     pub fences: Fences,
     /// What it needs alive while it is used (a server the test started), dropped with it.
@@ -59,6 +62,7 @@ impl Store {
     {
         Self {
             rw: backend.read_write(),
+            sem: backend.semaphore(),
             lock: Arc::new(backend.clone()),
             leader: Arc::new(backend.clone()),
             schedule: Arc::new(backend),

@@ -21,3 +21,4 @@ fn memory() -> Harness {
 
 tenure_conformance::conformance_tests!(memory());
 tenure_conformance::rw_conformance_tests!(memory());
+tenure_conformance::sem_conformance_tests!(memory());

@@ -11,13 +11,13 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use rand_core::Rng as _;
-use tenure_core::{Metadata, RwState, SplitMix64, StoreModel, Timestamp, Token};
+use tenure_core::{Metadata, RwState, SemState, SplitMix64, StoreModel, Timestamp, Token};
 
 use crate::{Clock, Harness};
 use support::{FenceMap, Queue, same_record, warm_up};
 
 mod support;
-use tenure::backend::{LeaderElectionCalls as _, LockCalls as _, ReadWriteCalls as _};
+use tenure::backend::{LeaderElectionCalls as _, LockCalls as _, ReadWriteCalls as _, SemaphoreCalls as _};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -41,6 +41,10 @@ enum Op {
     RwState { key: &'static str },
     OwnedRead { key: &'static str, token: &'static str },
     OwnedWrite { key: &'static str, token: &'static str },
+    SemAcquire { key: &'static str, token: &'static str, lease: Duration, permits: u32, wait: Option<Duration> },
+    SemRelease { key: &'static str, token: &'static str },
+    SemOwned { key: &'static str, token: &'static str },
+    SemState { key: &'static str },
 }
 
 impl Op {
@@ -52,7 +56,8 @@ impl Op {
             | Self::LeaderAcquire { lease, .. }
             | Self::Read { lease, .. }
             | Self::Write { lease, .. }
-            | Self::Downgrade { lease, .. } => Some(*lease),
+            | Self::Downgrade { lease, .. }
+            | Self::SemAcquire { lease, .. } => Some(*lease),
             _ => None,
         }
     }
@@ -62,7 +67,10 @@ const LOCKS: [&str; 2] = ["lock:a", "tasklock:b"];
 const LEADERS: [&str; 2] = ["leader:a", "leader:b"];
 const SCHEDULES: [&str; 2] = ["a", "b"];
 const RWLOCKS: [&str; 2] = ["rwlock:a", "rwlock:b"];
+const SEMAPHORES: [&str; 2] = ["semaphore:a", "semaphore:b"];
 const TOKENS: [&str; 3] = ["w1:task:1.aa", "w2:task:1.bb", "w3:thread:7.cc"];
+/// A semaphore's contenders: one more than the most permits drawn, so that they meet.
+const SEM_TOKENS: [&str; 4] = ["w1:task:1.aa", "w2:task:1.bb", "w3:thread:7.cc", "w4:task:2.dd"];
 const HOLDERS: [&str; 3] = ["w1", "w2", "w3"];
 const PODS: [&str; 2] = ["p1", "p2"];
 const DUES: [f64; 4] = [1.0, 2.0, 2.5, 1_767_229_200.25];
@@ -104,6 +112,7 @@ impl Gen {
         match self.mix {
             Mix::Queue => return self.queue_op(),
             Mix::ReadWrite => return self.rw_op(),
+            Mix::Semaphore => return self.sem_op(),
             Mix::All => {}
         }
         match self.below(20) {
@@ -157,6 +166,27 @@ impl Gen {
     }
 }
 
+impl Gen {
+    /// An operation of a semaphore sequence: mostly acquires (blocking ones keeping a place) and
+    /// releases on the first of two names with 2 permits, now and then asking 3 (a mismatch
+    /// while the name is in use), leases as short as a queue sequence's.
+    fn sem_op(&mut self) -> Op {
+        let key = if self.below(5) == 0 { SEMAPHORES[1] } else { SEMAPHORES[0] };
+        let token = self.pick(&SEM_TOKENS);
+        match self.below(20) {
+            0..=3 => self.advance(5),
+            4..=10 => {
+                let permits = if self.below(8) == 0 { 3 } else { 2 };
+                let wait = (self.below(3) != 0).then(|| self.lease_of(10));
+                Op::SemAcquire { key, token, lease: self.lease_of(10), permits, wait }
+            }
+            11..=14 => Op::SemRelease { key, token },
+            15..=16 => Op::SemState { key },
+            _ => Op::SemOwned { key, token },
+        }
+    }
+}
+
 fn token(text: &str) -> Token {
     match Token::new(text) {
         Ok(t) => t,
@@ -188,6 +218,8 @@ pub enum Mix {
     Queue,
     /// Every read-write lock call, on two names ([`StoreModel::rw_acquire_read`] and the rest).
     ReadWrite,
+    /// Every semaphore call, on two names ([`StoreModel::sem_acquire`] and the rest).
+    Semaphore,
 }
 
 /// Runs sequence `seed` of `ops` operations drawn from `mix` on a fresh store and on the model,
@@ -218,6 +250,10 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize) -> Result<(),
     let rw = || match &store.rw {
         Some(rw) => rw.clone(),
         None => panic!("{}: the store serves no read-write locks", h.name),
+    };
+    let sem = || match &store.sem {
+        Some(sem) => sem.clone(),
+        None => panic!("{}: the store serves no semaphores", h.name),
     };
     let mut timeline = h.timeline();
     let mut log = String::new();
@@ -398,6 +434,35 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize) -> Result<(),
                 let (got, want) = (got!(rw().owned_write(key, t)), model.rw_owned_write(key, &token(t), now));
                 if got != want {
                     fail(format!("write owned: backend {got}, model {want}"));
+                }
+            }
+            Op::SemAcquire { key, token: t, lease, permits, wait } => {
+                let got = got!(sem().acquire(key, t, lease, permits, wait));
+                let want = model.sem_acquire(key, &token(t), lease, permits, wait, now);
+                if got.permits != want.permits || !fences.agree(key, got.fence, want.fence) {
+                    fail(format!("semaphore acquire: backend {got:?}, model {want:?}"));
+                }
+            }
+            Op::SemRelease { key, token: t } => {
+                let (got, want) = (got!(sem().release(key, t)), model.sem_release(key, &token(t), now));
+                if got != want {
+                    fail(format!("semaphore release: backend {got}, model {want}"));
+                }
+            }
+            Op::SemOwned { key, token: t } => {
+                let (got, want) = (got!(sem().owned(key, t)), model.sem_owned(key, &token(t), now));
+                if got != want {
+                    fail(format!("semaphore owned: backend {got}, model {want}"));
+                }
+            }
+            Op::SemState { key } => {
+                let got = got!(sem().state(key));
+                let want = model.sem_state(key, now);
+                let fence = |s: SemState| (s.fence > 0).then(|| tenure_core::FencingToken::new(s.fence));
+                let same = SemState { fence: 0, ..got } == SemState { fence: 0, ..want }
+                    && fences.agree(key, fence(got), fence(want));
+                if !same {
+                    fail(format!("semaphore state: backend {got:?}, model {want:?}"));
                 }
             }
         }

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use tenure::backend::{LeaderElectionCalls as _, LockCalls as _, ReadWriteCalls as _};
+use tenure::backend::{LeaderElectionCalls as _, LockCalls as _, ReadWriteCalls as _, SemaphoreCalls as _};
 use tenure_core::{FencingToken, LeaderRecord};
 
-use super::{LEADERS, LOCKS, Mix, RWLOCKS, SCHEDULES, TOKENS};
+use super::{LEADERS, LOCKS, Mix, RWLOCKS, SCHEDULES, SEMAPHORES, TOKENS};
 use crate::{Clock, Harness};
 
 /// The store's fences against the model's, name by name, for [`crate::Fences::Increasing`]:
@@ -67,6 +67,13 @@ pub(super) async fn warm_up(h: &Harness, store: &crate::Store, mix: Mix) -> Queu
     {
         for key in RWLOCKS {
             rw.state(key).await.unwrap_or_else(|e| fail(e));
+        }
+    }
+    if mix == Mix::Semaphore
+        && let Some(sem) = &store.sem
+    {
+        for key in SEMAPHORES {
+            sem.state(key).await.unwrap_or_else(|e| fail(e));
         }
     }
     for key in LOCKS {
