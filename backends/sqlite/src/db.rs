@@ -24,6 +24,7 @@ macro_rules! expiry {
 }
 
 mod rw;
+mod sem;
 
 const RECORD: &str = "holder, lease_ms, acquired_at, renewed_at, transitions, metadata";
 
@@ -44,10 +45,11 @@ struct Statements {
     schedule_claim: String,
     schedule_last_fired: String,
     rw: rw::Statements,
+    sem: sem::Statements,
 }
 
 impl Statements {
-    fn new(locks: &str, leaders: &str, schedules: &str, rwlocks: &str) -> Self {
+    fn new(locks: &str, leaders: &str, schedules: &str, rwlocks: &str, semaphores: &str) -> Self {
         let t = locks;
         let lock_row = format!(
             "SELECT name, CASE WHEN token IS NOT NULL AND {e} >= ?1 THEN token END, \
@@ -102,6 +104,7 @@ impl Statements {
             ),
             schedule_last_fired: format!("SELECT last_fired FROM {schedules} WHERE name = ?1"),
             rw: rw::Statements::new(rwlocks),
+            sem: sem::Statements::new(semaphores),
         }
     }
 }
@@ -137,9 +140,11 @@ impl Db {
              expire_at TEXT NOT NULL, transitions INTEGER NOT NULL DEFAULT 0, metadata TEXT NOT NULL DEFAULT '{{}}');\n\
              CREATE TABLE IF NOT EXISTS {schedules} (name TEXT PRIMARY KEY, last_fired REAL NOT NULL);"
         );
-        let sql = Statements::new(locks, leaders, schedules, options.rwlock_table_name());
+        let sql =
+            Statements::new(locks, leaders, schedules, options.rwlock_table_name(), options.semaphore_table_name());
         conn.execute_batch(&create).map_err(|e| error("cannot create the tables", e))?;
         conn.execute_batch(sql.rw.create()).map_err(|e| error("cannot create the read-write lock tables", e))?;
+        conn.execute_batch(sql.sem.create()).map_err(|e| error("cannot create the semaphore tables", e))?;
         let clock = options.clock_value();
         Ok(Self { conn, sql, clock })
     }

@@ -9,6 +9,8 @@
 //! `rwlocks(name, writer, writer_expire_at, generation)` with
 //! `rwlocks_holders(name, token, kind, expire_at)`, times as UTC text to the
 //! millisecond — so grelmicro services and Tenure services coordinate on the same file.
+//! Semaphores, which grelmicro lacks, keep Tenure's own tables `semaphores(name, permits, fence,
+//! arrivals)` and `semaphores_holders(name, token, kind, seq, expire_at)`.
 //!
 //! - One connection per backend on its own thread: calls run in the order they were made (the
 //!   ordering the driver requires), and no async runtime is needed or assumed.
@@ -47,10 +49,12 @@ use futures_channel::oneshot;
 pub use tenure::OpenError;
 use tenure::backend::{
     BackendFuture, LeaderElectionOperations, LockOperations, ReadWriteLockBackend, ReadWriteOperations, ReleaseSignals,
-    ScheduleBackend, Wakeup,
+    ScheduleBackend, SemaphoreBackend, SemaphoreOperations, Wakeup,
 };
 use tenure::{Inspect, LeaderState, LockState};
-use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, RwState, WriteGrant};
+use tenure_core::{
+    BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, PermitAnswer, RwState, SemState, WriteGrant,
+};
 
 use db::Db;
 pub use options::{DEFAULT_BUSY_TIMEOUT, SqliteOptions, Synchronous};
@@ -227,6 +231,43 @@ impl LockOperations for SqliteBackend {
 
     fn read_write(&self) -> Option<Arc<dyn ReadWriteLockBackend>> {
         Some(Arc::new(self.clone()))
+    }
+
+    fn semaphore(&self) -> Option<Arc<dyn SemaphoreBackend>> {
+        Some(Arc::new(self.clone()))
+    }
+}
+
+impl SemaphoreOperations for SqliteBackend {
+    fn acquire(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        permits: u32,
+        wait: Option<Duration>,
+    ) -> impl Future<Output = Result<PermitAnswer, BackendError>> + Send {
+        let (name, token) = (name.to_owned(), token.to_owned());
+        self.call(move |db| db.sem_acquire(&name, &token, lease, permits, wait))
+    }
+
+    fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
+        let (owned_name, token) = (name.to_owned(), token.to_owned());
+        self.released(name, self.call(move |db| db.sem_release(&owned_name, &token)))
+    }
+
+    fn owned(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
+        let (name, token) = (name.to_owned(), token.to_owned());
+        self.call(move |db| db.sem_owned(&name, &token))
+    }
+
+    fn state(&self, name: &str) -> impl Future<Output = Result<SemState, BackendError>> + Send {
+        let name = name.to_owned();
+        self.call(move |db| db.sem_state(&name))
+    }
+
+    fn wakeup(&self, name: &str) -> Option<Wakeup> {
+        Some(self.inner.released.ticket(name))
     }
 }
 

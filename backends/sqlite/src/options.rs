@@ -40,6 +40,7 @@ pub struct SqliteOptions {
     leader_table: String,
     schedule_table: String,
     rwlock_table: String,
+    semaphore_table: String,
     clock: Option<Clock>,
 }
 
@@ -48,7 +49,8 @@ pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl SqliteOptions {
     /// The file at `path` (created if missing), with grelmicro 0.44's tables (`locks`,
-    /// `grelmicro_leader_election`, `schedules`, `rwlocks` and `rwlocks_holders`), a 5 s busy timeout and `synchronous = FULL`.
+    /// `grelmicro_leader_election`, `schedules`, `rwlocks` and `rwlocks_holders`) and Tenure's
+    /// `semaphores` and `semaphores_holders`, a 5 s busy timeout and `synchronous = FULL`.
     pub fn new(path: impl AsRef<Path>) -> Self {
         Self {
             path: path.as_ref().to_path_buf(),
@@ -58,6 +60,7 @@ impl SqliteOptions {
             leader_table: "grelmicro_leader_election".into(),
             schedule_table: "schedules".into(),
             rwlock_table: "rwlocks".into(),
+            semaphore_table: "semaphores".into(),
             clock: None,
         }
     }
@@ -138,6 +141,13 @@ impl SqliteOptions {
         self
     }
 
+    /// The semaphore table (default `semaphores`; holders and waiters are in `<name>_holders`).
+    #[must_use]
+    pub fn semaphore_table(mut self, name: impl Into<String>) -> Self {
+        self.semaphore_table = name.into();
+        self
+    }
+
     /// The schedule table (default `schedules`).
     #[must_use]
     pub fn schedule_table(mut self, name: impl Into<String>) -> Self {
@@ -167,6 +177,7 @@ impl SqliteOptions {
             ("leader_table", &self.leader_table),
             ("schedule_table", &self.schedule_table),
             ("rwlock_table", &self.rwlock_table),
+            ("semaphore_table", &self.semaphore_table),
         ] {
             let mut chars = name.chars();
             let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
@@ -197,6 +208,10 @@ impl SqliteOptions {
         &self.rwlock_table
     }
 
+    pub(crate) fn semaphore_table_name(&self) -> &str {
+        &self.semaphore_table
+    }
+
     pub(crate) fn clock_value(&self) -> Clock {
         self.clock.clone().unwrap_or_else(|| Arc::new(time::system_now))
     }
@@ -210,6 +225,7 @@ impl std::fmt::Debug for SqliteOptions {
             .field("synchronous", &self.synchronous)
             .field("tables", &self.tables())
             .field("rwlock_table", &self.rwlock_table)
+            .field("semaphore_table", &self.semaphore_table)
             .field("clock", &if self.clock.is_some() { "custom" } else { "system" })
             .finish()
     }

@@ -51,10 +51,12 @@ mod driven_clock {
     use super::*;
     tenure_conformance::conformance_tests!(sqlite_manual());
     tenure_conformance::rw_conformance_tests!(sqlite_manual());
+    tenure_conformance::sem_conformance_tests!(sqlite_manual());
 }
 
 mod system_clock {
     use super::*;
     tenure_conformance::conformance_tests!(sqlite_real());
     tenure_conformance::rw_conformance_tests!(sqlite_real());
+    tenure_conformance::sem_conformance_tests!(sqlite_real());
 }
