@@ -13,6 +13,10 @@
 //!   live by the server's clock (`TIME`), never the client's;
 //! - a schedule claim is the string `<name>` holding the last fired epoch.
 //!
+//! Read-write locks keep grelmicro 0.44's hash and sorted sets (`rwlock:<name>`, `…:r`, `…:i`);
+//! semaphores, which grelmicro lacks, keep Tenure's own (`semaphore:<name>` with `…:h`, `…:hf`,
+//! `…:w`, `…:we`: holders by expiry with their fencing tokens, waiters by arrival).
+//!
 //! Every decision runs in one Lua script, loaded once and called by hash.
 //!
 //! **Fair turns, handed over in the store.** A waiting `acquire` keeps a place in the name's
@@ -89,6 +93,7 @@ mod queue;
 mod record;
 mod rw;
 mod scripts;
+mod sem;
 mod wake;
 mod wire;
 
@@ -100,7 +105,8 @@ use redis::cluster::ClusterClientBuilder;
 use redis::{Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, ProtocolVersion, RedisError, TlsCertificates};
 pub use tenure::OpenError;
 use tenure::backend::{
-    BackendFuture, LeaderElectionOperations, LockOperations, ReadWriteLockBackend, ScheduleBackend, Wakeup,
+    BackendFuture, LeaderElectionOperations, LockOperations, ReadWriteLockBackend, ScheduleBackend, SemaphoreBackend,
+    Wakeup,
 };
 use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, SettingsError};
@@ -549,6 +555,10 @@ impl LockOperations for RedisBackend {
     }
 
     fn read_write(&self) -> Option<Arc<dyn ReadWriteLockBackend>> {
+        Some(Arc::new(self.clone()))
+    }
+
+    fn semaphore(&self) -> Option<Arc<dyn SemaphoreBackend>> {
         Some(Arc::new(self.clone()))
     }
 }

@@ -143,6 +143,7 @@ pub(crate) struct Scripts {
     pub(crate) leader_get: Script,
     pub(crate) schedule_claim: Script,
     pub(crate) rw: crate::rw::Scripts,
+    pub(crate) sem: crate::sem::Scripts,
 }
 
 impl Scripts {
@@ -157,6 +158,7 @@ impl Scripts {
             leader_get: leader(LEADER_GET),
             schedule_claim: Script::new(SCHEDULE_CLAIM),
             rw: crate::rw::Scripts::new(),
+            sem: crate::sem::Scripts::new(),
         }
     }
 
@@ -173,6 +175,7 @@ impl Scripts {
         ]
         .into_iter()
         .chain(self.rw.all())
+        .chain(self.sem.all())
         {
             script.load_async(con).await?;
         }

@@ -41,3 +41,4 @@ fn redis() -> Harness {
 
 tenure_conformance::conformance_tests!(redis());
 tenure_conformance::rw_conformance_tests!(redis());
+tenure_conformance::sem_conformance_tests!(redis());
