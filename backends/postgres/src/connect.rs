@@ -40,6 +40,8 @@ pub(crate) struct Session {
     pub(crate) schedule_last_fired: Statement,
     /// The read-write lock statements, prepared at the connection's first read-write call.
     pub(crate) rw: tokio::sync::OnceCell<crate::rw::Statements>,
+    /// The semaphore statements, prepared at the connection's first semaphore call.
+    pub(crate) sem: tokio::sync::OnceCell<crate::sem::Statements>,
 }
 
 /// Whether a connection's reader still runs.
@@ -180,6 +182,7 @@ pub(crate) async fn prepare(connected: Connected, texts: &Texts) -> Result<Sessi
         schedule_claim: sent(client.prepare(&texts.schedule_claim)).await?,
         schedule_last_fired: sent(client.prepare(&texts.schedule_last_fired)).await?,
         rw: tokio::sync::OnceCell::new(),
+        sem: tokio::sync::OnceCell::new(),
         client,
     })
 }

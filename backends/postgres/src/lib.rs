@@ -73,6 +73,7 @@ mod options;
 mod queue;
 mod record;
 mod rw;
+mod sem;
 mod sql;
 mod tls;
 
@@ -85,8 +86,8 @@ use rustls::ClientConfig;
 pub use tenure::OpenError;
 use tenure::backend::record::{fence, metadata_json};
 use tenure::backend::{
-    BackendFuture, Entry, LeaderElectionOperations, LockOperations, ReadWriteLockBackend, ScheduleBackend, WaitQueues,
-    Wake, Wakeup,
+    BackendFuture, Entry, LeaderElectionOperations, LockOperations, ReadWriteLockBackend, ScheduleBackend,
+    SemaphoreBackend, WaitQueues, Wake, Wakeup,
 };
 use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata};
@@ -113,6 +114,7 @@ struct Inner {
     net: Arc<dyn Net>,
     texts: Texts,
     rw_texts: rw::Texts,
+    sem_texts: sem::Texts,
     tls: Option<Arc<ClientConfig>>,
     /// The connections; a name's calls all go to the same one (so calls made under one token
     /// keep their order), and the first also LISTENs.
@@ -350,6 +352,7 @@ impl Inner {
             format!("{}:", self.options.lock_table),
             format!("{}:", self.options.leader_table),
             format!("{}:", self.options.rwlock_table),
+            format!("{}:", self.options.semaphore_table),
         ];
         let grants = self.texts.grant_channel.clone();
         let listener: Listener = Arc::new(move |message| {
@@ -400,6 +403,7 @@ impl PostgresOptions {
             net: Arc::new(runtime),
             texts: Texts::new(&self, &tenure::backend::route_id()),
             rw_texts: rw::Texts::new(&self.rwlock_table, self.notify),
+            sem_texts: sem::Texts::new(&self.semaphore_table, self.notify),
             tls,
             options: self,
             links: (0..connections)
@@ -456,6 +460,7 @@ async fn migrate(options: &PostgresOptions, client: &Client) -> Result<(), Backe
         sql::leader_schema(&options.leader_table),
         sql::schedule_schema(&options.schedule_table),
         rw::schema(&options.rwlock_table),
+        sem::schema(&options.semaphore_table),
     ];
     for schema in schemas {
         if let Err(e) = client.batch_execute(&schema).await {
@@ -566,6 +571,10 @@ impl LockOperations for PostgresBackend {
     }
 
     fn read_write(&self) -> Option<Arc<dyn ReadWriteLockBackend>> {
+        Some(Arc::new(self.clone()))
+    }
+
+    fn semaphore(&self) -> Option<Arc<dyn SemaphoreBackend>> {
         Some(Arc::new(self.clone()))
     }
 }

@@ -58,6 +58,7 @@ pub struct PostgresOptions {
     pub(crate) leader_table: String,
     pub(crate) schedule_table: String,
     pub(crate) rwlock_table: String,
+    pub(crate) semaphore_table: String,
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
     pub(crate) statement_timeout: Option<Duration>,
@@ -73,7 +74,8 @@ impl PostgresOptions {
     /// `connect_timeout`, `host` (a Unix socket directory), `application_name` and `options`
     /// are read; so are Tenure's own: `command_timeout` and `statement_timeout` (seconds),
     /// `lock_table`, `leader_table`, `schedule_table`, `rwlock_table` (grelmicro's defaults
-    /// `locks`, `grelmicro_leader_election`, `schedules`, `grelmicro_rwlocks`), `connections` (1 to 64, default 4), and
+    /// `locks`, `grelmicro_leader_election`, `schedules`, `grelmicro_rwlocks`),
+    /// `semaphore_table` (Tenure's `tenure_semaphores`), `connections` (1 to 64, default 4), and
     /// `notify=false` for a connection pooler in transaction mode, where LISTEN cannot work
     /// (waiters then poll).
     pub fn from_url(url: &str) -> Result<Self, SettingsError> {
@@ -99,6 +101,7 @@ impl PostgresOptions {
                 "leader_table" => options.leader_table = text()?,
                 "schedule_table" => options.schedule_table = text()?,
                 "rwlock_table" => options.rwlock_table = text()?,
+                "semaphore_table" => options.semaphore_table = text()?,
                 "notify" => {
                     options.notify = match text()?.as_str() {
                         "true" | "1" | "on" => true,
@@ -141,6 +144,7 @@ impl PostgresOptions {
             leader_table: "grelmicro_leader_election".into(),
             schedule_table: "schedules".into(),
             rwlock_table: "grelmicro_rwlocks".into(),
+            semaphore_table: "tenure_semaphores".into(),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             statement_timeout: None,
@@ -173,6 +177,13 @@ impl PostgresOptions {
     /// `<table>_acquire_write_v2` and `<table>_downgrade_v2`.
     pub fn rwlock_table(mut self, table: impl Into<String>) -> Self {
         self.rwlock_table = table.into();
+        self
+    }
+
+    /// The table of semaphores (Tenure's `tenure_semaphores`); holders and waiters are in
+    /// `<table>_holders`, its function `<table>_acquire`.
+    pub fn semaphore_table(mut self, table: impl Into<String>) -> Self {
+        self.semaphore_table = table.into();
         self
     }
 
@@ -244,6 +255,7 @@ impl PostgresOptions {
         check_table("leader_table", &self.leader_table, MAX_LEADER_TABLE)?;
         check_table("schedule_table", &self.schedule_table, 63)?;
         check_table("rwlock_table", &self.rwlock_table, 63 - "_acquire_write_v2".len())?;
+        check_table("semaphore_table", &self.semaphore_table, 63 - "_holders".len())?;
         if self.config.get_hosts().is_empty() {
             return Err(bad_url(format!("{} names no host", self.shown_url())));
         }
@@ -261,6 +273,7 @@ impl std::fmt::Debug for PostgresOptions {
             .field("leader_table", &self.leader_table)
             .field("schedule_table", &self.schedule_table)
             .field("rwlock_table", &self.rwlock_table)
+            .field("semaphore_table", &self.semaphore_table)
             .field("connect_timeout", &self.connect_timeout)
             .field("command_timeout", &self.command_timeout)
             .field("statement_timeout", &self.statement_timeout)

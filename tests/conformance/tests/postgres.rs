@@ -18,7 +18,8 @@ async fn open() -> Store {
             .lock_table(format!("{tables}_locks"))
             .leader_table(format!("{tables}_leaders"))
             .schedule_table(format!("{tables}_schedules"))
-            .rwlock_table(format!("{tables}_rwlocks")),
+            .rwlock_table(format!("{tables}_rwlocks"))
+            .semaphore_table(format!("{tables}_semaphores")),
         Err(e) => panic!("bad TENURE_POSTGRES_URL: {e}"),
     };
     let store = match options.open(tenure_tokio::Tokio::current()).await {
@@ -45,3 +46,4 @@ fn postgres() -> Harness {
 
 tenure_conformance::conformance_tests!(postgres());
 tenure_conformance::rw_conformance_tests!(postgres());
+tenure_conformance::sem_conformance_tests!(postgres());

@@ -29,6 +29,7 @@ pub fn options(url: &str, stem: &str) -> PostgresOptions {
         .leader_table(format!("{stem}_leaders"))
         .schedule_table(format!("{stem}_schedules"))
         .rwlock_table(format!("{stem}_rwlocks"))
+        .semaphore_table(format!("{stem}_semaphores"))
 }
 
 /// A backend on `url` with the tables of `stem`, on `runtime`.
