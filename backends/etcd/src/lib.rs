@@ -35,7 +35,9 @@ mod lease;
 mod options;
 mod rw;
 mod schedule;
+mod sem;
 mod takeover;
+mod txn;
 mod wake;
 
 use std::future::Future;
@@ -257,6 +259,10 @@ impl LockOperations for EtcdBackend {
     }
 
     fn read_write(&self) -> Option<Arc<dyn tenure::backend::ReadWriteLockBackend>> {
+        Some(Arc::new(self.clone()))
+    }
+
+    fn semaphore(&self) -> Option<Arc<dyn tenure::backend::SemaphoreBackend>> {
         Some(Arc::new(self.clone()))
     }
 }

@@ -57,6 +57,7 @@ fn etcd() -> Harness {
 
 tenure_conformance::conformance_tests!(etcd());
 tenure_conformance::rw_conformance_tests!(etcd());
+tenure_conformance::sem_conformance_tests!(etcd());
 
 /// Two stores on one member the pair keeps alive, as two processes would open them.
 async fn pair<R>(_runtime: R) -> (Store, Store) {
