@@ -11,6 +11,7 @@ mod hold;
 #[macro_use]
 mod run;
 mod rw;
+mod sem;
 mod status;
 mod store;
 
@@ -91,6 +92,12 @@ pub(crate) struct LockArgs {
     /// writer before it lost its lease without releasing).
     #[arg(long)]
     pub(crate) exclusive: bool,
+    /// Hold one of N permits of the semaphore NAME: up to N holders run at once, each with a
+    /// fencing token of its own (CMD gets TENURE_FENCING_TOKEN, greater than every earlier
+    /// permit's); waiters are served in arrival order. Every holder of NAME must ask for the same
+    /// N (another N is refused while NAME is in use). A semaphore is not the lock NAME.
+    #[arg(long, value_name = "N", conflicts_with_all = ["shared", "exclusive"])]
+    pub(crate) permits: Option<u32>,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,

@@ -47,6 +47,9 @@ pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, F
     if args.shared || args.exclusive {
         return crate::rw::lock(backend, args).await;
     }
+    if let Some(permits) = args.permits {
+        return crate::sem::lock(backend, args, permits).await;
+    }
     let (store, coordination) = coordination(backend).await?;
     let mut builder = coordination.lock(&args.name).map_err(|e| usage(&e))?;
     if let Some(lease) = args.lease {
@@ -59,7 +62,7 @@ pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, F
     run_held(&store, guard, &args.name, &args.command, timing).await
 }
 
-/// The guard of `what` (`lock`, `read-write lock`), or the failure a refused or timed-out
+/// The guard of `what` (`lock`, `read-write lock`, `semaphore`), or the failure a refused or timed-out
 /// attempt exits with (the store closed).
 pub(crate) async fn held<G>(
     store: &Store,
@@ -76,7 +79,8 @@ pub(crate) async fn held<G>(
         }
         Err(e) if e.is_would_block() => {
             store::close(store).await;
-            Err(Failure::new(EXIT_HELD, format!("{what} {} is held by another holder", args.name)))
+            let taken = if what == "semaphore" { "has no free permit" } else { "is held by another holder" };
+            Err(Failure::new(EXIT_HELD, format!("{what} {} {taken}", args.name)))
         }
         Err(e) => Err(usage(&e)),
     }

@@ -438,3 +438,55 @@ fn shared_holders_read_together_and_an_exclusive_one_writes_alone() {
     let both_flags = run(&url, &["lock", "page", "--shared", "--exclusive", "--", "true"]);
     assert_eq!(code(&both_flags), 2, "{}", stderr(&both_flags));
 }
+
+/// Holders of `semaphore:<name>`'s permits, as the store counts them.
+fn permit_holders(dir: &Path, name: &str) -> i64 {
+    db(dir)
+        .query_row("SELECT count(*) FROM semaphores_holders WHERE name = ?1 AND kind = 'h'", [name], |r| r.get(0))
+        .unwrap_or(0)
+}
+
+#[test]
+fn permit_holders_run_up_to_the_count_and_another_count_is_refused() {
+    let (dir, url) = workspace();
+    // Two holders of 2 permits at once: each waits (up to 10 s) until both hold before it exits.
+    let both = format!(
+        "echo $TENURE_FENCING_TOKEN > {d}/fence-$$; i=0; while [ $(ls {d} | grep -c '^fence-') -lt 2 ]; do \
+         i=$((i + 1)); [ $i -lt 500 ] || exit 1; sleep 0.02; done; sleep 30",
+        d = dir.display()
+    );
+    let mut holders: Vec<Child> = (0..2)
+        .map(|_| tenure(&url, &["lock", "pool", "--permits", "2", "--", "sh", "-c", &both]).spawn().expect("holder"))
+        .collect();
+    eventually("both permits to be held", || permit_holders(&dir, "semaphore:pool") == 2);
+    let mut fences: Vec<String> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("fence-"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default().trim().to_owned())
+        .collect();
+    fences.sort();
+    assert_eq!(fences, ["1", "2"], "each permit has a fencing token of its own");
+    // A third holder is refused (75) or gives up (124); another count is a usage error (2).
+    let busy = run(&url, &["lock", "pool", "--permits", "2", "--no-wait", "--", "true"]);
+    assert_eq!(code(&busy), 75, "{}", stderr(&busy));
+    assert!(stderr(&busy).contains("no free permit"), "{}", stderr(&busy));
+    let late = run(&url, &["lock", "pool", "--permits", "2", "--timeout", "0.3", "--", "true"]);
+    assert_eq!(code(&late), 124, "{}", stderr(&late));
+    let other = run(&url, &["lock", "pool", "--permits", "3", "--no-wait", "--", "true"]);
+    assert_eq!(code(&other), 2, "{}", stderr(&other));
+    assert!(stderr(&other).contains("in use with 2 permits"), "{}", stderr(&other));
+    // The lock of the same name is another lock; zero permits and --shared beside it are refused.
+    assert_eq!(code(&run(&url, &["lock", "pool", "--no-wait", "--", "true"])), 0, "lock:pool is not semaphore:pool");
+    assert_eq!(code(&run(&url, &["lock", "other", "--permits", "0", "--", "true"])), 2);
+    assert_eq!(code(&run(&url, &["lock", "other", "--permits", "2", "--shared", "--", "true"])), 2);
+    // A holder that ends gives its permit back: the next one gets a greater fencing token.
+    let _ = holders[0].kill();
+    let _ = holders[0].wait();
+    let _ = holders[1].kill();
+    let _ = holders[1].wait();
+    let next = run(&url, &["lock", "spare", "--permits", "1", "--", "sh", "-c", "echo $TENURE_FENCING_TOKEN"]);
+    assert_eq!(String::from_utf8_lossy(&next.stdout).trim(), "1", "{}", stderr(&next));
+    let again = run(&url, &["lock", "spare", "--permits", "1", "--", "sh", "-c", "echo $TENURE_FENCING_TOKEN"]);
+    assert_eq!(String::from_utf8_lossy(&again.stdout).trim(), "2", "{}", stderr(&again));
+}

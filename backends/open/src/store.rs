@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use tenure::backend::{LeaderElectionBackend, LockBackend, ReadWriteLockBackend, ScheduleBackend, StoreKind};
+use tenure::backend::{
+    LeaderElectionBackend, LockBackend, ReadWriteLockBackend, ScheduleBackend, SemaphoreBackend, StoreKind,
+};
 use tenure::{Inspect, MemoryBackend, Provider};
 use tenure_core::BackendError;
 
@@ -117,8 +119,8 @@ impl Store {
     }
 }
 
-/// Every store serves locks, task locks, elections and schedule claims; memory, SQLite, Redis
-/// and PostgreSQL serve read-write locks too.
+/// Every store serves locks, task locks, elections, schedule claims, read-write locks and
+/// semaphores.
 impl Provider for Store {
     fn lock_backend(&self) -> Option<Arc<dyn LockBackend>> {
         Some(self.locks())
@@ -134,5 +136,9 @@ impl Provider for Store {
 
     fn read_write_lock_backend(&self) -> Option<Arc<dyn ReadWriteLockBackend>> {
         self.provider().read_write_lock_backend()
+    }
+
+    fn semaphore_backend(&self) -> Option<Arc<dyn SemaphoreBackend>> {
+        self.provider().semaphore_backend()
     }
 }
