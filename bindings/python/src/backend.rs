@@ -6,7 +6,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use tenure::MemoryBackend;
 use tenure::Provider;
-use tenure::backend::{LeaderElectionBackend, LockBackend, ReadWriteLockBackend, ScheduleBackend};
+use tenure::backend::{LeaderElectionBackend, LockBackend, ReadWriteLockBackend, ScheduleBackend, SemaphoreBackend};
 use tenure::core::SettingsError;
 use tenure_open::{Keywords, OpenError, Store, StoreKind, Target};
 
@@ -20,6 +20,8 @@ pub(crate) struct Backend {
     pub(crate) leader: Arc<dyn LeaderElectionBackend>,
     /// Its read-write locks, if it serves them (not etcd yet, nor a backend written in Python).
     read_write: Option<Arc<dyn ReadWriteLockBackend>>,
+    /// Its semaphores, if it serves them (not a backend written in Python).
+    semaphore: Option<Arc<dyn SemaphoreBackend>>,
     kind: Kind,
 }
 
@@ -30,8 +32,8 @@ enum Kind {
 
 impl Backend {
     fn new(store: Store) -> Self {
-        let read_write = store.read_write_lock_backend();
-        Self { lock: store.locks(), leader: store.elections(), read_write, kind: Kind::Store(store) }
+        let (read_write, semaphore) = (store.read_write_lock_backend(), store.semaphore_backend());
+        Self { lock: store.locks(), leader: store.elections(), read_write, semaphore, kind: Kind::Store(store) }
     }
 }
 
@@ -70,6 +72,12 @@ impl Backend {
         self.read_write.is_some()
     }
 
+    /// Whether it serves semaphores.
+    #[getter]
+    fn serves_semaphores(&self) -> bool {
+        self.semaphore.is_some()
+    }
+
     /// Whether calls made off any loop have a loop to run on (always, for a built-in store).
     fn has_loop(&self) -> bool {
         match &self.kind {
@@ -95,6 +103,12 @@ impl Backend {
         self.read_write.clone().ok_or_else(|| crate::py_error(py, &missing))
     }
 
+    /// Its semaphores, or the error a `Coordination` without them raises.
+    pub(crate) fn semaphore(&self, py: Python<'_>) -> PyResult<Arc<dyn SemaphoreBackend>> {
+        let missing = tenure::Error::BackendMissing { slot: tenure::core::BackendSlot::Semaphore };
+        self.semaphore.clone().ok_or_else(|| crate::py_error(py, &missing))
+    }
+
     fn schedule(&self) -> PyResult<Arc<dyn ScheduleBackend>> {
         let store = match &self.kind {
             Kind::Store(store) => store.schedule_backend(),
@@ -109,7 +123,8 @@ impl Backend {
 #[pyfunction]
 pub(crate) fn user_backend(wrapper: Py<PyAny>, label: String, fences: &Fences) -> Backend {
     let user = user_store(wrapper, label, fences);
-    Backend { lock: Arc::new(user.clone()), leader: Arc::new(user.clone()), read_write: None, kind: Kind::User(user) }
+    let (lock, leader) = (Arc::new(user.clone()), Arc::new(user.clone()));
+    Backend { lock, leader, read_write: None, semaphore: None, kind: Kind::User(user) }
 }
 
 /// A private in-process store.

@@ -15,6 +15,7 @@ mod lock;
 mod logging;
 mod rw_calls;
 mod rw_lock;
+mod sem;
 mod task_lock;
 mod thread;
 mod user;
@@ -188,6 +189,7 @@ fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lock::Lock>()?;
     m.add_class::<lock::Holder>()?;
     m.add_class::<rw_lock::ReadWriteLock>()?;
+    m.add_class::<sem::Semaphore>()?;
     m.add_class::<task_lock::TaskLock>()?;
     m.add_class::<task_lock::TaskGuard>()?;
     m.add_class::<kept::Kept>()?;
@@ -208,6 +210,10 @@ fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rw_calls::rw_downgrade, m)?)?;
     m.add_function(wrap_pyfunction!(rw_calls::rw_state, m)?)?;
     m.add_function(wrap_pyfunction!(rw_calls::rw_flag, m)?)?;
+    m.add_function(wrap_pyfunction!(sem::sem_acquire, m)?)?;
+    m.add_function(wrap_pyfunction!(sem::sem_state, m)?)?;
+    m.add_function(wrap_pyfunction!(sem::sem_release, m)?)?;
+    m.add_function(wrap_pyfunction!(sem::sem_owned, m)?)?;
     m.add_function(wrap_pyfunction!(backend::open_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backend::store_url, m)?)?;
     m.add_function(wrap_pyfunction!(backend::sqlite_file, m)?)?;

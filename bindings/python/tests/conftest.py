@@ -27,7 +27,7 @@ def postgres_url(stem: str) -> str:
     """The machine's PostgreSQL, on the tables `<stem>_locks`, `<stem>_leaders`, `<stem>_schedules`."""
     return (
         f"{POSTGRES_URL}?lock_table={stem}_locks&leader_table={stem}_leaders&schedule_table={stem}_schedules"
-        f"&rwlock_table={stem}_rwlocks"
+        f"&rwlock_table={stem}_rwlocks&semaphore_table={stem}_semaphores"
     )
 
 

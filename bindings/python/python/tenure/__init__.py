@@ -1,5 +1,6 @@
 """Tenure: distributed locks with fencing tokens, task locks and leader election — grelmicro's
-coordination API (and its read-write lock) on a Rust core, on memory, SQLite, Redis, PostgreSQL, or a backend you write."""
+coordination API (and its read-write lock) on a Rust core, on memory, SQLite, Redis, PostgreSQL,
+etcd, or a backend you write — and a fenced semaphore."""
 
 import atexit
 
@@ -10,6 +11,7 @@ from tenure._coordination import Coordination
 from tenure._election import LeaderElection
 from tenure._record import LeaderRecord
 from tenure._rw_lock import ReadGuard, ReadWriteLock, ReadWriteLockState, WriteGrant, WriteGuard
+from tenure._semaphore import Semaphore, SemaphoreState
 from tenure._task_lock import TaskLock
 from tenure._adapters import (
     LeaderElectionAdapter,
@@ -18,8 +20,10 @@ from tenure._adapters import (
     MemoryLockAdapter,
     MemoryReadWriteLockAdapter,
     MemoryScheduleAdapter,
+    MemorySemaphoreAdapter,
     ReadWriteLockAdapter,
     ScheduleAdapter,
+    SemaphoreAdapter,
 )
 from tenure._providers import EtcdProvider, MemoryProvider, PostgresProvider, RedisProvider, SQLiteProvider
 from tenure._user_backend import LeaderElectionBackend, LockBackend, ScheduleBackend
@@ -87,6 +91,7 @@ __all__ = [
     "EtcdProvider",
     "MemoryProvider",
     "MemoryScheduleAdapter",
+    "MemorySemaphoreAdapter",
     "PostgresProvider",
     "ReadGuard",
     "ReadWriteLock",
@@ -98,6 +103,9 @@ __all__ = [
     "SQLiteProvider",
     "ScheduleAdapter",
     "ScheduleBackend",
+    "Semaphore",
+    "SemaphoreAdapter",
+    "SemaphoreState",
     "SettingsValidationError",
     "TaskLock",
     "TaskLockConfig",

@@ -190,6 +190,47 @@ class ReadWriteLockAdapter(_Adapter):
         return await _tenure.rw_flag(self._native(), "owned_write", name, token, CALL_TIMEOUT)  # type: ignore[no-any-return]
 
 
+class SemaphoreAdapter(_Adapter):
+    """A semaphore backend: pass it as `Semaphore(..., backend=...)`. Every one of Tenure's stores
+    serves semaphores (in Tenure's own layouts: grelmicro has no semaphore)."""
+
+    _slot = "semaphore"
+
+    async def __aenter__(self) -> Any:
+        """As other adapters; `CoordinationBackendError` if the store serves no semaphores."""
+        if not self._native().serves_semaphores:
+            from tenure.errors import CoordinationBackendError
+
+            raise CoordinationBackendError(f"{type(self._provider).__name__} serves no semaphores")
+        return await super().__aenter__()
+
+    # The store's semaphore calls, made directly (see `LockAdapter`).
+
+    async def acquire(
+        self, *, name: str, token: str, duration: Seconds, permits: int, wait: Optional[Seconds] = None
+    ) -> tuple[Optional[int], int]:
+        """A permit of `name` for `token`: `(fencing token or None, the stored permit count)`,
+        keeping a place in line for `wait` seconds if refused and `wait` is given."""
+        wait = None if wait is None else positive("wait", wait)
+        return await _tenure.sem_acquire(  # type: ignore[no-any-return]
+            self._native(), name, token, positive("duration", duration), int(permits), wait, CALL_TIMEOUT
+        )
+
+    async def release(self, *, name: str, token: str) -> bool:
+        """Gives `token`'s permit back and leaves the line; whether it held a live permit."""
+        return await _tenure.sem_release(self._native(), name, token, CALL_TIMEOUT)  # type: ignore[no-any-return]
+
+    async def owned(self, *, name: str, token: str) -> bool:
+        """Whether `token` holds a live permit of `name`."""
+        return await _tenure.sem_owned(self._native(), name, token, CALL_TIMEOUT)  # type: ignore[no-any-return]
+
+    async def state(self, *, name: str) -> Any:
+        """The `SemaphoreState` of `name`."""
+        from tenure._semaphore import SemaphoreState
+
+        return SemaphoreState(*await _tenure.sem_state(self._native(), name, CALL_TIMEOUT))
+
+
 class _OwnMemory:
     """An adapter with a private memory store of its own."""
 
@@ -220,6 +261,13 @@ class MemoryReadWriteLockAdapter(ReadWriteLockAdapter, _OwnMemory):
         super().__init__(self._own_provider())
 
 
+class MemorySemaphoreAdapter(SemaphoreAdapter, _OwnMemory):
+    """An in-process semaphore backend of its own (`scope = "process"`)."""
+
+    def __init__(self) -> None:
+        super().__init__(self._own_provider())
+
+
 class MemoryScheduleAdapter(ScheduleAdapter, _OwnMemory):
     """An in-process schedule backend of its own (`scope = "process"`)."""
 
@@ -235,6 +283,11 @@ def native_of(backend: Any, slot: str, owner: str) -> _tenure.Backend:
         raise TypeError(
             f"{owner} runs on Tenure's stores: pass provider.readwritelock() or MemoryReadWriteLockAdapter(); a "
             f"backend written in Python ({type(backend).__name__}) does not serve read-write locks yet"
+        )
+    if slot == "semaphore":
+        raise TypeError(
+            f"{owner} runs on Tenure's stores: pass provider.semaphore() or MemorySemaphoreAdapter(); a "
+            f"backend written in Python ({type(backend).__name__}) does not serve semaphores yet"
         )
     from tenure import _user_backend
 

@@ -29,7 +29,7 @@ from tenure.errors import CoordinationBackendError, SettingsValidationError
 #: The components of the enclosing `async with` blocks, by name (innermost wins).
 _CURRENT: contextvars.ContextVar[dict[str, Coordination]] = contextvars.ContextVar("tenure_coordination", default={})
 
-_SLOTS = ("lock", "readwritelock", "leaderelection", "schedule")
+_SLOTS = ("lock", "readwritelock", "semaphore", "leaderelection", "schedule")
 _FACTORIES = {slot: (f"{slot}_backend", slot) for slot in _SLOTS}
 _MISSING = {
     "lock": "Coordination has no lock backend. Pass a lock provider as Coordination(provider) or Coordination(lock=...).",
@@ -44,6 +44,10 @@ _MISSING = {
     "readwritelock": (
         "Coordination has no read-write lock backend. Pass a read-write lock provider as Coordination(provider) or "
         "Coordination(readwritelock=...)."
+    ),
+    "semaphore": (
+        "Coordination has no semaphore backend. Pass a provider as Coordination(provider) or "
+        "Coordination(semaphore=...)."
     ),
 }
 
@@ -73,6 +77,7 @@ class Coordination:
         election: Any = None,
         leaderelection: Any = None,
         readwritelock: Any = None,
+        semaphore: Any = None,
         schedule: Any = None,
         requires: Optional[str] = None,
         name: str = "default",
@@ -88,6 +93,7 @@ class Coordination:
         given = {
             "lock": lock,
             "readwritelock": readwritelock,
+            "semaphore": semaphore,
             "leaderelection": election if election is not None else leaderelection,
             "schedule": schedule,
         }
@@ -156,6 +162,11 @@ class Coordination:
         return self._slot("readwritelock")
 
     @property
+    def semaphore_backend(self) -> Any:
+        """The semaphore backend (`CoordinationBackendError` if none is wired)."""
+        return self._slot("semaphore")
+
+    @property
     def schedule_backend(self) -> Any:
         """The cron schedule backend (`CoordinationBackendError` if none is wired)."""
         return self._slot("schedule")
@@ -177,6 +188,12 @@ class Coordination:
         from tenure._rw_lock import ReadWriteLock
 
         return ReadWriteLock(name, backend=self.readwritelock_backend, **kwargs)
+
+    def semaphore(self, name: str, permits: int, **kwargs: Any) -> Any:
+        """A `Semaphore` of `permits` permits on this component's semaphore backend."""
+        from tenure._semaphore import Semaphore
+
+        return Semaphore(name, permits, backend=self.semaphore_backend, **kwargs)
 
     def leaderelection(self, name: str, **kwargs: Any) -> Any:
         """A `LeaderElection` on this component's election backend."""

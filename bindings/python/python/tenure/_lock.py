@@ -37,7 +37,7 @@ class Lock(Primitive):
     `LockReentrantError`, other tasks wait. Use `async with lock as handle:` and send
     `handle.fencing_token` with every write the lock protects."""
 
-    _native_class = _tenure.Lock
+    _native_class: Any = _tenure.Lock
     _config_class = LockConfig
     _backend_hint = "a MemoryLockAdapter() for a per-process lock, or provider.lock() of an open provider"
     _thread_adapter = ThreadLockAdapter

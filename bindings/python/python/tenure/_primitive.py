@@ -24,6 +24,7 @@ _SLOT_BACKENDS = {
     "lock": "lock_backend",
     "leaderelection": "leaderelection_backend",
     "readwritelock": "readwritelock_backend",
+    "semaphore": "semaphore_backend",
 }
 
 

@@ -9,7 +9,7 @@ import os
 from typing import Any, Optional
 
 from tenure import _tenure
-from tenure._adapters import LeaderElectionAdapter, LockAdapter, ReadWriteLockAdapter, ScheduleAdapter
+from tenure._adapters import LeaderElectionAdapter, LockAdapter, ReadWriteLockAdapter, ScheduleAdapter, SemaphoreAdapter
 from tenure._process import generation
 from tenure.errors import OutOfContextError, SettingsValidationError
 
@@ -104,10 +104,15 @@ class _Provider:
         """The read-write lock backend of this store (grelmicro 0.44's name)."""
         return self._adapter(ReadWriteLockAdapter)  # type: ignore[no-any-return]
 
+    def semaphore_backend(self) -> SemaphoreAdapter:
+        """The semaphore backend of this store (a Tenure primitive)."""
+        return self._adapter(SemaphoreAdapter)  # type: ignore[no-any-return]
+
     lock = lock_backend
     leaderelection = leaderelection_backend
     schedule = schedule_backend
     readwritelock = readwritelock_backend
+    semaphore = semaphore_backend
 
 
 class MemoryProvider(_Provider):

@@ -11,6 +11,7 @@ __all__ = [
     "LeaderElection",
     "Lock",
     "ReadWriteLock",
+    "Semaphore",
     "TaskGuard",
     "TaskLock",
     "forked",
@@ -29,6 +30,10 @@ __all__ = [
     "rw_downgrade",
     "rw_flag",
     "rw_state",
+    "sem_acquire",
+    "sem_owned",
+    "sem_release",
+    "sem_state",
     "shutdown",
     "sqlite_file",
     "store_url",
@@ -47,6 +52,8 @@ class Backend:
     def attach_loop(self, event_loop: Any) -> None: ...
     @property
     def serves_read_write(self) -> bool: ...
+    @property
+    def serves_semaphores(self) -> bool: ...
 
 @final
 class Fences:
@@ -170,6 +177,40 @@ class ReadWriteLock:
     def state(self) -> Awaitable[tuple[int, bool, int, int]]: ...
 
 @final
+class Semaphore:
+    def __new__(
+        cls,
+        name: str,
+        backend: Backend,
+        *,
+        permits: int,
+        worker: Optional[str] = None,
+        lease_duration: Optional[float] = None,
+        retry_interval: Optional[float] = None,
+        retry_jitter: Optional[float] = None,
+        backend_timeout: Optional[float] = None,
+        env_prefix: Optional[str] = None,
+        env_load: Optional[bool] = None,
+    ) -> Semaphore: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def permits(self) -> int: ...
+    def config(self) -> dict[str, Any]: ...
+    def reconfigure(
+        self,
+        *,
+        lease_duration: Optional[float] = None,
+        retry_interval: Optional[float] = None,
+        retry_jitter: Optional[float] = None,
+        backend_timeout: Optional[float] = None,
+    ) -> None: ...
+    def holder(self, *, thread: bool = False) -> Holder: ...
+    def state(self) -> Awaitable[tuple[int, int, int, int]]: ...
+    def locked(self) -> Awaitable[bool]: ...
+    def locked_blocking(self) -> bool: ...
+
+@final
 class Kept:
     def lost(self) -> Awaitable[None]: ...
     @property
@@ -258,3 +299,9 @@ def rw_acquire_write(
 def rw_downgrade(backend: Backend, name: str, token: str, duration: float, timeout: float) -> Awaitable[Optional[int]]: ...
 def rw_state(backend: Backend, name: str, timeout: float) -> Awaitable[tuple[int, bool, int, int]]: ...
 def rw_flag(backend: Backend, call: str, name: str, token: str, timeout: float) -> Awaitable[bool]: ...
+def sem_acquire(
+    backend: Backend, name: str, token: str, duration: float, permits: int, wait: Optional[float], timeout: float
+) -> Awaitable[tuple[Optional[int], int]]: ...
+def sem_state(backend: Backend, name: str, timeout: float) -> Awaitable[tuple[int, int, int, int]]: ...
+def sem_release(backend: Backend, name: str, token: str, timeout: float) -> Awaitable[bool]: ...
+def sem_owned(backend: Backend, name: str, token: str, timeout: float) -> Awaitable[bool]: ...

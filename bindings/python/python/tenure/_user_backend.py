@@ -81,6 +81,7 @@ METHODS = {
         "owned_read",
         "owned_write",
     ),
+    "semaphore": ("acquire", "release", "owned", "state"),
 }
 
 _PROTOCOL_NAMES = {
@@ -88,6 +89,7 @@ _PROTOCOL_NAMES = {
     "leaderelection": "LeaderElectionBackend",
     "schedule": "ScheduleBackend",
     "readwritelock": "ReadWriteLockBackend",
+    "semaphore": "SemaphoreAdapter",
 }
 
 

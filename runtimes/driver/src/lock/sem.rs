@@ -129,6 +129,17 @@ impl<R: Runtime> Semaphore<R> {
         // (The query checked the shape of the answer: a semaphore's key asks a semaphore's state.)
         Ok(Query::sem_state_of(&answer).unwrap_or_default())
     }
+
+    /// Whether no permit is free now: every one is held, or the waiters in line take the free
+    /// ones (asyncio's `Semaphore.locked`; [`Error::LockedCheck`] if the store fails).
+    pub async fn locked(&self) -> Result<bool, Error> {
+        let state = self.state().await.map_err(|e| match e {
+            Error::OwnedCheck { name, cause } => Error::LockedCheck { name, cause },
+            other => other,
+        })?;
+        let taken = state.holders.saturating_add(state.waiting);
+        Ok(state.permits > 0 && taken >= usize::try_from(state.permits).unwrap_or(usize::MAX))
+    }
 }
 
 impl<R: Runtime> Clone for Semaphore<R> {
