@@ -101,6 +101,18 @@ class Coordination {
     return new Lock(name, this.lockBackend, options);
   }
 
+  /** A `Semaphore` of `permits` permits on this component's lock store. */
+  semaphore(name, permits, options) {
+    const { Semaphore } = require('./index');
+    return new Semaphore(name, permits, this.lockBackend, options);
+  }
+
+  /** A `ReadWriteLock` on this component's lock store. */
+  readWriteLock(name, options) {
+    const { ReadWriteLock } = require('./index');
+    return new ReadWriteLock(name, this.lockBackend, options);
+  }
+
   /** A `TaskLock` on this component's lock backend. */
   taskLock(name, options) {
     const { TaskLock } = require('./task_lock');

@@ -105,7 +105,7 @@ export interface UsingOptions extends AcquireOptions {
 
 /** One acquisition of a lock. */
 export declare class LockHandle {
-  private constructor();
+  protected constructor();
   /** The lock name. */
   readonly name: string;
   /** The fencing token: send it with every write the lock protects. A `bigint`: never rounded. */
@@ -153,6 +153,81 @@ export declare class Lock {
    * moment the lease is lost. Releases when `fn` settles.
    */
   using<T>(fn: (signal: AbortSignal, handle: LockHandle) => Promise<T> | T, options?: UsingOptions): Promise<T>;
+}
+
+/** The waiting, trying and `using` of a lock, a semaphore, and each side of a read-write lock. */
+export interface Leasing<H extends LockHandle> {
+  /** Waits for the lease (see `AcquireOptions`). */
+  acquire(options?: AcquireOptions): Promise<H>;
+  /** One attempt: `WouldBlockError` if it is not free. */
+  tryAcquire(): Promise<H>;
+  /** Runs `fn` holding the lease, kept alive; `signal` aborts the moment it is lost. */
+  using<T>(fn: (signal: AbortSignal, handle: H) => Promise<T> | T, options?: UsingOptions): Promise<T>;
+}
+
+/** A semaphore's state. */
+export interface SemaphoreState {
+  /** The stored permit count (0 while nobody holds or waits). */
+  permits: number;
+  holders: number;
+  waiting: number;
+  /** The last fencing token issued. */
+  fence: bigint;
+}
+
+/**
+ * A counting semaphore with leases and fencing tokens: at most `permits` holders at once, each
+ * with a fencing token greater than every earlier permit's; waiters served in arrival order.
+ * Another count while the name is in use rejects with a `SettingsValidationError`.
+ */
+export declare class Semaphore implements Leasing<LockHandle> {
+  constructor(name: string, permits: number, backend: Backend, options?: LockOptions);
+  /** On the store of the enclosing `coordination.run()` (else `OutOfContextError`). */
+  constructor(name: string, permits: number, options?: LockOptions);
+  readonly name: string;
+  readonly permits: number;
+  settings(): LockSettings;
+  reconfigure(options: Omit<LockOptions, 'worker' | 'envPrefix' | 'envLoad'>): void;
+  acquire(options?: AcquireOptions): Promise<LockHandle>;
+  tryAcquire(): Promise<LockHandle>;
+  using<T>(fn: (signal: AbortSignal, handle: LockHandle) => Promise<T> | T, options?: UsingOptions): Promise<T>;
+  /** Whether no permit is free now. */
+  locked(): Promise<boolean>;
+  state(): Promise<SemaphoreState>;
+}
+
+/** A read lease of a read-write lock. */
+export declare class ReadHandle extends LockHandle {
+  /** The generation read: the fencing token of the last write before it. */
+  readonly generation: bigint;
+}
+
+/** The write lease of a read-write lock. */
+export declare class WriteHandle extends LockHandle {
+  /** Whether the writer before this one let its lease run out without releasing. */
+  readonly poisoned: boolean;
+  /** Turns the write lease into a read lease in one step (not while kept alive). */
+  downgrade(): Promise<ReadHandle>;
+}
+
+/** A read-write lock's state. */
+export interface ReadWriteLockState {
+  generation: bigint;
+  writing: boolean;
+  readers: number;
+  waitingWriters: number;
+}
+
+/** A read-write lock, as grelmicro 0.44's: readers share, a writer writes alone. */
+export declare class ReadWriteLock {
+  constructor(name: string, backend: Backend, options?: LockOptions);
+  constructor(name: string, options?: LockOptions);
+  readonly name: string;
+  readonly read: Leasing<ReadHandle>;
+  readonly write: Leasing<WriteHandle>;
+  settings(): LockSettings;
+  reconfigure(options: Omit<LockOptions, 'worker' | 'envPrefix' | 'envLoad'>): void;
+  state(): Promise<ReadWriteLockState>;
 }
 
 /** An election's settings; what is not given comes from `GREL_*` variables or the defaults. */
@@ -343,6 +418,8 @@ export declare class Coordination {
   /** The leader election backend (`CoordinationBackendError` if none is wired). */
   readonly electionBackend: Backend | LeaderElectionBackend;
   lock(name: string, options?: LockOptions): Lock;
+  semaphore(name: string, permits: number, options?: LockOptions): Semaphore;
+  readWriteLock(name: string, options?: LockOptions): ReadWriteLock;
   taskLock(name: string, options?: TaskLockOptions): TaskLock;
   leaderElection(name: string, options?: ElectionOptions): LeaderElection;
   run<T>(fn: () => T): T;

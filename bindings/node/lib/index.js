@@ -28,6 +28,9 @@ native.Backend.prototype.close = function closeBackend() {
   return settle(() => close.call(this));
 };
 
+/** The native guard behind a handle (for the handles of a read-write lock's sides). */
+const guardOf = Symbol('guard');
+
 /** One acquisition of a lock: its name, its fencing token, and what can be done with it. */
 class LockHandle {
   #guard;
@@ -36,6 +39,11 @@ class LockHandle {
 
   constructor(guard) {
     this.#guard = guard;
+  }
+
+  /** The native guard. */
+  [guardOf]() {
+    return this.#guard;
   }
 
   /** The lock name. */
@@ -105,15 +113,49 @@ class LockHandle {
   }
 }
 
-/** A lock on a store, configured as grelmicro's `Lock(...)` (durations in ms). */
-class Lock {
-  #native;
+/** A read lease of a read-write lock: `generation` is the last write's fencing token. */
+class ReadHandle extends LockHandle {
+  /** The generation read (a `bigint`): the fencing token of the last write before this read. */
+  get generation() {
+    return this.fencingToken;
+  }
+}
 
-  constructor(name, backend, options) {
-    this.#native = now(() => new native.Lock(name, ...resolve('lock', backend, options)));
+/** The write lease of a read-write lock. */
+class WriteHandle extends LockHandle {
+  /** Whether the writer before this one let its lease run out without releasing. */
+  get poisoned() {
+    return this[guardOf]().poisoned;
   }
 
-  /** The lock name. */
+  /**
+   * Turns the write lease into a read lease in one step (no writer gets in between); the read
+   * handle (this handle is then spent). Not while a keep-alive renews it.
+   */
+  async downgrade() {
+    const guard = this[guardOf]();
+    await settle(() => guard.downgrade());
+    return new ReadHandle(guard);
+  }
+}
+
+/** The native primitive behind a JavaScript one. */
+const nativeOf = Symbol('native');
+
+/** What every primitive with a lock's configuration shares: its name and settings. */
+class Configured {
+  #native;
+
+  constructor(primitive) {
+    this.#native = primitive;
+  }
+
+  /** The native primitive. */
+  [nativeOf]() {
+    return this.#native;
+  }
+
+  /** The name. */
   get name() {
     return this.#native.name;
   }
@@ -127,23 +169,34 @@ class Lock {
   reconfigure(options) {
     now(() => this.#native.reconfigure(options));
   }
+}
+
+/**
+ * What a lock, a semaphore and each side of a read-write lock share: waiting for a lease, one
+ * attempt, and `using`. `take(timeout, cancel)` and `tryTake()` are the native calls; `Handle`
+ * wraps their guards.
+ */
+class Leasing extends Configured {
+  #take;
+  #tryTake;
+  #Handle;
+
+  constructor(primitive, take, tryTake, Handle = LockHandle) {
+    super(primitive);
+    [this.#take, this.#tryTake, this.#Handle] = [take, tryTake, Handle];
+  }
 
   /**
-   * Waits for the lock, up to `timeout` ms (`LockTimeoutError`; forever without one), or until
-   * `signal` aborts (rejects with its reason; the lock is then never taken by this call).
+   * Waits for the lease, up to `timeout` ms (`LockTimeoutError`; forever without one), or until
+   * `signal` aborts (rejects with its reason; the lease is then never taken by this call).
    */
   async acquire({ timeout, signal } = {}) {
-    return new LockHandle(await waitUnless(signal, (cancel) => this.#native.acquire(timeout, cancel)));
+    return new this.#Handle(await waitUnless(signal, (cancel) => this.#take(timeout, cancel)));
   }
 
-  /** One attempt: `WouldBlockError` if another holder has the lock. */
+  /** One attempt: `WouldBlockError` if it is not free. */
   async tryAcquire() {
-    return new LockHandle(await settle(() => this.#native.tryAcquire()));
-  }
-
-  /** Whether anyone holds the lock. */
-  locked() {
-    return settle(() => this.#native.locked());
+    return new this.#Handle(await settle(() => this.#tryTake()));
   }
 
   /**
@@ -199,11 +252,90 @@ class Lock {
   }
 }
 
+/** A lock on a store, configured as grelmicro's `Lock(...)` (durations in ms). */
+class Lock extends Leasing {
+  constructor(name, backend, options) {
+    const lock = now(() => new native.Lock(name, ...resolve('lock', backend, options)));
+    super(lock, (timeout, cancel) => lock.acquire(timeout, cancel), () => lock.tryAcquire());
+  }
+
+  /** Whether anyone holds the lock. */
+  locked() {
+    return settle(() => this[nativeOf]().locked());
+  }
+}
+
+/** `backend` (or the enclosing run's lock store) as a built-in store serving `what`. */
+function builtIn(what, backend, options) {
+  const [store, settings] = resolve('lock', backend, options);
+  if (store instanceof native.Backend && store.kind === 'user') {
+    throw new TypeError(
+      `${what} runs on Tenure's stores (openBackend(), memoryBackend()); a backend written in JavaScript does not serve it yet`,
+    );
+  }
+  return [store, settings];
+}
+
+/**
+ * A counting semaphore with leases and fencing tokens: at most `permits` holders of `name` at
+ * once, each with a fencing token greater than every earlier permit's, waiters served in arrival
+ * order. Every process using the name must ask for the same `permits` (another count while it is
+ * in use rejects with a `SettingsValidationError`). A Tenure primitive; durations in ms.
+ */
+class Semaphore extends Leasing {
+  constructor(name, permits, backend, options) {
+    const semaphore = now(() => new native.Semaphore(name, permits, ...builtIn('Semaphore', backend, options)));
+    super(semaphore, (timeout, cancel) => semaphore.acquire(timeout, cancel), () => semaphore.tryAcquire());
+  }
+
+  /** How many holders it admits at once. */
+  get permits() {
+    return this[nativeOf]().permits;
+  }
+
+  /** Whether no permit is free now (every one held, or taken by the waiters in line). */
+  locked() {
+    return settle(() => this[nativeOf]().locked());
+  }
+
+  /** `{ permits, holders, waiting, fence }`: the stored count (0 while unused), the holders, the waiters, the last fencing token. */
+  state() {
+    return settle(() => this[nativeOf]().state());
+  }
+}
+
+/**
+ * A read-write lock, as grelmicro 0.44's: any number of readers (`lock.read`) or one writer
+ * (`lock.write`), writer-preferring. Each side waits, tries, and runs `using(fn)` as a lock does;
+ * a read handle carries the `generation` read, a write handle its `fencingToken`, `poisoned` and
+ * `downgrade()`.
+ */
+class ReadWriteLock extends Configured {
+  constructor(name, backend, options) {
+    const lock = now(() => new native.ReadWriteLock(name, ...builtIn('ReadWriteLock', backend, options)));
+    super(lock);
+    /** The read side. */
+    this.read = new Leasing(lock, (t, c) => lock.acquire(false, t, c), () => lock.tryAcquire(false), ReadHandle);
+    /** The write side. */
+    this.write = new Leasing(lock, (t, c) => lock.acquire(true, t, c), () => lock.tryAcquire(true), WriteHandle);
+    Object.freeze(this);
+  }
+
+  /** `{ generation, writing, readers, waitingWriters }`. */
+  state() {
+    return settle(() => this[nativeOf]().state());
+  }
+}
+
 module.exports = {
   openBackend,
   memoryBackend,
   Lock,
   LockHandle,
+  Semaphore,
+  ReadWriteLock,
+  ReadHandle,
+  WriteHandle,
   LeaderElection,
   TaskLock,
   TaskRun,

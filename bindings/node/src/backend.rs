@@ -5,8 +5,9 @@ use std::sync::Arc;
 use napi::Env;
 use napi_derive::napi;
 use tenure::MemoryBackend;
+use tenure::Provider;
 use tenure::backend::user::UserStore;
-use tenure::backend::{LeaderElectionBackend, LockBackend};
+use tenure::backend::{LeaderElectionBackend, LockBackend, ReadWriteLockBackend, SemaphoreBackend};
 use tenure_open::{Store, Target};
 
 use crate::event_loop::{Inbox, JsDial};
@@ -19,6 +20,10 @@ use crate::user::JsHost;
 pub struct Backend {
     pub(crate) lock: Arc<dyn LockBackend>,
     pub(crate) leader: Arc<dyn LeaderElectionBackend>,
+    /// Its read-write locks and semaphores (a built-in store's; not a backend written in
+    /// JavaScript).
+    read_write: Option<Arc<dyn ReadWriteLockBackend>>,
+    semaphore: Option<Arc<dyn SemaphoreBackend>>,
     kind: Kind,
 }
 
@@ -30,11 +35,25 @@ enum Kind {
 
 impl Backend {
     fn new(store: Store) -> Self {
-        Self { lock: store.locks(), leader: store.elections(), kind: Kind::Store(store) }
+        let (read_write, semaphore) = (store.read_write_lock_backend(), store.semaphore_backend());
+        Self { lock: store.locks(), leader: store.elections(), read_write, semaphore, kind: Kind::Store(store) }
     }
 
     pub(crate) fn user(store: UserStore<JsHost>, scope: Option<String>) -> Self {
-        Self { lock: Arc::new(store.clone()), leader: Arc::new(store), kind: Kind::User(scope) }
+        let (lock, leader) = (Arc::new(store.clone()), Arc::new(store));
+        Self { lock, leader, read_write: None, semaphore: None, kind: Kind::User(scope) }
+    }
+
+    /// Its read-write locks, or the error naming the missing slot.
+    pub(crate) fn read_write(&self) -> Result<Arc<dyn ReadWriteLockBackend>, Fail> {
+        let missing = tenure::Error::BackendMissing { slot: tenure::core::BackendSlot::ReadWriteLock };
+        self.read_write.clone().ok_or(Fail::Core(missing))
+    }
+
+    /// Its semaphores, or the error naming the missing slot.
+    pub(crate) fn semaphore(&self) -> Result<Arc<dyn SemaphoreBackend>, Fail> {
+        let missing = tenure::Error::BackendMissing { slot: tenure::core::BackendSlot::Semaphore };
+        self.semaphore.clone().ok_or(Fail::Core(missing))
     }
 }
 

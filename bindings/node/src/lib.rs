@@ -24,6 +24,8 @@ mod lock;
 mod logging;
 mod millis;
 mod promise;
+mod rw;
+mod sem;
 mod task_lock;
 mod user;
 

@@ -13,7 +13,7 @@ use tenure::{KeepAlive, LockGuard, LockHolder};
 use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
-use crate::cancel::{Cancel, Flag, unless};
+use crate::cancel::Flag;
 use crate::fail::{Fail, sync};
 use crate::millis::{optional, with_millis};
 use crate::promise::{Settled, promise};
@@ -47,6 +47,131 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// A lock builder (a `Lock`'s, a `ReadWriteLock`'s, a `Semaphore`'s) with `options` applied;
+/// `?` on a bad worker or duration.
+macro_rules! with_lock_options {
+    ($builder:expr, $o:expr) => {{
+        let o = &$o;
+        let mut b = $builder;
+        if let Some(worker) = &o.worker {
+            b = b.worker(tenure::WorkerId::new(worker)?);
+        }
+        b = crate::millis::with_millis!(b, o, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
+        if let Some(j) = o.retry_jitter {
+            b = b.retry_jitter(j);
+        }
+        if let Some(prefix) = &o.env_prefix {
+            b = b.env_prefix(prefix);
+        }
+        if let Some(load) = o.env_load {
+            b = b.env_load(load);
+        }
+        b
+    }};
+}
+pub(crate) use with_lock_options;
+
+/// The methods every primitive with a lock's configuration shares (`Lock`, `Semaphore`,
+/// `ReadWriteLock`): its name, its resolved settings, and new settings from the next call on
+/// (the worker stays).
+macro_rules! configured {
+    ($primitive:ident) => {
+        #[napi_derive::napi]
+        impl $primitive {
+            /// The name.
+            #[napi(getter)]
+            pub fn name(&self) -> String {
+                self.inner.name().as_str().to_owned()
+            }
+
+            /// The resolved settings.
+            #[napi]
+            pub fn settings(&self) -> $crate::lock::LockSettings {
+                $crate::lock::settings_of(&self.inner.config())
+            }
+
+            /// Applies new settings from the next call on (the worker stays).
+            #[napi]
+            pub fn reconfigure(&self, options: $crate::lock::LockOptions) -> napi::Result<()> {
+                let config = $crate::lock::reconfigured(&self.inner.config(), &options);
+                $crate::fail::sync(config.and_then(|c| Ok(self.inner.reconfigure(c)?)))
+            }
+        }
+    };
+}
+pub(crate) use configured;
+
+/// The waiting calls of a primitive whose acquire gives one [`Guard`] (`Lock`, `Semaphore`):
+/// `acquire` up to a timeout or a cancel, `tryAcquire`, and `locked`.
+macro_rules! waited {
+    ($primitive:ident) => {
+        #[napi_derive::napi]
+        impl $primitive {
+            /// Acquires, waiting up to `timeout` ms (forever without one), unless `cancel` fires
+            /// first.
+            #[napi]
+            pub fn acquire<'env>(
+                &self,
+                env: &'env napi::Env,
+                timeout: Option<f64>,
+                cancel: Option<&$crate::cancel::Cancel>,
+            ) -> napi::Result<$crate::promise::Settled<'env, $crate::lock::Guard>> {
+                let timeout = $crate::fail::sync($crate::millis::optional("timeout", timeout))?;
+                let primitive = self.inner.clone();
+                let call = async move {
+                    let guard = match timeout {
+                        Some(timeout) => primitive.acquire_timeout(timeout).await?,
+                        None => primitive.acquire().await?,
+                    };
+                    Ok($crate::lock::Guard::new(guard))
+                };
+                $crate::promise::promise(env, $crate::cancel::unless(cancel, call))
+            }
+
+            /// One attempt: a `WOULD_BLOCK` failure if it is not free.
+            #[napi]
+            pub fn try_acquire<'env>(
+                &self,
+                env: &'env napi::Env,
+            ) -> napi::Result<$crate::promise::Settled<'env, $crate::lock::Guard>> {
+                let primitive = self.inner.clone();
+                $crate::promise::promise(
+                    env,
+                    async move { Ok($crate::lock::Guard::new(primitive.acquire_nowait().await?)) },
+                )
+            }
+
+            /// Whether it is taken (a lock: by anyone; a semaphore: every permit).
+            #[napi]
+            pub fn locked<'env>(&self, env: &'env napi::Env) -> napi::Result<$crate::promise::Settled<'env, bool>> {
+                let primitive = self.inner.clone();
+                $crate::promise::promise(env, async move { Ok(primitive.locked().await?) })
+            }
+        }
+    };
+}
+pub(crate) use waited;
+
+/// A lock's configuration as JavaScript reads it.
+pub(crate) fn settings_of(c: &tenure::LockConfig) -> LockSettings {
+    LockSettings {
+        worker: c.worker().as_str().to_owned(),
+        lease_duration: ms(c.lease_duration()),
+        retry_interval: ms(c.retry_interval()),
+        retry_jitter: c.retry_jitter(),
+        backend_timeout: ms(c.backend_timeout()),
+    }
+}
+
+/// `current` with the settings `options` gives changed (the worker stays), checked.
+pub(crate) fn reconfigured(current: &tenure::LockConfig, options: &LockOptions) -> Result<tenure::LockConfig, Fail> {
+    let mut b = with_millis!(current.to_builder(), options, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
+    if let Some(j) = options.retry_jitter {
+        b = b.retry_jitter(j);
+    }
+    Ok(b.build(&mut rand::rng())?)
+}
+
 /// A lock on a store.
 #[napi]
 pub struct Lock {
@@ -61,89 +186,13 @@ impl Lock {
     }
 
     fn build(name: &str, backend: &Backend, o: LockOptions) -> Result<Self, Fail> {
-        let mut b = tenure::Lock::builder(name, crate::runtime()).shared_backend(backend.lock.clone());
-        if let Some(worker) = &o.worker {
-            b = b.worker(tenure::WorkerId::new(worker)?);
-        }
-        b = with_millis!(b, o, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
-        if let Some(j) = o.retry_jitter {
-            b = b.retry_jitter(j);
-        }
-        if let Some(prefix) = &o.env_prefix {
-            b = b.env_prefix(prefix);
-        }
-        if let Some(load) = o.env_load {
-            b = b.env_load(load);
-        }
-        Ok(Self { inner: b.build()? })
-    }
-
-    /// The lock name.
-    #[napi(getter)]
-    pub fn name(&self) -> String {
-        self.inner.name().as_str().to_owned()
-    }
-
-    /// The resolved settings.
-    #[napi]
-    pub fn settings(&self) -> LockSettings {
-        let c = self.inner.config();
-        LockSettings {
-            worker: c.worker().as_str().to_owned(),
-            lease_duration: ms(c.lease_duration()),
-            retry_interval: ms(c.retry_interval()),
-            retry_jitter: c.retry_jitter(),
-            backend_timeout: ms(c.backend_timeout()),
-        }
-    }
-
-    /// Applies new settings from the next call on (the worker stays).
-    #[napi]
-    pub fn reconfigure(&self, options: LockOptions) -> napi::Result<()> {
-        sync((|| {
-            let mut b = with_millis!(self.inner.config().to_builder(), options, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
-            if let Some(j) = options.retry_jitter {
-                b = b.retry_jitter(j);
-            }
-            let config = b.build(&mut rand::rng())?;
-            Ok(self.inner.reconfigure(config)?)
-        })())
-    }
-
-    /// Acquires, waiting up to `timeout` ms (forever without one), unless `cancel` fires first.
-    #[napi]
-    pub fn acquire<'env>(
-        &self,
-        env: &'env Env,
-        timeout: Option<f64>,
-        cancel: Option<&Cancel>,
-    ) -> napi::Result<Settled<'env, Guard>> {
-        let timeout = sync(optional("timeout", timeout))?;
-        let lock = self.inner.clone();
-        let call = async move {
-            let guard = match timeout {
-                Some(timeout) => lock.acquire_timeout(timeout).await?,
-                None => lock.acquire().await?,
-            };
-            Ok(Guard::new(guard))
-        };
-        promise(env, unless(cancel, call))
-    }
-
-    /// One attempt: a `WOULD_BLOCK` failure if another holder has the lock.
-    #[napi]
-    pub fn try_acquire<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, Guard>> {
-        let lock = self.inner.clone();
-        promise(env, async move { Ok(Guard::new(lock.acquire_nowait().await?)) })
-    }
-
-    /// Whether anyone holds the lock.
-    #[napi]
-    pub fn locked<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, bool>> {
-        let lock = self.inner.clone();
-        promise(env, async move { Ok(lock.locked().await?) })
+        let builder = tenure::Lock::builder(name, crate::runtime()).shared_backend(backend.lock.clone());
+        Ok(Self { inner: with_lock_options!(builder, o).build()? })
     }
 }
+
+configured!(Lock);
+waited!(Lock);
 
 /// What a guard holds.
 enum Held {
@@ -165,7 +214,7 @@ pub struct Guard {
 }
 
 impl Guard {
-    fn new(guard: LockGuard<Tokio>) -> Self {
+    pub(crate) fn new(guard: LockGuard<Tokio>) -> Self {
         Self {
             name: guard.name().as_str().to_owned(),
             fence: guard.fencing_token().get(),
@@ -205,6 +254,37 @@ impl Guard {
     pub fn fencing_token(&self) -> BigInt {
         let fence = self.holder().and_then(|h| h.handle()).map_or(self.fence, |h| h.fencing_token.get());
         BigInt::from(fence)
+    }
+
+    /// On the write side of a read-write lock: whether the writer before this one let its lease
+    /// run out without releasing, or this lease lapsed and was granted again by an extend.
+    #[napi(getter)]
+    pub fn poisoned(&self) -> bool {
+        self.holder().is_some_and(|h| h.poisoned())
+    }
+
+    /// On the write side of a read-write lock: turns the write lease into a read lease in one
+    /// step; the generation read. Not while a keep-alive renews it (stop it first).
+    #[napi]
+    pub fn downgrade<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, BigInt>> {
+        let taken = {
+            let mut slot = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+            match std::mem::replace(&mut *slot, Held::Released) {
+                Held::Guard(guard) => Ok(guard),
+                kept @ Held::Kept(_) => {
+                    *slot = kept;
+                    Err(Fail::Core(tenure::Error::Busy { name: self.name.clone(), operation: "keep-alive" }))
+                }
+                Held::Released => Err(self.not_owned()),
+            }
+        };
+        let held = self.held.clone();
+        promise(env, async move {
+            let mut guard = taken?;
+            let downgraded = guard.downgrade().await.map(|h| h.fencing_token.get());
+            *held.lock().unwrap_or_else(PoisonError::into_inner) = Held::Guard(guard);
+            Ok(BigInt::from(downgraded?))
+        })
     }
 
     /// Whether the lease may be counted on now.

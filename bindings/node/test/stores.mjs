@@ -27,7 +27,8 @@ export function storeUrls() {
     memory: 'memory:',
     sqlite: `sqlite://${join(dir, 'locks.db')}`,
     redis: `${redisUrl}/?prefix=${fresh('tenure-node')}:`,
-    postgres: `${postgresUrl}?lock_table=${table}_locks&leader_table=${table}_leaders&schedule_table=${table}_schedules`,
+    postgres: `${postgresUrl}?lock_table=${table}_locks&leader_table=${table}_leaders&schedule_table=${table}_schedules` +
+      `&rwlock_table=${table}_rwlocks&semaphore_table=${table}_semaphores`,
   };
 }
 

@@ -1,7 +1,8 @@
 // Type-checked, not run: `tsc --strict --noEmit` over the installed package's types, with the
 // shapes users write (scripts/test-node.sh).
 import type { LockBackend } from 'tenure';
-import { Coordination, LeaderElection, Lock, TaskLock, LockLostError, LockTimeoutError, TenureError, WouldBlockError, logger, memoryBackend, openBackend } from 'tenure';
+import { Coordination, LeaderElection, Lock, ReadWriteLock, Semaphore, TaskLock, LockLostError, LockTimeoutError, TenureError, WouldBlockError, logger, memoryBackend, openBackend } from 'tenure';
+import type { ReadHandle, SemaphoreState } from 'tenure';
 import type { LockHandle, LockSettings, LogRecord } from 'tenure';
 
 export async function quickStart(url: string): Promise<bigint> {
@@ -94,4 +95,19 @@ class MapLocks implements LockBackend {
 export async function userBackend(): Promise<bigint> {
   const lock = new Lock('cart', new MapLocks());
   return lock.using(async (_signal, handle) => handle.fencingToken);
+}
+
+// A semaphore and a read-write lock, as their users write them.
+export async function permitsAndSides(): Promise<bigint> {
+  const backend = memoryBackend();
+  const pool = new Semaphore('exports', 4, backend, { leaseDuration: 30_000 });
+  const fence: bigint = await pool.using(async (_signal, permit) => permit.fencingToken);
+  const state: SemaphoreState = await pool.state();
+  const lock = new ReadWriteLock('catalog', backend);
+  const writer = await lock.write.acquire({ timeout: 1_000 });
+  const poisoned: boolean = writer.poisoned;
+  const reader: ReadHandle = await writer.downgrade();
+  const generation: bigint = reader.generation;
+  await reader.release();
+  return fence + generation + BigInt(state.permits) + (poisoned ? 1n : 0n);
 }

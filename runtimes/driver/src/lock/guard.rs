@@ -37,11 +37,6 @@ impl<R: Runtime> LockGuard<R> {
         &self.handle
     }
 
-    /// The lease now held under this guard's holder (after a downgrade: the read lease).
-    pub(crate) fn set_handle(&mut self, handle: LockHandle) {
-        self.handle = handle;
-    }
-
     /// The fencing token of this acquisition (or of the lease an extend re-granted).
     pub fn fencing_token(&self) -> FencingToken {
         self.handle.fencing_token
@@ -76,6 +71,15 @@ impl<R: Runtime> LockGuard<R> {
     /// store grants it again with a greater fencing token, which this guard then carries.
     pub async fn extend(&mut self) -> Result<&LockHandle, Error> {
         self.handle = self.inner().extend().await?;
+        Ok(&self.handle)
+    }
+
+    /// On the write side of a read-write lock: turns the write lease into a read lease in one
+    /// step (no other writer gets in between); the guard then holds the read lease, its fencing
+    /// token the generation read (see [`super::WriteGuard::downgrade`]). [`Error::NotOwned`]
+    /// elsewhere, or if the write lease was gone.
+    pub async fn downgrade(&mut self) -> Result<&LockHandle, Error> {
+        self.handle = self.inner().downgrade().await?;
         Ok(&self.handle)
     }
 

@@ -224,6 +224,12 @@ macro_rules! side {
             pub fn holder(&self) -> &LockHolder<R> {
                 self.inner.holder()
             }
+
+            /// The lock guard underneath: the same lease, for code that handles both sides
+            /// alike (a binding's guard).
+            pub fn into_lock_guard(self) -> LockGuard<R> {
+                self.inner
+            }
         }
 
         impl<R: Runtime> Sealed for $guard<R> {
@@ -308,8 +314,7 @@ impl<R: Runtime> WriteGuard<R> {
     /// outcome unknown (the guard's release then gives back both sides).
     pub async fn downgrade(self) -> Result<ReadGuard<R>, Error> {
         let mut inner = self.inner;
-        let handle = inner.holder().downgrade().await?;
-        inner.set_handle(handle);
+        inner.downgrade().await?;
         Ok(ReadGuard { inner })
     }
 }

@@ -1,0 +1,55 @@
+// Read-write locks on every store, as grelmicro 0.44's users write them, in Node's idioms.
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { LockTimeoutError, ReadWriteLock, WouldBlockError, memoryBackend } from 'tenure';
+import { fresh, openStores, sleep } from './stores.mjs';
+
+const stores = await openStores(after);
+
+for (const [kind, backend] of Object.entries(stores)) {
+  describe(`a read-write lock on ${kind}`, () => {
+    test('readers share, a writer writes alone, and readers read its generation', async () => {
+      const lock = new ReadWriteLock(fresh('doc'), backend, { retryInterval: 10 });
+      const [a, b] = [await lock.read.acquire(), await lock.read.acquire()];
+      assert.deepEqual([a.generation, b.generation], [0n, 0n]);
+      await assert.rejects(lock.write.tryAcquire(), WouldBlockError);
+      await assert.rejects(lock.write.acquire({ timeout: 200 }), LockTimeoutError);
+      assert.equal((await lock.state()).waitingWriters, 0, 'the writer that gave up withdrew its intent');
+      await a.release();
+      await b.release();
+      const writer = await lock.write.acquire();
+      assert.equal(writer.fencingToken, 1n);
+      assert.equal(writer.poisoned, false);
+      await assert.rejects(lock.read.tryAcquire(), WouldBlockError);
+      await writer.release();
+      const reader = await lock.read.acquire();
+      assert.equal(reader.generation, 1n);
+      await reader.release();
+    });
+
+    test('a waiting writer holds new readers out, and a downgrade keeps writers out', async () => {
+      const lock = new ReadWriteLock(fresh('intent'), backend, { retryInterval: 10 });
+      const reader = await lock.read.acquire();
+      const writing = lock.write.using(async (signal, handle) => handle.fencingToken);
+      for (let i = 0; (await lock.state()).waitingWriters < 1; i += 1) {
+        assert.ok(i < 500, 'the writer never waited');
+        await sleep(10);
+      }
+      await assert.rejects(lock.read.tryAcquire(), WouldBlockError);
+      await reader.release();
+      assert.equal(await writing, 1n);
+      const writer = await lock.write.acquire();
+      const read = await writer.downgrade();
+      assert.equal(read.generation, writer.fencingToken);
+      await assert.rejects(lock.write.tryAcquire(), WouldBlockError);
+      await (await lock.read.acquire()).release();
+      await read.release();
+    });
+  });
+}
+
+test('a read-write lock needs a built-in store', () => {
+  const user = { acquire: async () => 1n, release: async () => true, locked: async () => false, owned: async () => true };
+  assert.throws(() => new ReadWriteLock('doc', user), /does not serve it yet/);
+  assert.equal(new ReadWriteLock('doc', memoryBackend()).name, 'doc');
+});
