@@ -11,7 +11,9 @@
 #   - the npm package on Redis beside redis-semaphore's Mutex, redlock and the raw ioredis floor,
 #     on memory, and 8 tasks on one name beside redis-semaphore (benches/peer/node/lock.mjs).
 #   - read-write locks through the Python package beside grelmicro 0.44's on memory, SQLite, Redis
-#     and PostgreSQL (benches/peer/python_rw.py).
+#     and PostgreSQL (benches/peer/python_rw.py); on Redis and PostgreSQL, 8 readers sharing one
+#     name, a writer's wait behind readers, and a semaphore of 4 permits under 8 tasks
+#     (benches/peer/python_contention.py).
 # Usage: scripts/bench-peer.sh [redis|postgres|node|rw]   (one part only; builds the grelmicro venv on
 # first use, about 1-2 min)
 set -euo pipefail
@@ -129,4 +131,7 @@ echo "Read-write locks, one task (median batches; grelmicro 0.44 and tenure's Py
 (cd benches/peer && "$py" python_rw.py "$rw_dir" "${TENURE_REDIS_URL:-redis://127.0.0.1:6379}" \
   "${TENURE_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/test}") | sed 's/^/  /'
 rm -rf "$rw_dir"
+echo "Under contention (8 readers, a writer behind them, a semaphore of 4 permits under 8 tasks):"
+(cd benches/peer && "$py" python_contention.py "${TENURE_REDIS_URL:-redis://127.0.0.1:6379}" \
+  "${TENURE_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/test}") | sed 's/^/  /'
 fi

@@ -138,13 +138,15 @@ awk '/^```python$/{p=1;next} /^```$/{p=0} p' README.md > target/readme_quickstar
 step "node: build the addon, pack the npm tarball, install it in a fresh directory, run its suite there and tsc --strict"
 node_modules=$(scripts/test-node.sh | tee /dev/stderr | tail -1)
 
-step "interop: grelmicro 0.44, tenure CLI, Node and Python package processes on one SQLite file, one Redis, one PostgreSQL; etcdctl beside them on one etcd member"
+step "interop: grelmicro 0.44, tenure CLI, Node and Python package processes on one SQLite file, one Redis, one PostgreSQL (locks, read-write locks, semaphores); etcdctl beside them on one etcd member"
 py=$(bash scripts/grelmicro-env.sh | tail -1)
 cargo build -q -p tenure-cli
 # The Python package (the wheel the python step built) beside grelmicro in its interpreter.
 "$py" -m pip install -q --force-reinstall --no-deps target/wheels/tenure-*.whl
 tests/interop/sqlite.sh "$py" target/debug/tenure
 for store in sqlite redis postgres; do TENURE_PYTHON=$py tests/interop/rw.sh "$store" "$py" target/debug/tenure; done
+# Semaphores (Tenure's own): the CLI, the Python package and the npm package on one semaphore.
+for store in sqlite redis postgres; do TENURE_NODE_PATH=$node_modules tests/interop/semaphore.sh "$store" "$py" target/debug/tenure; done
 TENURE_NODE_PATH=$node_modules TENURE_PYTHON=$py tests/interop/store.sh redis "$py" target/debug/tenure
 TENURE_NODE_PATH=$node_modules TENURE_PYTHON=$py tests/interop/store.sh postgres "$py" target/debug/tenure
 # etcd's own etcdctl lock and etcdctl elect beside the CLI, Node and Python package processes.
