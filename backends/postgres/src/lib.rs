@@ -160,8 +160,18 @@ impl PostgresBackend {
 
     /// The session to run a call on `name` on: its connection's, connected again if it broke.
     async fn session(&self, name: &str) -> Result<Arc<Session>, BackendError> {
+        self.session_for(name, None).await
+    }
+
+    /// The connection of the calls on `name` under `token`: one token's calls keep their order
+    /// (one connection), and the holders of a read-write lock's or a semaphore's name spread
+    /// over the connections, so readers and permits are served at once. A lock's calls, and
+    /// calls without a token, go by the name alone.
+    pub(crate) async fn session_for(&self, name: &str, token: Option<&str>) -> Result<Arc<Session>, BackendError> {
         let count = self.inner.links.len() as u64;
-        let index = usize::try_from(tenure::backend::name_hash(name) % count).unwrap_or(0);
+        let hash =
+            tenure::backend::name_hash(name) ^ token.map_or(0, |t| tenure::backend::name_hash(t).rotate_left(17));
+        let index = usize::try_from(hash % count).unwrap_or(0);
         self.session_at(index).await
     }
 

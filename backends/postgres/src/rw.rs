@@ -214,10 +214,11 @@ impl PostgresBackend {
         &self,
         what: &str,
         name: &str,
+        token: Option<&str>,
         statement: fn(&Statements) -> &Statement,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Option<Row>, BackendError> {
-        let session: std::sync::Arc<Session> = self.session(name).await?;
+        let session: std::sync::Arc<Session> = self.session_for(name, token).await?;
         let texts = &self.inner.rw_texts;
         let prepared = self
             .bounded(what, name, Box::pin(session.rw.get_or_try_init(|| Statements::prepare(&session.client, texts))))
@@ -233,7 +234,7 @@ impl PostgresBackend {
         token: &str,
         statement: fn(&Statements) -> &Statement,
     ) -> Result<bool, BackendError> {
-        let row = self.rw_row(what, name, statement, &[&name, &token]).await?;
+        let row = self.rw_row(what, name, Some(token), statement, &[&name, &token]).await?;
         let count: i64 = row.map(|r| record::column(&r, 0, name, "release count")).transpose()?.unwrap_or(0);
         Ok(count > 0)
     }
@@ -245,7 +246,7 @@ impl PostgresBackend {
         token: &str,
         statement: fn(&Statements) -> &Statement,
     ) -> Result<bool, BackendError> {
-        Ok(self.rw_row(what, name, statement, &[&name, &token]).await?.is_some())
+        Ok(self.rw_row(what, name, Some(token), statement, &[&name, &token]).await?.is_some())
     }
 }
 
@@ -264,7 +265,8 @@ impl ReadWriteOperations for PostgresBackend {
     ) -> Result<Option<FencingToken>, BackendError> {
         self.listen_if_waited(name).await;
         let micros = micros(lease);
-        let row = self.rw_row("read acquire", name, |s| &s.acquire_read, &[&name, &token, &micros]).await?;
+        let row =
+            self.rw_row("read acquire", name, Some(token), |s| &s.acquire_read, &[&name, &token, &micros]).await?;
         generation(row.as_ref(), name)
     }
 
@@ -277,7 +279,9 @@ impl ReadWriteOperations for PostgresBackend {
     ) -> Result<Option<WriteGrant>, BackendError> {
         self.listen_if_waited(name).await;
         let micros = micros(lease);
-        let row = self.rw_row("write acquire", name, |s| &s.acquire_write, &[&name, &token, &micros, &intent]).await?;
+        let row = self
+            .rw_row("write acquire", name, Some(token), |s| &s.acquire_write, &[&name, &token, &micros, &intent])
+            .await?;
         let Some(row) = row else { return Ok(None) };
         let fence_value: i64 = record::column(&row, 0, name, "fence")?;
         let poisoned: bool = record::column(&row, 1, name, "poisoned")?;
@@ -298,12 +302,12 @@ impl ReadWriteOperations for PostgresBackend {
 
     async fn downgrade(&self, name: &str, token: &str, lease: Duration) -> Result<Option<FencingToken>, BackendError> {
         let micros = micros(lease);
-        let row = self.rw_row("downgrade", name, |s| &s.downgrade, &[&name, &token, &micros]).await?;
+        let row = self.rw_row("downgrade", name, Some(token), |s| &s.downgrade, &[&name, &token, &micros]).await?;
         generation(row.as_ref(), name)
     }
 
     async fn state(&self, name: &str) -> Result<RwState, BackendError> {
-        let Some(row) = self.rw_row("read-write lock state", name, |s| &s.state, &[&name]).await? else {
+        let Some(row) = self.rw_row("read-write lock state", name, None, |s| &s.state, &[&name]).await? else {
             return Ok(RwState::default());
         };
         let count = |i: usize, what: &str| -> Result<usize, BackendError> {

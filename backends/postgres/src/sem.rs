@@ -150,10 +150,11 @@ impl PostgresBackend {
         &self,
         what: &str,
         name: &str,
+        token: Option<&str>,
         statement: fn(&Statements) -> &Statement,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Option<Row>, BackendError> {
-        let session: std::sync::Arc<Session> = self.session(name).await?;
+        let session: std::sync::Arc<Session> = self.session_for(name, token).await?;
         let texts = &self.inner.sem_texts;
         let prepared = self
             .bounded(what, name, Box::pin(session.sem.get_or_try_init(|| Statements::prepare(&session.client, texts))))
@@ -185,7 +186,7 @@ impl SemaphoreOperations for PostgresBackend {
         let (micros, wait) = (micros(lease), wait.map(micros));
         let asked = i32::try_from(permits).map_err(|_| malformed(format!("{permits} permits is too many")))?;
         let params: [&(dyn ToSql + Sync); 5] = [&name, &token, &micros, &asked, &wait];
-        let row = self.sem_row("semaphore acquire", name, |s| &s.acquire, &params).await?;
+        let row = self.sem_row("semaphore acquire", name, Some(token), |s| &s.acquire, &params).await?;
         let row = row.ok_or_else(|| malformed(format!("the acquire of {name} answered no row")))?;
         let granted: Option<i64> = record::column(&row, 0, name, "fence")?;
         let stored: Option<i32> = record::column(&row, 1, name, "permits")?;
@@ -194,16 +195,16 @@ impl SemaphoreOperations for PostgresBackend {
     }
 
     async fn release(&self, name: &str, token: &str) -> Result<bool, BackendError> {
-        let row = self.sem_row("semaphore release", name, |s| &s.release, &[&name, &token]).await?;
+        let row = self.sem_row("semaphore release", name, Some(token), |s| &s.release, &[&name, &token]).await?;
         Ok(row.map(|r| count(&r, 0, name, "release count")).transpose()?.unwrap_or(0) > 0)
     }
 
     async fn owned(&self, name: &str, token: &str) -> Result<bool, BackendError> {
-        Ok(self.sem_row("semaphore owned check", name, |s| &s.owned, &[&name, &token]).await?.is_some())
+        Ok(self.sem_row("semaphore owned check", name, Some(token), |s| &s.owned, &[&name, &token]).await?.is_some())
     }
 
     async fn state(&self, name: &str) -> Result<SemState, BackendError> {
-        let Some(row) = self.sem_row("semaphore state", name, |s| &s.state, &[&name]).await? else {
+        let Some(row) = self.sem_row("semaphore state", name, None, |s| &s.state, &[&name]).await? else {
             return Ok(SemState::default());
         };
         let (holders, waiting) = (count(&row, 2, name, "holder count")?, count(&row, 3, name, "waiter count")?);
