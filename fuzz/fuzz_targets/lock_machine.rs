@@ -1,9 +1,12 @@
-//! Arbitrary commands, network steps and forged replies into three `LockMachine`s on one lock.
+//! Arbitrary commands, network steps and forged replies into three `LockMachine`s on one lock, or
+//! on the permits of one semaphore (1 or 2 permits, drawn with the timings).
 #![no_main]
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use tenure_core::{KeyKind, LockConfig, LockMachine, SplitMix64, Token};
+use std::num::NonZeroU32;
+
+use tenure_core::{Access, KeyKind, LockConfig, LockMachine, SplitMix64, Token};
 use tenure_fuzz::{Harness, Input, key, millis, tokens};
 
 #[derive(Arbitrary, Debug)]
@@ -12,6 +15,8 @@ struct Timings {
     retry: u16,
     timeout: u16,
     jitter: u8,
+    /// 0: a lock; otherwise a semaphore of 1 or 2 permits.
+    permits: u8,
 }
 
 impl Timings {
@@ -42,7 +47,13 @@ fuzz_target!(|input: Input<Timings, Command>| {
     let mut rng = SplitMix64::new(input.seed);
     let Some(config) = input.timings.config(&mut rng) else { return };
     let tokens = tokens();
-    let machines = tokens.iter().map(|t| LockMachine::new(key(KeyKind::Lock), t.clone(), &config, &mut rng)).collect();
+    let permits = NonZeroU32::new(u32::from(input.timings.permits % 3));
+    let (kind, access) = match permits {
+        None => (KeyKind::Lock, Access::Exclusive),
+        Some(n) => (KeyKind::Semaphore, Access::Permit(n)),
+    };
+    let machines =
+        tokens.iter().map(|t| LockMachine::with_access(key(kind), t.clone(), access, &config, &mut rng)).collect();
     let mut h = Harness::new(machines, tokens);
     let command = |lock: &mut LockMachine, now, m: usize, command: &Command| {
         // Refusals (re-entrant, busy, not owned) are answers, not failures.
@@ -65,11 +76,15 @@ fuzz_target!(|input: Input<Timings, Command>| {
         }
     };
     h.run(&input.steps, command, |h| {
-        for lock in h.machines.iter().filter(|lock| lock.is_held(h.now)) {
-            assert!(
-                h.store.lock_owned(lock.key(), lock.token(), h.now),
-                "a holder believes in a lease the store does not keep"
-            );
+        let believers: Vec<&LockMachine> = h.machines.iter().filter(|lock| lock.is_held(h.now)).collect();
+        for lock in &believers {
+            let kept = match permits {
+                None => h.store.lock_owned(lock.key(), lock.token(), h.now),
+                Some(_) => h.store.sem_holders(lock.key(), h.now).iter().any(|(t, _)| t == lock.token()),
+            };
+            assert!(kept, "a holder believes in a lease the store does not keep");
         }
+        let bound = permits.map_or(1, |n| n.get() as usize);
+        assert!(believers.len() <= bound, "{} holders believe at once, of {bound}", believers.len());
     });
 });
