@@ -109,3 +109,45 @@ fn a_count_other_than_the_stored_one_fails_clearly_and_keeps_no_place() {
         tenure_core::SemState { permits: 3, holders: 1, waiting: 0, fence: 1 }
     );
 }
+
+#[test]
+fn a_waiter_keeps_the_place_it_was_given_and_asks_again_well_within_it() {
+    let (mut w, config) = setup(ms(1000));
+    let mut a = permit(&mut w, "a", 1, &config);
+    a.acquire(w.now, None).unwrap();
+    w.pump(&mut a);
+    // A place shorter than the lease (the driver's, from the retry interval)...
+    let mut b = permit(&mut w, "b", 1, &config);
+    b.set_queued(Some(ms(300)));
+    b.acquire(w.now, None).unwrap();
+    let request = w.take(&mut b);
+    assert!(matches!(request.op, StoreOp::SemAcquire { wait: Some(wait), .. } if wait == ms(300)));
+    w.answer(&mut b, &request);
+    // ...and, with none given, a lease: a retry interval longer than either is cut to a third.
+    let slow = LockConfig::builder()
+        .lease_duration(ms(300))
+        .retry_interval(ms(1000))
+        .retry_jitter(0.0)
+        .build(&mut w.rng)
+        .unwrap();
+    let mut c = permit(&mut w, "c", 1, &slow);
+    c.acquire(w.now, None).unwrap();
+    w.pump(&mut c);
+    let next = c.poll_timeout().expect("a next attempt");
+    assert!(next <= w.now + ms(100), "the next attempt comes within a third of the place");
+}
+
+#[test]
+fn an_extend_answered_with_another_count_loses_the_permit() {
+    let (mut w, config) = setup(ms(1000));
+    let mut a = permit(&mut w, "a", 2, &config);
+    a.acquire(w.now, None).unwrap();
+    w.pump(&mut a);
+    a.extend(w.now).unwrap();
+    let request = w.take(&mut a);
+    let forged = tenure_core::StoreReply::Permit(tenure_core::PermitAnswer { fence: None, permits: 3 });
+    let events = w.answer_with(&mut a, &request, Ok(forged));
+    assert!(matches!(events[0], LockEvent::Lost { .. }), "{events:?}");
+    assert!(matches!(events[1], LockEvent::Failed(Error::Settings(_))), "{events:?}");
+    assert!(!a.is_held(w.now) && a.is_quiescent());
+}

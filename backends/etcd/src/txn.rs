@@ -172,7 +172,16 @@ impl EtcdBackend {
             }
             // A key put on a fresh lease goes with it if this call is dropped before it answers.
             let unsettled = fresh.map(|f| self.until_settled(f.id));
-            let committed = self.commit(name, &prefix, revision, ops).await?;
+            // The keys the plan counts on — those it deletes, the one it moves — must still be
+            // there: the range comparison sees changes, not keys a lease's end deleted.
+            let relied = plan.deletes.iter().chain(plan.leased.iter().filter(|p| p.now.is_some()).map(|p| &p.key));
+            let present = relied
+                .map(|key| {
+                    let created = kvs.iter().find(|kv| kv.key() == key.as_bytes()).map_or(0, KeyValue::create_revision);
+                    Compare::create_revision(key.as_str(), CompareOp::Equal, created)
+                })
+                .collect();
+            let committed = self.commit(name, &prefix, revision, present, ops).await?;
             if let Some(unsettled) = unsettled {
                 unsettled.settled(); // put and answered, or not put at all
             }
@@ -196,12 +205,20 @@ impl EtcdBackend {
         self.run("refreshing a lease of", name, move |client| keep_alive(client, lease)).await
     }
 
-    /// Applies `ops` iff nothing under `prefix` changed after `revision`.
-    async fn commit(&self, name: &str, prefix: &str, revision: i64, ops: Vec<TxnOp>) -> Result<bool, BackendError> {
+    /// Applies `ops` iff nothing under `prefix` changed after `revision` and the `present`
+    /// comparisons hold.
+    async fn commit(
+        &self,
+        name: &str,
+        prefix: &str,
+        revision: i64,
+        mut present: Vec<Compare>,
+        ops: Vec<TxnOp>,
+    ) -> Result<bool, BackendError> {
         let prefix = prefix.to_owned();
         self.run("writing the keys of", name, move |mut client| async move {
-            let unchanged = Compare::mod_revision(prefix, CompareOp::Less, revision + 1).with_prefix();
-            Ok(client.txn(Txn::new().when([unchanged]).and_then(ops)).await?.succeeded())
+            present.push(Compare::mod_revision(prefix, CompareOp::Less, revision + 1).with_prefix());
+            Ok(client.txn(Txn::new().when(present).and_then(ops)).await?.succeeded())
         })
         .await
     }

@@ -35,10 +35,11 @@ pub(crate) fn schema(t: &str) -> String {
              p_name TEXT, p_token TEXT, p_duration_us BIGINT, p_permits INTEGER, p_wait_us BIGINT \
          ) RETURNS TABLE(r_fence BIGINT, r_permits INTEGER) AS $$ \
          DECLARE \
-             v_now TIMESTAMPTZ := NOW(); v_expire_at TIMESTAMPTZ; v_holders INT; v_waiters INT; \
+             v_now TIMESTAMPTZ; v_expire_at TIMESTAMPTZ; v_holders INT; v_waiters INT; \
              v_permits INT; v_seq BIGINT; v_ahead INT; v_fence BIGINT; \
          BEGIN \
              PERFORM pg_advisory_xact_lock(hashtextextended(p_name, {NAMESPACE})); \
+             v_now := clock_timestamp(); \
              v_expire_at := v_now + p_duration_us * INTERVAL '1 microsecond'; \
              DELETE FROM {t}_holders WHERE name = p_name AND expire_at < v_now; \
              SELECT count(*) FILTER (WHERE kind = 'h'), count(*) FILTER (WHERE kind = 'w') \

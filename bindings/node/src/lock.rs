@@ -198,6 +198,8 @@ waited!(Lock);
 enum Held {
     Guard(LockGuard<Tokio>),
     Kept(KeepAlive<LockGuard<Tokio>>),
+    /// A downgrade is under way (the guard comes back when it ends).
+    Busy,
     Released,
 }
 
@@ -228,16 +230,25 @@ impl Guard {
         match &*self.held.lock().unwrap_or_else(PoisonError::into_inner) {
             Held::Guard(g) => Some(g.holder().clone()),
             Held::Kept(k) => Some(k.guard().holder().clone()),
-            Held::Released => None,
+            Held::Busy | Held::Released => None,
         }
+    }
+
+    fn busy(&self, operation: &'static str) -> Fail {
+        Fail::Core(tenure::Error::Busy { name: self.name.clone(), operation })
     }
 
     fn not_owned(&self) -> Fail {
         Fail::Core(tenure::Error::NotOwned { name: self.name.clone() })
     }
 
-    fn take(&self) -> Held {
-        std::mem::replace(&mut *self.held.lock().unwrap_or_else(PoisonError::into_inner), Held::Released)
+    /// What the guard holds, leaving it released; refused while a downgrade is under way.
+    fn take(&self) -> Result<Held, Fail> {
+        let mut slot = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        if matches!(*slot, Held::Busy) {
+            return Err(self.busy("downgrade"));
+        }
+        Ok(std::mem::replace(&mut *slot, Held::Released))
     }
 }
 
@@ -269,13 +280,17 @@ impl Guard {
     pub fn downgrade<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, BigInt>> {
         let taken = {
             let mut slot = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-            match std::mem::replace(&mut *slot, Held::Released) {
+            match std::mem::replace(&mut *slot, Held::Busy) {
                 Held::Guard(guard) => Ok(guard),
                 kept @ Held::Kept(_) => {
                     *slot = kept;
-                    Err(Fail::Core(tenure::Error::Busy { name: self.name.clone(), operation: "keep-alive" }))
+                    Err(self.busy("keep-alive"))
                 }
-                Held::Released => Err(self.not_owned()),
+                Held::Busy => Err(self.busy("downgrade")),
+                Held::Released => {
+                    *slot = Held::Released;
+                    Err(self.not_owned())
+                }
             }
         };
         let held = self.held.clone();
@@ -293,7 +308,7 @@ impl Guard {
         match &*self.held.lock().unwrap_or_else(PoisonError::into_inner) {
             Held::Guard(g) => g.is_valid(),
             Held::Kept(k) => k.is_valid(),
-            Held::Released => false,
+            Held::Busy | Held::Released => false,
         }
     }
 
@@ -333,12 +348,13 @@ impl Guard {
     pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, ()>> {
         let (held, not_owned, released) = (self.take(), self.not_owned(), self.released.clone());
         promise(env, async move {
+            let held = held?;
             // Before stopping a keep-alive, whose end would otherwise read as a loss.
             released.raise();
             Ok(match held {
                 Held::Guard(guard) => guard.release().await,
                 Held::Kept(kept) => kept.stop().release().await,
-                Held::Released => return Err(not_owned),
+                Held::Busy | Held::Released => return Err(not_owned),
             }?)
         })
     }
@@ -351,6 +367,10 @@ impl Guard {
         *held = match std::mem::replace(&mut *held, Held::Released) {
             Held::Guard(guard) => Held::Kept(guard.keep_alive(max_hold)),
             Held::Kept(kept) => Held::Kept(kept),
+            Held::Busy => {
+                *held = Held::Busy;
+                return sync(Err(self.busy("downgrade")));
+            }
             Held::Released => return sync(Err(self.not_owned())),
         };
         Ok(())
@@ -363,6 +383,7 @@ impl Guard {
         let lost: Option<Lost> = match &*self.held.lock().unwrap_or_else(PoisonError::into_inner) {
             Held::Guard(g) => Some(Box::pin(g.lost())),
             Held::Kept(k) => Some(Box::pin(k.lost())),
+            Held::Busy => return sync(Err(self.busy("downgrade"))),
             Held::Released => None,
         };
         let released = self.released.clone();

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use tenure::backend::record::generation;
+use tenure::backend::record::{fence as fence_of, generation};
 use tenure_core::{BackendError, BackendErrorKind, PermitAnswer, SemState};
 
 use super::{Db, error, exists, expire_after};
@@ -86,6 +86,11 @@ fn count(conn: &Connection, sql: &Statements, name: &str, kind: &str) -> Result<
     Ok(usize::try_from(n).unwrap_or(0))
 }
 
+/// The row of a name its holders or waiters refer to is gone.
+fn missing_row(name: &str) -> BackendError {
+    BackendError::new(BackendErrorKind::MalformedRecord, format!("{name} has holders or waiters but no row"))
+}
+
 /// A row's stored count, checked.
 fn permits_of(name: &str, stored: i64) -> Result<u32, BackendError> {
     u32::try_from(stored)
@@ -111,13 +116,13 @@ impl Db {
                 run(conn, &sql.set_permits, params![name, permits], "semaphore count")?;
             }
             let stored = int(conn, &sql.select_row, params![name], "semaphore read")?;
-            let stored = permits_of(name, stored.unwrap_or(i64::from(permits)))?;
+            let stored = permits_of(name, stored.ok_or_else(|| missing_row(name))?)?;
             if stored != permits {
                 return Ok(PermitAnswer { fence: None, permits: stored });
             }
             if let Some(fence) = int(conn, &sql.select_entry, params![name, token, HOLDER], "semaphore acquire")? {
                 run(conn, &sql.renew, params![name, token, HOLDER, expire], "semaphore renewal")?;
-                return Ok(PermitAnswer { fence: Some(generation(name, fence)?), permits });
+                return Ok(PermitAnswer { fence: Some(fence_of(name, fence)?), permits });
             }
             let place = int(conn, &sql.select_entry, params![name, token, WAITER], "semaphore acquire")?;
             let ahead = match place {
@@ -127,16 +132,18 @@ impl Db {
             };
             if holders.saturating_add(ahead) < usize::try_from(permits).unwrap_or(usize::MAX) {
                 run(conn, &sql.delete_waiter, params![name, token], "semaphore acquire")?;
-                let fence = int(conn, &sql.next_fence, params![name], "semaphore grant")?.unwrap_or(0);
+                let fence =
+                    int(conn, &sql.next_fence, params![name], "semaphore grant")?.ok_or_else(|| missing_row(name))?;
                 run(conn, &sql.insert, params![name, token, HOLDER, fence, expire], "semaphore grant")?;
-                return Ok(PermitAnswer { fence: Some(generation(name, fence)?), permits });
+                return Ok(PermitAnswer { fence: Some(fence_of(name, fence)?), permits });
             }
             if let Some(wait) = wait {
                 let until = time::to_text(expire_after(now, wait));
                 if place.is_some() {
                     run(conn, &sql.renew, params![name, token, WAITER, until], "semaphore place")?;
                 } else {
-                    let arrival = int(conn, &sql.next_arrival, params![name], "semaphore place")?.unwrap_or(0);
+                    let arrival = int(conn, &sql.next_arrival, params![name], "semaphore place")?
+                        .ok_or_else(|| missing_row(name))?;
                     run(conn, &sql.insert, params![name, token, WAITER, arrival, until], "semaphore place")?;
                 }
             }

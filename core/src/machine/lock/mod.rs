@@ -628,11 +628,12 @@ impl LockMachine {
     /// ([`LockMachine::handle_grant`]); `None` (the default) polls as grelmicro does. A queued
     /// waiter pauses at most a third of `wait` between attempts, so its place never lapses
     /// while it waits.
-    /// Only a lock's holder queues ([`Access::Exclusive`]): the sides of a read-write lock and a
-    /// semaphore's permits keep their own waiting rule (a writer's intent, a place in line), and
-    /// the call is ignored for them.
+    /// A semaphore's holder ([`Access::Permit`]) keeps its place in line for `wait` instead of a
+    /// lease (so a waiter that vanished holds the line back no longer than that), granted in turn
+    /// at its own attempts (the store pushes nothing). The sides of a read-write lock keep their
+    /// own waiting rule (a writer's intent), and the call is ignored for them.
     pub fn set_queued(&mut self, wait: Option<Duration>) {
-        if self.access == Access::Exclusive {
+        if matches!(self.access, Access::Exclusive | Access::Permit(_)) {
             self.queue_wait = wait;
         }
     }
@@ -689,9 +690,9 @@ impl LockMachine {
     pub fn poll_effect(&mut self) -> Option<crate::store::StoreRequest> {
         let (key, token, access) = (self.key.clone(), self.token.clone(), self.access);
         self.out.poll_effect_with(|op| {
-            // (Only a lock's holder queues: `set_queued` is ignored for the others.)
+            // (A read-write lock's sides never queue: `set_queued` is ignored for them.)
             let op = match (access, op) {
-                (Access::Read | Access::Write | Access::Permit(_), LockOp::Queue(lease, _)) => LockOp::Attempt(lease),
+                (Access::Read | Access::Write, LockOp::Queue(lease, _)) => LockOp::Attempt(lease),
                 (_, op) => op,
             };
             match (access, op) {
@@ -711,9 +712,17 @@ impl LockMachine {
                 (Access::Write, LockOp::Withdraw) => StoreOp::RwCancelIntent { key, token },
                 (Access::Write, LockOp::Downgrade(lease)) => StoreOp::RwDowngrade { key, token, lease },
                 (Access::Write, _) => StoreOp::RwReleaseWrite { key, token },
-                (Access::Permit(permits), LockOp::Acquire(lease) | LockOp::Attempt(lease)) => {
-                    // A blocking attempt keeps its place in line for a lease.
-                    let wait = matches!(op, LockOp::Attempt(_)).then_some(lease);
+                (
+                    Access::Permit(permits),
+                    LockOp::Acquire(lease) | LockOp::Attempt(lease) | LockOp::Queue(lease, _),
+                ) => {
+                    // A blocking attempt keeps its place in line: for the wait `set_queued` gave,
+                    // else for a lease.
+                    let wait = match op {
+                        LockOp::Queue(_, wait) => Some(wait),
+                        LockOp::Attempt(lease) => Some(lease),
+                        _ => None,
+                    };
                     StoreOp::SemAcquire { key, token, lease, permits: permits.get(), wait }
                 }
                 (Access::Permit(_), _) => StoreOp::SemRelease { key, token },

@@ -95,9 +95,14 @@ impl LockMachine {
                 }
                 Attempt { deadline, .. } => {
                     let pause = jitter(self.retry_interval, self.retry_jitter, unit_interval(self.jitter.next_u64()));
-                    // A queued waiter asks again well within its place, so the place never lapses
-                    // while it waits.
-                    let pause = self.queue_wait.map_or(pause, |wait| pause.min(wait / 3));
+                    // A waiter asks again well within its place (a queued lock's or a permit's) or
+                    // its intent (a writer's, which lasts a lease), so neither lapses while it
+                    // waits.
+                    let kept = match self.access {
+                        Access::Write | Access::Permit(_) => Some(self.queue_wait.unwrap_or(lease)),
+                        _ => self.queue_wait,
+                    };
+                    let pause = kept.map_or(pause, |wait| pause.min(wait / 3));
                     let retry_at = earliest([Some(now + pause), deadline]).unwrap_or(now);
                     self.state = State::Waiting { retry_at, lease, attempt };
                     return;
@@ -168,7 +173,13 @@ impl LockMachine {
                 self.out.emit(LockEvent::Failed(self.not_owned()));
                 return;
             }
-            Answer::Mismatch { stored } => self.mismatch(stored),
+            // The store keeps no permit under this holder's count: the permit is gone.
+            Answer::Mismatch { stored } => {
+                self.lose(fence, &previous);
+                self.state = State::Idle;
+                self.out.emit(LockEvent::Failed(self.mismatch(stored)));
+                return;
+            }
             Answer::Unexpected(other) => Error::Extend { name: self.name(), cause: unexpected("extend", &other) },
             Answer::Failed(cause) => Error::Extend { name: self.name(), cause },
         };

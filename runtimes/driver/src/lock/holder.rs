@@ -137,7 +137,8 @@ impl<R: Runtime> LockHolder<R> {
         let (kind, access) = (self.kind, shared.access);
         let start = move |m: &mut LockMachine, now, config: &LockConfig| {
             fresh_token(m, config.worker(), kind, access)?;
-            m.set_queued(queued.then(|| queue_wait(config)));
+            // A semaphore's waiter keeps a short place in line, as a queued lock's does.
+            m.set_queued((queued || matches!(access, Access::Permit(_))).then(|| queue_wait(config)));
             m.acquire(now, timeout)
         };
         let ended = self.run(start, wakeup, queued, "acquire").await;
