@@ -74,6 +74,8 @@ struct State {
     leaders: known::Known<(Held, tenure_core::LeaderRecord)>,
     /// What each follower's last refused attempt read.
     standings: known::Known<takeover::Standing>,
+    /// This process's calls on a multi-key name, one at a time (see [`txn`]).
+    turns: txn::Turns,
 }
 
 impl std::fmt::Debug for EtcdBackend {

@@ -2,13 +2,17 @@
 //! of a name lives under `<prefix><key>/`; a call reads them all (one linearizable range),
 //! decides, and writes in one transaction guarded on nothing under the name having changed since
 //! the read (a range comparison of mod revisions), so concurrent calls take turns; one that lost
-//! the race reads again.
+//! the race reads again. This process's calls on a name take turns before they read (see
+//! [`Turns`]), so they never overtake one another: only other processes' calls make one read
+//! again.
 //!
 //! A leased key's value starts with its lease's TTL in seconds (then, for some keys, a space and
 //! a number). A renewal for as long as before refreshes the key's own lease (no consensus write);
 //! for another length it moves the key onto a new lease and revokes the old one once moved.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, PutOptions, Txn, TxnOp};
@@ -19,6 +23,45 @@ use crate::lease::{keep_alive, ttl_of};
 
 /// How many times a call reads again after another call's transaction overtook its own.
 const ATTEMPTS: usize = 16;
+
+/// One turn per name for this process's calls on it: a fair async mutex each, kept while a call
+/// holds or awaits it.
+#[derive(Default)]
+pub(crate) struct Turns {
+    names: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl Turns {
+    /// Waits for `name`'s turn; the turn passes on when the returned guard drops.
+    pub(crate) async fn take(&self, name: &str) -> Turn<'_> {
+        let mutex = {
+            let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
+            names.entry(name.to_owned()).or_default().clone()
+        };
+        let guard = mutex.clone().lock_owned().await;
+        Turn { turns: self, name: name.to_owned(), mutex: Some(mutex), guard: Some(guard) }
+    }
+}
+
+/// A name's turn, held.
+pub(crate) struct Turn<'a> {
+    turns: &'a Turns,
+    name: String,
+    mutex: Option<Arc<tokio::sync::Mutex<()>>>,
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let mut names = self.turns.names.lock().unwrap_or_else(PoisonError::into_inner);
+        self.guard.take();
+        self.mutex.take();
+        // The map's is the last reference once no call holds or awaits the turn.
+        if names.get(&self.name).is_some_and(|m| Arc::strong_count(m) == 1) {
+            names.remove(&self.name);
+        }
+    }
+}
 
 /// A leased key: its lease and TTL.
 #[derive(Clone, Copy, Debug)]
@@ -142,6 +185,7 @@ impl EtcdBackend {
         decide: impl Fn(&V, &str) -> Result<Plan<T>, BackendError>,
     ) -> Result<T, BackendError> {
         let prefix = self.keys_prefix(name);
+        let _turn = self.state.turns.take(name).await;
         for _ in 0..ATTEMPTS {
             let (revision, kvs) = self.read_keys(name).await?;
             let plan = decide(&V::read(name, own_keys(&prefix, parts(&kvs)))?, &prefix)?;

@@ -67,6 +67,7 @@
 
 #![deny(missing_docs)]
 
+mod batch;
 mod connect;
 mod inspect;
 mod options;
@@ -121,6 +122,8 @@ struct Inner {
     links: Vec<Link>,
     closed: AtomicBool,
     queues: Arc<WaitQueues>,
+    /// Readers' calls under way, gathered by name (see [`batch`]).
+    batches: batch::Batches,
 }
 
 /// One connection.
@@ -421,6 +424,7 @@ impl PostgresOptions {
                 .collect(),
             closed: AtomicBool::new(false),
             queues: Arc::new(WaitQueues::new()),
+            batches: batch::Batches::default(),
         });
         let backend = PostgresBackend { inner };
         // The first connection creates the tables, then prepares its statements on them.

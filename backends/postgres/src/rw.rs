@@ -5,7 +5,9 @@
 //! `<table>_acquire_write_v2` and `<table>_downgrade_v2` created word for word (either library
 //! may replace the other's definition) and its statements for the rest. Every decision takes the
 //! name's transaction-scoped advisory lock in grelmicro's namespace, so both libraries' processes
-//! decide one at a time. A release, a withdrawn intent and a downgrade also notify the release
+//! decide one at a time. This process's read acquisitions and read releases of a name go in
+//! batches (see [`crate::batch`]): one commit for many readers. A write release, a withdrawn
+//! intent, a downgrade, and a read release while a writer's intent waits also notify the release
 //! channel (when the backend listens), so this backend's waiters are pushed; grelmicro's
 //! releases notify nothing, and waiters see them at their next attempt.
 //!
@@ -19,6 +21,7 @@ use tenure_core::{BackendError, FencingToken, RwState, WriteGrant};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, Statement};
 
+use crate::batch::{Answer, Call};
 use crate::connect::{Session, sent};
 use crate::sql::announced;
 use crate::{PostgresBackend, micros, record};
@@ -114,10 +117,10 @@ pub(crate) fn schema(t: &str) -> String {
 /// The texts of the read-write statements.
 #[derive(Debug)]
 pub(crate) struct Texts {
-    acquire_read: String,
+    acquire_reads: String,
     acquire_write: String,
     downgrade: String,
-    release_read: String,
+    release_reads: String,
     release_write: String,
     cancel_intent: String,
     state: String,
@@ -137,18 +140,38 @@ impl Texts {
             String::new()
         };
         Self {
-            acquire_read: format!("SELECT {t}_acquire_read_v2($1, $2, $3::bigint)"),
+            // A batch of readers (see `batch`): grelmicro's function once for each, in one
+            // transaction; `$4` are the calls' places, returned beside their generations.
+            acquire_reads: format!(
+                "SELECT r.place, {t}_acquire_read_v2($1, r.token, r.us) \
+                 FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS r(token, us, place)"
+            ),
             acquire_write: format!("SELECT * FROM {t}_acquire_write_v2($1, $2, $3::bigint, $4)"),
             downgrade: format!(
                 "WITH d AS (SELECT {t}_downgrade_v2($1, $2, $3::bigint) AS g) SELECT d.g FROM d {notified}"
             ),
-            release_read: announced(
-                notify,
-                &format!(
-                    "DELETE FROM {t}_holders WHERE name = $1 AND token = $2 AND kind = 'r' AND expire_at >= NOW()"
-                ),
-                t,
-            ),
+            // The tokens of a batch that let go (NULL if none), announced once if a writer
+            // waits: only a writer waits for readers, and a waiting writer keeps an intent. (A
+            // notification serializes commits server-wide; an intent committed while the
+            // release ran is missed, and its writer sees the release at its next attempt.)
+            release_reads: {
+                let released = format!(
+                    "released AS (DELETE FROM {t}_holders \
+                     WHERE name = $1 AND token = ANY($2::text[]) AND kind = 'r' AND expire_at >= NOW() RETURNING token)"
+                );
+                if notify {
+                    format!(
+                        "WITH {released}, announced AS (SELECT pg_notify('{}', '{t}:' || $1::text) \
+                             FROM (SELECT 1 FROM released LIMIT 1) one \
+                             WHERE EXISTS (SELECT 1 FROM {t}_holders i \
+                                 WHERE i.name = $1 AND i.kind = 'i' AND i.expire_at >= NOW())) \
+                         SELECT (SELECT array_agg(token) FROM released), (SELECT count(*) FROM announced)",
+                        crate::sql::CHANNEL
+                    )
+                } else {
+                    format!("WITH {released} SELECT (SELECT array_agg(token) FROM released)")
+                }
+            },
             release_write: announced(
                 notify,
                 &format!(
@@ -180,10 +203,10 @@ impl Texts {
 
 /// The read-write statements prepared on one connection.
 pub(crate) struct Statements {
-    acquire_read: Statement,
+    acquire_reads: Statement,
     acquire_write: Statement,
     downgrade: Statement,
-    release_read: Statement,
+    release_reads: Statement,
     release_write: Statement,
     cancel_intent: Statement,
     state: Statement,
@@ -194,10 +217,10 @@ pub(crate) struct Statements {
 impl Statements {
     pub(crate) async fn prepare(client: &Client, texts: &Texts) -> Result<Self, tokio_postgres::Error> {
         Ok(Self {
-            acquire_read: sent(client.prepare(&texts.acquire_read)).await?,
+            acquire_reads: sent(client.prepare(&texts.acquire_reads)).await?,
             acquire_write: sent(client.prepare(&texts.acquire_write)).await?,
             downgrade: sent(client.prepare(&texts.downgrade)).await?,
-            release_read: sent(client.prepare(&texts.release_read)).await?,
+            release_reads: sent(client.prepare(&texts.release_reads)).await?,
             release_write: sent(client.prepare(&texts.release_write)).await?,
             cancel_intent: sent(client.prepare(&texts.cancel_intent)).await?,
             state: sent(client.prepare(&texts.state)).await?,
@@ -219,11 +242,71 @@ impl PostgresBackend {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Option<Row>, BackendError> {
         let session: std::sync::Arc<Session> = self.session_for(name, token).await?;
-        let texts = &self.inner.rw_texts;
-        let prepared = self
-            .bounded(what, name, Box::pin(session.rw.get_or_try_init(|| Statements::prepare(&session.client, texts))))
-            .await?;
+        let prepared = self.rw_prepared(what, name, &session).await?;
         self.bounded(what, name, sent(session.client.query_opt(statement(prepared), params))).await
+    }
+
+    /// The read-write statements of `session`, prepared there first if needed.
+    async fn rw_prepared<'s>(
+        &self,
+        what: &str,
+        name: &str,
+        session: &'s Session,
+    ) -> Result<&'s Statements, BackendError> {
+        let texts = &self.inner.rw_texts;
+        self.bounded(what, name, Box::pin(session.rw.get_or_try_init(|| Statements::prepare(&session.client, texts))))
+            .await
+    }
+
+    /// Sends a batch of readers' calls on `name` (see [`crate::batch`]) on the name's connection:
+    /// the acquisitions as one statement, then the releases as another, pipelined. Each call's
+    /// answer, by its place.
+    pub(crate) async fn send_batch(
+        &self,
+        name: &str,
+        acquires: Vec<(usize, String, i64)>,
+        releases: Vec<(usize, String)>,
+    ) -> Result<Vec<(usize, Result<Answer, BackendError>)>, BackendError> {
+        let session: std::sync::Arc<Session> = self.session_for(name, None).await?;
+        let prepared = self.rw_prepared("read acquire", name, &session).await?;
+        let (tokens, micros, places): (Vec<&str>, Vec<i64>, Vec<i64>) =
+            acquires.iter().map(|(place, token, us)| (token.as_str(), *us, place_number(*place))).collect();
+        let released: Vec<&str> = releases.iter().map(|(_, token)| token.as_str()).collect();
+        let acquired = async {
+            if tokens.is_empty() {
+                return Ok(Vec::new());
+            }
+            let params: [&(dyn ToSql + Sync); 4] = [&name, &tokens, &micros, &places];
+            self.bounded("read acquire", name, sent(session.client.query(&prepared.acquire_reads, &params))).await
+        };
+        let let_go = async {
+            if released.is_empty() {
+                return Ok(None);
+            }
+            let params: [&(dyn ToSql + Sync); 2] = [&name, &released];
+            self.bounded("read release", name, sent(session.client.query_opt(&prepared.release_reads, &params))).await
+        };
+        let (acquired, let_go) = futures_lite::future::zip(acquired, let_go).await;
+        let mut answers = Vec::with_capacity(acquires.len() + releases.len());
+        for row in acquired? {
+            let place: i64 = record::column(&row, 0, name, "batch place")?;
+            let place = usize::try_from(place).map_err(|_| {
+                tenure::backend::record::malformed(format!(
+                    "a batch of read acquisitions on {name} answered a negative place"
+                ))
+            })?;
+            answers.push((place, generation(Some(&row), name, 1).map(Answer::Generation)));
+        }
+        let mut gone: Vec<String> = match let_go? {
+            Some(row) => record::column::<Option<Vec<String>>>(&row, 0, name, "released tokens")?.unwrap_or_default(),
+            None => Vec::new(),
+        };
+        for (place, token) in releases {
+            // A token asked twice lets go once.
+            let at = gone.iter().position(|t| *t == token);
+            answers.push((place, Ok(Answer::Released(at.map(|i| gone.swap_remove(i)).is_some()))));
+        }
+        Ok(answers)
     }
 
     /// A release-like statement: true iff it let go of something live.
@@ -250,10 +333,23 @@ impl PostgresBackend {
     }
 }
 
-/// A generation read from column 0 of `row` (none if NULL).
-fn generation(row: Option<&Row>, name: &str) -> Result<Option<FencingToken>, BackendError> {
-    let g: Option<i64> = row.map(|r| record::column(r, 0, name, "generation")).transpose()?.flatten();
+/// A call's place in its batch, as sent.
+fn place_number(place: usize) -> i64 {
+    i64::try_from(place).unwrap_or(i64::MAX)
+}
+
+/// A generation read from column `at` of `row` (none if NULL).
+fn generation(row: Option<&Row>, name: &str, at: usize) -> Result<Option<FencingToken>, BackendError> {
+    let g: Option<i64> = row.map(|r| record::column(r, at, name, "generation")).transpose()?.flatten();
     g.map(|g| tenure::backend::record::generation(name, g)).transpose()
+}
+
+/// The error of a batch answering a call with another call's kind of answer (a bug).
+fn mismatched(name: &str) -> BackendError {
+    BackendError::new(
+        tenure_core::BackendErrorKind::Protocol,
+        format!("a batch of read-write calls on {name} answered a call with another's answer"),
+    )
 }
 
 impl ReadWriteOperations for PostgresBackend {
@@ -264,10 +360,11 @@ impl ReadWriteOperations for PostgresBackend {
         lease: Duration,
     ) -> Result<Option<FencingToken>, BackendError> {
         self.listen_if_waited(name).await;
-        let micros = micros(lease);
-        let row =
-            self.rw_row("read acquire", name, Some(token), |s| &s.acquire_read, &[&name, &token, &micros]).await?;
-        generation(row.as_ref(), name)
+        let call = Call::Acquire { token: token.to_owned(), micros: micros(lease) };
+        match self.inner.batches.call(self, name, call).await? {
+            Answer::Generation(generation) => Ok(generation),
+            Answer::Released(_) => Err(mismatched(name)),
+        }
     }
 
     async fn acquire_write(
@@ -289,7 +386,10 @@ impl ReadWriteOperations for PostgresBackend {
     }
 
     async fn release_read(&self, name: &str, token: &str) -> Result<bool, BackendError> {
-        self.rw_let_go("read release", name, token, |s| &s.release_read).await
+        match self.inner.batches.call(self, name, Call::Release { token: token.to_owned() }).await? {
+            Answer::Released(released) => Ok(released),
+            Answer::Generation(_) => Err(mismatched(name)),
+        }
     }
 
     async fn release_write(&self, name: &str, token: &str) -> Result<bool, BackendError> {
@@ -303,7 +403,7 @@ impl ReadWriteOperations for PostgresBackend {
     async fn downgrade(&self, name: &str, token: &str, lease: Duration) -> Result<Option<FencingToken>, BackendError> {
         let micros = micros(lease);
         let row = self.rw_row("downgrade", name, Some(token), |s| &s.downgrade, &[&name, &token, &micros]).await?;
-        generation(row.as_ref(), name)
+        generation(row.as_ref(), name, 0)
     }
 
     async fn state(&self, name: &str) -> Result<RwState, BackendError> {
@@ -315,7 +415,7 @@ impl ReadWriteOperations for PostgresBackend {
             Ok(usize::try_from(n).unwrap_or(0))
         };
         Ok(RwState {
-            generation: generation(Some(&row), name)?.map_or(0, FencingToken::get),
+            generation: generation(Some(&row), name, 0)?.map_or(0, FencingToken::get),
             writing: record::column(&row, 1, name, "writing")?,
             readers: count(2, "reader count")?,
             waiting_writers: count(3, "intent count")?,

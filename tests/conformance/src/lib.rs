@@ -344,3 +344,15 @@ macro_rules! conformance_tests {
         }
     };
 }
+
+/// The outputs of store calls run at once (each a task of its own), in their order.
+pub(crate) async fn join_all<T: Send + 'static>(
+    calls: impl Iterator<Item = tenure::backend::BackendFuture<'static, T>>,
+) -> Vec<Result<T, tenure_core::BackendError>> {
+    let tasks: Vec<_> = calls.map(tokio::spawn).collect();
+    let mut outputs = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        outputs.push(task.await.unwrap_or_else(|e| panic!("a store call's task failed: {e}")));
+    }
+    outputs
+}

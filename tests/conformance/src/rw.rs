@@ -144,6 +144,50 @@ pub async fn a_downgrade_leaves_the_writer_reading(h: &Harness) {
     assert_eq!((state.writing, state.readers), (false, 2), "{}: {state:?}", h.name);
 }
 
+/// Many readers at once (more than a store may send in one batch): every acquisition granted at
+/// the same generation while a reader's renewal and another's release run beside them; a writer
+/// refused beside them; every release answered true once, the second of a token's releases made
+/// at once false; then the writer granted.
+pub async fn many_readers_at_once_are_answered_each(h: &Harness) {
+    const READERS: usize = 150;
+    let (_s, rw) = store(h).await;
+    let name = "rwlock:doc";
+    let first = granted(call!(h, rw.acquire_write(name, "w0", LONG, true)), "first write", h).fence.get();
+    assert!(call!(h, rw.release_write(name, "w0")), "{}: release", h.name);
+    read(call!(h, rw.acquire_read(name, "early1", LONG)), "an early reader", h);
+    read(call!(h, rw.acquire_read(name, "early2", LONG)), "another early reader", h);
+    let tokens: Vec<String> = (0..READERS).map(|i| format!("r{i}")).collect();
+    let reads = futures_lite::future::zip(
+        futures_lite::future::zip(
+            crate::join_all(tokens.iter().map(|t| rw.acquire_read(name, t, LONG))),
+            rw.acquire_read(name, "early1", LONG),
+        ),
+        rw.release_read(name, "early2"),
+    );
+    let ((generations, renewed), released) = reads.await;
+    for (token, generation) in tokens.iter().zip(generations) {
+        let generation = generation.unwrap_or_else(|e| panic!("{}: reader {token}: {e}", h.name));
+        assert_eq!(read(generation, token, h), first, "{}: reader {token}'s generation", h.name);
+    }
+    let renewed = renewed.unwrap_or_else(|e| panic!("{}: the renewal: {e}", h.name));
+    let released = released.unwrap_or_else(|e| panic!("{}: the release: {e}", h.name));
+    assert!(renewed.is_some() && released, "{}: renewal {renewed:?}, release {released}", h.name);
+    assert_eq!(call!(h, rw.state(name)).readers, READERS + 1, "{}: readers", h.name);
+    assert_eq!(call!(h, rw.acquire_write(name, "w1", LONG, false)), None, "{}: a writer beside readers", h.name);
+    let twice = tokens.iter().chain(tokens.iter().take(10));
+    let releases = crate::join_all(twice.map(|t| rw.release_read(name, t))).await;
+    let answers: Vec<bool> = releases.into_iter().map(|r| r.unwrap_or_else(|e| panic!("{}: {e}", h.name))).collect();
+    for (i, token) in tokens.iter().enumerate() {
+        let twice = answers.get(READERS + i).copied();
+        let trues = usize::from(answers[i]) + twice.map_or(0, usize::from);
+        assert_eq!(trues, 1, "{}: {token}'s releases answered {} and {twice:?}", h.name, answers[i]);
+    }
+    assert!(call!(h, rw.release_read(name, "early1")), "{}: the early reader's release", h.name);
+    assert_eq!(call!(h, rw.state(name)).readers, 0, "{}: readers after their releases", h.name);
+    let grant = granted(call!(h, rw.acquire_write(name, "w1", LONG, false)), "the writer after the readers", h);
+    assert!(grant.fence.get() > first, "{}: {first} then {grant:?}", h.name);
+}
+
 /// Random sequences of every read-write call on two names, against the store model.
 pub async fn rw_sequences_match_the_store_model(h: &Harness) {
     let ops = if matches!(h.clock, crate::Clock::Manual(_)) { 60 } else { 30 };
@@ -161,6 +205,7 @@ macro_rules! rw_conformance_tests {
             generations_grow_per_write_and_readers_read_the_last,
             an_expired_writer_poisons_the_next_grant_and_expired_readers_go,
             a_downgrade_leaves_the_writer_reading,
+            many_readers_at_once_are_answered_each,
             rw_sequences_match_the_store_model,
         );
     };

@@ -107,6 +107,34 @@ pub async fn expired_permits_and_places_go(h: &Harness) {
     assert!(s.fences.next_after(first, next), "{}: {first} then {next}", h.name);
 }
 
+/// Many contenders at once for a few permits: exactly the count granted, each under a fencing
+/// token of its own; the others refused with the stored count; the releases free every permit.
+pub async fn many_contenders_at_once_get_the_count_exactly(h: &Harness) {
+    const CONTENDERS: usize = 60;
+    const PERMITS: u32 = 5;
+    let (_s, sem) = store(h).await;
+    let tokens: Vec<String> = (0..CONTENDERS).map(|i| format!("c{i}")).collect();
+    let answers = crate::join_all(tokens.iter().map(|t| sem.acquire(NAME, t, LONG, PERMITS, None))).await;
+    let mut fences = Vec::new();
+    let mut holders = Vec::new();
+    for (token, answer) in tokens.iter().zip(answers) {
+        let answer = answer.unwrap_or_else(|e| panic!("{}: contender {token}: {e}", h.name));
+        assert_eq!(answer.permits, PERMITS, "{}: contender {token}: {answer:?}", h.name);
+        if let Some(fence) = answer.fence {
+            fences.push(fence.get());
+            holders.push(token.clone());
+        }
+    }
+    assert_eq!(fences.len(), PERMITS as usize, "{}: {} of {CONTENDERS} granted", h.name, fences.len());
+    fences.sort_unstable();
+    fences.dedup();
+    assert_eq!(fences.len(), PERMITS as usize, "{}: a fencing token granted twice", h.name);
+    assert_eq!(call!(h, sem.state(NAME)).holders, PERMITS as usize, "{}: holders", h.name);
+    let released = crate::join_all(holders.iter().map(|t| sem.release(NAME, t))).await;
+    assert!(released.into_iter().all(|r| r.is_ok_and(|r| r)), "{}: every holder's release", h.name);
+    assert_eq!(call!(h, sem.state(NAME)).holders, 0, "{}: holders after the releases", h.name);
+}
+
 /// Random sequences of every semaphore call on two names, against the store model.
 pub async fn sem_sequences_match_the_store_model(h: &Harness) {
     let ops = if matches!(h.clock, crate::Clock::Manual(_)) { 60 } else { 30 };
@@ -123,6 +151,7 @@ macro_rules! sem_conformance_tests {
             waiters_keep_their_places_in_arrival_order,
             another_count_is_refused_while_the_name_is_in_use,
             expired_permits_and_places_go,
+            many_contenders_at_once_get_the_count_exactly,
             sem_sequences_match_the_store_model,
         );
     };
