@@ -451,7 +451,7 @@ fn permit_holders_run_up_to_the_count_and_another_count_is_refused() {
     let (dir, url) = workspace();
     // Two holders of 2 permits at once: each waits (up to 10 s) until both hold before it exits.
     let both = format!(
-        "echo $TENURE_FENCING_TOKEN > {d}/fence-$$; i=0; while [ $(ls {d} | grep -c '^fence-') -lt 2 ]; do \
+        "echo $TENURE_FENCING_TOKEN > {d}/tmp-$$; mv {d}/tmp-$$ {d}/fence-$$; i=0; while [ $(ls {d} | grep -c '^fence-') -lt 2 ]; do \
          i=$((i + 1)); [ $i -lt 500 ] || exit 1; sleep 0.02; done; sleep 30",
         d = dir.display()
     );
@@ -459,12 +459,17 @@ fn permit_holders_run_up_to_the_count_and_another_count_is_refused() {
         .map(|_| tenure(&url, &["lock", "pool", "--permits", "2", "--", "sh", "-c", &both]).spawn().expect("holder"))
         .collect();
     eventually("both permits to be held", || permit_holders(&dir, "semaphore:pool") == 2);
-    let mut fences: Vec<String> = std::fs::read_dir(&dir)
-        .expect("dir")
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with("fence-"))
-        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default().trim().to_owned())
-        .collect();
+    // The store counts a holder before its command has started: wait for both commands' files.
+    let fence_files = || -> Vec<String> {
+        std::fs::read_dir(&dir)
+            .expect("dir")
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("fence-"))
+            .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default().trim().to_owned())
+            .collect()
+    };
+    eventually("both holders' commands to run", || fence_files().len() == 2);
+    let mut fences = fence_files();
     fences.sort();
     assert_eq!(fences, ["1", "2"], "each permit has a fencing token of its own");
     // A third holder is refused (75) or gives up (124); another count is a usage error (2).
