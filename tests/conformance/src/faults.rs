@@ -23,6 +23,26 @@ pub trait Server {
     fn restart(&mut self);
 }
 
+/// Waits (up to 5 s) until every thread of process `pid` is stopped, as `/proc` shows it:
+/// `kill -STOP` returns once the signal is sent, and a thread running on another core may
+/// still answer a request sent just after.
+pub fn wait_stopped(pid: u32) {
+    let stopped = || {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return true };
+        tasks.filter_map(Result::ok).all(|task| {
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            // The state follows the command's closing parenthesis: "pid (comm) S ...".
+            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+            matches!(state, None | Some('T' | 't' | 'Z' | 'X'))
+        })
+    };
+    let start = Instant::now();
+    while !stopped() {
+        assert!(start.elapsed() < Duration::from_secs(5), "process {pid} did not stop");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// A lock on `store` with a lease of `lease`, a backend timeout and a 100 ms retry interval.
 pub fn lock(store: &Store, name: &str, lease: Duration, backend_timeout: Duration) -> Lock {
     Lock::builder(name, Tokio::current())

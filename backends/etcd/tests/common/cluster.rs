@@ -132,6 +132,9 @@ impl Cluster {
     /// Freezes member `i` (SIGSTOP): its sockets stay open, it answers nothing.
     pub(crate) fn freeze(&self, i: usize) {
         self.signal(i, "-STOP");
+        if let Some(child) = &self.nodes[i].child {
+            tenure_conformance::faults::wait_stopped(child.id());
+        }
     }
 
     /// Lets a frozen member `i` go on (SIGCONT).

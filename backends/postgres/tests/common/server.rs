@@ -171,6 +171,12 @@ impl faults::Server for Server {
     /// `SIGSTOP` to every process: connections stay open, nothing answers.
     fn freeze(&self) {
         self.signal(Signal::SIGSTOP);
+        if let Some(child) = &self.child {
+            let pid = i32::try_from(child.id()).expect("pid");
+            for process in children(pid).into_iter().chain([pid]) {
+                faults::wait_stopped(process.unsigned_abs());
+            }
+        }
     }
 
     /// `SIGCONT`.

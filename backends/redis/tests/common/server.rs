@@ -129,6 +129,9 @@ impl faults::Server for Server {
     /// `SIGSTOP`: connections stay open, nothing answers.
     fn freeze(&self) {
         self.signal(Signal::SIGSTOP);
+        if let Some(child) = &self.child {
+            faults::wait_stopped(child.id());
+        }
     }
 
     /// `SIGCONT`.
