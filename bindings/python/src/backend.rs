@@ -18,9 +18,9 @@ use crate::user::{Fences, UserStore, user_store};
 pub(crate) struct Backend {
     pub(crate) lock: Arc<dyn LockBackend>,
     pub(crate) leader: Arc<dyn LeaderElectionBackend>,
-    /// Its read-write locks, if it serves them (not etcd yet, nor a backend written in Python).
+    /// Its read-write locks, if it serves them.
     read_write: Option<Arc<dyn ReadWriteLockBackend>>,
-    /// Its semaphores, if it serves them (not a backend written in Python).
+    /// Its semaphores, if it serves them.
     semaphore: Option<Arc<dyn SemaphoreBackend>>,
     kind: Kind,
 }
@@ -124,7 +124,8 @@ impl Backend {
 pub(crate) fn user_backend(wrapper: Py<PyAny>, label: String, fences: &Fences) -> Backend {
     let user = user_store(wrapper, label, fences);
     let (lock, leader) = (Arc::new(user.clone()), Arc::new(user.clone()));
-    Backend { lock, leader, read_write: None, semaphore: None, kind: Kind::User(user) }
+    let (read_write, semaphore) = (Some(Arc::new(user.clone()) as _), Some(Arc::new(user.clone()) as _));
+    Backend { lock, leader, read_write, semaphore, kind: Kind::User(user) }
 }
 
 /// A private in-process store.

@@ -1,6 +1,7 @@
 //! Backends written by users: any Python object with grelmicro's lock calls (`acquire`,
-//! `release`, `locked`, `owned`) or election calls (`acquire_or_renew`, `release`, `get`), run by
-//! the driver like a built-in store.
+//! `release`, `locked`, `owned`), election calls (`acquire_or_renew`, `release`, `get`),
+//! read-write lock calls (grelmicro 0.44's `ReadWriteLockBackend`) or semaphore calls
+//! (`acquire`, `release`, `owned`, `state`), run by the driver like a built-in store.
 //!
 //! The driver's `tenure::backend::user` runs the calls (bounds, cancellation, the fence check);
 //! this is its Python host. Each call of the driver is handed to an event loop's thread — the loop of the thread that makes
@@ -19,7 +20,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tenure::backend::user::{self, Call, Host, Shape};
 use tenure::core::time::{WallTime, ceil_micros};
-use tenure::core::{BackendError, BackendErrorKind, LeaderRecord, Metadata};
+use tenure::core::{BackendError, BackendErrorKind, LeaderRecord, Metadata, RwState, SemState};
 use tenure::host::Home;
 
 use crate::aio::{Inbox, in_scope};
@@ -86,7 +87,7 @@ impl Host for PyHost {
 
     fn start(&self, call: Call, answer: user::Answer) -> Option<Py<PyAny>> {
         Python::attach(|py| {
-            let method = call.method.as_str();
+            let (method, user_name) = (call.method.as_str(), call.method.user_name());
             let answer = match Py::new(py, Answer(answer)) {
                 Ok(answer) => answer,
                 Err(e) => {
@@ -95,7 +96,7 @@ impl Host for PyHost {
                 }
             };
             let started = args(py, &call)
-                .and_then(|args| self.wrapper.call_method1(py, "run", (method, args, answer.clone_ref(py))));
+                .and_then(|args| self.wrapper.call_method1(py, "run", (method, user_name, args, answer.clone_ref(py))));
             match started {
                 Ok(task) if !task.is_none(py) => Some(task),
                 Ok(_) => None,
@@ -131,7 +132,8 @@ impl Fences {
 }
 
 /// The keywords of `UserBackend.run`: `name`, `token`, the lease in whole microseconds
-/// (`lease_us`; rounded up), the metadata as a dict.
+/// (`lease_us`; rounded up), the metadata as a dict, a writer's `intent`, a semaphore's
+/// `permits` and its place's `wait_us` (rounded up; `None` when it keeps none).
 fn args<'py>(py: Python<'py>, call: &Call) -> PyResult<Bound<'py, PyDict>> {
     let args = PyDict::new(py);
     args.set_item("name", &call.name)?;
@@ -148,6 +150,13 @@ fn args<'py>(py: Python<'py>, call: &Call) -> PyResult<Bound<'py, PyDict>> {
         }
         args.set_item("metadata", pairs)?;
     }
+    if let Some(intent) = call.intent {
+        args.set_item("intent", intent)?;
+    }
+    if let Some(permits) = call.permits {
+        args.set_item("permits", permits)?;
+        args.set_item("wait_us", call.wait.map(ceil_micros))?;
+    }
     Ok(args)
 }
 
@@ -158,8 +167,12 @@ pub(crate) struct Answer(user::Answer);
 
 #[pymethods]
 impl Answer {
-    /// The answer, already checked by `UserBackend.run`: a fence (`int` or `None`), a flag, or a
-    /// record as `(holder, lease_us, acquired_at_us, renewed_at_us, transitions, metadata)`.
+    /// The answer, already checked by `UserBackend.run`: a fence (`int` or `None`), a flag, a
+    /// record as `(holder, lease_us, acquired_at_us, renewed_at_us, transitions, metadata)`, a
+    /// generation (`int` or `None`), a write grant as `(fencing_token, poisoned)` or `None`, a
+    /// read-write lock's state as `(generation, writing, readers, waiting_writers)`, a permit as
+    /// `(fencing_token or None, permits)` or a semaphore's state as
+    /// `(permits, holders, waiting, fence)`.
     fn ok(&self, value: &Bound<'_, PyAny>) {
         let answered = match self.0.method().shape() {
             Shape::Fence => value.extract::<Option<u64>>().map(|f| self.0.fence(f)),
@@ -168,6 +181,17 @@ impl Answer {
             Shape::MaybeRecord => {
                 if value.is_none() { Ok(None) } else { record(value).map(Some) }.map(|r| self.0.record(r))
             }
+            Shape::Generation => value.extract::<Option<u64>>().map(|g| self.0.generation(g)),
+            Shape::Write => value.extract::<Option<(u64, bool)>>().map(|w| self.0.write(w)),
+            Shape::Rw => value.extract::<(u64, bool, usize, usize)>().map(|(generation, writing, readers, waiting)| {
+                self.0.rw_state(RwState { generation, writing, readers, waiting_writers: waiting });
+            }),
+            Shape::Permit => {
+                value.extract::<(Option<u64>, u32)>().map(|(fence, permits)| self.0.permit(fence, permits))
+            }
+            Shape::Sem => value.extract::<(u32, usize, usize, u64)>().map(|(permits, holders, waiting, fence)| {
+                self.0.sem_state(SemState { permits, holders, waiting, fence });
+            }),
         };
         if let Err(e) = answered {
             self.0.unreadable(e);

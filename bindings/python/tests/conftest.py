@@ -3,6 +3,7 @@
 PostgreSQL (`TENURE_POSTGRES_URL`, default `postgresql://postgres@127.0.0.1:5432/test`) on fresh
 tables, and an etcd member the session starts (Debian's `etcd`) under a fresh key prefix."""
 
+import asyncio
 import os
 import shutil
 import socket
@@ -101,3 +102,21 @@ def outlast(store, lease):
     leases in whole seconds and never below its minimum TTL (2 s for Debian's defaults), so the
     store holds longer than asked (never shorter)."""
     return max(lease, 2.0) + 1.0 if store.kind == "etcd" else lease
+
+
+async def holders_at_once(pool, tasks, hold=0.03):
+    """`tasks` tasks each take a permit of `pool` for `hold` seconds: the most inside at once, and
+    the fencing tokens they held."""
+    inside, most, fences = 0, 0, []
+
+    async def hold_one():
+        nonlocal inside, most
+        async with pool as permit:
+            inside += 1
+            most = max(most, inside)
+            fences.append(permit.fencing_token)
+            await asyncio.sleep(hold)
+            inside -= 1
+
+    await asyncio.gather(*(hold_one() for _ in range(tasks)))
+    return most, fences

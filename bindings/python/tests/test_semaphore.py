@@ -6,6 +6,7 @@ import asyncio
 import threading
 
 import pytest
+from conftest import holders_at_once
 
 from tenure import (
     Coordination,
@@ -36,18 +37,7 @@ def test_at_most_permits_holders_each_with_a_greater_fencing_token(store):
     async def main():
         async with store() as provider:
             pool = Semaphore("exports", 2, backend=provider.semaphore(), retry_interval=0.01)
-            inside, most, fences = 0, 0, []
-
-            async def export():
-                nonlocal inside, most
-                async with pool as permit:
-                    inside += 1
-                    most = max(most, inside)
-                    fences.append(permit.fencing_token)
-                    await asyncio.sleep(0.05)
-                    inside -= 1
-
-            await asyncio.gather(*(export() for _ in range(6)))
+            most, fences = await holders_at_once(pool, 6, hold=0.05)
             assert 1 <= most <= 2, f"{most} holders at once"
             assert len(set(fences)) == 6 and min(fences) >= 1, "every permit has a token of its own"
 
@@ -217,7 +207,7 @@ def test_the_adapter_and_low_level_calls():
     run(main())
 
 
-def test_a_backend_written_in_python_is_refused_clearly():
+def test_a_lock_backend_is_no_semaphore_backend_and_says_what_it_lacks():
     class Mine:
         async def acquire(self, name, token, duration):
             return 1
@@ -232,7 +222,7 @@ def test_a_backend_written_in_python_is_refused_clearly():
             return False
 
     async def main():
-        with pytest.raises(TypeError, match="does not serve semaphores"):
+        with pytest.raises(TypeError, match="needs a SemaphoreBackend: Mine has no state method"):
             await Semaphore("pool", 2, backend=Mine()).acquire()
 
     run(main())

@@ -26,7 +26,13 @@ from tenure._adapters import (
     SemaphoreAdapter,
 )
 from tenure._providers import EtcdProvider, MemoryProvider, PostgresProvider, RedisProvider, SQLiteProvider
-from tenure._user_backend import LeaderElectionBackend, LockBackend, ScheduleBackend
+from tenure._user_backend import (
+    LeaderElectionBackend,
+    LockBackend,
+    ReadWriteLockBackend,
+    ScheduleBackend,
+    SemaphoreBackend,
+)
 from tenure.errors import (
     AdmissionError,
     BackendScopeError,
@@ -96,6 +102,7 @@ __all__ = [
     "ReadGuard",
     "ReadWriteLock",
     "ReadWriteLockAdapter",
+    "ReadWriteLockBackend",
     "ReadWriteLockConfig",
     "ReadWriteLockState",
     "OutOfContextError",
@@ -105,6 +112,7 @@ __all__ = [
     "ScheduleBackend",
     "Semaphore",
     "SemaphoreAdapter",
+    "SemaphoreBackend",
     "SemaphoreState",
     "SettingsValidationError",
     "TaskLock",

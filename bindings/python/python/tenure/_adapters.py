@@ -279,16 +279,6 @@ def native_of(backend: Any, slot: str, owner: str) -> _tenure.Backend:
     """The native backend behind `backend`: an adapter's store, or a user's backend run natively."""
     if isinstance(backend, _Adapter):
         return backend._native()
-    if slot == "readwritelock":
-        raise TypeError(
-            f"{owner} runs on Tenure's stores: pass provider.readwritelock() or MemoryReadWriteLockAdapter(); a "
-            f"backend written in Python ({type(backend).__name__}) does not serve read-write locks yet"
-        )
-    if slot == "semaphore":
-        raise TypeError(
-            f"{owner} runs on Tenure's stores: pass provider.semaphore() or MemorySemaphoreAdapter(); a "
-            f"backend written in Python ({type(backend).__name__}) does not serve semaphores yet"
-        )
     from tenure import _user_backend
 
     return _user_backend.native(backend, slot, owner)

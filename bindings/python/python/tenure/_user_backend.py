@@ -1,15 +1,17 @@
 """Backends written by users: the protocols, and how the native layer calls such a backend.
 
 Any object with grelmicro's lock calls (`acquire`, `release`, `locked`, `owned`) is a lock backend,
-and any object with its election calls (`acquire_or_renew`, `release`, `get`) an election backend:
-pass it as `Lock(..., backend=obj)`, `LeaderElection(..., backend=obj)` or in a `Coordination`
-slot. The driver calls it like a built-in store — each call bounded by `backend_timeout`, the
+any object with its election calls (`acquire_or_renew`, `release`, `get`) an election backend, any
+object with grelmicro 0.44's nine read-write lock calls a read-write lock backend, and any object
+with the semaphore calls (`acquire`, `release`, `owned`, `state`) a semaphore backend: pass it as
+`Lock(..., backend=obj)`, `LeaderElection(..., backend=obj)`, `ReadWriteLock(..., backend=obj)`,
+`Semaphore(..., backend=obj)` or in a `Coordination` slot. The driver calls it like a built-in store — each call bounded by `backend_timeout`, the
 answer checked — on the event loop the primitive runs on (`from_thread` and the driver's own
 work use the loop the backend was last used on).
 
-`duration` reaches the backend as a `datetime.timedelta`, as in grelmicro 0.44; a backend whose
-`acquire` (or `acquire_or_renew`) annotates `duration` as `float` or `int` gets float seconds
-instead, as the API reference describes it.
+`duration` (and a semaphore's `wait`) reaches the backend as a `datetime.timedelta`, as in
+grelmicro 0.44; a backend whose `acquire` (or `acquire_or_renew`, `acquire_read`) annotates
+`duration` as `float` or `int` gets float seconds instead, as the API reference describes it.
 """
 
 from __future__ import annotations
@@ -57,6 +59,43 @@ class LeaderElectionBackend(Protocol):
 
 
 @runtime_checkable
+class ReadWriteLockBackend(Protocol):
+    """A read-write lock store (grelmicro 0.44's `ReadWriteLockBackend`). Names arrive with their
+    kind prefix (`rwlock:doc`). `acquire_read` answers the generation read (the fencing token of
+    the last write, 0 before the first) or `None` while a writer holds or waits with a live
+    intent; `acquire_write` a `WriteGrant(fencing_token, poisoned)` or `None`, keeping an intent
+    iff `intent`; `downgrade` turns a write lease into a read lease and answers the generation;
+    `state` a `ReadWriteLockState(generation, writing, readers, waiting_writers)`."""
+
+    async def acquire_read(self, *, name: str, token: str, duration: timedelta) -> Optional[int]: ...
+    async def acquire_write(self, *, name: str, token: str, duration: timedelta, intent: bool = True) -> Any: ...
+    async def release_read(self, *, name: str, token: str) -> bool: ...
+    async def release_write(self, *, name: str, token: str) -> bool: ...
+    async def cancel_intent(self, *, name: str, token: str) -> bool: ...
+    async def downgrade(self, *, name: str, token: str, duration: timedelta) -> Optional[int]: ...
+    async def state(self, *, name: str) -> Any: ...
+    async def owned_read(self, *, name: str, token: str) -> bool: ...
+    async def owned_write(self, *, name: str, token: str) -> bool: ...
+
+
+@runtime_checkable
+class SemaphoreBackend(Protocol):
+    """A semaphore store (Tenure's; grelmicro has none). Names arrive with their kind prefix
+    (`semaphore:pool`). `acquire` answers `(fencing_token or None, stored permit count)`: the
+    token's permit renewed (same fencing token) or granted with the next one while fewer than
+    `permits` hold, else `None`; `wait`, when given, is how long a refused contender keeps its
+    place in line (a backend may keep none). `state` answers a
+    `SemaphoreState(permits, holders, waiting, fence)`."""
+
+    async def acquire(
+        self, *, name: str, token: str, duration: timedelta, permits: int, wait: Optional[timedelta] = None
+    ) -> tuple[Optional[int], int]: ...
+    async def release(self, *, name: str, token: str) -> bool: ...
+    async def owned(self, *, name: str, token: str) -> bool: ...
+    async def state(self, *, name: str) -> Any: ...
+
+
+@runtime_checkable
 class ScheduleBackend(Protocol):
     """A cron schedule store (grelmicro's `ScheduleBackend`): `claim` sets `last_fired` to `due`
     only when nothing is stored or the stored value is lower, and answers whether it did."""
@@ -89,7 +128,7 @@ _PROTOCOL_NAMES = {
     "leaderelection": "LeaderElectionBackend",
     "schedule": "ScheduleBackend",
     "readwritelock": "ReadWriteLockBackend",
-    "semaphore": "SemaphoreAdapter",
+    "semaphore": "SemaphoreBackend",
 }
 
 
@@ -119,14 +158,17 @@ class UserBackend:
         self.label = type(backend).__name__
         self.seconds = _wants_seconds(backend)
 
-    def run(self, method: str, args: dict[str, Any], done: Any) -> Optional[asyncio.Future[Any]]:
-        """Calls `method` (`leader_release` is the election's `release`); returns the task still
-        running it, if any (the native layer cancels it when the driver gives up)."""
-        name = "release" if method == "leader_release" else method
+    def run(self, method: str, name: str, args: dict[str, Any], done: Any) -> Optional[asyncio.Future[Any]]:
+        """Calls `method` (unique across the protocols: `leader_release`, `rw_state`,
+        `sem_acquire`, ...) as the user's `name`; returns the task still running it, if any (the
+        native layer cancels it when the driver gives up)."""
         label = f"{self.label}.{name}"
         lease_us = args.pop("lease_us", None)
         if lease_us is not None:
-            args["duration"] = lease_us / 1e6 if self.seconds else timedelta(microseconds=lease_us)
+            args["duration"] = self._duration(lease_us)
+        if "wait_us" in args:
+            wait_us = args.pop("wait_us")
+            args["wait"] = None if wait_us is None else self._duration(wait_us)
         if method == "acquire_or_renew" and not args.get("metadata"):
             args["metadata"] = None
         try:
@@ -139,6 +181,9 @@ class UserBackend:
             return None
         task = _start(_answered(answer, method, label, done))
         return None if task.done() else task
+
+    def _duration(self, micros: int) -> Any:
+        return micros / 1e6 if self.seconds else timedelta(microseconds=micros)
 
 
 async def _answered(answer: Any, method: str, label: str, done: Any) -> None:
@@ -170,14 +215,7 @@ def _finish(value: Any, method: str, label: str, done: Any) -> None:
     """Hands `value` to `done` in the shape the driver reads, or fails naming what was wrong (the
     value's type, never its text, which could be a token)."""
     try:
-        if method == "acquire":
-            shaped: Any = _fence(value)
-        elif method in ("release", "leader_release", "locked", "owned"):
-            shaped = _flag(value)
-        elif method == "acquire_or_renew":
-            shaped = _record(value)
-        else:
-            shaped = None if value is None else _record(value)
+        shaped = _SHAPES[method](value)
     except Exception as error:
         wrong = (type(error) if isinstance(error, (TypeError, ValueError)) else ValueError)(f"{label} answered {error}")
         done.fail(str(wrong), wrong)
@@ -201,6 +239,85 @@ def _flag(value: Any) -> bool:
     if isinstance(value, numbers.Integral) and int(value) in (0, 1):
         return bool(value)
     raise TypeError(f"a {type(value).__name__}: the answer is a bool")
+
+
+def _count(value: Any, what: str) -> int:
+    """A count or counter from 0 to 2**63 - 1; `what` names it ("a ReadWriteLockState whose readers")."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what} is a {type(value).__name__}, not an int")
+    if not 0 <= int(value) <= _MAX_FENCE:
+        raise ValueError(f"{what} is {int(value)}, not an int from 0 to 2**63 - 1")
+    return int(value)
+
+
+def _generation(value: Any) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"a {type(value).__name__}: a generation is an int >= 0, or None when refused")
+    return _count(value, "a generation that")
+
+
+def _fields(value: Any, kind: str, fields: tuple[str, ...]) -> list[Any]:
+    missing = [f for f in fields if not hasattr(value, f)]
+    if missing:
+        raise TypeError(f"a {type(value).__name__}, not a {kind} (no {', '.join(missing)})")
+    return [getattr(value, f) for f in fields]
+
+
+def _write_grant(value: Any) -> Optional[tuple[int, bool]]:
+    """`(fencing_token, poisoned)` from a `WriteGrant` (tenure's or grelmicro's), or `None`."""
+    if value is None:
+        return None
+    fence, poisoned = _fields(value, "WriteGrant", ("fencing_token", "poisoned"))
+    if not isinstance(poisoned, bool):
+        raise TypeError(f"a WriteGrant whose poisoned is a {type(poisoned).__name__}, not a bool")
+    shaped = _fence(fence)
+    if shaped is None:
+        raise TypeError("a WriteGrant whose fencing_token is None")
+    return shaped, poisoned
+
+
+def _rw_state(value: Any) -> tuple[int, bool, int, int]:
+    """`(generation, writing, readers, waiting_writers)` from a `ReadWriteLockState`."""
+    generation, writing, readers, waiting = _fields(
+        value, "ReadWriteLockState", ("generation", "writing", "readers", "waiting_writers")
+    )
+    if not isinstance(writing, bool):
+        raise TypeError(f"a ReadWriteLockState whose writing is a {type(writing).__name__}, not a bool")
+    whose = "a ReadWriteLockState whose"
+    return (
+        _count(generation, f"{whose} generation"),
+        writing,
+        _count(readers, f"{whose} readers"),
+        _count(waiting, f"{whose} waiting_writers"),
+    )
+
+
+def _permit(value: Any) -> tuple[Optional[int], int]:
+    """`(fencing_token or None, permits)` from a semaphore's `acquire`."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, typing.Sequence) or len(value) != 2:
+        raise TypeError(f"a {type(value).__name__}: a permit is (fencing_token or None, permits)")
+    fence, permits = value
+    count = _count(permits, "a permit whose permits")
+    if not 0 < count < 2**32:
+        raise ValueError(f"a permit whose permits is {count}, not an int from 1 to 2**32 - 1")
+    return _fence(fence), count
+
+
+def _sem_state(value: Any) -> tuple[int, int, int, int]:
+    """`(permits, holders, waiting, fence)` from a `SemaphoreState`."""
+    fields = ("permits", "holders", "waiting", "fence")
+    permits, holders, waiting, fence = (
+        _count(v, f"a SemaphoreState whose {f}") for v, f in zip(_fields(value, "SemaphoreState", fields), fields)
+    )
+    if permits >= 2**32:
+        raise ValueError(f"a SemaphoreState whose permits is {permits}, above 2**32 - 1")
+    return permits, holders, waiting, fence
+
+
+def _maybe_record(value: Any) -> Optional[tuple[str, int, int, int, int, dict[str, str]]]:
+    return None if value is None else _record(value)
 
 
 def _record(value: Any) -> tuple[str, int, int, int, int, dict[str, str]]:
@@ -238,10 +355,40 @@ def _micros(moment: Any, field: str) -> int:
     return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
+#: How each method's answer is checked and shaped, by its unique name.
+_SHAPES: dict[str, Any] = {
+    "acquire": _fence,
+    "acquire_or_renew": _record,
+    "get": _maybe_record,
+    "acquire_read": _generation,
+    "downgrade": _generation,
+    "acquire_write": _write_grant,
+    "rw_state": _rw_state,
+    "sem_acquire": _permit,
+    "sem_state": _sem_state,
+    **dict.fromkeys(
+        (
+            "release",
+            "leader_release",
+            "locked",
+            "owned",
+            "release_read",
+            "release_write",
+            "cancel_intent",
+            "owned_read",
+            "owned_write",
+            "sem_release",
+            "sem_owned",
+        ),
+        _flag,
+    ),
+}
+
+
 def _wants_seconds(backend: Any) -> bool:
     """Whether the backend annotates `duration` as float or int seconds (the API reference's
     form) rather than as a `timedelta` (grelmicro 0.44's, the default)."""
-    for name in ("acquire", "acquire_or_renew"):
+    for name in ("acquire", "acquire_or_renew", "acquire_read"):
         method = getattr(backend, name, None)
         if method is None:
             continue

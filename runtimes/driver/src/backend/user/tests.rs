@@ -4,7 +4,9 @@ use std::thread::{self, ThreadId};
 use std::time::Duration;
 
 use futures_lite::future::{block_on, poll_once};
-use tenure_core::{BackendErrorKind, Key, StoreOp, StoreReply, Token};
+use tenure_core::{
+    BackendErrorKind, FencingToken, Key, PermitAnswer, RwState, SemState, StoreOp, StoreReply, Token, WriteGrant,
+};
 
 use super::{Answer, Call, Fences, Host, Method, UserStore};
 use crate::backend::LockBackend;
@@ -179,8 +181,120 @@ fn schedule_calls_and_a_missing_loop_are_errors_naming_the_backend() {
     let claim = StoreOp::ScheduleClaim { key: Key::parse("schedule:job").expect("a key"), due: 1.0 };
     let error = block_on(store.execute(claim)).expect_err("the call fails");
     assert_eq!(error.kind(), BackendErrorKind::Rejected);
-    assert!(error.message().starts_with("DictLocks is a lock or election backend"));
+    assert!(error.message().starts_with("DictLocks is a backend written by a user, not a schedule backend"));
     *host.home.lock().expect("not poisoned") = None;
     let error = block_on(store.execute(acquire("lock:cart", "t1"))).expect_err("the call fails");
     assert_eq!(error.message(), "TestHost has no event loop");
+}
+
+fn key(name: &str) -> Key {
+    Key::parse(name).expect("a key")
+}
+
+fn token(token: &str) -> Token {
+    Token::new(token).expect("a token")
+}
+
+fn write(name: &str, who: &str, intent: bool) -> StoreOp {
+    StoreOp::RwAcquireWrite { key: key(name), token: token(who), lease: Duration::from_secs(2), intent }
+}
+
+fn permit(name: &str, who: &str) -> StoreOp {
+    let wait = Some(Duration::from_millis(300));
+    StoreOp::SemAcquire { key: key(name), token: token(who), lease: Duration::from_secs(2), permits: 3, wait }
+}
+
+#[test]
+fn read_write_calls_go_by_their_user_names_with_their_arguments() {
+    let (host, home, store) = setup();
+    let mut call = store.execute(write("rwlock:doc", "w1", false));
+    assert!(block_on(poll_once(&mut call)).is_none());
+    home.turn();
+    let (started, answer) = host.calls.lock().expect("not poisoned").pop().expect("a call started");
+    assert_eq!(
+        (started.method.user_name(), started.intent, started.lease),
+        ("acquire_write", Some(false), Some(Duration::from_secs(2)))
+    );
+    answer.write(Some((4, true)));
+    drop(answer);
+    let granted = block_on(call).expect("answered");
+    assert_eq!(granted, StoreReply::Write(Some(WriteGrant { fence: FencingToken::new(4), poisoned: true })));
+    // A reader's generation may be 0 (never written); the state keeps its four counts.
+    let read = StoreOp::RwAcquireRead { key: key("rwlock:new"), token: token("r1"), lease: Duration::from_secs(1) };
+    let reply = run(&store, &host, &home, read, |a| a.generation(Some(0))).expect("answered");
+    assert_eq!(reply, StoreReply::Fence(Some(FencingToken::new(0))));
+    let state = RwState { generation: 4, writing: false, readers: 2, waiting_writers: 1 };
+    let reply = run(&store, &host, &home, StoreOp::RwState { key: key("rwlock:doc") }, |a| a.rw_state(state));
+    assert_eq!(reply.expect("answered"), StoreReply::Rw(state));
+    assert_eq!((Method::RwState.user_name(), Method::RwState.as_str()), ("state", "rw_state"));
+}
+
+#[test]
+fn a_writers_fence_below_one_answered_before_is_refused_but_permits_may_answer_out_of_order() {
+    let (host, home, store) = setup();
+    run(&store, &host, &home, write("rwlock:doc", "w1", true), |a| a.write(Some((5, false)))).expect("answered");
+    let error = run(&store, &host, &home, write("rwlock:doc", "w2", true), |a| a.write(Some((3, false))))
+        .expect_err("a lower write fence");
+    assert_eq!(error.kind(), BackendErrorKind::FenceRegression);
+    assert_eq!(error.message(), "DictLocks.acquire_write answered fencing token 3 after 5 for rwlock:doc");
+    // Two permits held at once: their grants may come back in any order.
+    let first = run(&store, &host, &home, permit("semaphore:pool", "a"), |a| a.permit(Some(8), 3));
+    let second = run(&store, &host, &home, permit("semaphore:pool", "b"), |a| a.permit(Some(7), 3));
+    assert_eq!(
+        first.expect("answered"),
+        StoreReply::Permit(PermitAnswer { fence: Some(FencingToken::new(8)), permits: 3 })
+    );
+    assert_eq!(
+        second.expect("answered"),
+        StoreReply::Permit(PermitAnswer { fence: Some(FencingToken::new(7)), permits: 3 })
+    );
+    let (started, _) = {
+        let mut call = store.execute(permit("semaphore:pool", "c"));
+        assert!(block_on(poll_once(&mut call)).is_none());
+        home.turn();
+        host.calls.lock().expect("not poisoned").pop().expect("a call started")
+    };
+    assert_eq!(
+        (started.method.user_name(), started.permits, started.wait),
+        ("acquire", Some(3), Some(Duration::from_millis(300)))
+    );
+}
+
+#[test]
+fn answers_out_of_range_or_inconsistent_are_errors_naming_what() {
+    let (host, home, store) = setup();
+    type Answers = Box<dyn FnOnce(&Answer)>;
+    let cases: [(StoreOp, Answers, &str); 6] = [
+        (
+            write("rwlock:doc", "w", true),
+            Box::new(|a| a.write(Some((0, false)))),
+            "acquire_write answered a write grant's fencing token 0",
+        ),
+        (permit("semaphore:p", "a"), Box::new(|a| a.permit(Some(1), 0)), "acquire answered a permit count of 0"),
+        (
+            permit("semaphore:p", "a"),
+            Box::new(|a| a.permit(Some(1 << 63), 3)),
+            "a permit's fencing token 9223372036854775808",
+        ),
+        (
+            StoreOp::RwState { key: key("rwlock:doc") },
+            Box::new(|a| a.rw_state(RwState { generation: 1, writing: true, readers: 1, waiting_writers: 0 })),
+            "state answered a state with a writer and readers at once",
+        ),
+        (
+            StoreOp::SemState { key: key("semaphore:p") },
+            Box::new(|a| a.sem_state(SemState { permits: 2, holders: 3, waiting: 0, fence: 4 })),
+            "state answered a state with 3 holders of 2 permits",
+        ),
+        (
+            StoreOp::SemState { key: key("semaphore:p") },
+            Box::new(|a| a.flag(true)),
+            "state answered an answer of another call",
+        ),
+    ];
+    for (op, answer, what) in cases {
+        let error = run(&store, &host, &home, op, answer).expect_err(what);
+        assert_eq!(error.kind(), BackendErrorKind::Protocol, "{error}");
+        assert!(error.to_string().contains(what), "{error} (expected {what})");
+    }
 }
