@@ -1,7 +1,8 @@
 'use strict';
 // `Coordination`: one component wiring the backends of every primitive (grelmicro's
-// `Coordination`). `new Coordination(store)` serves locks, task locks and elections from one
-// store; `{ lock, election }` set each on its own. `coordination.run(fn)` makes it the backend of
+// `Coordination`). `new Coordination(store)` serves locks, task locks, read-write locks,
+// semaphores and elections from one store; `{ lock, election, readWriteLock, semaphore }` set
+// each on its own (a built-in lock store serves read-write locks and semaphores too). `coordination.run(fn)` makes it the backend of
 // every primitive built without one inside `fn` and whatever `fn` starts (an AsyncLocalStorage
 // context, as Python's contextvars); outside any such run those primitives throw
 // `OutOfContextError`. `requires` ('process', 'host', 'cluster'; default 'cluster') is the reach
@@ -20,7 +21,12 @@ const MISSING = {
   lock: 'Coordination has no lock backend. Pass a store as new Coordination(store) or new Coordination(undefined, { lock }).',
   election:
     'Coordination has no leader election backend. Pass a store as new Coordination(store) or new Coordination(undefined, { election }).',
+  readWriteLock:
+    'Coordination has no read-write lock backend. Pass a store as new Coordination(store) or new Coordination(undefined, { readWriteLock }).',
+  semaphore:
+    'Coordination has no semaphore backend. Pass a store as new Coordination(store) or new Coordination(undefined, { semaphore }).',
 };
+const SLOTS = Object.keys(MISSING);
 
 function isBackend(value) {
   return value instanceof native.Backend;
@@ -29,10 +35,9 @@ function isBackend(value) {
 /** A store, or a user's object serving the calls of `slot` (any slot if none is given). */
 function checked(value, what, slot) {
   if (value === undefined || value === null) return null;
-  const serves = slot ? user.serves(value, slot) : user.serves(value, 'lock') || user.serves(value, 'election');
-  if (!isBackend(value) && !serves) {
-    const wanted = slot ? [slot] : ['lock', 'election'];
-    const protocols = wanted.map((s) => `${s === 'lock' ? 'a lock' : 'an election'} backend (${user.METHODS[s].join(', ')})`);
+  const wanted = slot ? [slot] : SLOTS;
+  if (!isBackend(value) && !wanted.some((s) => user.serves(value, s))) {
+    const protocols = wanted.map((s) => `${user.PROTOCOLS[s]} (${user.METHODS[s].join(', ')})`);
     throw new TypeError(`${what} must be a store from openBackend() or memoryBackend(), or an object with the methods of ${protocols.join(' or ')}`);
   }
   return value;
@@ -48,7 +53,7 @@ class Coordination {
   #requires;
   #slots;
 
-  constructor(source, { lock, election, name = 'default', requires } = {}) {
+  constructor(source, { lock, election, readWriteLock, semaphore, name = 'default', requires } = {}) {
     if (typeof name !== 'string' || name === '') throw new TypeError('name must be a non-empty string');
     const reach = requires === undefined ? 'cluster' : typeof requires === 'string' ? requires.trim().toLowerCase() : '';
     if (!REACHES.includes(reach)) {
@@ -62,6 +67,8 @@ class Coordination {
     this.#slots = {
       lock: checked(lock, 'lock', 'lock') ?? servesSlot(store, 'lock'),
       election: checked(election, 'election', 'election') ?? servesSlot(store, 'election'),
+      readWriteLock: checked(readWriteLock, 'readWriteLock', 'readWriteLock') ?? servesSlot(store, 'readWriteLock'),
+      semaphore: checked(semaphore, 'semaphore', 'semaphore') ?? servesSlot(store, 'semaphore'),
     };
   }
 
@@ -80,7 +87,9 @@ class Coordination {
   }
 
   #slot(slot) {
-    const backend = this.#slots[slot];
+    // A built-in lock store serves read-write locks and semaphores too.
+    const lock = this.#slots.lock;
+    const backend = this.#slots[slot] ?? (slot !== 'election' && isBackend(lock) ? lock : null);
     if (backend === null) throw new CoordinationBackendError(MISSING[slot], { code: 'COORDINATION_BACKEND_MISSING' });
     return backend;
   }
@@ -95,22 +104,32 @@ class Coordination {
     return this.#slot('election');
   }
 
+  /** The read-write lock backend (`CoordinationBackendError` if none is wired). */
+  get readWriteLockBackend() {
+    return this.#slot('readWriteLock');
+  }
+
+  /** The semaphore backend (`CoordinationBackendError` if none is wired). */
+  get semaphoreBackend() {
+    return this.#slot('semaphore');
+  }
+
   /** A `Lock` on this component's lock backend. */
   lock(name, options) {
     const { Lock } = require('./index');
     return new Lock(name, this.lockBackend, options);
   }
 
-  /** A `Semaphore` of `permits` permits on this component's lock store. */
+  /** A `Semaphore` of `permits` permits on this component's semaphore backend. */
   semaphore(name, permits, options) {
     const { Semaphore } = require('./index');
-    return new Semaphore(name, permits, this.lockBackend, options);
+    return new Semaphore(name, permits, this.semaphoreBackend, options);
   }
 
-  /** A `ReadWriteLock` on this component's lock store. */
+  /** A `ReadWriteLock` on this component's read-write lock backend. */
   readWriteLock(name, options) {
     const { ReadWriteLock } = require('./index');
-    return new ReadWriteLock(name, this.lockBackend, options);
+    return new ReadWriteLock(name, this.readWriteLockBackend, options);
   }
 
   /** A `TaskLock` on this component's lock backend. */
@@ -180,7 +199,7 @@ function given(slot, backend, options) {
   if (options !== undefined && backend !== undefined && backend !== null) return [backend, options];
   const component = current();
   if (component === undefined) throw new OutOfContextError(OUT_OF_CONTEXT, { code: 'OUT_OF_CONTEXT' });
-  return [slot === 'lock' ? component.lockBackend : component.electionBackend, backend ?? options];
+  return [component[`${slot}Backend`], backend ?? options];
 }
 
 /** The native store of `backend`: itself, or one running a user's object. */
@@ -189,9 +208,8 @@ function storeFor(slot, backend) {
   if (typeof backend === 'object' && backend !== null) {
     const lacking = user.missing(backend, slot);
     if (lacking.length === 0) return user.toNative(backend);
-    const protocol = slot === 'lock' ? 'a lock backend' : 'a leader election backend';
     throw new TypeError(
-      `the backend must be a store from openBackend() or memoryBackend(), or ${protocol}: ` +
+      `the backend must be a store from openBackend() or memoryBackend(), or ${user.PROTOCOLS[slot]}: ` +
         `${backend.constructor?.name ?? 'the object'} has no ${lacking.join(', ')} method${lacking.length > 1 ? 's' : ''}`,
     );
   }

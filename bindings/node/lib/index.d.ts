@@ -59,6 +59,76 @@ export interface LeaderElectionBackend {
   readonly scope?: 'process' | 'host' | 'cluster';
 }
 
+/** A write grant as a read-write lock backend written in JavaScript answers it. */
+export interface WriteGrantAnswer {
+  /** Strictly increasing per name, across every write (number or bigint). */
+  fencingToken: number | bigint;
+  /** The writer before this one let its lease run out without releasing. */
+  poisoned: boolean;
+}
+
+/** A read-write lock's state as a backend written in JavaScript answers it. */
+export interface ReadWriteLockStateAnswer {
+  generation: number | bigint;
+  writing: boolean;
+  readers: number;
+  waitingWriters: number;
+}
+
+type Answered<T> = Promise<T> | T;
+
+/**
+ * A read-write lock store written in JavaScript (grelmicro 0.44's `ReadWriteLockBackend`, in
+ * camel case): `acquireRead` answers the generation read (the fencing token of the last write, 0
+ * before the first) or `null` while a writer holds or waits with a live intent; `acquireWrite` a
+ * grant or `null`, keeping an intent for `duration` iff `intent`; `downgrade` turns the write
+ * lease into a read lease and answers the generation. Names arrive as `rwlock:doc`; ms.
+ */
+export interface ReadWriteLockBackend {
+  acquireRead(call: BackendCall & { token: string; duration: number }): Answered<number | bigint | null>;
+  acquireWrite(call: BackendCall & { token: string; duration: number; intent: boolean }): Answered<WriteGrantAnswer | null>;
+  releaseRead(call: BackendCall & { token: string }): Answered<boolean>;
+  releaseWrite(call: BackendCall & { token: string }): Answered<boolean>;
+  cancelIntent(call: BackendCall & { token: string }): Answered<boolean>;
+  downgrade(call: BackendCall & { token: string; duration: number }): Answered<number | bigint | null>;
+  state(call: BackendCall): Answered<ReadWriteLockStateAnswer>;
+  ownedRead(call: BackendCall & { token: string }): Answered<boolean>;
+  ownedWrite(call: BackendCall & { token: string }): Answered<boolean>;
+  readonly scope?: 'process' | 'host' | 'cluster';
+}
+
+/** A semaphore's permit as a backend written in JavaScript answers it. */
+export interface PermitAnswer {
+  /** The permit's fencing token (strictly increasing per name), or `null` when refused. */
+  fencingToken: number | bigint | null;
+  /** The permit count stored for the name (the one asked, unless another is in use). */
+  permits: number;
+}
+
+/** A semaphore's state as a backend written in JavaScript answers it. */
+export interface SemaphoreStateAnswer {
+  permits: number;
+  holders: number;
+  waiting: number;
+  fence: number | bigint;
+}
+
+/**
+ * A semaphore store written in JavaScript (Tenure's; grelmicro has none): `acquire` renews the
+ * token's permit (same fencing token) or grants one with the next fencing token while fewer than
+ * the stored count hold. `wait` (ms, or `null`) is how long a refused contender may keep a place
+ * in line; a backend may keep none. Names arrive as `semaphore:pool`; ms.
+ */
+export interface SemaphoreBackend {
+  acquire(
+    call: BackendCall & { token: string; duration: number; permits: number; wait: number | null },
+  ): Answered<PermitAnswer>;
+  release(call: BackendCall & { token: string }): Answered<boolean>;
+  owned(call: BackendCall & { token: string }): Answered<boolean>;
+  state(call: BackendCall): Answered<SemaphoreStateAnswer>;
+  readonly scope?: 'process' | 'host' | 'cluster';
+}
+
 /** Opens the store at `url`: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`, `etcd://…`. */
 export declare function openBackend(url: string): Promise<Backend>;
 /** A store in this process's memory, shared by every lock given it. */
@@ -181,7 +251,7 @@ export interface SemaphoreState {
  * Another count while the name is in use rejects with a `SettingsValidationError`.
  */
 export declare class Semaphore implements Leasing<LockHandle> {
-  constructor(name: string, permits: number, backend: Backend, options?: LockOptions);
+  constructor(name: string, permits: number, backend: Backend | SemaphoreBackend, options?: LockOptions);
   /** On the store of the enclosing `coordination.run()` (else `OutOfContextError`). */
   constructor(name: string, permits: number, options?: LockOptions);
   readonly name: string;
@@ -220,7 +290,7 @@ export interface ReadWriteLockState {
 
 /** A read-write lock, as grelmicro 0.44's: readers share, a writer writes alone. */
 export declare class ReadWriteLock {
-  constructor(name: string, backend: Backend, options?: LockOptions);
+  constructor(name: string, backend: Backend | ReadWriteLockBackend, options?: LockOptions);
   constructor(name: string, options?: LockOptions);
   readonly name: string;
   readonly read: Leasing<ReadHandle>;
@@ -396,16 +466,19 @@ export declare const logger: {
 
 /**
  * One component wiring the backends of every primitive (grelmicro's `Coordination`): a store for
- * all of them, or `{ lock, election }` each on its own. `run(fn)` makes it the backend of every
+ * all of them, or `{ lock, election, readWriteLock, semaphore }` each on its own (a store as
+ * `lock` serves read-write locks and semaphores too). `run(fn)` makes it the backend of every
  * primitive built without one inside `fn` (and what `fn` starts), after judging the backends'
  * reach against `requires` under `GREL_ENVIRONMENT`.
  */
 export declare class Coordination {
   constructor(
-    source?: Backend | LockBackend | LeaderElectionBackend,
+    source?: Backend | LockBackend | LeaderElectionBackend | ReadWriteLockBackend | SemaphoreBackend,
     options?: {
       lock?: Backend | LockBackend;
       election?: Backend | LeaderElectionBackend;
+      readWriteLock?: Backend | ReadWriteLockBackend;
+      semaphore?: Backend | SemaphoreBackend;
       name?: string;
       requires?: 'process' | 'host' | 'cluster';
     },
@@ -417,6 +490,10 @@ export declare class Coordination {
   readonly lockBackend: Backend | LockBackend;
   /** The leader election backend (`CoordinationBackendError` if none is wired). */
   readonly electionBackend: Backend | LeaderElectionBackend;
+  /** The read-write lock backend (`CoordinationBackendError` if none is wired). */
+  readonly readWriteLockBackend: Backend | ReadWriteLockBackend;
+  /** The semaphore backend (`CoordinationBackendError` if none is wired). */
+  readonly semaphoreBackend: Backend | SemaphoreBackend;
   lock(name: string, options?: LockOptions): Lock;
   semaphore(name: string, permits: number, options?: LockOptions): Semaphore;
   readWriteLock(name: string, options?: LockOptions): ReadWriteLock;

@@ -265,17 +265,6 @@ class Lock extends Leasing {
   }
 }
 
-/** `backend` (or the enclosing run's lock store) as a built-in store serving `what`. */
-function builtIn(what, backend, options) {
-  const [store, settings] = resolve('lock', backend, options);
-  if (store instanceof native.Backend && store.kind === 'user') {
-    throw new TypeError(
-      `${what} runs on Tenure's stores (openBackend(), memoryBackend()); a backend written in JavaScript does not serve it yet`,
-    );
-  }
-  return [store, settings];
-}
-
 /**
  * A counting semaphore with leases and fencing tokens: at most `permits` holders of `name` at
  * once, each with a fencing token greater than every earlier permit's, waiters served in arrival
@@ -284,7 +273,7 @@ function builtIn(what, backend, options) {
  */
 class Semaphore extends Leasing {
   constructor(name, permits, backend, options) {
-    const semaphore = now(() => new native.Semaphore(name, permits, ...builtIn('Semaphore', backend, options)));
+    const semaphore = now(() => new native.Semaphore(name, permits, ...resolve('semaphore', backend, options)));
     super(semaphore, (timeout, cancel) => semaphore.acquire(timeout, cancel), () => semaphore.tryAcquire());
   }
 
@@ -312,7 +301,7 @@ class Semaphore extends Leasing {
  */
 class ReadWriteLock extends Configured {
   constructor(name, backend, options) {
-    const lock = now(() => new native.ReadWriteLock(name, ...builtIn('ReadWriteLock', backend, options)));
+    const lock = now(() => new native.ReadWriteLock(name, ...resolve('readWriteLock', backend, options)));
     super(lock);
     /** The read side. */
     this.read = new Leasing(lock, (t, c) => lock.acquire(false, t, c), () => lock.tryAcquire(false), ReadHandle);

@@ -1,18 +1,26 @@
 'use strict';
 // Backends written by users: any object with grelmicro's lock calls — `acquire`, `release`,
-// `locked`, `owned` — or election calls — `acquireOrRenew`, `release`, `get` — is a store. The
-// driver calls it like a built-in one (each call bounded by `backendTimeout`, a late grant given
-// back, a fence that goes back refused); this file calls its methods and checks their answers.
+// `locked`, `owned` —, election calls — `acquireOrRenew`, `release`, `get` —, read-write lock
+// calls — grelmicro 0.44's nine, `acquireRead` … `ownedWrite` — or semaphore calls — `acquire`,
+// `release`, `owned`, `state` — is a store. The driver calls it like a built-in one (each call
+// bounded by `backendTimeout`, a late grant given back, a lock's or a writer's fence that goes
+// back refused); this file calls its methods and checks their answers.
 //
-// A method takes one object: `{ name, token, duration, metadata, signal }` (what the call has;
-// `duration` in ms, `signal` an AbortSignal that aborts when the driver gives the call up) and
-// answers — directly or through a promise —:
+// A method takes one object: `{ name, token, duration, metadata, intent, permits, wait, signal }`
+// (what the call has; `duration` and `wait` in ms, `signal` an AbortSignal that aborts when the
+// driver gives the call up) and answers — directly or through a promise —:
 //   acquire          the fencing token (a positive integer, number or bigint), or null when
 //                    another token holds the lock;
 //   release, locked, owned   a boolean;
 //   acquireOrRenew   the record `{ holder, leaseDuration (ms), acquiredAt, renewedAt (Date or
 //                    ms since the epoch), transitions, metadata }`;
-//   get              that record, or null when nobody leads.
+//   get              that record, or null when nobody leads;
+//   acquireRead, downgrade   the generation read (an integer >= 0), or null when refused;
+//   acquireWrite     `{ fencingToken, poisoned }`, or null when refused;
+//   state            `{ generation, writing, readers, waitingWriters }`;
+//   and the other read-write calls a boolean;
+//   a semaphore's acquire   `{ fencingToken (or null when refused), permits (the stored count) }`;
+//   a semaphore's state     `{ permits, holders, waiting, fence }`.
 // A backend may declare `scope`: 'process', 'host' or 'cluster' (see Coordination).
 
 const native = require('../native/binding.js');
@@ -21,16 +29,25 @@ const { keepThrown } = require('./errors');
 const METHODS = {
   lock: ['acquire', 'release', 'locked', 'owned'],
   election: ['acquireOrRenew', 'release', 'get'],
+  readWriteLock: [
+    'acquireRead',
+    'acquireWrite',
+    'releaseRead',
+    'releaseWrite',
+    'cancelIntent',
+    'downgrade',
+    'state',
+    'ownedRead',
+    'ownedWrite',
+  ],
+  semaphore: ['acquire', 'release', 'owned', 'state'],
 };
-/** The driver's name of a call → the user's method. */
-const CALLED = {
-  acquire: 'acquire',
-  release: 'release',
-  locked: 'locked',
-  owned: 'owned',
-  acquire_or_renew: 'acquireOrRenew',
-  leader_release: 'release',
-  get: 'get',
+/** The protocol of each slot, for messages. */
+const PROTOCOLS = {
+  lock: 'a lock backend',
+  election: 'a leader election backend',
+  readWriteLock: 'a read-write lock backend',
+  semaphore: 'a semaphore backend',
 };
 const MAX_FENCE = (1n << 63n) - 1n;
 
@@ -44,7 +61,7 @@ function serves(value, slot) {
 
 /** Whether `value` has any method of a backend (options never do): it is meant as one. */
 function looksLikeOne(value) {
-  return typeof value === 'object' && value !== null && [...METHODS.lock, ...METHODS.election].some((m) => typeof value[m] === 'function');
+  return typeof value === 'object' && value !== null && Object.values(METHODS).flat().some((m) => typeof value[m] === 'function');
 }
 
 /** The methods `value` lacks to serve `slot`. */
@@ -90,10 +107,13 @@ function toNative(backend) {
   return native.userBackend(runner(backend, label), label, kept, scope);
 }
 
-/** `run([method, args, answer])`: calls the method; returns what aborts it while it runs. */
+/**
+ * `run([method, name, args, answer])`: calls the user's method `name` (the driver's call
+ * `method`, unique across the protocols: `sem_acquire`, `rw_state`, …); returns what aborts it
+ * while it runs.
+ */
 function runner(backend, label) {
-  return ([method, args, answer]) => {
-    const name = CALLED[method];
+  return ([method, name, args, answer]) => {
     const what = `${label}.${name}`;
     // The signal is made when the method first reads it (most never do).
     let controller;
@@ -111,6 +131,11 @@ function runner(backend, label) {
     if (args.token != null) call.token = args.token;
     if (args.duration != null) call.duration = args.duration;
     if (method === 'acquire_or_renew') call.metadata = args.metadata ?? {};
+    if (args.intent != null) call.intent = args.intent;
+    if (args.permits != null) {
+      call.permits = args.permits;
+      call.wait = args.wait ?? null;
+    }
     let result;
     try {
       result = backend[name](call);
@@ -154,6 +179,11 @@ function finish(answer, method, what, value) {
     if (method === 'acquire') answer.fence(fence(value));
     else if (method === 'acquire_or_renew') answer.record(record(value));
     else if (method === 'get') answer.record(value === null ? null : record(value));
+    else if (method === 'acquire_read' || method === 'downgrade') answer.generation(value === null ? null : count(value, 'a generation'));
+    else if (method === 'acquire_write') writeGrant(answer, value);
+    else if (method === 'rw_state') rwState(answer, value);
+    else if (method === 'sem_acquire') permit(answer, value);
+    else if (method === 'sem_state') semState(answer, value);
     else answer.flag(flag(value));
   } catch (error) {
     // Only the checks' own messages are quoted: another error (a throwing getter, a proxy) could
@@ -180,6 +210,68 @@ function fence(value) {
   throw new WrongAnswer(
     `${kindOf(value)}: a fencing token is a positive integer (number or bigint), or null when another token holds the lock`,
   );
+}
+
+/** A whole number >= 0 (number or bigint) as a bigint; `what` names it ("a generation"). */
+function count(value, what) {
+  if (typeof value === 'bigint') {
+    if (value >= 0n && value <= MAX_FENCE) return value;
+    throw new OutOfRange(`${what} out of range: ${what} is an integer from 0 below 2**63`);
+  }
+  if (Number.isSafeInteger(value) && value >= 0) return BigInt(value);
+  throw new WrongAnswer(`${kindOf(value)}: ${what} is a whole number >= 0 (number or bigint)`);
+}
+
+/** A count that fits 32 bits (readers, holders, permits). */
+function small(value, what) {
+  if (Number.isSafeInteger(value) && value >= 0 && value < 2 ** 32) return value;
+  throw new WrongAnswer(`${kindOf(value)}: ${what} is a whole number from 0 below 2**32`);
+}
+
+/** `value`'s fields, or a wrong answer naming what it is not. */
+function fields(value, kind, names) {
+  if (typeof value !== 'object' || value === null) throw new WrongAnswer(`${kindOf(value)}, not ${kind}`);
+  const absent = names.filter((f) => value[f] === undefined);
+  if (absent.length > 0) throw new WrongAnswer(`${kindOf(value)}, not ${kind} (no ${absent.join(', ')})`);
+  return names.map((f) => value[f]);
+}
+
+function writeGrant(answer, value) {
+  if (value === null) return answer.write(null, false);
+  const [token, poisoned] = fields(value, 'a write grant', ['fencingToken', 'poisoned']);
+  if (typeof poisoned !== 'boolean') throw new WrongAnswer(`a write grant whose poisoned is ${kindOf(poisoned)}, not a boolean`);
+  const granted = fence(token);
+  if (granted === null) throw new WrongAnswer('a write grant whose fencingToken is null');
+  answer.write(granted, poisoned);
+}
+
+function rwState(answer, value) {
+  const [generation, writing, readers, waiting] = fields(value, 'a read-write lock state', [
+    'generation',
+    'writing',
+    'readers',
+    'waitingWriters',
+  ]);
+  if (typeof writing !== 'boolean') throw new WrongAnswer(`a state whose writing is ${kindOf(writing)}, not a boolean`);
+  answer.rwState(
+    count(generation, "a state's generation"),
+    writing,
+    small(readers, "a state's readers"),
+    small(waiting, "a state's waitingWriters"),
+  );
+}
+
+function permit(answer, value) {
+  if (typeof value !== 'object' || value === null || value.permits === undefined || !('fencingToken' in value)) {
+    throw new WrongAnswer(`${kindOf(value)}: a permit is { fencingToken (or null), permits }`);
+  }
+  answer.permit(fence(value.fencingToken), small(value.permits, "a permit's permits"));
+}
+
+function semState(answer, value) {
+  const [permits, holders, waiting, last] = fields(value, 'a semaphore state', ['permits', 'holders', 'waiting', 'fence']);
+  const what = (field) => `a state's ${field}`;
+  answer.semState(small(permits, what('permits')), small(holders, what('holders')), small(waiting, what('waiting')), count(last, what('fence')));
 }
 
 function flag(value) {
@@ -225,4 +317,4 @@ function moment(value, field) {
   return ms;
 }
 
-module.exports = { serves, looksLikeOne, missing, toNative, METHODS };
+module.exports = { serves, looksLikeOne, missing, toNative, METHODS, PROTOCOLS };

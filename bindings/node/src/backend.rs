@@ -40,8 +40,9 @@ impl Backend {
     }
 
     pub(crate) fn user(store: UserStore<JsHost>, scope: Option<String>) -> Self {
-        let (lock, leader) = (Arc::new(store.clone()), Arc::new(store));
-        Self { lock, leader, read_write: None, semaphore: None, kind: Kind::User(scope) }
+        let (lock, leader) = (Arc::new(store.clone()), Arc::new(store.clone()));
+        let (read_write, semaphore) = (Some(Arc::new(store.clone()) as _), Some(Arc::new(store) as _));
+        Self { lock, leader, read_write, semaphore, kind: Kind::User(scope) }
     }
 
     /// Its read-write locks, or the error naming the missing slot.

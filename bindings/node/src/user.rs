@@ -1,5 +1,6 @@
-//! Backends written by users in JavaScript: the host of the driver's `tenure::backend::user`,
-//! which bounds the calls, cancels the ones it gives up and refuses a fence that goes back.
+//! Backends written by users in JavaScript (locks, elections, read-write locks, semaphores): the
+//! host of the driver's `tenure::backend::user`, which bounds the calls, cancels the ones it
+//! gives up, checks the answers' ranges and refuses a fence that goes back.
 //!
 //! A call runs on the JavaScript thread that made the store: `lib/user_backend.js`'s `run(method,
 //! args, answer)` calls the user's method with an `AbortSignal`, checks the answer's shape and
@@ -13,7 +14,7 @@ use std::time::Duration;
 use napi::Env;
 use napi::bindgen_prelude::{BigInt, Function, FunctionRef, JsValue, Unknown, ValueType};
 use napi_derive::napi;
-use tenure::backend::user::{self, Call, Host};
+use tenure::backend::user::{self, Call, Host, Method};
 use tenure::core::time::{WallTime, ceil_micros};
 use tenure::core::{BackendError, BackendErrorKind, Metadata};
 use tenure::host::Home;
@@ -22,8 +23,9 @@ use crate::backend::Backend;
 use crate::election::LeaderRecord;
 use crate::event_loop::Inbox;
 
-/// `run(method, args, answer)`: the abort function of the call, if it is still running.
-type Run = FunctionRef<(String, CallArgs, UserAnswer), Unknown<'static>>;
+/// `run(method, name, args, answer)`: the abort function of the call, if it is still running.
+/// `method` is the driver's unique name of the call (`sem_acquire`), `name` the user's method.
+type Run = FunctionRef<(String, String, CallArgs, UserAnswer), Unknown<'static>>;
 type Abort = FunctionRef<(), Unknown<'static>>;
 
 /// The arguments of one call, as `lib/user_backend.js` passes them on.
@@ -34,6 +36,13 @@ pub struct CallArgs {
     /// The lease asked for, in ms (whole microseconds, rounded up).
     pub duration: Option<f64>,
     pub metadata: Option<HashMap<String, String>>,
+    /// Whether a refused writer keeps an intent (`acquireWrite`).
+    pub intent: Option<bool>,
+    /// The permit count (a semaphore's `acquire`).
+    pub permits: Option<u32>,
+    /// How long a refused contender keeps its place in line, ms (a semaphore's `acquire`; absent
+    /// when it keeps none).
+    pub wait: Option<f64>,
 }
 
 /// Where a user's JavaScript backend runs.
@@ -56,7 +65,8 @@ impl Host for JsHost {
 
     fn start(&self, call: Call, answer: user::Answer) -> Option<Abort> {
         let env = Env::from_raw(self.home.env());
-        let label = format!("{}.{}", self.label, call.method.user_name());
+        let name = Self::method_name(call.method);
+        let label = format!("{}.{name}", self.label);
         let run = match self.run.borrow_back(&env) {
             Ok(run) => run,
             Err(_) => {
@@ -65,14 +75,18 @@ impl Host for JsHost {
             }
         };
         #[allow(clippy::cast_precision_loss)] // a lease in µs stays far below 2^53
+        let millis = |d: Duration| ceil_micros(d) as f64 / 1000.0;
         let args = CallArgs {
             name: call.name,
             token: call.token,
-            duration: call.lease.map(|lease| ceil_micros(lease) as f64 / 1000.0),
+            duration: call.lease.map(millis),
             metadata: call.metadata.map(|m| m.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect()),
+            intent: call.intent,
+            permits: call.permits,
+            wait: call.wait.map(millis),
         };
         let method = call.method.as_str().to_owned();
-        match run.call((method, args, UserAnswer(answer))) {
+        match run.call((method, name.to_owned(), args, UserAnswer(answer))) {
             Ok(abort) if abort.get_type().ok() == Some(ValueType::Function) => {
                 unsafe { <Abort as napi::bindgen_prelude::FromNapiValue>::from_napi_value(env.raw(), abort.raw()) }.ok()
             }
@@ -83,6 +97,21 @@ impl Host for JsHost {
                 tracing::error!(backend = %label, error = %e.status, "a backend written in JavaScript could not be called");
                 None
             }
+        }
+    }
+
+    /// JavaScript's names: `acquireOrRenew`, `acquireRead`, `cancelIntent`, ...
+    fn method_name(method: Method) -> &'static str {
+        match method {
+            Method::AcquireOrRenew => "acquireOrRenew",
+            Method::AcquireRead => "acquireRead",
+            Method::AcquireWrite => "acquireWrite",
+            Method::ReleaseRead => "releaseRead",
+            Method::ReleaseWrite => "releaseWrite",
+            Method::CancelIntent => "cancelIntent",
+            Method::OwnedRead => "ownedRead",
+            Method::OwnedWrite => "ownedWrite",
+            other => other.user_name(),
         }
     }
 
@@ -115,7 +144,7 @@ impl UserFences {
 #[napi]
 pub fn user_backend(
     env: &Env,
-    run: Function<'_, (String, CallArgs, UserAnswer), Unknown<'static>>,
+    run: Function<'_, (String, String, CallArgs, UserAnswer), Unknown<'static>>,
     label: String,
     fences: &UserFences,
     scope: Option<String>,
@@ -124,19 +153,86 @@ pub fn user_backend(
     Ok(Backend::user(user::UserStore::new(host, label, fences.0.clone()), scope))
 }
 
-/// The end of one call: one of `fence`, `flag`, `record` or `fail`, once.
+/// The end of one call: one of `fence`, `flag`, `record`, `generation`, `write`, `rwState`,
+/// `permit`, `semState` or `fail`, once. The driver checks the ranges (`tenure::backend::user`).
 #[napi]
 pub struct UserAnswer(user::Answer);
+
+/// A bigint as a u64, or none if it is negative or wider.
+fn unsigned(value: &BigInt) -> Option<u64> {
+    match value.get_u64() {
+        (false, value, true) => Some(value),
+        _ => None,
+    }
+}
 
 #[napi]
 impl UserAnswer {
     /// A fencing token (checked: positive, below 2^63), or `null` when another token holds it.
     #[napi]
     pub fn fence(&self, fence: Option<BigInt>) {
-        match fence.map(|f| f.get_u64()) {
+        match fence.as_ref().map(unsigned) {
             None => self.0.fence(None),
-            Some((false, fence, true)) if fence > 0 && i64::try_from(fence).is_ok() => self.0.fence(Some(fence)),
+            Some(Some(fence)) if fence > 0 && i64::try_from(fence).is_ok() => self.0.fence(Some(fence)),
             Some(_) => self.0.unreadable("a fencing token out of range"),
+        }
+    }
+
+    /// A reader's generation, or `null` when refused.
+    #[napi]
+    pub fn generation(&self, generation: Option<BigInt>) {
+        match generation.as_ref().map(unsigned) {
+            None => self.0.generation(None),
+            Some(Some(generation)) => self.0.generation(Some(generation)),
+            Some(None) => self.0.unreadable("a generation out of range"),
+        }
+    }
+
+    /// A write grant, or `null` (no `fence`) when refused.
+    #[napi]
+    pub fn write(&self, fence: Option<BigInt>, poisoned: bool) {
+        match fence.as_ref().map(unsigned) {
+            None => self.0.write(None),
+            Some(Some(fence)) => self.0.write(Some((fence, poisoned))),
+            Some(None) => self.0.unreadable("a write grant's fencing token out of range"),
+        }
+    }
+
+    /// A read-write lock's state.
+    #[napi]
+    pub fn rw_state(&self, generation: BigInt, writing: bool, readers: u32, waiting_writers: u32) {
+        match unsigned(&generation) {
+            Some(generation) => self.0.rw_state(tenure::core::RwState {
+                generation,
+                writing,
+                readers: readers as usize,
+                waiting_writers: waiting_writers as usize,
+            }),
+            None => self.0.unreadable("a state whose generation is out of range"),
+        }
+    }
+
+    /// A semaphore's permit (no `fence`: refused) with the stored count.
+    #[napi]
+    pub fn permit(&self, fence: Option<BigInt>, permits: u32) {
+        match fence.as_ref().map(unsigned) {
+            None => self.0.permit(None, permits),
+            Some(Some(fence)) => self.0.permit(Some(fence), permits),
+            Some(None) => self.0.unreadable("a permit's fencing token out of range"),
+        }
+    }
+
+    /// A semaphore's state.
+    #[napi]
+    pub fn sem_state(&self, permits: u32, holders: u32, waiting: u32, fence: BigInt) {
+        match unsigned(&fence) {
+            Some(fence) => self.0.sem_state(tenure::core::SemState {
+                permits,
+                holders: holders as usize,
+                waiting: waiting as usize,
+                fence,
+            }),
+            None => self.0.unreadable("a state whose fence is out of range"),
         }
     }
 

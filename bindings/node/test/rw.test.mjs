@@ -48,8 +48,8 @@ for (const [kind, backend] of Object.entries(stores)) {
   });
 }
 
-test('a read-write lock needs a built-in store', () => {
+test('a lock backend is no read-write lock backend, and says what it lacks', () => {
   const user = { acquire: async () => 1n, release: async () => true, locked: async () => false, owned: async () => true };
-  assert.throws(() => new ReadWriteLock('doc', user), /does not serve it yet/);
+  assert.throws(() => new ReadWriteLock('doc', user), /read-write lock backend: \w+ has no acquireRead, acquireWrite, releaseRead/);
   assert.equal(new ReadWriteLock('doc', memoryBackend()).name, 'doc');
 });

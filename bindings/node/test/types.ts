@@ -2,7 +2,7 @@
 // shapes users write (scripts/test-node.sh).
 import type { LockBackend } from 'tenure';
 import { Coordination, LeaderElection, Lock, ReadWriteLock, Semaphore, TaskLock, LockLostError, LockTimeoutError, TenureError, WouldBlockError, logger, memoryBackend, openBackend } from 'tenure';
-import type { ReadHandle, SemaphoreState } from 'tenure';
+import type { ReadHandle, ReadWriteLockBackend, SemaphoreBackend, SemaphoreState, WriteGrantAnswer } from 'tenure';
 import type { LockHandle, LockSettings, LogRecord } from 'tenure';
 
 export async function quickStart(url: string): Promise<bigint> {
@@ -110,4 +110,64 @@ export async function permitsAndSides(): Promise<bigint> {
   const generation: bigint = reader.generation;
   await reader.release();
   return fence + generation + BigInt(state.permits) + (poisoned ? 1n : 0n);
+}
+
+// Read-write lock and semaphore backends written by the user, wired through a Coordination.
+class OneWriter implements ReadWriteLockBackend {
+  #generation = 0;
+  #writer: string | null = null;
+  #readers = new Set<string>();
+  acquireRead({ token }: { token: string }): number | null {
+    if (this.#writer !== null) return null;
+    this.#readers.add(token);
+    return this.#generation;
+  }
+  async acquireWrite({ token }: { token: string; duration: number; intent: boolean }): Promise<WriteGrantAnswer | null> {
+    if (this.#writer === token) return { fencingToken: this.#generation, poisoned: false };
+    if (this.#writer !== null || this.#readers.size > 0) return null;
+    this.#writer = token;
+    this.#generation += 1;
+    return { fencingToken: this.#generation, poisoned: false };
+  }
+  releaseRead({ token }: { token: string }): boolean {
+    return this.#readers.delete(token);
+  }
+  releaseWrite({ token }: { token: string }): boolean {
+    const mine = this.#writer === token;
+    if (mine) this.#writer = null;
+    return mine;
+  }
+  cancelIntent(): boolean {
+    return false;
+  }
+  downgrade({ token }: { token: string; duration: number }): number | null {
+    if (this.#writer !== token) return null;
+    this.#writer = null;
+    this.#readers.add(token);
+    return this.#generation;
+  }
+  state() {
+    return { generation: this.#generation, writing: this.#writer !== null, readers: this.#readers.size, waitingWriters: 0 };
+  }
+  ownedRead({ token }: { token: string }): boolean {
+    return this.#readers.has(token);
+  }
+  ownedWrite({ token }: { token: string }): boolean {
+    return this.#writer === token;
+  }
+}
+
+const onePermit: SemaphoreBackend = {
+  acquire: async ({ permits }) => ({ fencingToken: 1, permits }),
+  release: async () => true,
+  owned: async () => true,
+  state: () => ({ permits: 1, holders: 1, waiting: 0, fence: 1n }),
+};
+
+export async function userSides(): Promise<bigint> {
+  const coordination = new Coordination(undefined, { readWriteLock: new OneWriter(), semaphore: onePermit });
+  const writer = await coordination.readWriteLock('doc').write.acquire();
+  await writer.release();
+  const permit = await new Semaphore('pool', 1, coordination.semaphoreBackend).acquire();
+  return writer.fencingToken + permit.fencingToken;
 }

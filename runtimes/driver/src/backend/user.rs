@@ -46,6 +46,15 @@ pub trait Host: Send + Sync + 'static {
 
     /// On the home's thread: cancels a call the driver gave up.
     fn cancel(&self, running: Self::Running);
+
+    /// The name the user's object has `method` under, for calls and messages (grelmicro's
+    /// snake case by default; JavaScript's hosts answer camel case).
+    fn method_name(method: Method) -> &'static str
+    where
+        Self: Sized,
+    {
+        method.user_name()
+    }
 }
 
 /// A user's backend as the driver calls it.
@@ -97,7 +106,7 @@ impl<H: Host> UserStore<H> {
         // Armed now: a call dropped before its first poll cancels its call too.
         let guard = CancelOnDrop { pending: pending.clone(), home: home.clone(), store: self.0.clone(), armed: true };
         let (inner, name, method) = (self.0.clone(), call.name.clone(), call.method);
-        let answer = Answer { slot: reply.clone(), method };
+        let answer = Answer { slot: reply.clone(), method, name: H::method_name(method) };
         call_on(
             &home,
             Box::new(move || {
@@ -120,12 +129,16 @@ impl<H: Host> UserStore<H> {
             });
             guard.armed = false;
             match reply {
-                Ok(StoreReply::Fence(Some(fence))) if method == Method::Acquire => {
-                    store.fences.note(&store.label, method, &name, fence).map(|()| StoreReply::Fence(Some(fence)))
-                }
+                Ok(StoreReply::Fence(Some(fence))) if method == Method::Acquire => store
+                    .fences
+                    .note(&store.label, H::method_name(method), &name, fence)
+                    .map(|()| StoreReply::Fence(Some(fence))),
                 Ok(StoreReply::Write(Some(grant))) => {
                     let WriteGrant { fence, .. } = grant;
-                    store.fences.note(&store.label, method, &name, fence).map(|()| StoreReply::Write(Some(grant)))
+                    store
+                        .fences
+                        .note(&store.label, H::method_name(method), &name, fence)
+                        .map(|()| StoreReply::Write(Some(grant)))
                 }
                 other => other,
             }
@@ -164,18 +177,13 @@ pub struct Fences(Arc<Mutex<HashMap<String, u64>>>);
 
 impl Fences {
     /// Keeps `fence` as the highest answered for `name`, or fails if it is lower than that.
-    fn note(&self, label: &str, method: Method, name: &str, fence: FencingToken) -> Result<(), BackendError> {
+    fn note(&self, label: &str, method: &str, name: &str, fence: FencingToken) -> Result<(), BackendError> {
         let mut fences = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let highest = fences.entry(name.to_owned()).or_insert(0);
         if fence.get() < *highest {
             return Err(BackendError::new(
                 BackendErrorKind::FenceRegression,
-                format!(
-                    "{label}.{} answered fencing token {} after {} for {name}",
-                    method.user_name(),
-                    fence.get(),
-                    *highest
-                ),
+                format!("{label}.{method} answered fencing token {} after {} for {name}", fence.get(), *highest),
             ));
         }
         *highest = fence.get();

@@ -22,12 +22,19 @@ const MAX_FENCE: u64 = i64::MAX as u64;
 pub struct Answer {
     pub(super) slot: Arc<Slot>,
     pub(super) method: Method,
+    /// The name the user's object has the method under.
+    pub(super) name: &'static str,
 }
 
 impl Answer {
     /// The method it answers.
     pub fn method(&self) -> Method {
         self.method
+    }
+
+    /// The name the user's object has the method under.
+    pub fn method_name(&self) -> &'static str {
+        self.name
     }
 
     /// Answers a fencing token (or none).
@@ -132,7 +139,7 @@ impl Answer {
     }
 
     fn wrong(&self, what: impl std::fmt::Display) {
-        self.unreadable(format!("{} answered {what}", self.method.user_name()));
+        self.unreadable(format!("{} answered {what}", self.name));
     }
 
     /// Hands the reply to the driver; a caller waiting on this thread's loop runs at once.
