@@ -330,6 +330,26 @@ def test_config_and_environment(monkeypatch):
         ReadWriteLock.from_config("doc", object(), backend=MemoryReadWriteLockAdapter())
 
 
+def test_an_extend_after_a_reconfigure_renews_for_the_new_lease_and_the_guard_says_so():
+    async def main():
+        backend = MemoryReadWriteLockAdapter()
+        lock = ReadWriteLock("doc", backend=backend, env_load=False, worker="w1", lease_duration=60)
+        guard = await lock.write.acquire()
+        fence = guard.fencing_token
+        assert guard.expires_in > 50
+        await lock.reconfigure(ReadWriteLockConfig(worker="w1", lease_duration=timedelta(seconds=0.4)))
+        await lock.write.extend()
+        assert 0.2 < guard.expires_in <= 0.4
+        await asyncio.sleep(0.6)
+        # The store agrees: the renewed lease was 0.4 s, so another writer gets in.
+        assert not guard.valid
+        other = ReadWriteLock("doc", backend=backend, env_load=False)
+        async with other.write as next_guard:
+            assert next_guard.poisoned and next_guard.fencing_token == fence + 1
+
+    run(main())
+
+
 def test_the_adapter_answers_grelmicros_backend_calls(store):
     async def main():
         async with store() as provider:

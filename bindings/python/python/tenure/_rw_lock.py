@@ -321,6 +321,7 @@ class _Mode:
         except LockNotOwnedError:
             guard._spend()
             raise
+        guard._lease = float(self._lock._settings["lease_duration"])  # as renewed, after a reconfigure too
         guard._renewed(fence)
 
     async def _downgrade(self, guard: WriteGuard) -> ReadGuard:
