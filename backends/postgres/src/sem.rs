@@ -99,7 +99,8 @@ impl Texts {
     pub(crate) fn new(t: &str, notify: bool) -> Self {
         let notified = if notify {
             format!(
-                "LEFT JOIN LATERAL (SELECT pg_notify('{}', '{t}:' || $1) WHERE h > 0) n ON TRUE",
+                "LEFT JOIN LATERAL (SELECT pg_notify('{}', '{t}:' || $1) WHERE h > 0 OR (w > 0 AND EXISTS \
+                 (SELECT 1 FROM {t}_holders o WHERE o.name = $1 AND o.token <> $2 AND o.kind = 'w'))) n ON TRUE",
                 crate::sql::CHANNEL
             )
         } else {
@@ -108,10 +109,12 @@ impl Texts {
         let live = "expire_at >= NOW()";
         Self {
             acquire: format!("SELECT * FROM {t}_acquire($1, $2, $3::bigint, $4::integer, $5::bigint)"),
-            // Leaves the line and gives the permit back; counts the live permit given back.
+            // Leaves the line and gives the permit back; counts the live permit given back, and
+            // announces it — or a place left while others wait, who may now be let in.
             release: format!(
                 "WITH gone AS (DELETE FROM {t}_holders WHERE name = $1 AND token = $2 RETURNING kind, expire_at), \
-                 counted AS (SELECT count(*) FILTER (WHERE kind = 'h' AND {live}) AS h FROM gone) \
+                 counted AS (SELECT count(*) FILTER (WHERE kind = 'h' AND {live}) AS h, \
+                     count(*) FILTER (WHERE kind = 'w') AS w FROM gone) \
                  SELECT h FROM counted {notified}"
             ),
             owned: format!("SELECT 1 FROM {t}_holders WHERE name = $1 AND token = $2 AND kind = 'h' AND {live}"),

@@ -76,13 +76,14 @@ end
 return {0, permits}
 ";
 
-/// `ARGV[1]` token, `ARGV[2]` release channel. 1 iff a live permit went.
+/// `ARGV[1]` token, `ARGV[2]` release channel. 1 iff a live permit went. Publishes when a permit
+/// went, or a place in line went while others wait (those behind it may now be let in).
 const RELEASE: &str = r"
-redis.call('ZREM', KEYS[4], ARGV[1])
+local left = redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('HDEL', KEYS[5], ARGV[1])
 local gone = redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
-if gone == 1 then
+if gone == 1 or (left == 1 and redis.call('ZCARD', KEYS[4]) > 0) then
     redis.call('PUBLISH', ARGV[2], '')
 end
 return gone

@@ -252,8 +252,16 @@ impl SemaphoreOperations for SqliteBackend {
     }
 
     fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
-        let (owned_name, token) = (name.to_owned(), token.to_owned());
-        self.released(name, self.call(move |db| db.sem_release(&owned_name, &token)))
+        let (this, name, token) = (self.clone(), name.to_owned(), token.to_owned());
+        let owned_name = name.clone();
+        let released = self.call(move |db| db.sem_release(&owned_name, &token));
+        async move {
+            let (released, wake) = released.await?;
+            if wake {
+                this.inner.released.ring(&name);
+            }
+            Ok(released)
+        }
     }
 
     fn owned(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {

@@ -135,6 +135,24 @@ pub async fn many_contenders_at_once_get_the_count_exactly(h: &Harness) {
     assert_eq!(call!(h, sem.state(NAME)).holders, 0, "{}: holders after the releases", h.name);
 }
 
+/// A waiter leaving the line while others wait wakes them, as a permit given back does: those
+/// behind it may now be let in (for a store that pushes wake-ups; waiters of others poll).
+pub async fn a_place_left_while_others_wait_wakes_them(h: &Harness) {
+    let (_s, sem) = store(h).await;
+    let wait = Some(LONG);
+    granted(call!(h, sem.acquire(NAME, "a", LONG, 1, wait)), "the holder", h);
+    assert_eq!(call!(h, sem.acquire(NAME, "b", LONG, 1, wait)).fence, None, "{}: b waits", h.name);
+    // As a waiter does: the wake-up taken before its attempt (which subscribes, where a store must).
+    let Some(woken) = sem.wakeup(NAME) else { return };
+    assert_eq!(call!(h, sem.acquire(NAME, "c", LONG, 1, wait)).fence, None, "{}: c waits behind b", h.name);
+    let woken = tokio::spawn(woken);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!woken.is_finished(), "{}: c was woken before anything happened", h.name);
+    assert!(!call!(h, sem.release(NAME, "b")), "{}: leaving the line is no release", h.name);
+    let woke = tokio::time::timeout(Duration::from_secs(5), woken).await;
+    assert!(woke.is_ok(), "{}: c was not woken when b left the line ahead of it", h.name);
+}
+
 /// Random sequences of every semaphore call on two names, against the store model.
 pub async fn sem_sequences_match_the_store_model(h: &Harness) {
     let ops = if matches!(h.clock, crate::Clock::Manual(_)) { 60 } else { 30 };
@@ -152,6 +170,7 @@ macro_rules! sem_conformance_tests {
             another_count_is_refused_while_the_name_is_in_use,
             expired_permits_and_places_go,
             many_contenders_at_once_get_the_count_exactly,
+            a_place_left_while_others_wait_wakes_them,
             sem_sequences_match_the_store_model,
         );
     };

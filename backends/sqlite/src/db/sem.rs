@@ -78,7 +78,12 @@ fn int(conn: &Connection, sql: &str, params: impl rusqlite::Params, what: &str) 
 }
 
 fn run(conn: &Connection, sql: &str, params: impl rusqlite::Params, what: &str) -> Result<(), BackendError> {
-    conn.prepare_cached(sql).and_then(|mut s| s.execute(params)).map(drop).map_err(|e| error(what, e))
+    changed(conn, sql, params, what).map(drop)
+}
+
+/// How many rows `sql` changed.
+fn changed(conn: &Connection, sql: &str, params: impl rusqlite::Params, what: &str) -> Result<usize, BackendError> {
+    conn.prepare_cached(sql).and_then(|mut s| s.execute(params)).map_err(|e| error(what, e))
 }
 
 fn count(conn: &Connection, sql: &Statements, name: &str, kind: &str) -> Result<usize, BackendError> {
@@ -151,13 +156,16 @@ impl Db {
         })
     }
 
-    pub(crate) fn sem_release(&mut self, name: &str, token: &str) -> Result<bool, BackendError> {
+    /// Whether `token` held a live permit, and whether waiters should look again: a permit went,
+    /// or a place in line went while others wait (those behind it may now be let in).
+    pub(crate) fn sem_release(&mut self, name: &str, token: &str) -> Result<(bool, bool), BackendError> {
         self.immediate("semaphore release", |conn, sql, now| {
             let (sql, now) = (&sql.sem, time::to_text(now));
-            run(conn, &sql.delete_waiter, params![name, token], "semaphore release")?;
+            let left = changed(conn, &sql.delete_waiter, params![name, token], "semaphore release")? > 0;
             let released = exists(conn, &sql.delete_holder, params![name, token, now], "semaphore release")?;
             run(conn, &sql.reap, params![name, now], "semaphore reap")?;
-            Ok(released)
+            let wake = released || (left && count(conn, sql, name, "w")? > 0);
+            Ok((released, wake))
         })
     }
 

@@ -49,18 +49,20 @@ impl MemoryBackend {
             model.apply(op, self.now())
         };
         // What may let a waiter in: a release, a reader or writer going, a writer's intent
-        // withdrawn, a writer turned reader (readers wait on it), a permit given back.
+        // withdrawn, a writer turned reader (readers wait on it), a permit given back or a place
+        // in line left.
         match (op, &reply) {
             (
                 StoreOp::LockRelease { key, .. }
                 | StoreOp::LeaderRelease { key, .. }
                 | StoreOp::RwReleaseRead { key, .. }
                 | StoreOp::RwReleaseWrite { key, .. }
-                | StoreOp::RwCancelIntent { key, .. }
-                | StoreOp::SemRelease { key, .. },
+                | StoreOp::RwCancelIntent { key, .. },
                 StoreReply::Flag(true),
             )
-            | (StoreOp::RwDowngrade { key, .. }, StoreReply::Fence(Some(_))) => self.notify(key.as_str()),
+            | (StoreOp::RwDowngrade { key, .. }, StoreReply::Fence(Some(_)))
+            // A waiter leaving the line lets those behind it in too.
+            | (StoreOp::SemRelease { key, .. }, _) => self.notify(key.as_str()),
             _ => {}
         }
         reply
