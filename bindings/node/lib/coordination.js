@@ -43,9 +43,16 @@ function checked(value, what, slot) {
   return value;
 }
 
-/** `source` for `slot`, if it serves it. */
+/**
+ * `source` for `slot`, if it serves it. A user's object that serves locks fills no semaphore
+ * slot: the two share `acquire`, `release` and `owned`, so a lock's `acquire` would get a
+ * semaphore's calls (pass it as `{ semaphore }` to mean it).
+ */
 function servesSlot(source, slot) {
-  return source !== null && (isBackend(source) || user.serves(source, slot)) ? source : null;
+  if (source === null) return null;
+  if (isBackend(source)) return source;
+  const ambiguous = slot === 'semaphore' && user.serves(source, 'lock');
+  return user.serves(source, slot) && !ambiguous ? source : null;
 }
 
 class Coordination {

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import {
   Coordination,
   LockAcquireError,
+  LockNotOwnedError,
   LockOwnedCheckError,
   LockTimeoutError,
   ReadWriteLock,
@@ -167,7 +168,8 @@ test("readers share, a writer's intent holds new readers out, and reads see its 
 test('poisoning, downgrade, and a writer that times out withdraws its intent', async () => {
   const backend = new DictReadWrite();
   const lock = new ReadWriteLock('doc', backend, { leaseDuration: 200 });
-  await lock.write.acquire();
+  // Kept referenced: a handle the garbage collector drops while held is released in the background.
+  const first = await lock.write.acquire();
   await sleep(350); // the lease ends without a release
   const other = new ReadWriteLock('doc', backend);
   const second = await other.write.acquire();
@@ -179,6 +181,7 @@ test('poisoning, downgrade, and a writer that times out withdraws its intent', a
   assert.ok(backend.calls.includes('cancelIntent rwlock:doc'));
   assert.equal((await other.state()).waitingWriters, 0);
   await read.release();
+  await assert.rejects(first.release(), LockNotOwnedError, 'the lapsed lease was not released meanwhile');
 });
 
 test("a user's semaphore admits up to its permits, each with a token of its own; another count is refused", async () => {
@@ -193,7 +196,7 @@ test("a user's semaphore admits up to its permits, each with a token of its own;
         inside += 1;
         most = Math.max(most, inside);
         fences.push(permit.fencingToken);
-        await sleep(30);
+        await sleep(200);
         inside -= 1;
       }),
     ),
@@ -224,6 +227,13 @@ test('Coordination takes user read-write lock and semaphore backends in their sl
     await reader.release();
   });
   assert.throws(() => bare.semaphoreBackend, { code: 'COORDINATION_BACKEND_MISSING' });
+  // An object serving locks and read-write locks has a semaphore's four methods too: as a bare
+  // source it fills no semaphore slot (a lock's acquire would get a semaphore's calls).
+  const both = Object.assign(new DictReadWrite(), { acquire() {}, release() {}, locked() {}, owned() {} });
+  const wired = new Coordination(both);
+  assert.equal(wired.lockBackend, both);
+  assert.equal(wired.readWriteLockBackend, both);
+  assert.throws(() => wired.semaphoreBackend, { code: 'COORDINATION_BACKEND_MISSING' });
   assert.throws(() => new Coordination(undefined, { semaphore: new DictReadWrite() }), /semaphore backend \(acquire, release, owned, state\)/);
 });
 

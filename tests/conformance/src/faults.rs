@@ -23,9 +23,10 @@ pub trait Server {
     fn restart(&mut self);
 }
 
-/// Waits (up to 5 s) until every thread of process `pid` is stopped, as `/proc` shows it:
+/// Waits (up to 20 s) until every thread of process `pid` is stopped, as `/proc` shows it:
 /// `kill -STOP` returns once the signal is sent, and a thread running on another core may
-/// still answer a request sent just after.
+/// still answer a request sent just after (one in uninterruptible I/O, an fsync on a loaded
+/// machine, stops once the I/O is done).
 pub fn wait_stopped(pid: u32) {
     let stopped = || {
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return true };
@@ -38,7 +39,7 @@ pub fn wait_stopped(pid: u32) {
     };
     let start = Instant::now();
     while !stopped() {
-        assert!(start.elapsed() < Duration::from_secs(5), "process {pid} did not stop");
+        assert!(start.elapsed() < Duration::from_secs(20), "process {pid} did not stop within 20 s");
         std::thread::sleep(Duration::from_millis(2));
     }
 }

@@ -23,7 +23,7 @@ from typing import Any, Optional
 from tenure import _scope
 from tenure._providers import _Provider
 from tenure._adapters import _Adapter
-from tenure._user_backend import check, native, serves
+from tenure._user_backend import check, fills, native, serves
 from tenure.errors import CoordinationBackendError, SettingsValidationError
 
 #: The components of the enclosing `async with` blocks, by name (innermost wins).
@@ -108,7 +108,7 @@ class Coordination:
         """A provider fills every slot it has a factory for; a backend the slots it serves."""
         if not isinstance(source, _Provider) and any(serves(source, slot) for slot in _SLOTS):
             for slot in _SLOTS:
-                if serves(source, slot):
+                if fills(source, slot):
                     self._slots[slot] = source
             return
         if not _is_provider(source):

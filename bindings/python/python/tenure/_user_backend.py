@@ -137,6 +137,13 @@ def serves(backend: Any, slot: str) -> bool:
     return all(callable(getattr(backend, m, None)) for m in METHODS[slot])
 
 
+def fills(backend: Any, slot: str) -> bool:
+    """Whether a bare source fills `slot`: it serves it and, for semaphores, serves no locks (the
+    two share `acquire`, `release` and `owned`: a lock's `acquire` would get a semaphore's
+    calls; pass such an object as `semaphore=` to mean it)."""
+    return serves(backend, slot) and not (slot == "semaphore" and serves(backend, "lock"))
+
+
 def check(backend: Any, slot: str, owner: str) -> None:
     """A `TypeError` naming what `backend` lacks to serve `slot`."""
     missing = [m for m in METHODS[slot] if not callable(getattr(backend, m, None))]

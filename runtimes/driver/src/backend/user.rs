@@ -106,7 +106,7 @@ impl<H: Host> UserStore<H> {
         // Armed now: a call dropped before its first poll cancels its call too.
         let guard = CancelOnDrop { pending: pending.clone(), home: home.clone(), store: self.0.clone(), armed: true };
         let (inner, name, method) = (self.0.clone(), call.name.clone(), call.method);
-        let answer = Answer { slot: reply.clone(), method, name: H::method_name(method) };
+        let answer = Answer { slot: reply.clone(), method, name: H::method_name(method), asked: call.permits };
         call_on(
             &home,
             Box::new(move || {

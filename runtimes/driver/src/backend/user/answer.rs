@@ -24,6 +24,8 @@ pub struct Answer {
     pub(super) method: Method,
     /// The name the user's object has the method under.
     pub(super) name: &'static str,
+    /// The permit count asked, for a semaphore's `acquire`.
+    pub(super) asked: Option<u32>,
 }
 
 impl Answer {
@@ -85,14 +87,23 @@ impl Answer {
         if state.writing && state.readers > 0 {
             return self.wrong("a state with a writer and readers at once");
         }
+        if state.writing && state.generation == 0 {
+            return self.wrong("a state with a writer and generation 0: a write's fencing token is at least 1");
+        }
         self.reply(Shape::Rw, StoreReply::Rw(state));
     }
 
     /// Answers a semaphore's permit: its fencing token (none when refused) and the stored count.
+    /// A permit granted under another count than the one asked is refused as unreadable (the
+    /// driver then gives back what may have been granted).
     pub fn permit(&self, fence: Option<u64>, permits: u32) {
         match fence {
             Some(fence) if !(1..=MAX_FENCE).contains(&fence) => self.out_of_range("a permit's", fence),
             _ if permits == 0 => self.wrong("a permit count of 0: a semaphore has at least one permit"),
+            Some(_) if self.asked.is_some_and(|asked| asked != permits) => self.wrong(format!(
+                "a permit granted under a count of {permits} when {} was asked (a refusal answers the stored count with no fencing token)",
+                self.asked.unwrap_or(0)
+            )),
             fence => self.reply(
                 Shape::Permit,
                 StoreReply::Permit(PermitAnswer { fence: fence.map(FencingToken::new), permits }),
@@ -105,7 +116,10 @@ impl Answer {
         if state.fence > MAX_FENCE {
             return self.wrong(format!("a state whose fence {} is not below 2**63", state.fence));
         }
-        if state.permits > 0 && state.holders > state.permits as usize {
+        if state.permits == 0 && (state.holders > 0 || state.waiting > 0) {
+            return self.wrong("a state with holders or waiters and no count (0 permits means nobody holds or waits)");
+        }
+        if state.holders > state.permits as usize {
             return self.wrong(format!("a state with {} holders of {} permits", state.holders, state.permits));
         }
         self.reply(Shape::Sem, StoreReply::Sem(state));

@@ -248,6 +248,9 @@ fn a_writers_fence_below_one_answered_before_is_refused_but_permits_may_answer_o
         second.expect("answered"),
         StoreReply::Permit(PermitAnswer { fence: Some(FencingToken::new(7)), permits: 3 })
     );
+    // A refusal answers the stored count, whatever was asked (the driver names the mismatch).
+    let refused = run(&store, &host, &home, permit("semaphore:pool", "d"), |a| a.permit(None, 2));
+    assert_eq!(refused.expect("answered"), StoreReply::Permit(PermitAnswer { fence: None, permits: 2 }));
     let (started, _) = {
         let mut call = store.execute(permit("semaphore:pool", "c"));
         assert!(block_on(poll_once(&mut call)).is_none());
@@ -264,7 +267,22 @@ fn a_writers_fence_below_one_answered_before_is_refused_but_permits_may_answer_o
 fn answers_out_of_range_or_inconsistent_are_errors_naming_what() {
     let (host, home, store) = setup();
     type Answers = Box<dyn FnOnce(&Answer)>;
-    let cases: [(StoreOp, Answers, &str); 6] = [
+    let cases: [(StoreOp, Answers, &str); 9] = [
+        (
+            StoreOp::RwState { key: key("rwlock:doc") },
+            Box::new(|a| a.rw_state(RwState { generation: 0, writing: true, readers: 0, waiting_writers: 0 })),
+            "state answered a state with a writer and generation 0",
+        ),
+        (
+            StoreOp::SemState { key: key("semaphore:p") },
+            Box::new(|a| a.sem_state(SemState { permits: 0, holders: 2, waiting: 0, fence: 4 })),
+            "state answered a state with holders or waiters and no count",
+        ),
+        (
+            permit("semaphore:p", "a"),
+            Box::new(|a| a.permit(Some(5), 2)),
+            "acquire answered a permit granted under a count of 2 when 3 was asked",
+        ),
         (
             write("rwlock:doc", "w", true),
             Box::new(|a| a.write(Some((0, false)))),
