@@ -43,6 +43,8 @@ pub(crate) fn failed(what: &str, e: &etcd_client::Error) -> BackendError {
     let kind = match e {
         Error::GRpcStatus(status) => match status.code() {
             Code::Unavailable | Code::Aborted => BackendErrorKind::Unavailable,
+            // tonic's status for a connection that broke mid-call (a member killed).
+            Code::Unknown if broken_connection(status) => BackendErrorKind::Unavailable,
             Code::DeadlineExceeded | Code::Cancelled => BackendErrorKind::Timeout,
             Code::Unauthenticated | Code::PermissionDenied | Code::InvalidArgument => BackendErrorKind::Rejected,
             _ => BackendErrorKind::Other,
@@ -51,4 +53,32 @@ pub(crate) fn failed(what: &str, e: &etcd_client::Error) -> BackendError {
         _ => BackendErrorKind::Other,
     };
     BackendError::new(kind, format!("etcd: {what} failed: {e}"))
+}
+
+/// Whether `status` wraps an I/O failure of the connection (a broken pipe, a reset).
+fn broken_connection(status: &tonic::Status) -> bool {
+    let mut source = std::error::Error::source(status);
+    while let Some(e) = source {
+        if e.is::<std::io::Error>() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_broken_mid_call_is_unavailable_and_other_unknowns_are_not() {
+        let broken = std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stream closed because of a broken pipe");
+        let status = tonic::Status::from_error(Box::new(broken));
+        assert_eq!(status.code(), tonic::Code::Unknown);
+        let error = failed("granting a lease of lock:f", &etcd_client::Error::GRpcStatus(status));
+        assert_eq!(error.kind(), BackendErrorKind::Unavailable, "{error}");
+        let unknown = etcd_client::Error::GRpcStatus(tonic::Status::unknown("something else"));
+        assert_eq!(failed("a call", &unknown).kind(), BackendErrorKind::Other);
+    }
 }
