@@ -87,7 +87,7 @@ impl Host for PyHost {
 
     fn start(&self, call: Call, answer: user::Answer) -> Option<Py<PyAny>> {
         Python::attach(|py| {
-            let (method, user_name) = (call.method.as_str(), call.method.user_name());
+            let (method, user_name) = (call.method.as_str(), Self::method_name(call.method));
             let answer = match Py::new(py, Answer(answer)) {
                 Ok(answer) => answer,
                 Err(e) => {
@@ -102,7 +102,7 @@ impl Host for PyHost {
                 Ok(_) => None,
                 // The exception's text stays out of the message (it could hold a token).
                 Err(e) => {
-                    answer.get().0.fail_with(format!("{}.{} failed to start", self.label, call.method.user_name()), e);
+                    answer.get().0.fail_with(format!("{}.{user_name} failed to start", self.label), e);
                     None
                 }
             }

@@ -287,3 +287,29 @@ def test_a_semaphore_backend_gets_its_wait_as_a_timedelta():
         assert any(isinstance(w, timedelta) and w > timedelta(0) for w in backend.waits), backend.waits
 
     run(main())
+
+
+def test_a_rw_backend_annotating_seconds_gets_float_seconds():
+    class SecondsReadWrite(DictReadWrite):
+        def __init__(self):
+            super().__init__()
+            self.durations = []
+
+        async def acquire_read(self, *, name: str, token: str, duration: float):
+            self.durations.append(duration)
+            return await super().acquire_read(name=name, token=token, duration=timedelta(seconds=duration))
+
+        async def acquire_write(self, *, name: str, token: str, duration: float, intent: bool = True):
+            self.durations.append(duration)
+            return await super().acquire_write(name=name, token=token, duration=timedelta(seconds=duration), intent=intent)
+
+    async def main():
+        backend = SecondsReadWrite()
+        lock = ReadWriteLock("doc", backend=backend, env_load=False, lease_duration=timedelta(milliseconds=1500))
+        async with lock.read:
+            pass
+        async with lock.write as guard:
+            assert guard.fencing_token == 1
+        assert backend.durations == [1.5, 1.5]
+
+    run(main())

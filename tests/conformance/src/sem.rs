@@ -136,14 +136,14 @@ pub async fn many_contenders_at_once_get_the_count_exactly(h: &Harness) {
 }
 
 /// A waiter leaving the line while others wait wakes them, as a permit given back does: those
-/// behind it may now be let in (for a store that pushes wake-ups; waiters of others poll).
+/// behind it may now be let in. Every store of the suite pushes wake-ups.
 pub async fn a_place_left_while_others_wait_wakes_them(h: &Harness) {
     let (_s, sem) = store(h).await;
     let wait = Some(LONG);
     granted(call!(h, sem.acquire(NAME, "a", LONG, 1, wait)), "the holder", h);
     assert_eq!(call!(h, sem.acquire(NAME, "b", LONG, 1, wait)).fence, None, "{}: b waits", h.name);
     // As a waiter does: the wake-up taken before its attempt (which subscribes, where a store must).
-    let Some(woken) = sem.wakeup(NAME) else { return };
+    let woken = sem.wakeup(NAME).unwrap_or_else(|| panic!("{}: the store pushes no wake-ups", h.name));
     assert_eq!(call!(h, sem.acquire(NAME, "c", LONG, 1, wait)).fence, None, "{}: c waits behind b", h.name);
     let woken = tokio::spawn(woken);
     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -23,7 +23,7 @@ import sys
 import threading
 import typing
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Optional, Protocol, runtime_checkable
 
@@ -303,7 +303,7 @@ def _rw_state(value: Any) -> tuple[int, bool, int, int]:
 
 def _permit(value: Any) -> tuple[Optional[int], int]:
     """`(fencing_token or None, permits)` from a semaphore's `acquire`."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, typing.Sequence) or len(value) != 2:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != 2:
         raise TypeError(f"a {type(value).__name__}: a permit is (fencing_token or None, permits)")
     fence, permits = value
     count = _count(permits, "a permit whose permits")

@@ -34,11 +34,6 @@ impl Answer {
         self.method
     }
 
-    /// The name the user's object has the method under.
-    pub fn method_name(&self) -> &'static str {
-        self.name
-    }
-
     /// Answers a fencing token (or none).
     pub fn fence(&self, fence: Option<u64>) {
         self.reply(Shape::Fence, StoreReply::Fence(fence.map(FencingToken::new)));
@@ -97,14 +92,14 @@ impl Answer {
     /// A permit granted under another count than the one asked is refused as unreadable (the
     /// driver then gives back what may have been granted).
     pub fn permit(&self, fence: Option<u64>, permits: u32) {
-        match fence {
-            Some(fence) if !(1..=MAX_FENCE).contains(&fence) => self.out_of_range("a permit's", fence),
+        match (fence, self.asked) {
+            (Some(fence), _) if !(1..=MAX_FENCE).contains(&fence) => self.out_of_range("a permit's", fence),
             _ if permits == 0 => self.wrong("a permit count of 0: a semaphore has at least one permit"),
-            Some(_) if self.asked.is_some_and(|asked| asked != permits) => self.wrong(format!(
-                "a permit granted under a count of {permits} when {} was asked (a refusal answers the stored count with no fencing token)",
-                self.asked.unwrap_or(0)
+            (Some(_), Some(asked)) if asked != permits => self.wrong(format!(
+                "a permit granted under a count of {permits} when {asked} was asked (a refusal answers the stored \
+                 count with no fencing token)"
             )),
-            fence => self.reply(
+            (fence, _) => self.reply(
                 Shape::Permit,
                 StoreReply::Permit(PermitAnswer { fence: fence.map(FencingToken::new), permits }),
             ),
