@@ -410,6 +410,22 @@ pub enum BackendErrorKind {
     Other,
 }
 
+impl BackendErrorKind {
+    /// A stable, machine-readable code for this kind (bindings' store error codes).
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Timeout => "STORE_TIMEOUT",
+            Self::Unavailable => "STORE_UNAVAILABLE",
+            Self::Protocol => "STORE_PROTOCOL",
+            Self::MalformedRecord => "STORE_MALFORMED_RECORD",
+            Self::Rejected => "STORE_REJECTED",
+            Self::FenceRegression => "STORE_FENCE_REGRESSION",
+            Self::Closed => "STORE_CLOSED",
+            Self::Other => "STORE_FAILED",
+        }
+    }
+}
+
 impl fmt::Display for BackendErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

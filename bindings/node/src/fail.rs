@@ -40,22 +40,8 @@ impl From<tenure::OpenError> for Fail {
     }
 }
 
-/// The code of a store's failure of `kind`.
-fn store_code(kind: BackendErrorKind) -> &'static str {
-    match kind {
-        BackendErrorKind::Timeout => "STORE_TIMEOUT",
-        BackendErrorKind::Unavailable => "STORE_UNAVAILABLE",
-        BackendErrorKind::Protocol => "STORE_PROTOCOL",
-        BackendErrorKind::MalformedRecord => "STORE_MALFORMED_RECORD",
-        BackendErrorKind::Rejected => "STORE_REJECTED",
-        BackendErrorKind::FenceRegression => "STORE_FENCE_REGRESSION",
-        BackendErrorKind::Closed => "STORE_CLOSED",
-        _ => "STORE_FAILED",
-    }
-}
-
 fn store(e: &BackendError) -> Value {
-    let mut fields = json!({ "code": store_code(e.kind()), "message": e.to_string() });
+    let mut fields = json!({ "code": e.kind().code(), "message": e.to_string() });
     if let Some(Thrown(id)) = std::error::Error::source(e).and_then(|s| s.downcast_ref::<Thrown>()) {
         fields["thrown"] = (*id).into();
     }

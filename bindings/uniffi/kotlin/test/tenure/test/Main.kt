@@ -1,0 +1,12 @@
+package tenure.test
+
+import kotlin.system.exitProcess
+import kotlinx.coroutines.runBlocking
+
+fun main(args: Array<String>) {
+    val suite = Suite()
+    lockTests(suite)
+    val failed = runBlocking { suite.run(args.firstOrNull()) }
+    Stores.closeAll()
+    exitProcess(if (failed == 0) 0 else 1)
+}

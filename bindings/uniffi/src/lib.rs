@@ -1,0 +1,71 @@
+//! # tenure-uniffi
+//!
+//! Tenure through [uniffi](https://mozilla.github.io/uniffi-rs/): the coordination API —
+//! stores opened from a URL, [`Lock`] with fencing tokens and keep-alive, [`TaskLock`],
+//! [`LeaderElection`] with a [`LeadershipListener`] — for Kotlin on the JVM (and Java through
+//! it) and Swift, generated from these definitions. The Kotlin package adds its idioms on top
+//! (`withLock { }`, `lead { }`, `kotlin.time.Duration`, `AutoCloseable`, an exception
+//! hierarchy): `bindings/uniffi/kotlin/`.
+//!
+//! Every call comes twice: `async` (Kotlin `suspend`, Swift `async`), and `*_blocking` for
+//! callers without coroutines (Java). Durations are seconds as `f64` (Swift's `TimeInterval`),
+//! checked by the core; fencing tokens are `i64` (Java's `long`).
+//!
+//! A binding converts, calls the driver and maps errors; it decides nothing.
+
+// A foreign caller holds these types through uniffi's handles, never as Rust values.
+#![allow(unreachable_pub, missing_debug_implementations)]
+// uniffi hands arguments over owned.
+#![allow(clippy::needless_pass_by_value)]
+
+mod election;
+mod error;
+mod guard;
+mod lock;
+mod seconds;
+mod store;
+mod task_lock;
+
+use std::future::Future;
+use std::sync::OnceLock;
+
+use tenure::Runtime;
+use tenure_tokio::Tokio;
+
+pub use election::{
+    ElectionOptions, ElectionSettings, LeaderElection, LeaderRecord, LeadershipListener, ListenerError,
+};
+pub use error::{StoreFailure, TenureError};
+pub use guard::{KeepAliveStop, LockGuard};
+pub use lock::{Lock, LockOptions, LockSettings};
+pub use store::Store;
+pub use task_lock::{TaskLock, TaskLockOptions, TaskLockSettings, TaskRun};
+
+uniffi::setup_scaffolding!("tenure");
+
+/// The tokio runtime every Tenure task of this process runs on (renewals, elections, store
+/// connections). Its threads are native, never attached to the JVM by Tenure, so they never
+/// keep a JVM alive. Made on first use and never dropped: at exit its threads end with the
+/// process.
+fn process_runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("tenure")
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("cannot start tenure's runtime threads: {e}"))
+    })
+}
+
+/// The runtime Tenure's primitives run on.
+fn runtime() -> Tokio {
+    Tokio::from_handle(process_runtime().handle().clone())
+}
+
+/// `work` run to completion on the calling thread (a `*_blocking` call): refused with
+/// `EventLoopDeadlock` on a thread of Tenure's own runtime (a listener calling back in).
+fn block<T>(what: &str, work: impl Future<Output = Result<T, TenureError>>) -> Result<T, TenureError> {
+    runtime().block_on(what, work)?
+}

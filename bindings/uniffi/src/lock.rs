@@ -1,0 +1,130 @@
+//! `Lock`: one holder (its own ownership token) per acquire, proven by the [`LockGuard`] it
+//! gives, so concurrent acquires from one `Lock` contend as separate coroutines or threads do.
+
+use std::sync::Arc;
+
+use tenure_tokio::Tokio;
+
+use crate::guard::LockGuard;
+use crate::seconds::{optional, secs, with_common, with_seconds};
+use crate::store::Store;
+use crate::{TenureError, block, runtime};
+
+/// A lock's settings; what is not given comes from `GREL_LOCK_*` variables (unless
+/// `env_load` is false) or grelmicro's defaults. Durations in seconds.
+#[derive(Debug, Clone, Default, uniffi::Record)]
+pub struct LockOptions {
+    /// This process's identity (a random one if not given).
+    #[uniffi(default = None)]
+    pub worker: Option<String>,
+    /// How long a lease lasts unless renewed (default 60 s).
+    #[uniffi(default = None)]
+    pub lease_duration: Option<f64>,
+    /// Time between attempts while waiting (default 0.1 s).
+    #[uniffi(default = None)]
+    pub retry_interval: Option<f64>,
+    /// Spread of each retry, a factor in [0, 1) (default 0.1).
+    #[uniffi(default = None)]
+    pub retry_jitter: Option<f64>,
+    /// Bound on each store call (default 5 s).
+    #[uniffi(default = None)]
+    pub backend_timeout: Option<f64>,
+    /// Prefix of the environment variables read (default `GREL_LOCK_{NAME}_`).
+    #[uniffi(default = None)]
+    pub env_prefix: Option<String>,
+    /// Whether to read environment variables (default: `GREL_ENV_LOAD`, else yes).
+    #[uniffi(default = None)]
+    pub env_load: Option<bool>,
+}
+
+/// A lock's resolved settings, in seconds.
+#[derive(Debug, Clone, uniffi::Record)]
+pub struct LockSettings {
+    pub worker: String,
+    pub lease_duration: f64,
+    pub retry_interval: f64,
+    pub retry_jitter: f64,
+    pub backend_timeout: f64,
+}
+
+/// A lock on a store.
+#[derive(uniffi::Object)]
+pub struct Lock {
+    inner: tenure::Lock<Tokio>,
+}
+
+#[uniffi::export]
+impl Lock {
+    /// The lock `name` on `store`.
+    #[uniffi::constructor(default(options = None))]
+    pub fn new(name: String, store: Arc<Store>, options: Option<LockOptions>) -> Result<Arc<Self>, TenureError> {
+        let o = options.unwrap_or_default();
+        let builder = tenure::Lock::builder(&name, runtime()).shared_backend(store.inner.locks());
+        let builder = with_seconds!(with_common!(builder, o, retry_jitter), o, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
+        Ok(Arc::new(Self { inner: builder.build()? }))
+    }
+
+    /// The lock name.
+    pub fn name(&self) -> String {
+        self.inner.name().as_str().to_owned()
+    }
+
+    /// The resolved settings.
+    pub fn settings(&self) -> LockSettings {
+        let c = self.inner.config();
+        LockSettings {
+            worker: c.worker().as_str().to_owned(),
+            lease_duration: secs(c.lease_duration()),
+            retry_interval: secs(c.retry_interval()),
+            retry_jitter: c.retry_jitter(),
+            backend_timeout: secs(c.backend_timeout()),
+        }
+    }
+
+    /// Applies the durations and jitter of `options` from the next call on (the worker stays;
+    /// the rest of `options` is ignored).
+    pub fn reconfigure(&self, options: LockOptions) -> Result<(), TenureError> {
+        let mut b = with_seconds!(self.inner.config().to_builder(), options, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
+        if let Some(j) = options.retry_jitter {
+            b = b.retry_jitter(j);
+        }
+        Ok(self.inner.reconfigure(b.build(&mut rand::rng())?)?)
+    }
+
+    /// Acquires, waiting up to `timeout` seconds (forever without one): `LockTimeout` if it
+    /// does not come in time. Cancelling the call never leaves the lock taken.
+    #[uniffi::method(default(timeout = None))]
+    pub async fn acquire(&self, timeout: Option<f64>) -> Result<Arc<LockGuard>, TenureError> {
+        let guard = match optional("timeout", timeout)? {
+            Some(timeout) => self.inner.acquire_timeout(timeout).await?,
+            None => self.inner.acquire().await?,
+        };
+        Ok(LockGuard::new(guard))
+    }
+
+    /// [`Lock::acquire`], blocking the calling thread.
+    #[uniffi::method(default(timeout = None))]
+    pub fn acquire_blocking(&self, timeout: Option<f64>) -> Result<Arc<LockGuard>, TenureError> {
+        block("Lock.acquireBlocking", self.acquire(timeout))
+    }
+
+    /// One attempt: `WouldBlock` if the lock is taken.
+    pub async fn try_acquire(&self) -> Result<Arc<LockGuard>, TenureError> {
+        Ok(LockGuard::new(self.inner.acquire_nowait().await?))
+    }
+
+    /// [`Lock::try_acquire`], blocking the calling thread.
+    pub fn try_acquire_blocking(&self) -> Result<Arc<LockGuard>, TenureError> {
+        block("Lock.tryAcquireBlocking", self.try_acquire())
+    }
+
+    /// Whether anyone holds the lock.
+    pub async fn locked(&self) -> Result<bool, TenureError> {
+        Ok(self.inner.locked().await?)
+    }
+
+    /// [`Lock::locked`], blocking the calling thread.
+    pub fn locked_blocking(&self) -> Result<bool, TenureError> {
+        block("Lock.lockedBlocking", self.locked())
+    }
+}

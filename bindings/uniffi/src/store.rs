@@ -1,0 +1,104 @@
+//! Stores, opened from a URL or grelmicro's environment variables through `tenure-open` (the
+//! one scheme table and the one password masking).
+
+use std::sync::Arc;
+
+use tenure::MemoryBackend;
+use tenure::backend::StoreKind;
+use tenure_open::Target;
+
+use crate::{TenureError, block, runtime};
+
+/// An open store: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`, `etcd://…`.
+/// Locks, task locks and elections made on it share its connection (or file, or memory).
+#[derive(uniffi::Object)]
+pub struct Store {
+    pub(crate) inner: tenure_open::Store,
+}
+
+impl Store {
+    fn new(inner: tenure_open::Store) -> Arc<Self> {
+        Arc::new(Self { inner })
+    }
+
+    async fn open_target(target: Result<Target, TenureError>) -> Result<Arc<Self>, TenureError> {
+        Ok(Self::new(target?.open(runtime()).await?))
+    }
+}
+
+/// The target a URL names.
+fn url_target(url: &str) -> Result<Target, TenureError> {
+    Ok(Target::from_url(url)?)
+}
+
+/// The target grelmicro's variables name for a store of `kind` (`redis`, `postgres`, `sqlite`,
+/// `etcd`), read with `prefix` (the kind's own, `REDIS_` and so on, when `None`).
+fn env_target(kind: &str, prefix: Option<String>) -> Result<Target, TenureError> {
+    let unknown = || {
+        tenure::core::SettingsError::field(
+            "kind",
+            format!("kind must be one of redis, postgres, sqlite, etcd, not {kind:?}"),
+        )
+    };
+    let kind = StoreKind::from_name(kind).filter(|k| *k != StoreKind::Memory).ok_or_else(unknown)?;
+    let prefix = prefix.unwrap_or_else(|| format!("{}_", kind.name().to_uppercase()));
+    Ok(Target::from_env(kind, &prefix)?)
+}
+
+#[uniffi::export]
+impl Store {
+    /// A store in this process's memory: its locks exclude within the process only.
+    #[uniffi::constructor]
+    pub fn memory() -> Arc<Self> {
+        Self::new(tenure_open::Store::Memory(MemoryBackend::new()))
+    }
+
+    /// Opens the store `url` names. A bad URL is a `SettingsValidation` error naming the part
+    /// that is wrong (never showing a password); an unreachable store a `Store` error.
+    #[uniffi::constructor]
+    pub async fn open(url: String) -> Result<Arc<Self>, TenureError> {
+        Self::open_target(url_target(&url)).await
+    }
+
+    /// [`Store::open`], blocking the calling thread.
+    #[uniffi::constructor]
+    pub fn open_blocking(url: String) -> Result<Arc<Self>, TenureError> {
+        block("Store.openBlocking", Self::open(url))
+    }
+
+    /// Opens the store grelmicro's environment variables describe for `kind` (`redis`:
+    /// `REDIS_URL` xor `REDIS_HOST` + `PORT`, `DB`, `PASSWORD`; `postgres`: `POSTGRES_URL` xor
+    /// `POSTGRES_HOST` + …; `sqlite`: `SQLITE_PATH`; `etcd`: `ETCD_URL` xor `ETCD_HOST` + …),
+    /// with another `prefix` if given.
+    #[uniffi::constructor(default(prefix = None))]
+    pub async fn from_env(kind: String, prefix: Option<String>) -> Result<Arc<Self>, TenureError> {
+        Self::open_target(env_target(&kind, prefix)).await
+    }
+
+    /// [`Store::from_env`], blocking the calling thread.
+    #[uniffi::constructor(default(prefix = None))]
+    pub fn from_env_blocking(kind: String, prefix: Option<String>) -> Result<Arc<Self>, TenureError> {
+        block("Store.fromEnvBlocking", Self::from_env(kind, prefix))
+    }
+
+    /// The kind of store: `memory`, `sqlite`, `redis`, `postgres` or `etcd`.
+    pub fn kind(&self) -> String {
+        self.inner.kind().to_string()
+    }
+
+    /// How far its locks exclude: `process` (memory), `host` (SQLite) or `cluster`.
+    pub fn scope(&self) -> String {
+        self.inner.kind().reach().to_string()
+    }
+
+    /// Closes the store for every lock made on it: later calls fail with `BackendNotOpen`-like
+    /// store errors. SQLite first vacates expired leases.
+    pub async fn shutdown(&self) -> Result<(), TenureError> {
+        Ok(self.inner.close().await?)
+    }
+
+    /// [`Store::shutdown`], blocking the calling thread.
+    pub fn shutdown_blocking(&self) -> Result<(), TenureError> {
+        block("Store.close", self.shutdown())
+    }
+}
