@@ -148,6 +148,63 @@ fn a_bounded_acquire_that_times_out_gives_its_place_up() {
     assert!(w.store.lock_queue(&cart, w.now).is_empty());
 }
 
+/// "a" holds "cart"; queued waiter "b" has an attempt in flight, which the store applies (a
+/// place kept) and answers only after `abandon` has run on b.
+fn attempt_answered_after(abandon: impl FnOnce(&mut World, &mut LockMachine)) -> (World, LockMachine, LockMachine) {
+    let mut w = World::new();
+    let config = w.lock_config(ms(60_000));
+    let (mut a, mut b) = (w.lock("cart", "a", &config), w.lock("cart", "b", &config));
+    b.set_queued(Some(WAIT));
+    a.acquire(w.now, None).unwrap();
+    w.pump(&mut a);
+    b.acquire(w.now, None).unwrap();
+    let attempt = w.take(&mut b);
+    let cart = key(KeyKind::Lock, "cart");
+    let (fence, _) = w.store.lock_acquire_queued(&cart, &token("b"), (ms(60_000), WAIT), 0, w.now);
+    assert!(fence.is_none() && !w.store.lock_queue(&cart, w.now).is_empty(), "b keeps a place");
+    abandon(&mut w, &mut b);
+    b.handle_reply(w.now, attempt.id, Ok(StoreReply::Fence(fence)));
+    (w, a, b)
+}
+
+/// b gives its place up (a release, as a queue-keeping store runs it): a's release then hands
+/// the lock to nobody, and it is free.
+fn gives_up_its_place(mut w: World, mut b: LockMachine) {
+    let cart = key(KeyKind::Lock, "cart");
+    let give_up = w.take(&mut b);
+    assert!(matches!(give_up.op, StoreOp::LockRelease { .. }), "{give_up:?}");
+    let (released, _) = w.store.lock_release_queued(&cart, &token("b"), w.now);
+    b.handle_reply(w.now, give_up.id, Ok(StoreReply::Flag(released)));
+    assert!(b.poll_event().is_none(), "quiet: nobody waits for it");
+    let (released, grant) = w.store.lock_release_queued(&cart, &token("a"), w.now);
+    assert!(released && grant.is_none(), "a's release handed the lock to a waiter that left: {grant:?}");
+    assert!(!w.store.lock_locked(&cart, w.now));
+    assert!(b.is_quiescent());
+}
+
+#[test]
+fn an_attempt_cancelled_in_flight_gives_up_the_place_its_refusal_kept() {
+    // Found from Kotlin: a coroutine cancelled while its queued attempt was in flight left its
+    // place; the holder's release then handed the lock to nobody for a whole lease.
+    let (w, _a, b) = attempt_answered_after(|w, b| b.cancel(w.now));
+    gives_up_its_place(w, b);
+}
+
+#[test]
+fn an_attempt_abandoned_at_its_deadline_gives_up_the_place_its_late_refusal_kept() {
+    let (w, _a, b) = attempt_answered_after(|w, b| {
+        b.cancel(w.now);
+        w.advance(ms(6000)); // past the backend timeout: the attempt is orphaned
+        b.handle_timeout(w.now);
+        // Given up at once, not knowing whether the store applied it...
+        let give_up = w.take(b);
+        assert!(matches!(give_up.op, StoreOp::LockRelease { .. }), "{give_up:?}");
+        b.handle_reply(w.now, give_up.id, Ok(StoreReply::Flag(false)));
+    });
+    // ... and again once the late answer says it did.
+    gives_up_its_place(w, b);
+}
+
 #[test]
 fn a_grant_with_a_fence_lower_than_one_seen_fails_and_is_released() {
     let mut w = World::new();

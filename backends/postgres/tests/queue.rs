@@ -90,3 +90,9 @@ async fn a_holder_that_took_the_lock_plainly_leaves_the_queue_when_it_releases()
     let store = Store::of(open_at(&url(), &fresh_tables()).await);
     queue::a_holder_that_took_the_lock_plainly_leaves_the_queue_when_it_releases(&store).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_waiters_leave_no_place_the_lock_is_handed_to() {
+    let store = Store::of(open_at(&url(), &fresh_tables()).await);
+    queue::cancelled_waiters_leave_no_place_the_lock_is_handed_to(&store).await;
+}

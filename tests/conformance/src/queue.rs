@@ -99,3 +99,27 @@ pub async fn a_holder_that_took_the_lock_plainly_leaves_the_queue_when_it_releas
     assert!(store.lock.owned(name, "late").await.expect("owned"), "handed to the waiter behind");
     assert!(!store.lock.owned(name, "early").await.expect("owned"));
 }
+
+/// Waiters cancelled at every point of their wait — between attempts, and with an attempt in
+/// flight that the store answers after the cancel — leave no place in the queue: the holder's
+/// release hands the lock to nobody, and it is free at once, not held for a lease by a waiter
+/// that left (found from Kotlin, where a cancelled coroutine drops the acquire).
+pub async fn cancelled_waiters_leave_no_place_the_lock_is_handed_to(store: &Store) {
+    for round in 0..30u64 {
+        let name = format!("cancelled-{round}");
+        let holder = lock(store, &name, NEVER).acquire().await.expect("holder");
+        // Attempts every millisecond or so: a cancel often lands while one is in flight.
+        let waiter = lock(store, &name, Duration::from_millis(1));
+        let waiting = tokio::spawn(async move { waiter.acquire().await.map(drop) });
+        tokio::time::sleep(Duration::from_micros(3_000 + 397 * round)).await;
+        waiting.abort();
+        assert!(waiting.await.is_err_and(|e| e.is_cancelled()), "round {round}: the waiter was not cancelled");
+        holder.release().await.expect("release");
+        let checker = lock(store, &name, NEVER);
+        let start = Instant::now();
+        while checker.locked().await.expect("locked") {
+            assert!(start.elapsed() < Duration::from_secs(2), "round {round}: handed to a waiter that left");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}

@@ -190,6 +190,8 @@ enum State {
     },
     Cancelling {
         flight: Flight,
+        /// The attempt keeps a place in the store's queue or line if it is refused.
+        placed: bool,
     },
     Downgrading {
         flight: Flight,
@@ -227,9 +229,10 @@ pub struct LockMachine {
     state: State,
     /// The highest fencing token this holder has seen; a store answering lower is refused.
     last_fence: Option<FencingToken>,
-    /// An acquire abandoned at its deadline: if the store applied it after all, its late grant
-    /// is released instead of blocking others for a whole lease.
-    orphan: Option<(OpId, Access)>,
+    /// An acquire abandoned at its deadline (its access, and whether it keeps a place in the
+    /// store's queue or line when refused): if the store applied it after all, its late grant
+    /// or its place is given up instead of blocking others for a whole lease.
+    orphan: Option<(OpId, Access, bool)>,
     /// A push wake-up arrived while an attempt was in flight: if it is refused, retry at once
     /// (the release may have come just after the store refused it).
     wake_pending: bool,
@@ -433,13 +436,14 @@ impl LockMachine {
         let now = self.out.observe(now);
         // A lease that ran out before this reply is reported lost before the reply is read.
         self.check_expiry(now);
-        if let Some((_, sent_as)) = self.orphan.filter(|(orphan, _)| *orphan == id) {
+        if let Some((_, sent_as, placed)) = self.orphan.filter(|(orphan, ..)| *orphan == id) {
             self.orphan = None;
             // Read as the side it was sent for (the holder may have downgraded since).
             let follow = match (Self::answer_as(sent_as, reply), sent_as) {
                 (Answer::Granted { .. }, Access::Write) if self.access != Access::Write => None,
-                // A permit granted or a place kept: both go with a release.
+                // A grant, a permit or a place kept: each goes with a release.
                 (Answer::Granted { .. }, _) | (_, Access::Permit(_)) => Some(LockOp::Release),
+                _ if placed => Some(LockOp::Release),
                 // The abandoned attempt may have left an intent that holds readers out.
                 (_, Access::Write) if self.access == Access::Write => Some(LockOp::Withdraw),
                 _ => None,
@@ -465,12 +469,12 @@ impl LockMachine {
                     self.send_quiet(now, op);
                 }
             }
-            State::Cancelling { flight } if flight.op == id => match self.answer(reply) {
+            State::Cancelling { flight, placed } if flight.op == id => match self.answer(reply) {
                 Answer::Granted { fence, .. } => self.start_release(now, Some(fence), true),
-                // Refused, failed or unreadable: a writer's intent or a permit's place may be
-                // there.
+                // Refused, failed or unreadable: a writer's intent, a permit's place or a queued
+                // waiter's place may be there (a release would hand the lock to nobody).
                 _ if self.access == Access::Write => self.start_withdraw(now),
-                _ if matches!(self.access, Access::Permit(_)) => self.start_release(now, None, true),
+                _ if placed || matches!(self.access, Access::Permit(_)) => self.start_release(now, None, true),
                 _ => self.state = State::Idle,
             },
             State::Downgrading { flight, lease, fence, quiet } if flight.op == id => {
@@ -487,10 +491,11 @@ impl LockMachine {
         let now = self.out.observe(now);
         match self.state {
             State::Waiting { retry_at, lease, attempt } if now >= retry_at => self.attempt(now, lease, attempt),
-            State::Acquiring { flight, .. } | State::Cancelling { flight } if now >= flight.deadline => {
-                let timeout = Err(BackendError::timeout(self.backend_timeout));
-                self.handle_reply(now, flight.op, timeout);
-                self.orphan = Some((flight.op, self.access));
+            State::Acquiring { flight, attempt, .. } if now >= flight.deadline => {
+                self.orphan_at_deadline(now, flight, self.places(attempt));
+            }
+            State::Cancelling { flight, placed } if now >= flight.deadline => {
+                self.orphan_at_deadline(now, flight, placed);
             }
             State::Extending { flight, .. } | State::Releasing { flight, .. } | State::Downgrading { flight, .. }
                 if now >= flight.deadline =>
@@ -599,7 +604,7 @@ impl LockMachine {
             return;
         }
         self.state = match self.state {
-            State::Acquiring { flight, .. } => State::Cancelling { flight },
+            State::Acquiring { flight, attempt, .. } => State::Cancelling { flight, placed: self.places(attempt) },
             State::Waiting { .. } => State::Idle,
             State::Extending { fence, valid_until: Some(valid_until), .. } if now < valid_until => {
                 State::Held { fence, valid_until }
@@ -745,7 +750,7 @@ impl LockMachine {
             State::Extending { flight, valid_until, .. } => earliest([Some(flight.deadline), valid_until]),
             State::Acquiring { flight, .. }
             | State::Releasing { flight, .. }
-            | State::Cancelling { flight }
+            | State::Cancelling { flight, .. }
             | State::Downgrading { flight, .. } => Some(flight.deadline),
             State::Idle | State::Stale { .. } => None,
         }

@@ -113,9 +113,10 @@ impl LockMachine {
             Answer::Failed(cause) => Error::Acquire { name: self.name(), cause },
         };
         // A writer that waited leaves no intent holding readers out for a whole lease, nor a
-        // permit's waiter a place in line (an attempt abandoned at its deadline is withdrawn
-        // again, or its late grant given back, when its answer comes).
-        if matches!(self.access, Access::Write | Access::Permit(_)) && !attempt.nowait {
+        // permit's waiter a place in line, nor a queued waiter a place the store would hand the
+        // lock to (an attempt abandoned at its deadline is withdrawn again, or its late grant
+        // given back, when its answer comes).
+        if !attempt.nowait {
             self.give_up_place(now);
         }
         self.out.emit(LockEvent::Failed(error));

@@ -55,6 +55,20 @@ impl LockMachine {
         self.send_quiet(now, LockOp::Withdraw);
     }
 
+    /// Whether `attempt` keeps a place in the store's queue (a queued lock's waiter) or line (a
+    /// permit's) when the store refuses it.
+    pub(super) fn places(&self, attempt: Attempt) -> bool {
+        self.queue_wait.is_some() && !attempt.nowait && matches!(self.access, Access::Exclusive | Access::Permit(_))
+    }
+
+    /// Gives up on an acquire whose answer did not come by its deadline: the caller hears a
+    /// timeout, and the answer, if it comes, is read as an orphan's.
+    pub(super) fn orphan_at_deadline(&mut self, now: Timestamp, flight: Flight, placed: bool) {
+        let timeout = Err(BackendError::timeout(self.backend_timeout));
+        self.handle_reply(now, flight.op, timeout);
+        self.orphan = Some((flight.op, self.access, placed));
+    }
+
     /// A blocking acquire that ends without the lock gives up its place in the store's queue
     /// or line (and whatever the store handed it meanwhile) or its write intent; false if it
     /// kept none.

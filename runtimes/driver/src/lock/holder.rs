@@ -142,11 +142,12 @@ impl<R: Runtime> LockHolder<R> {
             m.acquire(now, timeout)
         };
         let ended = self.run(start, wakeup, queued, "acquire").await;
-        if ended.is_err() && matches!(access, Access::Write | Access::Permit(_)) {
+        if ended.is_err() && (queued || matches!(access, Access::Write | Access::Permit(_))) {
             // A writer that gives up withdraws its intent before saying so (as grelmicro
-            // awaits it), and a permit's waiter its place in line: a caller that exits at once
-            // (the CLI after a timeout) must not leave an intent that keeps new readers out, or a
-            // place that holds later waiters back, for a lease. Bounded by the backend timeout.
+            // awaits it), and a waiter its place in the queue or line: a caller that exits at once
+            // (the CLI after a timeout) must not leave an intent that keeps new readers out, a
+            // place that holds later waiters back, or one the store would hand the lock to, for a
+            // lease. Bounded by the backend timeout.
             let deadline = shared.runtime.now().saturating_add(shared.config().backend_timeout());
             let _ = shared.runtime.timeout_at(deadline, settle(&shared.runtime, &self.cell, &shared.exec())).await;
         }
