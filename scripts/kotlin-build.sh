@@ -30,6 +30,8 @@ runtime_cp=$kotlin_home/lib/kotlin-stdlib.jar:$kotlin_home/lib/kotlinx-coroutine
 
 flag=()
 [ "$profile" = release ] && flag=(--release)
+# TENURE_UNIFFI_FEATURES=bench adds bench_rust_cycles (scripts/bench-kotlin.sh).
+[ -n "${TENURE_UNIFFI_FEATURES:-}" ] && flag+=(--features "$TENURE_UNIFFI_FEATURES")
 cargo build -q -p tenure-uniffi "${flag[@]}" >&2
 cargo build -q -p tenure-uniffi-bindgen >&2
 lib=target/$profile/libtenure_uniffi.so

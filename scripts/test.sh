@@ -5,8 +5,8 @@
 # members they start, the CLI tests, the
 # examples, the deterministic simulation (1000 fresh seeds, every injected bug caught), the fuzz
 # targets, the Python package's suite on its built wheel, the npm package's suite on its packed
-# tarball, grelmicro 0.44 interop (with the CLI, Node and Python package processes), and the main
-# job.
+# tarball, the JVM package's Kotlin and Java tests (and the Swift bindings' generation), grelmicro
+# 0.44 interop (with the CLI, Node, Python and Kotlin package processes), and the main job.
 # (Benchmarks are type-checked by clippy's --all-targets; run them with `cargo bench`.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -138,7 +138,10 @@ awk '/^```python$/{p=1;next} /^```$/{p=0} p' README.md > target/readme_quickstar
 step "node: build the addon, pack the npm tarball, install it in a fresh directory, run its suite there and tsc --strict"
 node_modules=$(scripts/test-node.sh | tee /dev/stderr | tail -1)
 
-step "interop: grelmicro 0.44, tenure CLI, Node and Python package processes on one SQLite file, one Redis, one PostgreSQL (locks, read-write locks, semaphores); etcdctl beside them on one etcd member"
+step "kotlin: the JVM package (uniffi, kotlinc), its Kotlin suite on every store, a Java program, the quick starts, a JVM exiting while an election runs; the Swift bindings generated and checked against the Kotlin API's shape"
+kotlin_cp=$(scripts/test-kotlin.sh | tail -1)
+
+step "interop: grelmicro 0.44, tenure CLI, Node, Python and Kotlin package processes on one SQLite file, one Redis, one PostgreSQL (locks, read-write locks, semaphores); etcdctl beside them on one etcd member"
 py=$(bash scripts/grelmicro-env.sh | tail -1)
 cargo build -q -p tenure-cli
 # The Python package (the wheel the python step built) beside grelmicro in its interpreter.
@@ -147,10 +150,12 @@ tests/interop/sqlite.sh "$py" target/debug/tenure
 for store in sqlite redis postgres; do TENURE_PYTHON=$py tests/interop/rw.sh "$store" "$py" target/debug/tenure; done
 # Semaphores (Tenure's own): the CLI, the Python package and the npm package on one semaphore.
 for store in sqlite redis postgres; do TENURE_NODE_PATH=$node_modules tests/interop/semaphore.sh "$store" "$py" target/debug/tenure; done
+export TENURE_KOTLIN_CP=$kotlin_cp
 TENURE_NODE_PATH=$node_modules TENURE_PYTHON=$py tests/interop/store.sh redis "$py" target/debug/tenure
 TENURE_NODE_PATH=$node_modules TENURE_PYTHON=$py tests/interop/store.sh postgres "$py" target/debug/tenure
-# etcd's own etcdctl lock and etcdctl elect beside the CLI, Node and Python package processes.
+# etcd's own etcdctl lock and etcdctl elect beside the CLI, Node, Python and Kotlin package processes.
 TENURE_NODE_PATH=$node_modules TENURE_PYTHON=$py tests/interop/etcd.sh target/debug/tenure
+unset TENURE_KOTLIN_CP
 # The Python package and grelmicro in one asyncio program.
 "$py" tests/interop/python_mixed.py "${TENURE_REDIS_URL:-redis://127.0.0.1:6379}"
 # The package's suite again on Python 3.14, where a backend written in Python runs its first step

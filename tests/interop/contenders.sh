@@ -1,5 +1,6 @@
-# Sourced by the interop scripts: the Node and Python package processes that contend beside the
-# others when their paths are given (TENURE_NODE_PATH, TENURE_PYTHON). Appends their pids to
+# Sourced by the interop scripts: the Node, Python and JVM package processes that contend beside
+# the others when their paths are given (TENURE_NODE_PATH, TENURE_PYTHON, TENURE_KOTLIN_CP: the
+# classpath scripts/test-kotlin.sh prints). Appends their pids to
 # `pids`, counts them in `contenders` and names them in `also`; needs `here`.
 package_contenders() {
   local url=$1 name=$2 log=$3 rounds=$4
@@ -12,5 +13,9 @@ package_contenders() {
   if [ -n "${TENURE_PYTHON:-}" ]; then
     "$TENURE_PYTHON" "$here/tenure_py_lock.py" "$url" "$name" "$log" "$rounds" & pids+=($!)
     contenders=$((contenders + 1)) also="$also python"
+  fi
+  if [ -n "${TENURE_KOTLIN_CP:-}" ]; then
+    java -cp "$TENURE_KOTLIN_CP" tenure.interop.Kotlin_lockKt "$url" "$name" "$log" "$rounds" & pids+=($!)
+    contenders=$((contenders + 1)) also="$also kotlin"
   fi
 }

@@ -309,7 +309,8 @@ async fn tell(
             let _ = epoch.wait_for(|e| *e != mine).await;
             false
         };
-        if !futures_lite::future::or(ended, change).await {
+        // A change ready when the epoch moves on (a stop's loss) is told first.
+        if !futures_lite::future::or(change, ended).await {
             return;
         }
         leading = !leading;

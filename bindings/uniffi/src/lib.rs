@@ -18,6 +18,8 @@
 // uniffi hands arguments over owned.
 #![allow(clippy::needless_pass_by_value)]
 
+#[cfg(feature = "bench")]
+mod bench;
 mod election;
 mod error;
 mod guard;

@@ -8,7 +8,7 @@ import kotlinx.coroutines.withContext
  * failure of [end] is thrown, or added as suppressed to the body's own. [end] runs even in a
  * cancelled coroutine, so a lock is released before the cancellation goes on.
  */
-internal suspend inline fun <T> AutoCloseable.ending(crossinline end: suspend () -> Unit, body: () -> T): T {
+internal suspend inline fun <T> ending(crossinline end: suspend () -> Unit, body: () -> T): T {
     var failed: Throwable? = null
     try {
         return body()
@@ -20,8 +20,6 @@ internal suspend inline fun <T> AutoCloseable.ending(crossinline end: suspend ()
             withContext(NonCancellable) { end() }
         } catch (e: Throwable) {
             failed?.addSuppressed(e) ?: throw e
-        } finally {
-            close()
         }
     }
 }

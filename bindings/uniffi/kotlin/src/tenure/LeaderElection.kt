@@ -190,14 +190,8 @@ class LeaderElection @JvmOverloads constructor(name: String, store: Store, optio
         }
     }
 
-    /** Stops the election (releasing leadership at once) and frees the native one. */
-    override fun close() {
-        try {
-            stopBlocking()
-        } finally {
-            raw.close()
-        }
-    }
+    /** Stops the election, releasing leadership at once ([stopBlocking]). */
+    override fun close() = stopBlocking()
 
     override fun toString() = "LeaderElection($name)"
 }

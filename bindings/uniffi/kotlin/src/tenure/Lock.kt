@@ -56,7 +56,7 @@ data class LockSettings(
  * lock.withLock(timeout = 5.seconds) { token -> db.write(order, fence = token) }
  * ```
  */
-class Lock @JvmOverloads constructor(name: String, store: Store, options: LockOptions = LockOptions()) : AutoCloseable {
+class Lock @JvmOverloads constructor(name: String, store: Store, options: LockOptions = LockOptions()) {
     private val raw: Ffi = call { Ffi(name, store.raw, options.raw()) }
 
     /** The lock name. */
@@ -100,11 +100,8 @@ class Lock @JvmOverloads constructor(name: String, store: Store, options: LockOp
      */
     suspend fun <T> withLock(timeout: Duration? = null, block: suspend (fencingToken: Long) -> T): T {
         val guard = acquire(timeout)
-        return guard.ending({ guard.release() }) { block(guard.fencingToken) }
+        return ending({ guard.release() }) { block(guard.fencingToken) }
     }
-
-    /** Frees the native lock (guards it gave keep their leases). */
-    override fun close() = raw.close()
 
     override fun toString() = "Lock($name)"
 }

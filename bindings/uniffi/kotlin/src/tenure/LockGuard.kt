@@ -3,8 +3,11 @@ package tenure
 import java.util.concurrent.atomic.AtomicBoolean
 import kotlin.time.Duration
 import kotlin.time.toKotlinDuration
-import tenure.ffi.KeepAliveStop
+
 import tenure.ffi.LockGuard as Ffi
+
+/** Why a keep-alive stopped renewing on its own: `MAX_HOLD`, `EXPIRED` (renewals did not get through in time) or `LOST` (another holder has it). */
+typealias KeepAliveStop = tenure.ffi.KeepAliveStop
 
 /**
  * One acquisition of a lock, with its fencing token. [close] (Java's try-with-resources,
@@ -16,7 +19,7 @@ class LockGuard internal constructor(private val raw: Ffi) : AutoCloseable {
     private val released = AtomicBoolean(false)
 
     /** The lock name. */
-    val name: String = raw.name()
+    val name: String get() = raw.name()
 
     /** The fencing token of this acquisition: send it with every write the lock protects. */
     val fencingToken: Long get() = raw.fencingToken()
@@ -68,13 +71,9 @@ class LockGuard internal constructor(private val raw: Ffi) : AutoCloseable {
     /** Completes with `true` the moment the lease is lost (or a keep-alive reached its maximum hold), with `false` once it is released. */
     suspend fun lost(): Boolean = raw.lost()
 
-    /** Releases unless released already (see the class), and frees the native guard. */
+    /** Releases unless released already (see the class). */
     override fun close() {
-        try {
-            if (released.compareAndSet(false, true)) call { raw.releaseBlocking() }
-        } finally {
-            raw.close()
-        }
+        if (released.compareAndSet(false, true)) call { raw.releaseBlocking() }
     }
 
     override fun toString() = "LockGuard($name, fencingToken=$fencingToken)"

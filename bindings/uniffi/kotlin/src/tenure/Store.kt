@@ -23,16 +23,10 @@ class Store private constructor(internal val raw: Ffi) : AutoCloseable {
     val scope: String get() = raw.scope()
 
     /** Closes the store (SQLite first vacates expired leases); later calls on it fail. */
-    suspend fun shutdown() {
-        call { raw.shutdown() }
-        raw.close()
-    }
+    suspend fun shutdown() = call { raw.shutdown() }
 
     /** Closes the store, blocking the calling thread: see [shutdown]. */
-    override fun close() {
-        call { raw.shutdownBlocking() }
-        raw.close()
-    }
+    override fun close() = call { raw.shutdownBlocking() }
 
     override fun toString() = "Store($kind)"
 

@@ -51,8 +51,7 @@ data class TaskLockSettings(
  * report.runOnce { token -> build(token) } ?: println("another replica ran it")
  * ```
  */
-class TaskLock @JvmOverloads constructor(name: String, store: Store, options: TaskLockOptions = TaskLockOptions()) :
-    AutoCloseable {
+class TaskLock @JvmOverloads constructor(name: String, store: Store, options: TaskLockOptions = TaskLockOptions()) {
     private val raw: Ffi = call { Ffi(name, store.raw, options.raw()) }
 
     /** The task lock name. */
@@ -91,11 +90,8 @@ class TaskLock @JvmOverloads constructor(name: String, store: Store, options: Ta
         } catch (e: WouldBlockException) {
             return null
         }
-        return run.ending({ run.exit() }) { block(run.fencingToken) }
+        return ending({ run.exit() }) { block(run.fencingToken) }
     }
-
-    /** Frees the native task lock. */
-    override fun close() = raw.close()
 
     override fun toString() = "TaskLock($name)"
 }
@@ -131,12 +127,9 @@ class TaskRun internal constructor(private val raw: FfiRun) : AutoCloseable {
         call { raw.exitBlocking() }
     }
 
+    /** Exits the run unless it exited already. */
     override fun close() {
-        try {
-            if (exited.compareAndSet(false, true)) call { raw.exitBlocking() }
-        } finally {
-            raw.close()
-        }
+        if (exited.compareAndSet(false, true)) call { raw.exitBlocking() }
     }
 
     override fun toString() = "TaskRun(fencingToken=$fencingToken)"

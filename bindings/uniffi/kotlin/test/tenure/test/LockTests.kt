@@ -1,27 +1,210 @@
 // Locks on every store, written the way Kotlin users write them.
 package tenure.test
 
+import java.util.Collections
+import java.util.concurrent.atomic.AtomicInteger
+import kotlin.concurrent.thread
+import kotlin.time.Duration
 import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.Duration.Companion.seconds
+import kotlin.time.TimeSource
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.TimeoutCancellationException
+import kotlinx.coroutines.async
+import kotlinx.coroutines.awaitAll
+import kotlinx.coroutines.cancelAndJoin
+import kotlinx.coroutines.coroutineScope
+import kotlinx.coroutines.delay
+import kotlinx.coroutines.launch
+import kotlinx.coroutines.withContext
+import kotlinx.coroutines.withTimeout
+import kotlinx.coroutines.yield
+import tenure.KeepAliveStop
 import tenure.Lock
+import tenure.LockNotOwnedException
 import tenure.LockOptions
+import tenure.LockTimeoutException
+import tenure.TenureException
+import tenure.WouldBlockException
+
+/** Time for a lease of [lease] to have ended in a store of [kind]: etcd keeps leases in whole seconds, at least 2 s. */
+fun outlast(kind: String, lease: Duration): Duration = if (kind == "etcd") maxOf(lease, 2.seconds) + 1.seconds else lease
+
+/** A lease short enough to outlive a few times in a test, long enough for the store's granularity. */
+fun shortLease(kind: String): Duration = if (kind == "etcd") 2.seconds else 400.milliseconds
 
 fun lockTests(suite: Suite) {
     for (kind in Stores.kinds) {
         suite.test("$kind: a lock cycle gives strictly increasing fencing tokens") {
-            val store = Stores.of(kind)
-            val lock = Lock(Stores.fresh("cycle"), store, LockOptions(leaseDuration = 5.seconds, retryInterval = 10.milliseconds))
+            val lock = Lock(Stores.fresh("cycle"), Stores.of(kind), LockOptions(leaseDuration = 5.seconds))
             val fences = mutableListOf<Long>()
             repeat(3) {
                 val guard = lock.acquire(timeout = 5.seconds)
                 check(guard.isValid) { "a fresh guard is not valid" }
                 check(guard.owned()) { "a fresh guard is not owned" }
                 check(lock.locked()) { "held, but not locked" }
+                assertEquals(guard.fencingToken, guard.extend(), "the fence after an extend")
                 fences += guard.fencingToken
                 guard.release()
+                check(!guard.isValid && !guard.owned()) { "released, but still valid or owned" }
                 check(!lock.locked()) { "released, but locked" }
             }
             checkIncreasing(fences)
+        }
+
+        suite.test("$kind: coroutines take turns, with strictly increasing fencing tokens") {
+            val lock = Lock(Stores.fresh("coroutines"), Stores.of(kind), LockOptions(retryInterval = 10.milliseconds))
+            val inside = AtomicInteger()
+            val fences = Collections.synchronizedList(mutableListOf<Long>())
+            withContext(Dispatchers.Default) {
+                (1..6).map {
+                    async {
+                        repeat(4) {
+                            lock.withLock { token ->
+                                check(inside.incrementAndGet() == 1) { "two coroutines held the lock at once" }
+                                fences += token
+                                delay(1)
+                                inside.decrementAndGet()
+                            }
+                        }
+                    }
+                }.awaitAll()
+            }
+            assertEquals(24, fences.size, "sections")
+            checkIncreasing(fences)
+            check(!lock.locked()) { "every section ended, but the lock is taken" }
+        }
+
+        suite.test("$kind: JVM threads take turns through the blocking calls") {
+            val lock = Lock(Stores.fresh("threads"), Stores.of(kind), LockOptions(retryInterval = 10.milliseconds))
+            val inside = AtomicInteger()
+            val fences = Collections.synchronizedList(mutableListOf<Long>())
+            val failures = Collections.synchronizedList(mutableListOf<Throwable>())
+            val threads = (1..4).map {
+                thread {
+                    try {
+                        repeat(4) {
+                            lock.acquireBlocking(java.time.Duration.ofSeconds(30)).use { guard ->
+                                check(inside.incrementAndGet() == 1) { "two threads held the lock at once" }
+                                fences += guard.fencingToken
+                                Thread.sleep(1)
+                                inside.decrementAndGet()
+                            }
+                        }
+                    } catch (e: Throwable) {
+                        failures += e
+                    }
+                }
+            }
+            withContext(Dispatchers.IO) { threads.forEach { it.join() } }
+            check(failures.isEmpty()) { "a thread failed: ${failures.first()}" }
+            assertEquals(16, fences.size, "sections")
+            checkIncreasing(fences)
+            check(!lock.lockedBlocking()) { "every section ended, but the lock is taken" }
+        }
+
+        suite.test("$kind: a timeout gives up with a LockTimeoutException, which is a WouldBlockException") {
+            val name = Stores.fresh("timeout")
+            val holder = Lock(name, Stores.of(kind)).acquire()
+            val lock = Lock(name, Stores.of(kind), LockOptions(retryInterval = 10.milliseconds))
+            val start = TimeSource.Monotonic.markNow()
+            val e = assertThrows<LockTimeoutException> { lock.acquire(timeout = 150.milliseconds) }
+            check(start.elapsedNow() >= 140.milliseconds) { "gave up after ${start.elapsedNow()}" }
+            check(e is WouldBlockException && e is TenureException) { "not in the hierarchy" }
+            assertEquals("LOCK_TIMEOUT", e.code, "code")
+            assertEquals(name, e.lockName, "lock name")
+            assertEquals(150.milliseconds, e.timeout, "timeout")
+            val refused = assertThrows<WouldBlockException> { lock.tryAcquire() }
+            assertEquals("WOULD_BLOCK", refused.code, "code")
+            check(refused !is LockTimeoutException) { "a refusal is not a timeout" }
+            holder.release()
+            lock.tryAcquire().release()
+        }
+
+        suite.test("$kind: a cancelled acquire never takes the lock later") {
+            val name = Stores.fresh("cancel")
+            val holder = Lock(name, Stores.of(kind)).acquire()
+            val lock = Lock(name, Stores.of(kind), LockOptions(retryInterval = 10.milliseconds))
+            coroutineScope {
+                val waiting = launch { lock.acquire() }
+                delay(100)
+                waiting.cancelAndJoin()
+                check(waiting.isCancelled) { "the waiting acquire was not cancelled" }
+            }
+            assertThrows<TimeoutCancellationException> { withTimeout(100.milliseconds) { lock.acquire() } }
+            holder.release()
+            // Had a cancelled waiter been granted the lock, it would hold it now, with nobody to release it.
+            delay(300)
+            check(!lock.locked()) { "a cancelled acquire took the lock" }
+            lock.tryAcquire().release()
+        }
+
+        suite.test("$kind: withLock releases when its block throws or is cancelled") {
+            val lock = Lock(Stores.fresh("withlock"), Stores.of(kind))
+            assertEquals(42, lock.withLock { 42 }, "the block's value")
+            assertThrows<IllegalStateException> { lock.withLock { error("the job failed") } }
+            check(!lock.locked()) { "an exception left the lock taken" }
+            coroutineScope {
+                val job = launch { lock.withLock { delay(60_000) } }
+                eventually(what = "the block to hold the lock") { lock.locked() }
+                job.cancelAndJoin()
+            }
+            check(!lock.locked()) { "a cancellation left the lock taken" }
+        }
+
+        suite.test("$kind: a kept-alive lease outlives three leases, then ends at its maximum hold") {
+            val lease = shortLease(kind)
+            val name = Stores.fresh("keep")
+            val lock = Lock(name, Stores.of(kind), LockOptions(leaseDuration = lease))
+            val guard = lock.acquire()
+            val fence = guard.fencingToken
+            guard.keepAlive(maxHold = lease * 5)
+            check(guard.keeping) { "not keeping after keepAlive" }
+            delay(lease * 3 + lease / 2)
+            check(guard.isValid && guard.owned()) { "the kept lease ran out" }
+            assertEquals(fence, guard.fencingToken, "the fence of a kept lease")
+            assertThrows<WouldBlockException> { Lock(name, Stores.of(kind)).tryAcquire() }
+            check(withTimeout(lease * 4) { guard.lost() }) { "lost() reported a release at the maximum hold" }
+            assertEquals(KeepAliveStop.MAX_HOLD, guard.keepAliveStop, "why it stopped")
+            eventually(what = "the lock to be free after the maximum hold") { !lock.locked() }
+            assertThrows<LockNotOwnedException> { guard.release() }
+            guard.close() // released already: nothing to do, nothing thrown
+        }
+
+        suite.test("$kind: a lease that runs out is lost, and the next holder gets a higher fence") {
+            val lease = shortLease(kind)
+            val name = Stores.fresh("expiry")
+            val first = Lock(name, Stores.of(kind), LockOptions(leaseDuration = lease)).acquire()
+            check(withTimeout(lease * 2) { first.lost() }) { "lost() said released" }
+            check(!first.isValid) { "valid after its lease ran out" }
+            delay(outlast(kind, lease) - lease)
+            val second = Lock(name, Stores.of(kind), LockOptions(retryInterval = 10.milliseconds)).acquire(timeout = 5.seconds)
+            check(second.fencingToken > first.fencingToken) { "fence ${second.fencingToken} after ${first.fencingToken}" }
+            val e = assertThrows<LockNotOwnedException> { first.release() }
+            assertEquals(name, e.lockName, "lock name")
+            assertThrows<LockNotOwnedException> { first.extend() }
+            second.release()
+            check(!second.lost()) { "lost() of a released guard said lost" }
+        }
+    }
+
+    suite.test("memory: a guard closed by try-with-resources is released before close returns") {
+        val lock = Lock(Stores.fresh("close"), Stores.of("memory"))
+        repeat(50) {
+            lock.acquireBlocking().use { yield() }
+            lock.tryAcquireBlocking().close()
+        }
+        check(!lock.lockedBlocking()) { "closed, but taken" }
+    }
+
+    suite.test("memory: lost() completes with false when another coroutine releases") {
+        val guard = Lock(Stores.fresh("lost"), Stores.of("memory")).acquire()
+        coroutineScope {
+            val watching = async { guard.lost() }
+            delay(50)
+            check(!watching.isCompleted) { "lost() completed while held" }
+            guard.release()
+            check(!watching.await()) { "lost() said lost after a release" }
         }
     }
 }

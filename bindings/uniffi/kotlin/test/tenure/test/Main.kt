@@ -6,6 +6,10 @@ import kotlinx.coroutines.runBlocking
 fun main(args: Array<String>) {
     val suite = Suite()
     lockTests(suite)
+    taskLockTests(suite)
+    electionTests(suite)
+    errorTests(suite)
+    firstLinesTests(suite)
     val failed = runBlocking { suite.run(args.firstOrNull()) }
     Stores.closeAll()
     exitProcess(if (failed == 0) 0 else 1)

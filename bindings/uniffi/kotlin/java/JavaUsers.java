@@ -1,0 +1,89 @@
+// Tenure from Java, written the way Java users write it: try-with-resources guards, blocking
+// calls with java.time.Duration, the exception hierarchy, a leadership listener as a lambda.
+// Usage: java -cp … JavaUsers STORE_URL (exits nonzero on a failed check)
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import tenure.ElectionOptions;
+import tenure.LeaderElection;
+import tenure.Lock;
+import tenure.LockGuard;
+import tenure.LockNotOwnedException;
+import tenure.LockOptions;
+import tenure.LockTimeoutException;
+import tenure.SettingsValidationException;
+import tenure.Store;
+import tenure.TaskLock;
+import tenure.TaskLockOptions;
+import tenure.TaskRun;
+import tenure.TenureException;
+import tenure.WouldBlockException;
+
+public final class JavaUsers {
+    private static void check(boolean condition, String what) {
+        if (!condition) throw new AssertionError(what);
+    }
+
+    public static void main(String[] args) throws Exception {
+        String suffix = "-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
+        try (Store store = Store.openBlocking(args[0])) {
+            Lock lock = new Lock("orders" + suffix, store, new LockOptions().withLeaseDuration(Duration.ofSeconds(30)));
+            long first;
+            try (LockGuard guard = lock.acquireBlocking(Duration.ofSeconds(5))) {
+                first = guard.getFencingToken();
+                check(guard.ownedBlocking(), "a fresh guard is not owned");
+                check(guard.extendBlocking() == first, "an extend changed the fence");
+            }
+            check(!lock.lockedBlocking(), "try-with-resources did not release");
+            try (LockGuard held = lock.tryAcquireBlocking()) {
+                check(held.getFencingToken() > first, "the fence did not grow");
+                try {
+                    new Lock(lock.getName(), store).acquireBlocking(Duration.ofMillis(100));
+                    throw new AssertionError("acquired a held lock");
+                } catch (LockTimeoutException e) {
+                    check(e instanceof WouldBlockException && e instanceof TenureException, "the hierarchy");
+                    check(e.getCode().equals("LOCK_TIMEOUT") && lock.getName().equals(e.getLockName()), "code and name");
+                }
+                held.releaseBlocking();
+                try {
+                    held.releaseBlocking();
+                    throw new AssertionError("released twice");
+                } catch (LockNotOwnedException e) {
+                    check(e.getCode().equals("LOCK_NOT_OWNED"), "code " + e.getCode());
+                }
+            }
+            try {
+                new Lock("orders", store, new LockOptions().withRetryInterval(Duration.ofMillis(-1)));
+                throw new AssertionError("a negative interval was accepted");
+            } catch (SettingsValidationException e) {
+                check("retryInterval".equals(e.getField()), "field " + e.getField());
+            }
+
+            TaskLock task = new TaskLock("report" + suffix, store, new TaskLockOptions().withMinHoldDuration(Duration.ofSeconds(5)));
+            try (TaskRun run = task.enterBlocking()) {
+                check(run.getFencingToken() > 0, "a run's fence");
+            }
+            try {
+                task.enterBlocking();
+                throw new AssertionError("a second run in the window");
+            } catch (WouldBlockException e) {
+                check(e.getCode().equals("WOULD_BLOCK"), "code " + e.getCode());
+            }
+
+            List<Boolean> heard = new CopyOnWriteArrayList<>();
+            ElectionOptions fast = new ElectionOptions()
+                .withLeaseDuration(Duration.ofSeconds(2))
+                .withRenewDeadline(Duration.ofSeconds(1))
+                .withRetryInterval(Duration.ofMillis(50))
+                .withBackendTimeout(Duration.ofMillis(500));
+            try (LeaderElection election = new LeaderElection("leader" + suffix, store, fast)) {
+                election.start(heard::add);
+                check(election.waitForLeaderBlocking(Duration.ofSeconds(10)), "did not lead");
+                check(election.isLeader() && election.getRecord() != null, "no record while leading");
+            }
+            for (int i = 0; i < 100 && heard.size() < 2; i++) Thread.sleep(20);
+            check(heard.equals(List.of(true, false)), "the listener heard " + heard);
+        }
+        System.out.println("java: every check passed");
+    }
+}
