@@ -17,14 +17,16 @@ out=$(java -cp "target/kotlin/release/bench.jar:$cp" tenure.bench.BenchKt "$serv
 redis-cli -u "$server" --scan --pattern 'tenure-bench-kotlin-*' | xargs -r redis-cli -u "$server" del > /dev/null
 us() { echo "$out" | awk -v s="$1" -v k="$2" '$1 == s && $2 == k { print $3 }'; }
 for store in memory redis; do
-  echo "$store, one coroutine's acquire + release (median of $(( 15 )) interleaved slices, us per cycle):"
+  echo "$store, one coroutine's acquire + release (median of 31 interleaved slices, us per cycle):"
   rust=$(us "$store" rust)
-  for step in kotlin-suspend kotlin-withLock kotlin-blocking generated-suspend; do
+  for step in kotlin-suspend kotlin-suspend-default kotlin-withLock kotlin-blocking generated-suspend; do
     awk -v r="$rust" -v k="$(us "$store" "$step")" -v s="$step" 'BEGIN {
-      printf "  %-18s %8.2f us = %.3f x Rust (%.2f us); %.2f us per call over Rust\n", s, k, k / r, r, (k - r) / 2 }'
+      printf "  %-22s %8.2f us = %.3f x Rust (%.2f us); %.2f us per call over Rust\n", s, k, k / r, r, (k - r) / 2 }'
   done
 done
+awk -v s="$(us wake suspend)" -v d="$(us wake suspend-default)" -v b="$(us wake blocking)" 'BEGIN {
+  printf "a wake-up from Tenure'"'"'s runtime (a task sends, the caller receives): in runBlocking %.2f us, on Dispatchers.Default %.2f us, a blocked thread %.2f us\n", s, d, b }'
 awk -v r="$(us memory rust)" -v k="$(us memory kotlin-suspend)" 'BEGIN {
   printf "target: the crossing <= 10 us per call on memory: %.2f us\n", (k - r) / 2 }'
-awk -v r="$(us redis rust)" -v k="$(us redis kotlin-suspend)" 'BEGIN {
-  printf "target: a Redis cycle <= 1.15 x Rust: %.3f x\n", k / r }'
+awk -v r="$(us redis rust)" -v k="$(us redis kotlin-suspend-default)" -v b="$(us redis kotlin-suspend)" -v j="$(us redis kotlin-blocking)" 'BEGIN {
+  printf "target: a Redis cycle <= 1.15 x Rust: a coroutine on Dispatchers.Default %.3f x; in runBlocking %.3f x; blocking %.3f x\n", k / r, b / r, j / r }'

@@ -40,6 +40,7 @@ out=target/kotlin/$profile
 rm -rf "$out/gen" "$out/classes" "$out/native"
 mkdir -p "$out/native/linux-x86-64" "$out/classes"
 target/debug/uniffi-bindgen generate --library "$lib" --language kotlin --no-format --out-dir "$out/gen" > /dev/null
+python3 bindings/uniffi/kotlin/pooled_status.py "$out/gen/tenure/ffi/tenure.kt"
 # The debug library's symbols are not needed to run it, and are most of its size.
 strip --strip-debug -o "$out/native/linux-x86-64/libtenure_uniffi.so" "$lib"
 

@@ -67,10 +67,5 @@ ls target/swift/Tenure.swift target/swift/TenureFFI.h target/swift/TenureFFI.mod
 python3 bindings/uniffi/check_shape.py "$out/gen/tenure/ffi/tenure.kt" target/swift/Tenure.swift >&2
 
 # What the tests left on the machine's stores.
-redis-cli -u "$redis" --scan --pattern 'tenure-kotlin*' | xargs -r redis-cli -u "$redis" del > /dev/null
-psql "$postgres" -qAt -c "
-  DO \$\$ DECLARE t text; BEGIN
-    FOR t IN SELECT tablename FROM pg_tables WHERE tablename LIKE 'kotlin\_%' LOOP EXECUTE 'DROP TABLE ' || quote_ident(t) || ' CASCADE'; END LOOP;
-    FOR t IN SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.proname LIKE 'kotlin\_%' LOOP EXECUTE 'DROP FUNCTION ' || t; END LOOP;
-  END \$\$" > /dev/null
+scripts/clean-stores.sh 'tenure-kotlin*' kotlin
 echo "$root/$out/tests.jar:$cp"

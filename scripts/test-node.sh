@@ -37,11 +37,5 @@ awk '/^```js$/{p=1;next} /^```$/{p=0} p' README.md > "$install/readme_quickstart
 rm -f /tmp/tenure-quickstart-node.db*
 
 # What the suite left on the machine's stores.
-redis=${TENURE_REDIS_URL:-redis://127.0.0.1:6379}
-redis-cli -u "$redis" --scan --pattern 'tenure-node_*' | xargs -r redis-cli -u "$redis" del > /dev/null
-psql "${TENURE_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/test}" -qAt -c "
-  DO \$\$ DECLARE t text; BEGIN
-    FOR t IN SELECT tablename FROM pg_tables WHERE tablename LIKE 'node\_%' LOOP EXECUTE 'DROP TABLE ' || quote_ident(t) || ' CASCADE'; END LOOP;
-    FOR t IN SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.proname LIKE 'node\_%' LOOP EXECUTE 'DROP FUNCTION ' || t; END LOOP;
-  END \$\$" > /dev/null
+scripts/clean-stores.sh 'tenure-node_*' node
 echo "$root/$install/node_modules"

@@ -59,6 +59,25 @@ fn a_single_worker_leads_after_its_first_attempt() {
 }
 
 #[test]
+fn terms_count_each_time_the_worker_becomes_leader_not_its_renewals() {
+    let mut w = World::new();
+    let mut e = election(&mut w, "w1");
+    assert_eq!(e.terms(), 0);
+    e.start(w.now);
+    assert_eq!(w.pump(&mut e), vec![ElectionEvent::Elected]);
+    assert_eq!(e.terms(), 1);
+    w.advance(ms(5));
+    assert!(w.fire(&mut e).is_empty(), "a renewal");
+    assert_eq!(e.terms(), 1, "a renewal is the same term");
+    e.stop(w.now);
+    let _ = w.pump(&mut e);
+    assert!(!e.is_leader(w.now));
+    e.start(w.now);
+    let _ = w.pump(&mut e);
+    assert_eq!(e.terms(), 2);
+}
+
+#[test]
 fn the_renew_deadline_is_reached_at_exactly_renew_deadline() {
     let mut w = World::new();
     let mut e = election(&mut w, "w1");

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use futures_lite::StreamExt as _;
 use napi::bindgen_prelude::{Function, Unknown};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
@@ -138,6 +139,8 @@ impl Election {
     /// Starts the loop (false if it runs already); `onChange(leading)` hears every change.
     #[napi]
     pub fn start(&self, on_change: Function<'_, bool, Unknown<'static>>) -> napi::Result<bool> {
+        // Made before the loop starts, so that no term goes untold.
+        let changes = self.inner.changes();
         if !self.inner.start() {
             return Ok(false);
         }
@@ -145,26 +148,15 @@ impl Election {
             on_change.build_threadsafe_function::<bool>().callee_handled::<false>().weak::<true>().build()?;
         let on_change = Arc::new(on_change);
         let stopped = Arc::new(Flag::default());
-        let (election, tell, stop) = (self.inner.clone(), on_change.clone(), stopped.clone());
+        let (tell, stop) = (on_change.clone(), stopped.clone());
         crate::process_runtime().spawn(async move {
-            let mut leading = false;
+            let mut changes = std::pin::pin!(changes);
             loop {
-                let change = async {
-                    if leading {
-                        election.wait_lose_leader().await;
-                    } else {
-                        election.wait_for_leader().await;
-                    }
-                    true
-                };
                 let ended = async {
                     stop.raised().await;
-                    false
+                    None
                 };
-                if !futures_lite::future::or(ended, change).await {
-                    return;
-                }
-                leading = !leading;
+                let Some(leading) = futures_lite::future::or(ended, changes.next()).await else { return };
                 tell.call(leading, ThreadsafeFunctionCallMode::NonBlocking);
             }
         });

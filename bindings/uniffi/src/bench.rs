@@ -21,3 +21,23 @@ pub fn bench_rust_cycles(store: Arc<Store>, name: String, cycles: u32) -> Result
     })?;
     Ok(start.elapsed().as_secs_f64() * 1e6 / f64::from(cycles.max(1)))
 }
+
+/// Completes once a task of Tenure's runtime has woken it: what a store's answer costs a
+/// suspended coroutine beyond the store (the wake-up from a runtime thread, and its poll).
+#[uniffi::export]
+pub async fn bench_woken() {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    process_runtime().spawn(async move {
+        let _ = tx.send(());
+    });
+    let _ = rx.await;
+}
+
+/// [`bench_woken`], blocking the calling thread.
+#[uniffi::export]
+pub fn bench_woken_blocking() -> Result<(), TenureError> {
+    crate::block("bench", async {
+        bench_woken().await;
+        Ok(())
+    })
+}

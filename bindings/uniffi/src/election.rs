@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use futures_lite::StreamExt as _;
 use tenure::{Metadata, Runtime};
 use tenure_tokio::Tokio;
 
@@ -177,13 +178,15 @@ impl LeaderElection {
     /// given, hears every change of leadership from now on.
     #[uniffi::method(default(listener = None))]
     pub fn start(&self, listener: Option<Box<dyn LeadershipListener>>) -> bool {
+        // Made before the loop starts, so that no term goes untold.
+        let changes = listener.is_some().then(|| self.inner.changes());
         if !self.inner.start() {
             return false;
         }
         let mine = self.next_epoch();
-        if let Some(listener) = listener {
-            let (election, epoch) = (self.inner.clone(), self.epoch.subscribe());
-            process_runtime().spawn(tell(election, Arc::from(listener), epoch, mine));
+        if let (Some(listener), Some(changes)) = (listener, changes) {
+            let told = tell(self.name(), changes, Arc::from(listener), self.epoch.subscribe(), mine);
+            process_runtime().spawn(told);
         }
         true
     }
@@ -289,36 +292,27 @@ impl LeaderElection {
 
 /// Tells `listener` every change of leadership until the election's epoch moves past `mine`.
 async fn tell(
-    election: tenure::LeaderElection<Tokio>,
+    name: String,
+    changes: impl futures_lite::Stream<Item = bool> + Send,
     listener: Arc<dyn LeadershipListener>,
     mut epoch: tokio::sync::watch::Receiver<u64>,
     mine: u64,
 ) {
-    let mut leading = false;
+    let mut changes = std::pin::pin!(changes);
     loop {
-        let change = async {
-            if leading {
-                election.wait_lose_leader().await;
-            } else {
-                election.wait_for_leader().await;
-            }
-            true
-        };
+        let change = changes.next();
         let ended = async {
             // An error: the election object is gone.
             let _ = epoch.wait_for(|e| *e != mine).await;
-            false
+            None
         };
         // A change ready when the epoch moves on (a stop's loss) is told first.
-        if !futures_lite::future::or(change, ended).await {
-            return;
-        }
-        leading = !leading;
+        let Some(leading) = futures_lite::future::or(change, ended).await else { return };
         let listener = listener.clone();
         match tokio::task::spawn_blocking(move || listener.on_change(leading)).await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(name = election.name().as_str(), "the leadership listener failed: {e}"),
-            Err(e) => tracing::warn!(name = election.name().as_str(), "the leadership listener failed: {e}"),
+            Ok(Err(e)) => tracing::warn!(name = name.as_str(), "the leadership listener failed: {e}"),
+            Err(e) => tracing::warn!(name = name.as_str(), "the leadership listener failed: {e}"),
         }
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tenure_tokio::Tokio;
 
 use crate::guard::LockGuard;
-use crate::seconds::{optional, secs, with_common, with_seconds};
+use crate::seconds::{seconds, secs, with_common, with_seconds};
 use crate::store::Store;
 use crate::{TenureError, block, runtime};
 
@@ -91,21 +91,26 @@ impl Lock {
         Ok(self.inner.reconfigure(b.build(&mut rand::rng())?)?)
     }
 
-    /// Acquires, waiting up to `timeout` seconds (forever without one): `LockTimeout` if it
-    /// does not come in time. Cancelling the call never leaves the lock taken.
-    #[uniffi::method(default(timeout = None))]
-    pub async fn acquire(&self, timeout: Option<f64>) -> Result<Arc<LockGuard>, TenureError> {
-        let guard = match optional("timeout", timeout)? {
-            Some(timeout) => self.inner.acquire_timeout(timeout).await?,
-            None => self.inner.acquire().await?,
-        };
-        Ok(LockGuard::new(guard))
+    /// Acquires, waiting as long as it takes. Cancelling the call never leaves the lock taken.
+    pub async fn acquire(&self) -> Result<Arc<LockGuard>, TenureError> {
+        Ok(LockGuard::new(self.inner.acquire().await?))
     }
 
     /// [`Lock::acquire`], blocking the calling thread.
-    #[uniffi::method(default(timeout = None))]
-    pub fn acquire_blocking(&self, timeout: Option<f64>) -> Result<Arc<LockGuard>, TenureError> {
-        block("Lock.acquireBlocking", self.acquire(timeout))
+    pub fn acquire_blocking(&self) -> Result<Arc<LockGuard>, TenureError> {
+        block("Lock.acquireBlocking", self.acquire())
+    }
+
+    /// Acquires, waiting up to `timeout` seconds: `LockTimeout` if it does not come in time.
+    /// (A plain number rather than an optional one: an optional argument costs the JVM an
+    /// allocated buffer per call.)
+    pub async fn acquire_timeout(&self, timeout: f64) -> Result<Arc<LockGuard>, TenureError> {
+        Ok(LockGuard::new(self.inner.acquire_timeout(seconds("timeout", timeout)?).await?))
+    }
+
+    /// [`Lock::acquire_timeout`], blocking the calling thread.
+    pub fn acquire_timeout_blocking(&self, timeout: f64) -> Result<Arc<LockGuard>, TenureError> {
+        block("Lock.acquireBlocking", self.acquire_timeout(timeout))
     }
 
     /// One attempt: `WouldBlock` if the lock is taken.

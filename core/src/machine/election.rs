@@ -112,6 +112,8 @@ pub struct ElectionMachine {
     /// lease is sent.
     leader_until: Timestamp,
     last_confirmed_at: Option<Timestamp>,
+    /// How many times this worker became the leader.
+    terms: u64,
     error_logged_at: Option<Timestamp>,
     record: Option<LeaderRecord>,
     /// A push wake-up arrived while an attempt was in flight: attempt again at once after it.
@@ -144,6 +146,7 @@ impl ElectionMachine {
             leader: false,
             leader_until: now,
             last_confirmed_at: None,
+            terms: 0,
             error_logged_at: None,
             record: None,
             wake_pending: false,
@@ -202,6 +205,12 @@ impl ElectionMachine {
     /// for work that must not overlap a successor.
     pub fn is_leader(&self, now: Timestamp) -> bool {
         self.leader && (now < self.leader_until || bug!(self, LEADER_IGNORES_DEADLINE))
+    }
+
+    /// How many times this worker has become the leader (each [`ElectionEvent::Elected`]): a
+    /// term that began and ended between two looks still counts.
+    pub fn terms(&self) -> u64 {
+        self.terms
     }
 
     /// While leading: the instant this worker stops believing it leads unless renewed.
@@ -436,6 +445,9 @@ impl ElectionMachine {
             return;
         }
         self.leader = leads;
+        if leads {
+            self.terms += 1;
+        }
         self.out.emit(if leads { ElectionEvent::Elected } else { ElectionEvent::Deposed { reason } });
     }
 

@@ -23,6 +23,29 @@ pub async fn election_single_worker_leads_with_its_record<R: Runtime>(rt: R) {
     e.stop().await;
 }
 
+pub async fn election_changes_tell_every_term_in_order<R: Runtime>(rt: R) {
+    use futures_lite::StreamExt as _;
+    let e = election(&rt, MemoryBackend::new(), "w1");
+    let mut changes = std::pin::pin!(e.changes());
+    // Two whole terms before the stream first looks: told as a lead and its end (terms missed
+    // in a row run together, never two alike in a row).
+    for _ in 0..2 {
+        assert!(e.start());
+        e.wait_for_leader().await;
+        e.stop().await;
+    }
+    assert_eq!(changes.next().await, Some(true));
+    assert_eq!(changes.next().await, Some(false));
+    // A term under way is told at its start and its end.
+    assert!(e.start());
+    assert_eq!(changes.next().await, Some(true));
+    e.stop().await;
+    assert_eq!(changes.next().await, Some(false));
+    // Nothing more without a new term.
+    let next = rt.timeout_at(rt.now() + ms(100), changes.next()).await;
+    assert!(next.is_none(), "told {next:?} without a term");
+}
+
 pub async fn election_confirmation_age_and_freshness<R: Runtime>(rt: R) {
     let e = election(&rt, MemoryBackend::new(), "w1");
     assert!(e.last_confirmation_age().is_none());

@@ -72,6 +72,7 @@ macro_rules! suite {
             task_lock::task_lock_reconfigure_swaps_keeps_the_worker_and_applies_to_the_next_enter,
             task_lock::task_lock_enter_right_after_a_dropped_guard,
             election::election_single_worker_leads_with_its_record,
+            election::election_changes_tell_every_term_in_order,
             election::election_confirmation_age_and_freshness,
             election::election_lifecycle_and_stop_clears_at_once,
             election::election_four_workers_one_leader_and_hand_over,

@@ -1,18 +1,22 @@
 // One coroutine's acquire + release from Kotlin beside the same cycle run in Rust in the same
 // process (bench_rust_cycles, the `bench` feature), on memory and on Redis, in interleaved slices:
-// Rust, Kotlin `suspend` (acquire/release), Kotlin `withLock`, Java-style blocking calls, and the
-// generated layer alone (no Kotlin package on top). Prints one `store step microseconds` line per
+// Rust, Kotlin `suspend` (acquire/release) in `runBlocking` and on `Dispatchers.Default`, Kotlin `withLock`, Java-style blocking calls, and the
+// generated layer alone (no Kotlin package on top); then a wake-up from Tenure's runtime alone. Prints one `store step microseconds` line per
 // median; asserts nothing (scripts/bench-kotlin.sh reports the ratios).
 // Usage: java … tenure.bench.BenchKt REDIS_URL
 package tenure.bench
 
+import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withContext
 import tenure.Lock
 import tenure.LockOptions
 import tenure.Store
 import tenure.ffi.benchRustCycles
+import tenure.ffi.benchWoken
+import tenure.ffi.benchWokenBlocking
 
-const val SLICES = 15
+const val SLICES = 31
 
 fun median(xs: List<Double>) = xs.sorted()[xs.size / 2]
 
@@ -36,13 +40,26 @@ fun main(args: Array<String>) = runBlocking {
             val times = mapOf(
                 "rust" to benchRustCycles(raw, "rust", batch.toUInt()),
                 "kotlin-suspend" to timed(batch) { lock.acquire().release() },
+                "kotlin-suspend-default" to withContext(Dispatchers.Default) { timed(batch) { lock.acquire().release() } },
                 "kotlin-withLock" to timed(batch) { lock.withLock { } },
                 "kotlin-blocking" to timed(batch) { lock.acquireBlocking().releaseBlocking() },
-                "generated-suspend" to timed(batch) { rawLock.acquire(null).release() },
+                "generated-suspend" to timed(batch) { rawLock.acquire().release() },
             )
             if (slice > 0) times.forEach { (step, us) -> samples.getOrPut(step) { mutableListOf() } += us }
         }
         for ((step, xs) in samples) println("$kind $step ${"%.2f".format(median(xs))}")
         store.close()
     }
+    // A wake-up from Tenure's runtime into the caller, beside a store's answer: in a coroutine
+    // (uniffi's poll and callback, and the dispatcher's resume) and in a blocked thread.
+    val wakes = mutableMapOf<String, MutableList<Double>>()
+    for (slice in 0..SLICES) {
+        val times = mapOf(
+            "suspend" to timed(500) { benchWoken() },
+            "suspend-default" to withContext(Dispatchers.Default) { timed(500) { benchWoken() } },
+            "blocking" to timed(500) { benchWokenBlocking() },
+        )
+        if (slice > 0) times.forEach { (step, us) -> wakes.getOrPut(step) { mutableListOf() } += us }
+    }
+    for ((step, xs) in wakes) println("wake $step ${"%.2f".format(median(xs))}")
 }

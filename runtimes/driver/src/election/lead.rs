@@ -29,6 +29,39 @@ impl<R: Runtime> LeaderElection<R> {
         watch(cell, runtime, |m: &ElectionMachine, now| m.leading_until().filter(|_| m.is_leader(now))).await;
     }
 
+    /// Each change of this worker's leadership from now on, in order: `true` when it starts
+    /// leading, `false` when it stops (lost, or the election stopped). Edge-triggered: a term
+    /// that began and ended before the stream looked is still told, as `true` then `false`
+    /// (several such terms in a row are told as one); never two alike in a row. What the bindings' leadership listeners hear. Holds the
+    /// election (a handle) while the stream lives.
+    pub fn changes(&self) -> impl futures_lite::Stream<Item = bool> + Send + 'static {
+        let told = self.shared().cell.lock().terms();
+        futures_lite::stream::unfold((self.clone(), false, told), |(election, leading, told)| async move {
+            let cell = &election.shared().cell;
+            let term_after = |seen: u64| async move {
+                loop {
+                    let listener = cell.changed.listen();
+                    let terms = cell.lock().terms();
+                    if terms > seen {
+                        return terms;
+                    }
+                    listener.await;
+                }
+            };
+            if leading {
+                // The told term ends: lost now, or a later term has begun since.
+                future::or(election.wait_lose_leader(), async {
+                    term_after(told).await;
+                })
+                .await;
+                Some((false, (election, false, told)))
+            } else {
+                let term = term_after(told).await;
+                Some((true, (election, true, term)))
+            }
+        })
+    }
+
     /// Runs `work` while this worker leads: waits for leadership, then polls `work` until it
     /// completes (`Some(output)`) or leadership is lost, which drops it (`None`). Cancellation is
     /// cooperative: it lands at the work's next await. Fence writes that must never overlap a

@@ -75,12 +75,13 @@ class Lock @JvmOverloads constructor(name: String, store: Store, options: LockOp
      * not come in time. Cancelling the coroutine never leaves the lock taken, even by a grant that
      * lands afterwards.
      */
-    suspend fun acquire(timeout: Duration? = null): LockGuard = LockGuard(call { raw.acquire(timeout.seconds()) })
+    suspend fun acquire(timeout: Duration? = null): LockGuard =
+        LockGuard(call { if (timeout == null) raw.acquire() else raw.acquireTimeout(timeout.seconds()) })
 
     /** [acquire], blocking the calling thread (for Java: `try (LockGuard g = lock.acquireBlocking(…))`). */
     @JvmOverloads
     fun acquireBlocking(timeout: java.time.Duration? = null): LockGuard =
-        LockGuard(call { raw.acquireBlocking(timeout.seconds()) })
+        LockGuard(call { if (timeout == null) raw.acquireBlocking() else raw.acquireTimeoutBlocking(timeout.seconds()) })
 
     /** One attempt: a [WouldBlockException] if the lock is taken. */
     suspend fun tryAcquire(): LockGuard = LockGuard(call { raw.tryAcquire() })
