@@ -38,7 +38,8 @@ fun main(args: Array<String>) = runBlocking {
         val samples = mutableMapOf<String, MutableList<Double>>()
         for (slice in 0..SLICES) {
             val times = mapOf(
-                "rust" to benchRustCycles(raw, "rust", batch.toUInt()),
+                "rust" to benchRustCycles(raw, "rust", batch.toUInt(), true),
+                "rust-blocked" to benchRustCycles(raw, "rust", batch.toUInt(), false),
                 "kotlin-suspend" to timed(batch) { lock.acquire().release() },
                 "kotlin-suspend-default" to withContext(Dispatchers.Default) { timed(batch) { lock.acquire().release() } },
                 "kotlin-withLock" to timed(batch) { lock.withLock { } },
@@ -51,15 +52,18 @@ fun main(args: Array<String>) = runBlocking {
         store.close()
     }
     // A wake-up from Tenure's runtime into the caller, beside a store's answer: in a coroutine
-    // (uniffi's poll and callback, and the dispatcher's resume) and in a blocked thread.
-    val wakes = mutableMapOf<String, MutableList<Double>>()
-    for (slice in 0..SLICES) {
-        val times = mapOf(
-            "suspend" to timed(500) { benchWoken() },
-            "suspend-default" to withContext(Dispatchers.Default) { timed(500) { benchWoken() } },
-            "blocking" to timed(500) { benchWokenBlocking() },
-        )
-        if (slice > 0) times.forEach { (step, us) -> wakes.getOrPut(step) { mutableListOf() } += us }
+    // (uniffi's poll and callback, and the dispatcher's resume) and in a blocked thread, at once
+    // and 100 us after the call (the caller has parked by then, as it has for a store's answer).
+    for (after in listOf(0uL, 100uL)) {
+        val wakes = mutableMapOf<String, MutableList<Double>>()
+        for (slice in 0..SLICES) {
+            val times = mapOf(
+                "suspend" to timed(300) { benchWoken(after) },
+                "suspend-default" to withContext(Dispatchers.Default) { timed(300) { benchWoken(after) } },
+                "blocking" to timed(300) { benchWokenBlocking(after) },
+            )
+            if (slice > 0) times.forEach { (step, us) -> wakes.getOrPut(step) { mutableListOf() } += us }
+        }
+        for ((step, xs) in wakes) println("wake-$after $step ${"%.2f".format(median(xs))}")
     }
-    for ((step, xs) in wakes) println("wake $step ${"%.2f".format(median(xs))}")
 }
