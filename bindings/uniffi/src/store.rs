@@ -91,8 +91,8 @@ impl Store {
         self.inner.kind().reach().to_string()
     }
 
-    /// Closes the store for every lock made on it: later calls fail with `BackendNotOpen`-like
-    /// store errors. SQLite first vacates expired leases.
+    /// Closes the store for every lock made on it: their later calls fail, with a
+    /// `STORE_CLOSED` store failure behind the error. SQLite first vacates expired leases.
     pub async fn shutdown(&self) -> Result<(), TenureError> {
         Ok(self.inner.close().await?)
     }
