@@ -43,7 +43,8 @@ java -cp "$db/quickstart:$cp" Quickstart >&2
 rm -f /tmp/tenure-quickstart-kotlin.db* /tmp/tenure-quickstart-java.db*
 
 # A JVM returning from main while Tenure works in the background exits at once; close() first
-# releases leadership (the record is gone), without it the lease is left to expire.
+# releases leadership (the record is gone). Without it the lease is left to expire, unless the
+# collector frees the election on the way out, which also releases it (so that is not checked).
 for mode in return close; do
   prefix="tenure-kotlin-exit-$$-$mode:"
   start=$(date +%s%N)
@@ -53,9 +54,7 @@ for mode in return close; do
   leader=$(redis-cli -u "$redis" exists "${prefix}le_us:leader:svc")
   echo "exit ($mode): the JVM exited ${ms} ms after it started; leader record present: $leader" >&2
   [ "$ms" -lt 30000 ] || { echo "the JVM took ${ms} ms to exit" >&2; exit 1; }
-  want=1
-  [ "$mode" = close ] && want=0
-  [ "$leader" = "$want" ] || { echo "leader record present: $leader, expected $want after '$mode'" >&2; exit 1; }
+  [ "$mode" = return ] || [ "$leader" = 0 ] || { echo "the leader record is still there after close()" >&2; exit 1; }
 done
 rm -rf "$db"
 

@@ -29,23 +29,12 @@ mod sem;
 mod task_lock;
 mod user;
 
-use std::sync::OnceLock;
-
 use tenure_tokio::Tokio;
 
-/// The tokio runtime every Tenure task of this process runs on, shared by every JavaScript
-/// thread that loads the addon (`worker_threads`). Made on first use and never dropped: at exit
-/// its threads end with the process, so there is nothing to wait for.
+/// The tokio runtime every Tenure task of this process runs on (renewals, elections, store
+/// connections); its threads never keep the process alive.
 fn process_runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("tenure")
-            .enable_all()
-            .build()
-            .unwrap_or_else(|e| panic!("cannot start tenure's runtime threads: {e}"))
-    })
+    tenure_tokio::process_runtime()
 }
 
 /// The runtime Tenure's locks run on.

@@ -29,8 +29,6 @@ mod store;
 mod task_lock;
 
 use std::future::Future;
-use std::sync::OnceLock;
-
 use tenure::Runtime;
 use tenure_tokio::Tokio;
 
@@ -46,19 +44,9 @@ pub use task_lock::{TaskLock, TaskLockOptions, TaskLockSettings, TaskRun};
 uniffi::setup_scaffolding!("tenure");
 
 /// The tokio runtime every Tenure task of this process runs on (renewals, elections, store
-/// connections). Its threads are native, never attached to the JVM by Tenure, so they never
-/// keep a JVM alive. Made on first use and never dropped: at exit its threads end with the
-/// process.
+/// connections); its threads never keep the process alive.
 fn process_runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("tenure")
-            .enable_all()
-            .build()
-            .unwrap_or_else(|e| panic!("cannot start tenure's runtime threads: {e}"))
-    })
+    tenure_tokio::process_runtime()
 }
 
 /// The runtime Tenure's primitives run on.

@@ -55,6 +55,22 @@ impl Tokio {
     }
 }
 
+/// A tokio runtime for a whole process that has none of its own — what the Node and JVM
+/// packages run Tenure on: made on first use with two worker threads named `tenure`, and never
+/// dropped (at exit its threads end with the process, so there is nothing to wait for). A
+/// process that forks makes its own in the child (the Python package does).
+pub fn process_runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("tenure")
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("cannot start tenure's runtime threads: {e}"))
+    })
+}
+
 impl Runtime for Tokio {
     type Sleep = tokio::time::Sleep;
 
