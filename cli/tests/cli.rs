@@ -120,6 +120,13 @@ fn the_command_status_and_the_failure_codes() {
 }
 
 #[test]
+fn version_prints_the_workspace_version() {
+    let output = Command::new(TENURE).arg("--version").output().expect("run");
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), format!("tenure {}\n", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
 fn bad_urls_and_durations_exit_2_naming_the_problem() {
     let (_dir, url) = workspace();
     for (args, needle) in [

@@ -5,6 +5,15 @@
 const native = require('../native/binding.js');
 const errors = require('./errors');
 
+/** The package's version, which its addon (a per-platform package, or `native/`) must carry too. */
+const { version } = require('../package.json');
+if (native.version() !== version) {
+  throw new Error(
+    `tenure ${version} found an addon built for tenure ${native.version()}: install matching versions ` +
+      `of tenure and its platform package (npm install tenure@${version})`,
+  );
+}
+
 const { fromNative } = errors;
 const asyncDispose = Symbol.asyncDispose || Symbol.for('nodejs.asyncDispose');
 
@@ -99,4 +108,4 @@ class Alive {
   }
 }
 
-module.exports = { Alive, endQuietly, native, errors, asyncDispose, settle, now, waitUnless };
+module.exports = { version, Alive, endQuietly, native, errors, asyncDispose, settle, now, waitUnless };

@@ -4,7 +4,7 @@
 // classes of `./errors`, an `AbortSignal` on every wait, `lock.using(fn)` with a signal that
 // aborts when the lease is lost, and `await using` on handles. Durations are milliseconds.
 
-const { Alive, endQuietly, native, errors, asyncDispose, settle, now, waitUnless } = require('./call');
+const { Alive, endQuietly, native, errors, asyncDispose, settle, now, waitUnless, version } = require('./call');
 const { LeaderElection } = require('./election');
 const { TaskLock, TaskRun } = require('./task_lock');
 const { logger } = require('./logging');
@@ -317,6 +317,7 @@ class ReadWriteLock extends Configured {
 }
 
 module.exports = {
+  version,
   openBackend,
   memoryBackend,
   Lock,

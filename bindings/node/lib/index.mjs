@@ -3,6 +3,7 @@ import tenure from './index.js';
 
 export default tenure;
 export const {
+  version,
   openBackend,
   memoryBackend,
   Lock,

@@ -97,6 +97,12 @@ impl Backend {
     }
 }
 
+/// The workspace version the addon was built from; `lib/` refuses an addon of another version.
+#[napi]
+pub fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
 /// A store in this process's memory.
 #[napi]
 pub fn memory_backend() -> Backend {

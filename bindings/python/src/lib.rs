@@ -185,6 +185,8 @@ macro_rules! common_settings {
 #[pymodule]
 fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     logging::install(std::env::var("TENURE_LOG_DEBUG").is_ok_and(|v| v == "1"));
+    // The workspace version the native module was built from (`tenure.__version__`).
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<backend::Backend>()?;
     m.add_class::<lock::Lock>()?;
     m.add_class::<lock::Holder>()?;

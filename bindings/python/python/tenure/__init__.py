@@ -59,6 +59,9 @@ from tenure.errors import (
     WouldBlockError,
 )
 
+__version__: str = _tenure.__version__
+"""The version of Tenure this package is (the Rust workspace's, which the wheel carries)."""
+
 # At exit, the runtime's threads stop handing results to Python before the interpreter goes.
 atexit.register(_tenure.shutdown)
 

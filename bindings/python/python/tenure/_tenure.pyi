@@ -3,6 +3,7 @@
 from typing import Any, Awaitable, Optional, final
 
 __all__ = [
+    "__version__",
     "Answer",
     "Backend",
     "Fences",
@@ -42,6 +43,8 @@ __all__ = [
 
 _HandleTuple = tuple[str, str, int]
 _RecordTuple = tuple[str, float, int, int, int, dict[str, str]]
+
+__version__: str
 
 @final
 class Backend:
