@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The npm package as users get it: builds the addon, packs the tarball, installs it into a fresh
-# directory and runs the suite there (node's test runner, every store), type-checks a TypeScript
+# The npm package as users get it: builds the portable addon in its platform package and packs the
+# package `tenure` (scripts/addon.sh), installs both tarballs into a fresh directory and runs the suite there (node's test runner, every store), type-checks a TypeScript
 # file written against the installed types with `tsc --strict`, and loads the package through
 # both `require` and `import`. Prints the directory holding the installed node_modules last.
 # Usage: scripts/test-node.sh
@@ -10,22 +10,24 @@ root=$PWD
 command -v node > /dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm > /dev/null; }
 node --version
 
-cd bindings/node
-npm ci --no-audit --no-fund --loglevel=error
-# The debug profile shares the workspace's test build; `npm run build` makes the release addon.
-npx napi build --platform --output-dir native --js binding.js --dts binding.d.ts > /dev/null
-mkdir -p "$root/target/node"
-rm -f "$root"/target/node/tenure-*.tgz
-tarball=$(npm pack --silent --pack-destination "$root/target/node")
-cd "$root"
+# The artifacts users install: the portable linux-x64-gnu addon (glibc >= 2.17, release) in its
+# platform package, and the package `tenure` naming it as an optional dependency.
+rm -f target/node/tenure-*.tgz
+addon=$(scripts/addon.sh linux-x64-gnu target/node | tail -1)
+tarball=$(scripts/addon.sh main target/node | tail -1)
 
 install=target/node/install
 rm -rf "$install"
 mkdir -p "$install"
 cp -r bindings/node/test "$install/test"
 (cd "$install" && echo '{"private": true, "type": "module"}' > package.json \
-  && npm install --no-audit --no-fund --loglevel=error "../$tarball")
-echo "installed $(du -h "target/node/$tarball" | cut -f1) tarball: $(tar -tzf "target/node/$tarball" | tr '\n' ' ')"
+  && npm install --no-audit --no-fund --loglevel=error "$tarball" "$addon")
+# The addon comes from its platform package, not from the main one.
+[ -f "$install/node_modules/tenure-linux-x64-gnu/tenure.linux-x64-gnu.node" ]
+if tar -tzf "$tarball" | grep '\.node$'; then echo "the package tenure carries an addon of its own" >&2; exit 1; fi
+for packed in "$tarball" "$addon"; do
+  echo "installed $(basename "$packed") ($(du -h "$packed" | cut -f1)): $(tar -tzf "$packed" | tr '\n' ' ')"
+done
 
 (cd "$install" && node -e "require('tenure').memoryBackend()" \
   && node --input-type=module -e "import { Lock, memoryBackend } from 'tenure'; new Lock('x', memoryBackend());")
