@@ -42,6 +42,15 @@ if [ -n "$unexpected" ]; then
 fi
 echo "$deps" | tr '\n' ' '; echo
 
+step "features: the store opener and the command built with SQLite alone carry no Redis, PostgreSQL, etcd or TLS crate"
+for only in "tenure-open --features backend-sqlite" "tenure-cli --features sqlite"; do
+  # shellcheck disable=SC2086 # (the package and its feature, split)
+  extra=$(cargo tree -e normal --prefix none --format '{p}' --no-default-features -p $only | awk '{print $1}' | sort -u \
+    | grep -E '^(tenure-redis|redis|tenure-postgres|tokio-postgres|postgres-.*|tenure-etcd|etcd-client|tonic.*|prost.*|rustls.*|ring|openssl.*|native-tls|webpki.*)$' || true)
+  [ -z "$extra" ] || { echo "$only pulls in: $extra" >&2; exit 1; }
+done
+echo ok
+
 step "docs (no broken links)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
@@ -120,14 +129,15 @@ for target in $(cargo fuzz list); do
 done
 unset RUSTC_BOOTSTRAP
 
-step "python: build the abi3 wheel with maturin, install it in a fresh venv, run its suite and stubtest"
+step "python: build the portable wheel users get (manylinux2014 x86_64, abi3, zig), install it in a fresh venv, run its suite and stubtest"
 pyenv_dir=target/python-test-venv
 rm -rf "$pyenv_dir" target/wheels
+wheel=$(scripts/wheel.sh manylinux2014-x86_64 target/wheels | tail -1)
+echo "$(basename "$wheel") ($(du -h "$wheel" | cut -f1))"
 python3 -m venv "$pyenv_dir"
 "$pyenv_dir/bin/pip" install -q --upgrade pip
-"$pyenv_dir/bin/pip" install -q "maturin>=1.16,<2" pytest mypy
-"$pyenv_dir/bin/maturin" build -q -m bindings/python/Cargo.toml -o target/wheels
-"$pyenv_dir/bin/pip" install -q target/wheels/tenure-*.whl
+"$pyenv_dir/bin/pip" install -q pytest mypy
+"$pyenv_dir/bin/pip" install -q "$wheel"
 (cd bindings/python/tests && "../../../$pyenv_dir/bin/python" -m pytest -q -p no:cacheprovider)
 # The README's Python quick start, run as a user would paste it.
 awk '/^```python$/{p=1;next} /^```$/{p=0} p' README.md > target/readme_quickstart.py
@@ -162,6 +172,9 @@ unset TENURE_KOTLIN_CP
 # eagerly (3.12+), beside grelmicro installed in the same interpreter.
 "$py" -m pip install -q pytest
 (cd bindings/python/tests && "$py" -m pytest -q -p no:cacheprovider)
+
+step "release, dry run: one version everywhere, cargo publish --dry-run of every public crate, the sdist checked, the artifacts above collected"
+scripts/release.sh --dry-run
 
 step "main job: tenure demo on the default store"
 cargo run -q -p tenure-cli -- demo
