@@ -48,6 +48,7 @@ cargo publish --dry-run --workspace --locked >&2
 publishable=$(cargo metadata --format-version 1 --no-deps | python3 -c '
 import json, sys
 print(" ".join(p["name"] for p in json.load(sys.stdin)["packages"] if p["publish"] != []))')
+cargo package -q --workspace --no-verify --locked >&2 # (the files: the dry run's are cargo's own)
 for crate in $publishable; do cp "target/package/$crate-$version.crate" "$out/"; done
 
 step "the sdist: built, and its sources resolve and compile on their own"
@@ -56,7 +57,9 @@ unpacked=target/sdist-check
 rm -rf "$unpacked"
 mkdir -p "$unpacked"
 tar -xzf "$sdist" -C "$unpacked"
-(cd "$unpacked"/tenure-"$version" && CARGO_TARGET_DIR=$OLDPWD/target cargo check -q --locked \
+# (--offline, not --locked: the sdist holds fewer crates than the workspace, so cargo prunes its
+# lock file, as it does when pip builds it; no version can change.)
+(cd "$unpacked"/tenure-"$version" && CARGO_TARGET_DIR=$OLDPWD/target cargo check -q --offline \
   --manifest-path "$(python3 -c 'import sys, tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["tool"]["maturin"]["manifest-path"])')") >&2
 
 wheels=(manylinux2014-x86_64 manylinux2014-aarch64 musllinux_1_2-x86_64)

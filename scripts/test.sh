@@ -4,9 +4,10 @@
 # suite (memory, SQLite, Redis, PostgreSQL), the stores' fault tests, the etcd store's tests on
 # members they start, the CLI tests, the
 # examples, the deterministic simulation (1000 fresh seeds, every injected bug caught), the fuzz
-# targets, the Python package's suite on its built wheel, the npm package's suite on its packed
-# tarball, the JVM package's Kotlin and Java tests (and the Swift bindings' generation), grelmicro
-# 0.44 interop (with the CLI, Node, Python and Kotlin package processes), and the main job.
+# targets, the Python package's suite on its portable wheel, the npm package's suite on its packed
+# tarballs (the portable addon), the JVM package's Kotlin and Java tests (and the Swift bindings'
+# generation), grelmicro 0.44 interop (with the CLI, Node, Python and Kotlin package processes),
+# the release script's dry run, and the main job.
 # (Benchmarks are type-checked by clippy's --all-targets; run them with `cargo bench`.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
