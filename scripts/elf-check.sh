@@ -13,7 +13,7 @@ case $arch in
   *) echo "scripts/elf-check.sh: unknown arch '$arch' (x86_64, aarch64)" >&2; exit 2 ;;
 esac
 readelf -h "$file" | grep -q "Machine:.*$machine" || { echo "scripts/elf-check.sh: $file is not for $arch" >&2; exit 1; }
-newest=$(readelf -V "$file" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
+newest=$( (readelf -V "$file" | grep -o 'GLIBC_[0-9.]*' || true) | sed 's/GLIBC_//' | sort -uV | tail -1)
 case $libc in
   gnu)
     if [ "$(printf '%s\n2.17\n' "$newest" | sort -V | tail -1)" != 2.17 ]; then

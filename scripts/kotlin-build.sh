@@ -59,6 +59,11 @@ case $profile in
       scripts/elf-check.sh "$lib" "$arch" gnu
       if [ "$arch" = x86_64 ]; then place linux-x86-64 "$lib"; else place linux-aarch64 "$lib"; fi
     done
+    # uniffi-bindgen reads the metadata from the symbol table, which zig's link leaves out (the
+    # exported symbols stay): the bindings come from this machine's debug build of the same
+    # source and features, whose checksums the libraries above carry too.
+    cargo build -q -p tenure-uniffi "${flag[@]}" >&2
+    lib=target/debug/libtenure_uniffi.so
     ;;
   *)
     echo "scripts/kotlin-build.sh: unknown profile '$profile' (debug, release, portable)" >&2

@@ -12,7 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says when it began (minutes:seconds into the run): CI's budget is 45 minutes.
+step() { printf '\n==> [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 step "toolchain"
 cargo --version
@@ -147,7 +148,9 @@ awk '/^```python$/{p=1;next} /^```$/{p=0} p' README.md > target/readme_quickstar
 (cd target && "../$pyenv_dir/bin/python" -m mypy.stubtest tenure && "../$pyenv_dir/bin/python" -m mypy -p tenure)
 
 step "node: build the addon, pack the npm tarball, install it in a fresh directory, run its suite there and tsc --strict"
-node_modules=$(scripts/test-node.sh | tee /dev/stderr | tail -1)
+# (tee to a file: a tee to /dev/stderr would reopen, and so truncate, a log that stderr goes to)
+scripts/test-node.sh | tee target/test-node.out
+node_modules=$(tail -1 target/test-node.out)
 
 step "kotlin: the JVM package (uniffi, kotlinc), its Kotlin suite on every store, a Java program, the quick starts, a JVM exiting while an election runs; the Swift bindings generated and checked against the Kotlin API's shape"
 kotlin_cp=$(scripts/test-kotlin.sh | tail -1)

@@ -38,6 +38,21 @@ zig_target "$target"
 rm -f "$out"/tenure-*"$tag"*.whl
 maturin build -q --release --zig --target "$target" --compatibility "$compat" -m "$manifest" -o "$out" >&2
 wheel=$(ls "$out"/tenure-*"$tag"*.whl)
+if [ "$compat" = musllinux_1_2 ]; then
+  # zig's musl names the C library `libc.so`; musl's own toolchain, as on Alpine, names it by its
+  # soname, libc.musl-x86_64.so.1, the name auditwheel's musllinux policy allows. musl's loader
+  # takes either as itself; the name is set to the soname so that the wheel is what auditwheel
+  # (and a reader of its ELF file) expects.
+  unpacked=$(mktemp -d)
+  wheel unpack -d "$unpacked" "$wheel" > /dev/null
+  for library in "$unpacked"/*/tenure/*.so; do
+    patchelf --replace-needed libc.so libc.musl-x86_64.so.1 "$library"
+  done
+  rm "$wheel"
+  wheel pack -d "$out" "$unpacked"/* > /dev/null
+  rm -rf "$unpacked"
+  wheel=$(ls "$out"/tenure-*"$tag"*.whl)
+fi
 # auditwheel reads the wheel's ELF file: the symbols it needs must fit the tag it carries.
 shown=$(auditwheel show "$wheel")
 if ! grep -q "\"$tag\"" <<< "$shown"; then
