@@ -129,10 +129,10 @@ export interface SemaphoreBackend {
   readonly scope?: 'process' | 'host' | 'cluster';
 }
 
-/** Opens the store at `url`: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`, `etcd://…`. */
 /** The version of Tenure this package is (the Rust workspace's; its addon carries the same). */
 export declare const version: string;
 
+/** Opens the store at `url`: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`, `etcd://…`. */
 export declare function openBackend(url: string): Promise<Backend>;
 /** A store in this process's memory, shared by every lock given it. */
 export declare function memoryBackend(): Backend;
