@@ -47,7 +47,9 @@ echo "$deps" | tr '\n' ' '; echo
 step "features: the store opener and the command built with SQLite alone carry no Redis, PostgreSQL, etcd or TLS crate"
 for only in "tenure-open --features backend-sqlite" "tenure-cli --features sqlite"; do
   # shellcheck disable=SC2086 # (the package and its feature, split)
-  extra=$(cargo tree -e normal --prefix none --format '{p}' --no-default-features -p $only | awk '{print $1}' | sort -u \
+  # (the tree first, so that a failing `cargo tree` fails the step instead of finding nothing)
+  tree=$(cargo tree -e normal --prefix none --format '{p}' --no-default-features -p $only)
+  extra=$(awk '{print $1}' <<< "$tree" | sort -u \
     | grep -E '^(tenure-redis|redis|tenure-postgres|tokio-postgres|postgres-.*|tenure-etcd|etcd-client|tonic.*|prost.*|rustls.*|ring|openssl.*|native-tls|webpki.*)$' || true)
   [ -z "$extra" ] || { echo "$only pulls in: $extra" >&2; exit 1; }
 done
