@@ -71,9 +71,15 @@ def test_a_call_on_an_event_loops_thread_is_refused():
         with pytest.raises(EventLoopDeadlockError):
             lock.from_thread.acquire()
         # From another thread while the loop runs, it works (and the loop keeps running).
-        handle = await asyncio.to_thread(lambda: lock.from_thread.acquire_nowait())
-        assert handle.fencing_token == 1
-        await asyncio.to_thread(lock.from_thread.release)
+        # The thread owns what it took, so acquire and release run on the same worker
+        # (two to_thread calls may land on two executor threads).
+        def cycle():
+            handle = lock.from_thread.acquire_nowait()
+            lock.from_thread.release()
+            return handle.fencing_token
+
+        assert await asyncio.to_thread(cycle) == 1
+        assert not await lock.locked()
 
     asyncio.run(main())
 
