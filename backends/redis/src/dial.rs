@@ -7,6 +7,10 @@
 //! host's loop gone, as the socket's liveness check tells); a redial re-subscribes nothing by
 //! itself, so it marks every release channel unsubscribed and wakes every waiter, whose next
 //! attempt subscribes afresh.
+//!
+//! Behind Sentinel ([`crate::sentinel`]) each dial asks the sentinels for the master, and a
+//! connection is dropped when its server answers `READONLY` (demoted by a failover) or lets a
+//! command time out (frozen, or cut off while the sentinels promote another).
 
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -15,6 +19,7 @@ use std::time::Duration;
 use redis::{Cmd, ErrorKind, Pipeline, RedisConnectionInfo, RedisError, RedisFuture, RedisResult, Value};
 use tenure::net::{Net, within};
 
+use crate::sentinel::{self, Sentinels};
 use crate::wake::Subscriptions;
 use crate::wire::{Pushes, Wire};
 
@@ -28,8 +33,7 @@ struct Live {
 /// A connection dialed through a [`Net`] on first use and after each drop.
 pub(crate) struct Dialed {
     net: Arc<dyn Net>,
-    host: String,
-    port: u16,
+    target: Target,
     info: RedisConnectionInfo,
     pushes: Pushes,
     connect_timeout: Duration,
@@ -39,10 +43,19 @@ pub(crate) struct Dialed {
     dialing: tokio::sync::Mutex<()>,
 }
 
+/// Where a [`Dialed`] connects.
+pub(crate) enum Target {
+    Server {
+        host: String,
+        port: u16,
+    },
+    /// The master the sentinels name at each dial.
+    Sentinels(Sentinels),
+}
+
 /// What a [`Dialed`] is opened with.
 pub(crate) struct Dial {
-    pub(crate) host: String,
-    pub(crate) port: u16,
+    pub(crate) target: Target,
     pub(crate) info: RedisConnectionInfo,
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
@@ -50,11 +63,10 @@ pub(crate) struct Dial {
 
 impl Dialed {
     pub(crate) fn new(net: Arc<dyn Net>, dial: Dial, subscriptions: Arc<Subscriptions>) -> Self {
-        let Dial { host, port, info, connect_timeout, command_timeout } = dial;
+        let Dial { target, info, connect_timeout, command_timeout } = dial;
         Self {
             net,
-            host,
-            port,
+            target,
             info,
             pushes: Arc::new(Subscriptions::push_sender(&subscriptions)),
             connect_timeout,
@@ -79,10 +91,17 @@ impl Dialed {
         if let Some(live) = self.current() {
             return Ok(live);
         }
-        let socket = self.net.connect_tcp(&self.host, self.port, self.connect_timeout).await?;
+        let (host, port) = match &self.target {
+            Target::Server { host, port } => (host.clone(), *port),
+            Target::Sentinels(sentinels) => {
+                sentinel::master_address(&self.net, sentinels, self.connect_timeout).await?
+            }
+        };
+        let socket = self.net.connect_tcp(&host, port, self.connect_timeout).await?;
         let wire = Wire::new(socket.stream, self.pushes.clone());
         (socket.spawn)(Box::pin(Wire::listen(&wire)));
-        within(&*self.net, self.connect_timeout, handshake(&wire, &self.info))
+        let master = self.behind_sentinels().map(|name| (name, format!("{host}:{port}")));
+        within(&*self.net, self.connect_timeout, handshake(&wire, &self.info, master))
             .await
             .ok_or_else(|| RedisError::from((ErrorKind::Io, "the connection's handshake timed out")))??;
         let mut slot = self.live.lock().unwrap_or_else(PoisonError::into_inner);
@@ -97,9 +116,23 @@ impl Dialed {
         Ok(live)
     }
 
+    /// The master's name, behind Sentinel.
+    fn behind_sentinels(&self) -> Option<&str> {
+        match &self.target {
+            Target::Sentinels(sentinels) => Some(&sentinels.master),
+            Target::Server { .. } => None,
+        }
+    }
+
     /// Runs one request on the live connection within the command timeout. A timeout leaves
-    /// the connection as it is: a slow or frozen server keeps it (its late replies are read and
-    /// discarded), and a redial would only wake every waiter for nothing.
+    /// the connection to a server as it is: a slow or frozen server keeps it (its late replies
+    /// are read and discarded), and a redial would only wake every waiter for nothing.
+    ///
+    /// Behind Sentinel every request (but a subscription's) goes after a `ROLE` in the same
+    /// write: a server demoted since the dial answers reads from stale data and writes with
+    /// `READONLY`, so its answer is not taken. A demotion, a `READONLY` or a timeout drops the
+    /// connection: the sentinels may have promoted another server, which the next call asks them
+    /// for.
     async fn run(
         &self,
         write: impl FnOnce(&mut Vec<u8>) + Unpin,
@@ -107,11 +140,41 @@ impl Dialed {
         confirmations: bool,
     ) -> RedisResult<Vec<Value>> {
         let live = self.connection().await?;
-        let request = live.wire.request(write, replies, confirmations);
-        within(&*self.net, self.command_timeout, request).await.unwrap_or_else(|| {
+        let check = self.behind_sentinels().is_some() && !confirmations;
+        let write = move |out: &mut Vec<u8>| {
+            if check {
+                redis::cmd("ROLE").write_packed_command(out);
+            }
+            write(out);
+        };
+        let request = live.wire.request(write, replies + usize::from(check), confirmations);
+        let mut result = within(&*self.net, self.command_timeout, request).await.unwrap_or_else(|| {
             let text = format!("no reply within the command timeout ({:?})", self.command_timeout);
             Err(RedisError::from(io::Error::new(io::ErrorKind::TimedOut, text)))
-        })
+        });
+        if self.behind_sentinels().is_none() {
+            return result;
+        }
+        if check && let Ok(values) = &mut result {
+            let role = if values.is_empty() { Value::Nil } else { values.remove(0) };
+            if !sentinel::is_master(&role) {
+                live.wire.abandon("the server is a replica now");
+                return Err(RedisError::from((
+                    ErrorKind::Io,
+                    "not the master",
+                    "the server is a replica now (a failover); the next call asks the sentinels for the master"
+                        .to_owned(),
+                )));
+            }
+        }
+        let demoted = match &result {
+            Ok(values) => values.iter().any(sentinel::is_demoted_reply),
+            Err(e) => e.is_timeout() || sentinel::is_demoted(e),
+        };
+        if demoted {
+            live.wire.abandon("the server stopped answering as the master");
+        }
+        result
     }
 
     pub(crate) async fn subscribe(&self, channel: &str) -> RedisResult<()> {
@@ -156,8 +219,10 @@ fn confirmed(values: Vec<Value>) -> RedisResult<()> {
 }
 
 /// Greets the server on a new connection, in one round trip: RESP3 (with the credentials, if
-/// any), the database, and the library's name (which old servers may refuse: ignored).
-async fn handshake(wire: &Wire, info: &RedisConnectionInfo) -> RedisResult<()> {
+/// any), the database, and the library's name (which old servers may refuse: ignored); behind
+/// Sentinel (`master`: the master's name, and the address a sentinel gave for it), checks with
+/// `ROLE` that the server is a master.
+async fn handshake(wire: &Wire, info: &RedisConnectionInfo, master: Option<(&str, String)>) -> RedisResult<()> {
     let mut pipeline = redis::pipe();
     let hello = pipeline.cmd("HELLO").arg(3);
     if let Some(password) = info.password() {
@@ -169,8 +234,13 @@ async fn handshake(wire: &Wire, info: &RedisConnectionInfo) -> RedisResult<()> {
     }
     pipeline.cmd("CLIENT").arg("SETINFO").arg("LIB-NAME").arg("tenure");
     pipeline.cmd("CLIENT").arg("SETINFO").arg("LIB-VER").arg(env!("CARGO_PKG_VERSION"));
+    if master.is_some() {
+        pipeline.cmd("ROLE");
+    }
     let packed = pipeline.get_packed_pipeline();
-    let replies = wire.request(move |out| out.extend_from_slice(&packed), 3 + usize::from(select), false).await?;
+    let count = 3 + usize::from(select) + usize::from(master.is_some());
+    let replies = wire.request(move |out| out.extend_from_slice(&packed), count, false).await?;
+    let role = replies.last().filter(|_| master.is_some()).cloned();
     let mut replies = replies.into_iter();
     let hello = replies.next().unwrap_or(Value::Nil).extract_error()?;
     if !matches!(hello, Value::Map(_)) {
@@ -182,5 +252,13 @@ async fn handshake(wire: &Wire, info: &RedisConnectionInfo) -> RedisResult<()> {
     if select {
         replies.next().unwrap_or(Value::Nil).extract_error()?;
     }
-    Ok(())
+    let (Some(role), Some((name, address))) = (role, master) else { return Ok(()) };
+    if sentinel::is_master(&role.extract_error()?) {
+        return Ok(());
+    }
+    Err(RedisError::from((
+        ErrorKind::Io,
+        "not the master",
+        format!("{address}, which a sentinel named as master {name:?}, is a replica (a failover is under way)"),
+    )))
 }

@@ -68,8 +68,25 @@
 //! selector. TLS, Unix sockets and clusters go through the redis crate's connection manager,
 //! which picks tokio or smol by itself.
 //!
-//! **Not yet:** Sentinel, and wake-ups on lease expiry (waiters notice an expired lease at their
-//! next `retry_interval` attempt).
+//! **Sentinel.** `redis+sentinel://[user:password@]h1:26379,h2:26379/<master>[/<db>]` (or
+//! `valkey+sentinel://`, grelmicro's grammar; `?sentinel_password=` for sentinels that run with
+//! `requirepass`) finds the master through its sentinels at each dial and checks its `ROLE`;
+//! every later request carries a `ROLE` in the same write, so a server demoted by a failover is
+//! never taken for the master (its answer is discarded and the connection dropped), and a
+//! `READONLY` or a timeout drops the connection too. The next call asks the sentinels again;
+//! the redial wakes every waiter and subscribes afresh on the new master. What a failover
+//! guarantees: replication is asynchronous, so a grant or a renewal the master acknowledged just
+//! before it died may be missing on the promoted replica. A holder whose lease is missing there
+//! cannot renew it and learns it lost it when its validity runs out — a rival is granted only
+//! after the lease's time, as the test suite checks — but a fence increment can be lost with it,
+//! and the next holder can then get a fence already handed out: the driver refuses a fence lower
+//! than one it saw as `FenceRegression`. Sentinels also fail over again and again under too
+//! short a `down-after-milliseconds` (below about a second on a busy host), leaving two masters
+//! that both take writes for a while: keep it at 1 s or more.
+//!
+//! **Not yet:** waiting for replicas (`WAIT`) before a grant counts, TLS to a master found
+//! through Sentinel, and wake-ups on lease expiry (waiters notice an expired lease at their next
+//! `retry_interval` attempt).
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
@@ -94,6 +111,7 @@ mod record;
 mod rw;
 mod scripts;
 mod sem;
+mod sentinel;
 mod wake;
 mod wire;
 
@@ -112,9 +130,10 @@ use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, SettingsError};
 
 use connection::Connection;
-use dial::{Dial, Dialed};
+use dial::{Dial, Dialed, Target};
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, RedisOptions};
 use scripts::Scripts;
+pub use sentinel::DEFAULT_SENTINEL_PORT;
 use tenure::net::Net;
 use wake::{Subscriptions, Wake};
 
@@ -356,16 +375,30 @@ impl RedisOptions {
     /// runtime and on smol's reactor otherwise.
     pub async fn open(self, runtime: impl Net) -> Result<RedisBackend, OpenError> {
         self.validate()?;
+        if let Some(sentinels) = self.sentinels() {
+            let info = self.connection_info()?.redis_settings().clone();
+            let target = Target::Sentinels(sentinels.clone());
+            return self.open_dialed(runtime, target, info).await;
+        }
         let info = if self.is_cluster() { None } else { Some(self.connection_info()?) };
         let Some((info, ConnectionAddr::Tcp(host, port))) =
             info.map(|i| (i.redis_settings().clone(), i.addr().clone()))
         else {
             return self.open_managed().await;
         };
+        self.open_dialed(runtime, Target::Server { host, port }, info).await
+    }
+
+    /// Opens a connection of Tenure's own on `runtime` to `target`.
+    async fn open_dialed(
+        self,
+        runtime: impl Net,
+        target: Target,
+        info: redis::RedisConnectionInfo,
+    ) -> Result<RedisBackend, OpenError> {
         let subscriptions = Arc::new(Subscriptions::new(self.key_prefix()));
         let dial = Dial {
-            host,
-            port,
+            target,
             info,
             connect_timeout: self.connect_timeout_value(),
             command_timeout: self.command_timeout_value(),
@@ -410,7 +443,8 @@ impl RedisOptions {
 
     /// The URL's address and settings, speaking RESP3 and naming the library.
     fn connection_info(&self) -> Result<ConnectionInfo, SettingsError> {
-        let info = self.url().into_connection_info().map_err(|e| self.settings_error(&e))?;
+        let url = self.sentinels().map_or(self.url(), |s| s.settings.as_str());
+        let info = url.into_connection_info().map_err(|e| self.settings_error(&e))?;
         let redis = info
             .redis_settings()
             .clone()

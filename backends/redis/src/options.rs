@@ -7,6 +7,8 @@ use std::time::Duration;
 use tenure::backend::{StoreKind, percent_decode, shown_url, url_seconds as seconds};
 use tenure_core::SettingsError;
 
+use crate::sentinel::{self, Sentinels};
+
 /// How long connecting (TCP, TLS, `HELLO`, `AUTH`) may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one command may wait for its answer by default.
@@ -29,6 +31,7 @@ pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct RedisOptions {
     url: String,
     cluster: Vec<String>,
+    sentinel: Option<Sentinels>,
     prefix: String,
     connect_timeout: Duration,
     command_timeout: Duration,
@@ -39,9 +42,13 @@ impl RedisOptions {
     /// The server at `url`: `redis://[user[:password]@]host[:port][/db]`, `rediss://…` for TLS
     /// (add `#insecure` to skip certificate checks — tests only), or `redis+unix:///path.sock`;
     /// or a Redis Cluster: `redis+cluster://[user:password@]host:port,host:port,…` (and
-    /// `rediss+cluster://`), whose nodes are the seeds the cluster's layout is read from.
+    /// `rediss+cluster://`), whose nodes are the seeds the cluster's layout is read from; or a
+    /// master behind Redis Sentinel: `redis+sentinel://[user:password@]h1:26379,h2:26379/<master>[/<db>]`
+    /// (grelmicro's grammar; the credentials are the master's, the sentinels' own password is
+    /// the `sentinel_password` parameter). `valkey…` schemes are the same.
     /// Tenure's own query parameters are read and removed: `prefix`, `connect_timeout` and
-    /// `command_timeout` (seconds), `tls_root_cert` (a PEM file trusted instead of the system's).
+    /// `command_timeout` (seconds), `tls_root_cert` (a PEM file trusted instead of the system's),
+    /// `sentinel_password`.
     pub fn from_url(url: &str) -> Result<Self, SettingsError> {
         let (base, fragment) = url.split_once('#').map_or((url, None), |(b, f)| (b, Some(f)));
         let (base, query) = base.split_once('?').unwrap_or((base, ""));
@@ -49,13 +56,14 @@ impl RedisOptions {
         let scheme = scheme.to_ascii_lowercase();
         if !StoreKind::Redis.accepts(&scheme) {
             return Err(bad_url(format!(
-                "{} is not a redis://, rediss://, redis+unix:// or redis+cluster:// URL",
+                "{} is not a redis://, rediss://, redis+unix://, redis+cluster:// or redis+sentinel:// URL",
                 shown_url(url)
             )));
         }
         let cluster = scheme.ends_with("+cluster");
         let mut options = Self::new(String::new());
         let mut prefix_given = false;
+        let mut sentinel_password = None;
         let mut kept = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
@@ -70,6 +78,11 @@ impl RedisOptions {
                     let path = percent_decode(value).ok_or_else(|| bad_url("tls_root_cert has a broken escape"))?;
                     options.root_certificate = Some(path.into());
                 }
+                "sentinel_password" => {
+                    let password =
+                        percent_decode(value).ok_or_else(|| bad_url("sentinel_password has a broken escape"))?;
+                    sentinel_password = Some(password);
+                }
                 _ => kept.push(pair),
             }
         }
@@ -82,6 +95,16 @@ impl RedisOptions {
         }
         if cluster {
             options.cluster = cluster_nodes(&server)?;
+        }
+        if scheme.ends_with("+sentinel") {
+            let mut sentinels = sentinel::parse(&server)?;
+            sentinels.password = sentinel_password;
+            options.sentinel = Some(sentinels);
+        } else if sentinel_password.is_some() {
+            return Err(SettingsError::field(
+                "sentinel_password",
+                "sentinel_password applies only to a redis+sentinel:// URL: the sentinels are what it opens",
+            ));
         }
         options.url = server;
         // A cluster's prefix may still come from `.prefix()`: its hash tag is checked on open.
@@ -107,10 +130,41 @@ impl RedisOptions {
         &self.cluster
     }
 
+    /// A master behind Redis Sentinel: `sentinels` (`(host, port)`) watch it under the name
+    /// `master`; the master's credentials and database come from [`RedisOptions::from_url`]'s
+    /// URL or stay unset here.
+    pub fn sentinel(sentinels: impl IntoIterator<Item = (impl Into<String>, u16)>, master: impl Into<String>) -> Self {
+        let nodes: Vec<(String, u16)> = sentinels.into_iter().map(|(h, p)| (h.into(), p)).collect();
+        let master = master.into();
+        let shown: Vec<String> = nodes.iter().map(|(h, p)| format!("{h}:{p}")).collect();
+        let mut options = Self::new(format!("redis+sentinel://{}/{}", shown.join(","), master));
+        options.sentinel =
+            Some(Sentinels { nodes, master, password: None, settings: "redis://sentinel-master/0".into() });
+        options
+    }
+
+    /// The sentinels' own password (they run with `requirepass`), for a master behind Sentinel.
+    pub fn sentinel_password(mut self, password: impl Into<String>) -> Self {
+        if let Some(sentinels) = &mut self.sentinel {
+            sentinels.password = Some(password.into());
+        }
+        self
+    }
+
+    /// Whether the master is found through Redis Sentinel.
+    pub fn is_sentinel(&self) -> bool {
+        self.sentinel.is_some()
+    }
+
+    pub(crate) fn sentinels(&self) -> Option<&Sentinels> {
+        self.sentinel.as_ref()
+    }
+
     fn new(url: String) -> Self {
         Self {
             url,
             cluster: Vec::new(),
+            sentinel: None,
             prefix: String::new(),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
@@ -184,7 +238,14 @@ impl RedisOptions {
             }
         }
         check_prefix(&self.prefix, self.is_cluster() && cluster_prefix_final)?;
-        let nodes = if self.is_cluster() { self.cluster.as_slice() } else { std::slice::from_ref(&self.url) };
+        if self.sentinel.as_ref().is_some_and(|s| s.nodes.is_empty()) {
+            return Err(bad_url("Sentinel needs at least one sentinel"));
+        }
+        let nodes = match &self.sentinel {
+            Some(sentinels) => std::slice::from_ref(&sentinels.settings),
+            None if self.is_cluster() => self.cluster.as_slice(),
+            None => std::slice::from_ref(&self.url),
+        };
         for node in nodes {
             if redis::parse_redis_url(node).is_none() && !node.starts_with("redis+unix:") {
                 return Err(bad_url(format!("{} is not a valid Redis URL", shown_url(node))));
@@ -198,6 +259,7 @@ impl std::fmt::Debug for RedisOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisOptions")
             .field("url", &self.shown_url())
+            .field("sentinel", &self.sentinel)
             .field("prefix", &self.prefix)
             .field("connect_timeout", &self.connect_timeout)
             .field("command_timeout", &self.command_timeout)
@@ -283,6 +345,26 @@ mod tests {
         assert!(e.to_string().contains("hash tag"), "{e}");
         let e = RedisOptions::from_url("redis+cluster://h1:7000/3?prefix=%7Bapp%7D:").expect_err("db 3");
         assert!(e.to_string().contains("database 0"), "{e}");
+    }
+
+    #[test]
+    fn sentinel_urls_name_the_sentinels_the_master_and_hide_both_passwords() {
+        let url = "valkey+sentinel://:m%40ster@a:26380,b/mymaster/2?sentinel_password=s%2Fp&prefix=app:";
+        let o = RedisOptions::from_url(url).expect("valid");
+        let sentinels = o.sentinels().expect("sentinel");
+        assert_eq!(sentinels.nodes, [("a".to_owned(), 26380), ("b".to_owned(), crate::DEFAULT_SENTINEL_PORT)]);
+        assert_eq!((sentinels.master.as_str(), sentinels.password.as_deref()), ("mymaster", Some("s/p")));
+        assert_eq!(sentinels.settings, "redis://:m%40ster@sentinel-master/2");
+        assert_eq!(o.key_prefix(), "app:");
+        let shown = format!("{o:?} {}", o.shown_url());
+        assert!(!shown.contains("m%40ster") && !shown.contains("s/p") && !shown.contains("s%2Fp"), "{shown}");
+        let e = RedisOptions::from_url("redis://:pw@h/0?sentinel_password=x").expect_err("not sentinel");
+        assert_eq!(e.field_name(), Some("sentinel_password"));
+        let built = RedisOptions::sentinel([("h1", 26379), ("h2", 26380)], "primary").sentinel_password("sp");
+        assert!(built.is_sentinel() && built.validate().is_ok());
+        assert_eq!(built.shown_url(), "redis+sentinel://h1:26379,h2:26380/primary");
+        let none = RedisOptions::sentinel(Vec::<(String, u16)>::new(), "m");
+        assert!(none.validate().expect_err("no sentinel").to_string().contains("at least one sentinel"));
     }
 
     #[test]

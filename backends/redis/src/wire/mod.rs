@@ -105,6 +105,15 @@ impl Wire {
         self.state().broken.is_some()
     }
 
+    /// Breaks the connection on purpose (its server is no longer the one to talk to): every
+    /// waiting request fails, the listener ends, and the next call dials again.
+    pub(crate) fn abandon(&self, why: &str) {
+        let mut state = self.state();
+        if state.broken.is_none() {
+            state.fail(&io::Error::new(io::ErrorKind::ConnectionAborted, why.to_owned()));
+        }
+    }
+
     /// Sends the request `write` packs, and waits for its `replies` replies (subscription
     /// confirmations when `confirmations`).
     pub(crate) fn request<W: FnOnce(&mut Vec<u8>)>(

@@ -42,6 +42,7 @@ pub async fn open() -> (RedisBackend, String) {
 pub fn raw(url: &str) -> redis::Connection {
     redis::Client::open(url).and_then(|c| c.get_connection()).unwrap_or_else(|e| panic!("raw connection: {e}"))
 }
+pub mod sentinel;
 pub mod server;
 
 /// `first` holds a fresh lock while `second` (another connection) waits; the release must wake

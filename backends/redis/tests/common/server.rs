@@ -35,6 +35,16 @@ impl Server {
         })
     }
 
+    /// A replica of the server on `master_port`, which a failover may promote.
+    pub fn replica_of(master_port: u16) -> Self {
+        Self::configured(|s| s.extra.extend(["--replicaof".into(), "127.0.0.1".into(), master_port.to_string()]))
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// One that speaks only TLS, with a certificate for `localhost` and 127.0.0.1 signed by
     /// [`Server::ca`].
     pub fn with_tls() -> Self {

@@ -116,7 +116,7 @@ pub fn shown_url(url: &str) -> String {
     format!("{prefix}{user}@{host}")
 }
 
-/// `text` with the value of every `password=` / `sslpassword=` parameter hidden (to the next
+/// `text` with the value of every `password=`, `sslpassword=` and `sentinel_password=` parameter hidden (to the next
 /// `&`, or the end).
 fn hide_parameters(text: &str) -> String {
     let mut shown = String::with_capacity(text.len());
@@ -137,7 +137,7 @@ fn hide_parameters(text: &str) -> String {
 /// Where the next secret parameter starts in `text` (its name, after a `?` or `&`).
 fn next_secret(text: &str) -> Option<usize> {
     let lower = text.to_ascii_lowercase();
-    ["?password=", "&password=", "?sslpassword=", "&sslpassword="]
+    ["?password=", "&password=", "?sslpassword=", "&sslpassword=", "?sentinel_password=", "&sentinel_password="]
         .iter()
         .filter_map(|key| lower.find(key).map(|i| i + 1))
         .min()
@@ -158,6 +158,10 @@ mod tests {
             ("postgresql://h/db?password=p@ss&sslmode=require", "postgresql://h/db?password=***&sslmode=require"),
             ("postgresql://h/db?PassWord=p@ss#x", "postgresql://h/db?PassWord=***"),
             ("rediss://:pw@h#insecure", "rediss://:***@h#insecure"),
+            (
+                "redis+sentinel://:pw@a,b/m?sentinel_password=s3&prefix=x",
+                "redis+sentinel://:***@a,b/m?sentinel_password=***&prefix=x",
+            ),
             ("redis://:pa#ss@h", "redis://:***@h"),
             ("redis://u/x:pw@h", "redis://***@h"),
             ("redis://h:1", "redis://h:1"),

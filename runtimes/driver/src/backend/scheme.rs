@@ -37,6 +37,8 @@ pub const SCHEMES: &[(StoreKind, &[&str])] = &[
             "rediss+cluster",
             "valkey+cluster",
             "valkeys+cluster",
+            "redis+sentinel",
+            "valkey+sentinel",
         ],
     ),
     (StoreKind::Postgres, &["postgresql", "postgres", "postgresql+*"]),

@@ -1,0 +1,155 @@
+//! A master, its replicas and its sentinels, all of the test's own on free loopback ports:
+//! Redis as a fleet that outgrew one server runs it. The sentinels judge a master down after
+//! 1 s of silence and fail it over; the test kills, freezes and restarts servers to make them.
+//! (With 500 ms the sentinels judge each newly promoted master down before their first ping
+//! returns and fail over again and again, leaving two masters that both take writes.)
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use redis::FromRedisValue;
+
+use super::server::Server;
+
+/// The name the sentinels watch the master under.
+pub const MASTER: &str = "mymaster";
+
+/// One group: the servers (the first started as master) and the sentinels watching them.
+pub struct Group {
+    pub servers: Vec<Server>,
+    sentinels: Vec<Sentinel>,
+}
+
+struct Sentinel {
+    port: u16,
+    dir: PathBuf,
+    child: Child,
+}
+
+impl Group {
+    /// A master with `replicas` replicas and `sentinels` sentinels (a majority of which must
+    /// agree that the master is down), once every replica is in sync and every sentinel knows
+    /// the replicas and the other sentinels — so a failover can happen from then on.
+    pub fn start(replicas: usize, sentinels: usize) -> Self {
+        let master = Server::start();
+        let mut servers = vec![master];
+        for _ in 0..replicas {
+            let replica = Server::replica_of(servers[0].port());
+            servers.push(replica);
+        }
+        let quorum = sentinels / 2 + 1;
+        let sentinels = (0..sentinels).map(|_| Sentinel::start(servers[0].port(), quorum)).collect();
+        let group = Self { servers, sentinels };
+        group.wait_until_ready(replicas);
+        group
+    }
+
+    fn wait_until_ready(&self, replicas: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let master = self.servers[0].port();
+        while !self.ready(master, replicas) {
+            assert!(Instant::now() < deadline, "the sentinel group did not become ready");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn ready(&self, master: u16, replicas: usize) -> bool {
+        let info: String = query(master, redis::cmd("INFO").arg("replication")).unwrap_or_default();
+        let online = info.lines().filter(|l| l.starts_with("slave") && l.contains("state=online")).count();
+        online == replicas
+            && self.sentinels.iter().all(|s| {
+                let known: Vec<redis::Value> =
+                    query(s.port, redis::cmd("SENTINEL").arg("replicas").arg(MASTER)).unwrap_or_default();
+                let peers: Vec<redis::Value> =
+                    query(s.port, redis::cmd("SENTINEL").arg("sentinels").arg(MASTER)).unwrap_or_default();
+                known.len() == replicas && peers.len() == self.sentinels.len() - 1
+            })
+    }
+
+    /// `redis+sentinel://` naming every sentinel, the master and database 0.
+    pub fn url(&self) -> String {
+        let nodes: Vec<String> = self.sentinels.iter().map(|s| format!("127.0.0.1:{}", s.port)).collect();
+        format!("redis+sentinel://{}/{MASTER}/0", nodes.join(","))
+    }
+
+    /// The master's port as the first sentinel that answers names it.
+    pub fn master_port(&self) -> u16 {
+        for sentinel in &self.sentinels {
+            let cmd = redis::cmd("SENTINEL").arg("get-master-addr-by-name").arg(MASTER).clone();
+            if let Ok((_, port)) = query::<(String, u16)>(sentinel.port, &cmd) {
+                return port;
+            }
+        }
+        panic!("no sentinel names the master");
+    }
+
+    /// The server on `port`.
+    pub fn server(&mut self, port: u16) -> &mut Server {
+        self.servers.iter_mut().find(|s| s.port() == port).expect("a server of the group")
+    }
+
+    /// Waits until the sentinels name a master other than `old` and it answers as one; its port.
+    pub fn wait_for_new_master(&self, old: u16, within: Duration) -> u16 {
+        let deadline = Instant::now() + within;
+        loop {
+            let port = self.master_port();
+            let role: Vec<redis::Value> = query(port, &redis::cmd("ROLE")).unwrap_or_default();
+            let is_master =
+                role.first().and_then(|v| String::from_redis_value(v.clone()).ok()).as_deref() == Some("master");
+            if port != old && is_master {
+                return port;
+            }
+            assert!(Instant::now() < deadline, "no failover away from {old} within {within:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Sentinel {
+    fn start(master: u16, quorum: usize) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        let dir = std::env::temp_dir().join(format!("tenure-sentinel-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("sentinel dir");
+        let config = dir.join("sentinel.conf");
+        let text = format!(
+            "port {port}\nbind 127.0.0.1\ndaemonize no\ndir {}\nlogfile sentinel.log\n\
+             sentinel monitor {MASTER} 127.0.0.1 {master} {quorum}\n\
+             sentinel down-after-milliseconds {MASTER} 1000\n\
+             sentinel failover-timeout {MASTER} 5000\n\
+             sentinel parallel-syncs {MASTER} 2\n",
+            dir.display()
+        );
+        std::fs::write(&config, text).expect("sentinel config");
+        let child = Command::new("redis-server")
+            .arg(&config)
+            .arg("--sentinel")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server --sentinel");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while query::<String>(port, &redis::cmd("PING")).is_err() {
+            assert!(Instant::now() < deadline, "the sentinel on {port} did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { port, dir, child }
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// One command to the server or sentinel on `port`, on a connection of its own.
+pub fn query<T: FromRedisValue>(port: u16, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}"))?;
+    let mut connection = client.get_connection_with_timeout(Duration::from_millis(300))?;
+    connection.set_read_timeout(Some(Duration::from_millis(500)))?;
+    cmd.query(&mut connection)
+}
