@@ -5,7 +5,11 @@
 //!
 //! - **Redis** (`REDIS_` by default): `url` or `host`, not both; with neither, `{prefix}URL` xor
 //!   `{prefix}HOST`, and then `{prefix}PORT` (6379), `{prefix}DB` (0), `{prefix}PASSWORD` for
-//!   what was not given in code.
+//!   what was not given in code. A password given apart from a URL that carries none goes into
+//!   it (a URL with credentials and a password besides is an error: they may disagree). The
+//!   sentinels' password is `sentinel_password`, else `{prefix}SENTINEL_PASSWORD` when the
+//!   environment named the store; it applies to a `redis+sentinel://` URL only (with another, it
+//!   is ignored with a warning, as grelmicro does: one environment often serves several services).
 //! - **PostgreSQL** (`POSTGRES_`): the same for the address, with `{prefix}PORT` (5432),
 //!   `{prefix}DB` or else `{prefix}DATABASE`, `{prefix}USER`, `{prefix}PASSWORD`; and
 //!   `command_timeout`, else `{prefix}COMMAND_TIMEOUT` (seconds), whatever named the address.
@@ -39,6 +43,8 @@ pub struct Keywords {
     pub user: Option<String>,
     /// The password.
     pub password: Option<String>,
+    /// The Redis sentinels' own password.
+    pub sentinel_password: Option<String>,
     /// The SQLite file.
     pub path: Option<PathBuf>,
     /// The bound on one PostgreSQL statement.
@@ -55,6 +61,7 @@ impl std::fmt::Debug for Keywords {
             .field("database", &self.database)
             .field("user", &self.user)
             .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("sentinel_password", &self.sentinel_password.as_ref().map(|_| "***"))
             .field("path", &self.path)
             .field("command_timeout", &self.command_timeout)
             .finish()
@@ -140,15 +147,71 @@ fn authority_host(host: &str) -> String {
 }
 
 fn redis(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError> {
-    let (host, fallback) = match address(keywords, env)? {
-        Address::Url(url) => return Ok(url),
-        Address::Host(host, from_env) => (host, from_env.then_some(env)),
+    let (url, fallback) = match address(keywords, env)? {
+        Address::Url(url) => {
+            let from_env = keywords.url.is_none();
+            let fallback = from_env.then_some(env);
+            let (password, source) = match (&keywords.password, fallback.and_then(|env| env.get("PASSWORD"))) {
+                (Some(password), _) => (Some(password.as_str()), "password".to_owned()),
+                (None, Some(password)) => (Some(password), env.name("PASSWORD")),
+                (None, None) => (None, String::new()),
+            };
+            (with_password(url, password, &source)?, fallback)
+        }
+        Address::Host(host, from_env) => {
+            let fallback = from_env.then_some(env);
+            let port = given_or(keywords.port, fallback, "PORT", "a port number")?.unwrap_or(6379);
+            let db = given_or(keywords.db, fallback, "DB", "a whole number")?.unwrap_or(0);
+            let password = keywords.password.as_deref().or_else(|| fallback?.get("PASSWORD"));
+            let auth = password.map(|p| format!(":{}@", percent_encode(p))).unwrap_or_default();
+            (format!("redis://{auth}{}:{port}/{db}", authority_host(&host)), fallback)
+        }
     };
-    let port = given_or(keywords.port, fallback, "PORT", "a port number")?.unwrap_or(6379);
-    let db = given_or(keywords.db, fallback, "DB", "a whole number")?.unwrap_or(0);
-    let password = keywords.password.as_deref().or_else(|| fallback?.get("PASSWORD"));
-    let auth = password.map(|p| format!(":{}@", percent_encode(p))).unwrap_or_default();
-    Ok(format!("redis://{auth}{}:{port}/{db}", authority_host(&host)))
+    let sentinel_password = keywords.sentinel_password.as_deref().or_else(|| fallback?.get("SENTINEL_PASSWORD"));
+    let Some(sentinel_password) = sentinel_password else { return Ok(url) };
+    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase()).unwrap_or_default();
+    if !scheme.ends_with("+sentinel") {
+        tracing::warn!(
+            "a Sentinel password is configured but the URL scheme is {scheme:?}, so it was not applied: it is for \
+             the sentinels, which only a redis+sentinel:// URL connects to"
+        );
+        return Ok(url);
+    }
+    if url.contains("sentinel_password=") {
+        return Err(SettingsError::field(
+            "sentinel_password",
+            "the URL already carries sentinel_password: keep one of the two, they may disagree",
+        ));
+    }
+    let separator = if url.contains('?') { '&' } else { '?' };
+    Ok(match url.split_once('#') {
+        Some((base, fragment)) => {
+            format!("{base}{separator}sentinel_password={}#{fragment}", percent_encode(sentinel_password))
+        }
+        None => format!("{url}{separator}sentinel_password={}", percent_encode(sentinel_password)),
+    })
+}
+
+/// `url` with `password` (from `source`) in its userinfo, as grelmicro folds a password kept
+/// apart (a Kubernetes Secret beside a ConfigMap's URL); a URL that has credentials already and
+/// a password besides is refused, since the two may disagree.
+fn with_password(url: String, password: Option<&str>, source: &str) -> Result<String, SettingsError> {
+    let Some(password) = password else { return Ok(url) };
+    let Some((scheme, rest)) = url.split_once("://") else { return Ok(url) };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    if rest[..end].contains('@') {
+        return Err(SettingsError::field(
+            source,
+            format!(
+                "the Redis URL already carries credentials, so {source} is ambiguous: keep the password in the \
+                 URL or drop it from the URL, not both"
+            ),
+        ));
+    }
+    if end == 0 {
+        return Ok(url);
+    }
+    Ok(format!("{scheme}://:{}@{rest}", percent_encode(password)))
 }
 
 /// An etcd cluster: a URL, else one member's host (more members only through a URL), port
@@ -299,6 +362,35 @@ mod tests {
             k.host = Some("h".into());
         });
         assert_eq!(url(&twice, &[]).expect_err("url and host").field_name(), Some("url"));
+    }
+
+    #[test]
+    fn a_password_apart_joins_the_url_and_the_sentinels_password_joins_a_sentinel_url() {
+        let none = Keywords::default();
+        let url = |k: &Keywords, v: &[(&str, &str)]| resolve_url(StoreKind::Redis, k, "REDIS_", &vars(v));
+        // A Kubernetes split: the URL in a ConfigMap, the password in a Secret.
+        let split = [("REDIS_URL", "redis://cache:6379/1"), ("REDIS_PASSWORD", "s3/cret")];
+        assert_eq!(url(&none, &split).expect("folded"), "redis://:s3%2Fcret@cache:6379/1");
+        let twice = [("REDIS_URL", "redis://:other@cache:6379/1"), ("REDIS_PASSWORD", "s3cret")];
+        let e = url(&none, &twice).expect_err("two passwords");
+        assert_eq!(e.field_name(), Some("REDIS_PASSWORD"));
+        assert!(e.to_string().contains("ambiguous") && !e.to_string().contains("s3cret"), "{e}");
+        let code = keywords(|k| {
+            k.url = Some("redis+sentinel://a:26379,b:26379/mymaster/0".into());
+            k.password = Some("m".into());
+            k.sentinel_password = Some("s p".into());
+        });
+        assert_eq!(
+            url(&code, &[("REDIS_SENTINEL_PASSWORD", "ignored: the store came from code")]).expect("sentinel"),
+            "redis+sentinel://:m@a:26379,b:26379/mymaster/0?sentinel_password=s%20p"
+        );
+        let env = [("REDIS_URL", "valkey+sentinel://a/m?prefix=x"), ("REDIS_SENTINEL_PASSWORD", "sp")];
+        assert_eq!(url(&none, &env).expect("env"), "valkey+sentinel://a/m?prefix=x&sentinel_password=sp");
+        // Not a Sentinel URL: warned about and left out, as grelmicro does.
+        let plain = [("REDIS_URL", "redis://h/0"), ("REDIS_SENTINEL_PASSWORD", "sp")];
+        assert_eq!(url(&none, &plain).expect("ignored"), "redis://h/0");
+        let both = [("REDIS_URL", "redis+sentinel://a/m?sentinel_password=x"), ("REDIS_SENTINEL_PASSWORD", "sp")];
+        assert_eq!(url(&none, &both).expect_err("twice").field_name(), Some("sentinel_password"));
     }
 
     #[cfg(feature = "backend-etcd")]

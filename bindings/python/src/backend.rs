@@ -156,7 +156,7 @@ pub(crate) fn open_backend<'py>(py: Python<'py>, url: &str) -> PyResult<Bound<'p
 #[pyfunction]
 #[pyo3(signature = (
     kind, env_prefix, *, url=None, host=None, port=None, db=None, database=None, user=None, password=None,
-    path=None, command_timeout=None
+    path=None, command_timeout=None, sentinel_password=None
 ))]
 #[allow(clippy::too_many_arguments)] // grelmicro's provider keywords, passed through
 pub(crate) fn store_url(
@@ -172,6 +172,7 @@ pub(crate) fn store_url(
     password: Option<String>,
     path: Option<String>,
     command_timeout: Option<f64>,
+    sentinel_password: Option<String>,
 ) -> PyResult<String> {
     let kind = StoreKind::from_name(kind)
         .ok_or_else(|| settings(py, SettingsError::field("kind", format!("no store kind {kind:?}"))))?;
@@ -188,6 +189,7 @@ pub(crate) fn store_url(
     keywords.database = database;
     keywords.user = user;
     keywords.password = password;
+    keywords.sentinel_password = sentinel_password;
     keywords.path = path.map(Into::into);
     keywords.command_timeout = command_timeout.map(|s| crate::seconds(py, "command_timeout", s)).transpose()?;
     let url =

@@ -101,6 +101,21 @@ def test_redis_settings_come_from_arguments_or_the_environment(monkeypatch):
         RedisProvider()
 
 
+def test_redis_sentinel_urls_and_passwords_as_grelmicro_reads_them(monkeypatch):
+    # grelmicro's Sentinel URL, its `sentinel_password=` for sentinels run with requirepass.
+    provider = RedisProvider("redis+sentinel://:m@s1:26379,s2:26379/mymaster/0", sentinel_password="s p")
+    assert provider.url == "redis+sentinel://:m@s1:26379,s2:26379/mymaster/0?sentinel_password=s%20p"
+    # A Kubernetes split: the URL in a ConfigMap, the password in a Secret; both joined.
+    monkeypatch.setenv("REDIS_URL", "valkey+sentinel://s1,s2/mymaster")
+    monkeypatch.setenv("REDIS_PASSWORD", "pw")
+    monkeypatch.setenv("REDIS_SENTINEL_PASSWORD", "sp")
+    assert RedisProvider().url == "valkey+sentinel://:pw@s1,s2/mymaster?sentinel_password=sp"
+    monkeypatch.setenv("REDIS_URL", "redis://:other@cache:6379/1")
+    with pytest.raises(SettingsValidationError, match="REDIS_PASSWORD is ambiguous") as raised:
+        RedisProvider()
+    assert "pw" not in str(raised.value) and "other" not in str(raised.value)
+
+
 def test_postgres_settings_come_from_arguments_or_the_environment(monkeypatch):
     provider = PostgresProvider(host="db", port=6543, database="app", user="svc", password="p@ss", command_timeout=2)
     assert provider.url == "postgresql://svc:p%40ss@db:6543/app?command_timeout=2"

@@ -221,8 +221,10 @@ def _refuse_foreign_sqlite(path: str) -> None:
 class RedisProvider(_Provider):
     """Leases on a Redis (6+) or Valkey server (grelmicro 0.44's keys).
 
-    `url` (`redis://`, `rediss://`, `redis+cluster://`), or `host`/`port`/`db`/`password`, or the
-    environment variables `{env_prefix}URL` xor `{env_prefix}HOST` (+ `PORT`, `DB`, `PASSWORD`).
+    `url` (`redis://`, `rediss://`, `redis+cluster://`, or a master behind Sentinel:
+    `redis+sentinel://[:password@]h1:26379,h2:26379/<master>[/<db>]`), or `host`/`port`/`db`/
+    `password`, or the environment variables `{env_prefix}URL` xor `{env_prefix}HOST` (+ `PORT`,
+    `DB`, `PASSWORD`, `SENTINEL_PASSWORD`). `sentinel_password` is the sentinels' own password.
     """
 
     kind = "redis"
@@ -235,10 +237,13 @@ class RedisProvider(_Provider):
         port: Optional[int] = None,
         db: Optional[int] = None,
         password: Optional[str] = None,
+        sentinel_password: Optional[str] = None,
         env_prefix: str = "REDIS_",
     ) -> None:
         super().__init__()
-        self.url = _tenure.store_url("redis", env_prefix, url=url, host=host, port=port, db=db, password=password)
+        self.url = _tenure.store_url(
+            "redis", env_prefix, url=url, host=host, port=port, db=db, password=password, sentinel_password=sentinel_password
+        )
 
     def _url(self) -> str:
         return self.url
