@@ -172,7 +172,7 @@ TENURE_NODE_PATH=$node_modules TENURE_PYTHON=$py tests/interop/store.sh postgres
 # etcd's own etcdctl lock and etcdctl elect beside the CLI, Node, Python and Kotlin package processes.
 TENURE_NODE_PATH=$node_modules TENURE_PYTHON=$py tests/interop/etcd.sh target/debug/tenure
 unset TENURE_KOTLIN_CP
-# The Python package and grelmicro in one asyncio program.
+# The Python package and grelmicro in one asyncio program, on Redis and through a Sentinel URL.
 "$py" tests/interop/python_mixed.py "${TENURE_REDIS_URL:-redis://127.0.0.1:6379}"
 # The package's suite again on Python 3.14, where a backend written in Python runs its first step
 # eagerly (3.12+), beside grelmicro installed in the same interpreter.
