@@ -38,7 +38,7 @@ fn sentinel_harness() -> Harness {
     }
 }
 
-tenure_conformance::conformance_tests!(sentinel_harness());
+tenure_conformance::conformance_tests!(sequential sentinel_harness());
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locks_task_locks_and_elections_run_through_the_sentinels_with_pushed_wakeups() {
@@ -80,6 +80,20 @@ async fn bad_sentinel_settings_fail_to_open_with_a_clear_error() {
     let options = RedisOptions::from_url(&unknown).expect("url").connect_timeout(Duration::from_millis(500));
     let e = options.open(Tokio::current()).await.expect_err("no such master");
     assert!(e.to_string().contains("nosuchmaster"), "{e}");
+    // Sentinels that run with requirepass: refused without their password, reached with it.
+    let guarded = Group::with_sentinel_password(0, 1, "s3cret");
+    let options = RedisOptions::from_url(&guarded.url()).expect("url").connect_timeout(Duration::from_millis(500));
+    let e = options.open(Tokio::current()).await.expect_err("no sentinel password");
+    assert!(e.to_string().contains("no sentinel named the master"), "{e}");
+    let store =
+        open(&format!("{}?sentinel_password=s3cret", guarded.url()), &fresh_prefix(), Duration::from_secs(2)).await;
+    let fence = LockCalls::acquire(&store, "lock:guarded", "w1", Duration::from_secs(5)).await.expect("acquire");
+    assert_eq!(fence.map(|f| f.get()), Some(1));
+    let wrong = RedisOptions::from_url(&format!("{}?sentinel_password=n0tThis", guarded.url())).expect("url");
+    let e =
+        wrong.connect_timeout(Duration::from_millis(500)).open(Tokio::current()).await.expect_err("a wrong password");
+    assert!(!e.to_string().contains("n0tThis"), "the password is not shown: {e}");
+
     let nobody = "redis+sentinel://:hunter2@127.0.0.1:1/mymaster?sentinel_password=s3cret";
     let options = RedisOptions::from_url(nobody).expect("url").connect_timeout(Duration::from_millis(500));
     let e = options.open(Tokio::current()).await.expect_err("no sentinel");

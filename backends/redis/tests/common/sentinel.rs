@@ -26,6 +26,7 @@ struct Sentinel {
     port: u16,
     dir: PathBuf,
     child: Child,
+    password: Option<String>,
 }
 
 impl Group {
@@ -33,6 +34,15 @@ impl Group {
     /// agree that the master is down), once every replica is in sync and every sentinel knows
     /// the replicas and the other sentinels — so a failover can happen from then on.
     pub fn start(replicas: usize, sentinels: usize) -> Self {
+        Self::started(replicas, sentinels, None)
+    }
+
+    /// One whose sentinels run with `requirepass password`.
+    pub fn with_sentinel_password(replicas: usize, sentinels: usize, password: &str) -> Self {
+        Self::started(replicas, sentinels, Some(password))
+    }
+
+    fn started(replicas: usize, sentinels: usize, password: Option<&str>) -> Self {
         let master = Server::start();
         let mut servers = vec![master];
         for _ in 0..replicas {
@@ -40,7 +50,7 @@ impl Group {
             servers.push(replica);
         }
         let quorum = sentinels / 2 + 1;
-        let sentinels = (0..sentinels).map(|_| Sentinel::start(servers[0].port(), quorum)).collect();
+        let sentinels = (0..sentinels).map(|_| Sentinel::start(servers[0].port(), quorum, password)).collect();
         let group = Self { servers, sentinels };
         group.wait_until_ready(replicas);
         group
@@ -61,9 +71,9 @@ impl Group {
         online == replicas
             && self.sentinels.iter().all(|s| {
                 let known: Vec<redis::Value> =
-                    query(s.port, redis::cmd("SENTINEL").arg("replicas").arg(MASTER)).unwrap_or_default();
+                    s.query(redis::cmd("SENTINEL").arg("replicas").arg(MASTER)).unwrap_or_default();
                 let peers: Vec<redis::Value> =
-                    query(s.port, redis::cmd("SENTINEL").arg("sentinels").arg(MASTER)).unwrap_or_default();
+                    s.query(redis::cmd("SENTINEL").arg("sentinels").arg(MASTER)).unwrap_or_default();
                 known.len() == replicas && peers.len() == self.sentinels.len() - 1
             })
     }
@@ -78,7 +88,7 @@ impl Group {
     pub fn master_port(&self) -> u16 {
         for sentinel in &self.sentinels {
             let cmd = redis::cmd("SENTINEL").arg("get-master-addr-by-name").arg(MASTER).clone();
-            if let Ok((_, port)) = query::<(String, u16)>(sentinel.port, &cmd) {
+            if let Ok((_, port)) = sentinel.query::<(String, u16)>(&cmd) {
                 return port;
             }
         }
@@ -108,7 +118,7 @@ impl Group {
 }
 
 impl Sentinel {
-    fn start(master: u16, quorum: usize) -> Self {
+    fn start(master: u16, quorum: usize, password: Option<&str>) -> Self {
         let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
         let dir = std::env::temp_dir().join(format!("tenure-sentinel-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("sentinel dir");
@@ -120,7 +130,7 @@ impl Sentinel {
              sentinel failover-timeout {MASTER} 5000\n\
              sentinel parallel-syncs {MASTER} 2\n",
             dir.display()
-        );
+        ) + &password.map(|p| format!("requirepass {p}\nsentinel sentinel-pass {p}\n")).unwrap_or_default();
         std::fs::write(&config, text).expect("sentinel config");
         let child = Command::new("redis-server")
             .arg(&config)
@@ -129,12 +139,17 @@ impl Sentinel {
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server --sentinel");
+        let sentinel = Self { port, dir, child, password: password.map(str::to_owned) };
         let deadline = Instant::now() + Duration::from_secs(10);
-        while query::<String>(port, &redis::cmd("PING")).is_err() {
+        while sentinel.query::<String>(&redis::cmd("PING")).is_err() {
             assert!(Instant::now() < deadline, "the sentinel on {port} did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Self { port, dir, child }
+        sentinel
+    }
+
+    fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+        query_as(self.port, self.password.as_deref(), cmd)
     }
 }
 
@@ -148,7 +163,12 @@ impl Drop for Sentinel {
 
 /// One command to the server or sentinel on `port`, on a connection of its own.
 pub fn query<T: FromRedisValue>(port: u16, cmd: &redis::Cmd) -> redis::RedisResult<T> {
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}"))?;
+    query_as(port, None, cmd)
+}
+
+fn query_as<T: FromRedisValue>(port: u16, password: Option<&str>, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+    let auth = password.map(|p| format!(":{p}@")).unwrap_or_default();
+    let client = redis::Client::open(format!("redis://{auth}127.0.0.1:{port}"))?;
     let mut connection = client.get_connection_with_timeout(Duration::from_millis(300))?;
     connection.set_read_timeout(Some(Duration::from_millis(500)))?;
     cmd.query(&mut connection)
