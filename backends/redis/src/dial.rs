@@ -8,9 +8,10 @@
 //! itself, so it marks every release channel unsubscribed and wakes every waiter, whose next
 //! attempt subscribes afresh.
 //!
-//! Behind Sentinel ([`crate::sentinel`]) each dial asks the sentinels for the master, and a
-//! connection is dropped when its server answers `READONLY` (demoted by a failover) or lets a
-//! command time out (frozen, or cut off while the sentinels promote another).
+//! Behind Sentinel ([`crate::sentinel`]) each dial asks the sentinels for the master, each
+//! request is preceded by a `ROLE` check, and a connection is dropped when its server says it is
+//! a replica, answers `READONLY` (demoted by a failover) or lets a command time out (frozen, or
+//! cut off while the sentinels promote another).
 
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -157,7 +158,7 @@ impl Dialed {
         }
         if check && let Ok(values) = &mut result {
             let role = if values.is_empty() { Value::Nil } else { values.remove(0) };
-            if !sentinel::is_master(&role) {
+            if !sentinel::is_master(&role.extract_error()?) {
                 live.wire.abandon("the server is a replica now");
                 return Err(RedisError::from((
                     ErrorKind::Io,

@@ -8,9 +8,9 @@
 //!
 //! Each dial asks the sentinels in turn `SENTINEL get-master-addr-by-name`, connects to the
 //! address the first one that knows names, and checks with `ROLE` that it is a master (a
-//! sentinel that has not yet heard of a failover names the old one). A connection whose master
-//! answers `READONLY` (it came back as a replica) or stops answering is dropped, so the next call
-//! asks the sentinels again.
+//! sentinel that has not yet heard of a failover names the old one). Every later request carries
+//! a `ROLE` in the same write ([`crate::dial`]): a connection whose server says it is a replica,
+//! answers `READONLY` or stops answering is dropped, so the next call asks the sentinels again.
 
 use std::sync::Arc;
 use std::time::Duration;
