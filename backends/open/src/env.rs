@@ -183,13 +183,15 @@ fn redis(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError> {
             "the URL already carries sentinel_password: keep one of the two, they may disagree",
         ));
     }
-    let separator = if url.contains('?') { '&' } else { '?' };
-    Ok(match url.split_once('#') {
-        Some((base, fragment)) => {
-            format!("{base}{separator}sentinel_password={}#{fragment}", percent_encode(sentinel_password))
-        }
-        None => format!("{url}{separator}sentinel_password={}", percent_encode(sentinel_password)),
-    })
+    Ok(with_parameter(&url, "sentinel_password", &percent_encode(sentinel_password)))
+}
+
+/// `url` with the query parameter `key=value` added (before a `#fragment`, if any).
+fn with_parameter(url: &str, key: &str, value: &str) -> String {
+    let (base, fragment) = url.split_once('#').map_or((url, None), |(b, f)| (b, Some(f)));
+    let separator = if base.contains('?') { '&' } else { '?' };
+    let fragment = fragment.map(|f| format!("#{f}")).unwrap_or_default();
+    format!("{base}{separator}{key}={value}{fragment}")
 }
 
 /// `url` with `password` (from `source`) in its userinfo, as grelmicro folds a password kept
@@ -283,8 +285,7 @@ fn postgres(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError>
         },
     };
     if let Some(timeout) = timeout {
-        url.push(if url.contains('?') { '&' } else { '?' });
-        url.push_str(&format!("command_timeout={timeout}"));
+        url = with_parameter(&url, "command_timeout", &timeout);
     }
     Ok(url)
 }

@@ -54,6 +54,9 @@ pub(crate) enum Target {
     Sentinels(Sentinels),
 }
 
+/// `ROLE`, as a request on the wire.
+const ROLE: &[u8] = b"*1\r\n$4\r\nROLE\r\n";
+
 /// What a [`Dialed`] is opened with.
 pub(crate) struct Dial {
     pub(crate) target: Target,
@@ -144,7 +147,7 @@ impl Dialed {
         let check = self.behind_sentinels().is_some() && !confirmations;
         let write = move |out: &mut Vec<u8>| {
             if check {
-                redis::cmd("ROLE").write_packed_command(out);
+                out.extend_from_slice(ROLE);
             }
             write(out);
         };

@@ -81,8 +81,8 @@
 //! after the lease's time, as the test suite checks — but a fence increment can be lost with it,
 //! and the next holder can then get a fence already handed out: the driver refuses a fence lower
 //! than one it saw as `FenceRegression`. Sentinels also fail over again and again under too
-//! short a `down-after-milliseconds` (below about a second on a busy host), leaving two masters
-//! that both take writes for a while: keep it at 1 s or more.
+//! short a `down-after-milliseconds` (seen with 500 ms on loopback), leaving two masters that
+//! both take writes for a while: keep it at 1 s or more.
 //!
 //! **Not yet:** waiting for replicas (`WAIT`) before a grant counts, TLS to a master found
 //! through Sentinel, and wake-ups on lease expiry (waiters notice an expired lease at their next

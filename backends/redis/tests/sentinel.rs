@@ -109,15 +109,8 @@ async fn bad_sentinel_settings_fail_to_open_with_a_clear_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_master_is_failed_over_and_no_two_holders_overlap() {
     let mut group = Group::start(2, 3);
-    let (url, prefix) = (group.url(), fresh_prefix());
-    let holder = Store::of(open(&url, &prefix, Duration::from_millis(400)).await);
-    let rival = Store::of(open(&url, &prefix, Duration::from_millis(400)).await);
     let lease = Duration::from_secs(2);
-    let kept = faults::lock(&holder, "failover", lease, Duration::from_millis(400))
-        .acquire()
-        .await
-        .expect("held")
-        .keep_alive(Duration::from_secs(3600));
+    let (_holder, rival, kept) = kept_beside_a_rival(&group, "failover", lease, Duration::from_millis(400)).await;
     let fence = kept.fencing_token().get();
 
     let old = group.master_port();
@@ -163,16 +156,8 @@ async fn a_killed_master_is_failed_over_and_no_two_holders_overlap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_master_is_replaced_and_comes_back_as_a_replica() {
     let mut group = Group::start(2, 3);
-    let (url, prefix) = (group.url(), fresh_prefix());
-    let command_timeout = Duration::from_millis(300);
-    let holder = Store::of(open(&url, &prefix, command_timeout).await);
-    let rival = Store::of(open(&url, &prefix, command_timeout).await);
-    let lease = Duration::from_millis(1500);
-    let kept = faults::lock(&holder, "frozen", lease, Duration::from_millis(300))
-        .acquire()
-        .await
-        .expect("held")
-        .keep_alive(Duration::from_secs(3600));
+    let (command_timeout, lease) = (Duration::from_millis(300), Duration::from_millis(1500));
+    let (holder, rival, kept) = kept_beside_a_rival(&group, "frozen", lease, command_timeout).await;
     let lost = Arc::new(AtomicBool::new(false));
     let watch = {
         let (lost, ended) = (lost.clone(), kept.lost());
@@ -223,6 +208,22 @@ async fn a_frozen_master_is_replaced_and_comes_back_as_a_replica() {
             kept.stop().release().await.expect("released on the new master");
         }
     }
+}
+
+/// Two stores on `group` (the holder's and a rival's, one prefix), and `name` held by the holder
+/// with a lease of `lease`, kept alive; `timeout` bounds each command and each lock call.
+async fn kept_beside_a_rival(
+    group: &Group,
+    name: &str,
+    lease: Duration,
+    timeout: Duration,
+) -> (Store, Store, tenure::KeepAlive<tenure_tokio::LockGuard>) {
+    let (url, prefix) = (group.url(), fresh_prefix());
+    let holder = Store::of(open(&url, &prefix, timeout).await);
+    let rival = Store::of(open(&url, &prefix, timeout).await);
+    let guard = faults::lock(&holder, name, lease, timeout).acquire().await.expect("held");
+    let kept = guard.keep_alive(Duration::from_secs(3600));
+    (holder, rival, kept)
 }
 
 /// A rival tries `name` for three leases: if it is granted, `kept` no longer believes it holds
