@@ -108,6 +108,7 @@ mod inspect;
 mod options;
 mod queue;
 mod record;
+mod replicas;
 mod rw;
 mod scripts;
 mod sem;
@@ -131,7 +132,8 @@ use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Me
 
 use connection::Connection;
 use dial::{Dial, Dialed, Target};
-pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, RedisOptions};
+pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REPLICA_TIMEOUT, RedisOptions};
+use replicas::Confirm;
 use scripts::Scripts;
 pub use sentinel::DEFAULT_SENTINEL_PORT;
 use tenure::net::Net;
@@ -148,6 +150,8 @@ struct Inner {
     scripts: Scripts,
     subscriptions: Arc<Subscriptions>,
     options: RedisOptions,
+    /// Set by `min_replicas`: grants wait for replicas ([`replicas`]).
+    confirm: Option<Confirm>,
 }
 
 impl RedisBackend {
@@ -177,6 +181,12 @@ impl RedisBackend {
             .ok_or_else(|| BackendError::new(BackendErrorKind::Closed, "the Redis backend is closed"))
     }
 
+    /// Refuses `what` when grants wait for replicas: `min_replicas` covers locks, task locks and
+    /// elections, not yet read-write locks and semaphores.
+    fn uncovered_by_replicas(&self, what: &str) -> Result<(), BackendError> {
+        self.inner.confirm.map_or(Ok(()), |_| Err(replicas::not_covered(what)))
+    }
+
     fn key(&self, name: &str) -> String {
         format!("{}{name}", self.inner.options.key_prefix())
     }
@@ -189,18 +199,30 @@ impl RedisBackend {
     ) -> Result<Option<FencingToken>, BackendError> {
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
-        let fence: Option<i64> = self
-            .inner
-            .scripts
-            .lock_acquire
-            .key(self.key(name))
-            .key(self.key(&format!("fence:{name}")))
-            .arg(token)
-            .arg(tenure_core::time::ceil_millis(lease))
-            .invoke_async(&mut con)
-            .await
-            .map_err(|e| error("lock acquire", name, &e))?;
-        fence.map(|f| record::fence(name, f)).transpose()
+        let mut invocation = self.inner.scripts.lock_acquire.key(self.key(name));
+        invocation.key(self.key(&format!("fence:{name}"))).arg(token).arg(tenure_core::time::ceil_millis(lease));
+        let fail = |e: redis::RedisError| error("lock acquire", name, &e);
+        let Some(confirm) = self.inner.confirm else {
+            let fence: Option<i64> = invocation.invoke_async(&mut con).await.map_err(fail)?;
+            return fence.map(|f| record::fence(name, f)).transpose();
+        };
+        let before = redis::cmd("GET").arg(self.key(name)).clone();
+        let done = confirm.run::<Option<i64>>(&mut con, Some(before), &invocation).await.map_err(fail)?;
+        let Some(fence) = done.answer else { return Ok(None) };
+        if !confirm.met(done.acknowledged) {
+            let held: Option<String> = redis::from_redis_value(done.before).unwrap_or(None);
+            let renewal =
+                held.as_deref().and_then(|v| record::lock_value(name, v).ok()).is_some_and(|(_, t)| t == token);
+            let outcome = if renewal {
+                "the renewal is not counted (the lease runs to its end)"
+            } else if self.lock_release(name, token).await.is_ok() {
+                "the grant was given back"
+            } else {
+                "the grant could not be given back and runs out with its lease"
+            };
+            return Err(confirm.unconfirmed("lock acquire", name, done.acknowledged, outcome));
+        }
+        record::fence(name, fence).map(Some)
     }
 
     /// Runs a release script on `key`: deletes it iff `token` holds it, and publishes on
@@ -258,6 +280,11 @@ impl RedisBackend {
         lease: Duration,
         wait: Duration,
     ) -> Result<Option<FencingToken>, BackendError> {
+        if self.inner.confirm.is_some() {
+            // A hand-off is a grant the releaser's write makes and a push announces before any
+            // `WAIT`: with min_replicas, waiters are woken instead, and take the lock themselves.
+            return self.lock_acquire(name, token, lease).await;
+        }
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
         self.inner.subscriptions.subscribe_grants(&mut con).await;
@@ -294,18 +321,27 @@ impl RedisBackend {
     ) -> Result<LeaderRecord, BackendError> {
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
-        let raw: Vec<Option<String>> = self
-            .inner
-            .scripts
-            .leader_acquire_or_renew
-            .key(self.key(&format!("le_us:{name}")))
-            .arg(token)
-            .arg(tenure_core::time::ceil_micros(lease))
-            .arg(record::metadata_json(metadata))
-            .invoke_async(&mut con)
-            .await
-            .map_err(|e| error("leader acquire_or_renew", name, &e))?;
-        record::leader(name, &raw)
+        let mut invocation = self.inner.scripts.leader_acquire_or_renew.key(self.key(&format!("le_us:{name}")));
+        invocation.arg(token).arg(tenure_core::time::ceil_micros(lease)).arg(record::metadata_json(metadata));
+        let fail = |e: redis::RedisError| error("leader acquire_or_renew", name, &e);
+        let Some(confirm) = self.inner.confirm else {
+            let raw: Vec<Option<String>> = invocation.invoke_async(&mut con).await.map_err(fail)?;
+            return record::leader(name, &raw);
+        };
+        let done = confirm.run::<Vec<Option<String>>>(&mut con, None, &invocation).await.map_err(fail)?;
+        let leader = record::leader(name, &done.answer)?;
+        if leader.holder != token || confirm.met(done.acknowledged) {
+            return Ok(leader);
+        }
+        // The record says whether this call took the lease (acquired = renewed) or renewed it.
+        let outcome = if leader.acquired_at != leader.renewed_at {
+            "the renewal is not counted (the lease runs to its end)"
+        } else if self.leader_release(name, token).await.is_ok() {
+            "the lease was given back"
+        } else {
+            "the lease could not be given back and runs out"
+        };
+        Err(confirm.unconfirmed("leader acquire_or_renew", name, done.acknowledged, outcome))
     }
 
     async fn leader_release(&self, name: &str, token: &str) -> Result<bool, BackendError> {
@@ -334,16 +370,19 @@ impl RedisBackend {
             ));
         }
         let mut con = self.connection()?;
-        let won: i64 = self
-            .inner
-            .scripts
-            .schedule_claim
-            .key(self.key(name))
-            .arg(record::python_float(due))
-            .invoke_async(&mut con)
-            .await
-            .map_err(|e| error("schedule claim", name, &e))?;
-        Ok(won == 1)
+        let mut invocation = self.inner.scripts.schedule_claim.key(self.key(name));
+        invocation.arg(record::python_float(due));
+        let fail = |e: redis::RedisError| error("schedule claim", name, &e);
+        let Some(confirm) = self.inner.confirm else {
+            let won: i64 = invocation.invoke_async(&mut con).await.map_err(fail)?;
+            return Ok(won == 1);
+        };
+        let done = confirm.run::<i64>(&mut con, None, &invocation).await.map_err(fail)?;
+        if done.answer == 1 && !confirm.met(done.acknowledged) {
+            // A claim cannot be taken back without racing the next: the run is skipped.
+            return Err(confirm.unconfirmed("schedule claim", name, done.acknowledged, "this run is skipped"));
+        }
+        Ok(done.answer == 1)
     }
 
     async fn schedule_last_fired(&self, name: &str) -> Result<Option<f64>, BackendError> {
@@ -437,7 +476,13 @@ impl RedisOptions {
         let scripts = Scripts::new();
         scripts.load(&mut connection).await.map_err(|e| self.unreachable(&e))?;
         Ok(RedisBackend {
-            inner: Arc::new(Inner { connection: Mutex::new(Some(connection)), scripts, subscriptions, options: self }),
+            inner: Arc::new(Inner {
+                connection: Mutex::new(Some(connection)),
+                scripts,
+                subscriptions,
+                confirm: self.replicas().map(|(replicas, timeout)| Confirm { replicas, timeout }),
+                options: self,
+            }),
         })
     }
 
@@ -581,7 +626,8 @@ impl LockOperations for RedisBackend {
     }
 
     fn turn(&self, name: &str, token: &str) -> Option<Wakeup> {
-        Some(self.inner.subscriptions.turn(name, token))
+        // With min_replicas there is no queue (see `lock_acquire_queued`).
+        self.inner.confirm.is_none().then(|| self.inner.subscriptions.turn(name, token))
     }
 
     fn take_grant(&self, name: &str, token: &str) -> Option<FencingToken> {

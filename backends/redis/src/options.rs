@@ -13,6 +13,8 @@ use crate::sentinel::{self, Sentinels};
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one command may wait for its answer by default.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a grant waits for `min_replicas` replicas to acknowledge it by default.
+pub const DEFAULT_REPLICA_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Options for opening a [`RedisBackend`](crate::RedisBackend).
 ///
@@ -36,6 +38,8 @@ pub struct RedisOptions {
     connect_timeout: Duration,
     command_timeout: Duration,
     root_certificate: Option<PathBuf>,
+    min_replicas: u32,
+    replica_timeout: Duration,
 }
 
 impl RedisOptions {
@@ -48,7 +52,8 @@ impl RedisOptions {
     /// the `sentinel_password` parameter). `valkey…` schemes are the same.
     /// Tenure's own query parameters are read and removed: `prefix`, `connect_timeout` and
     /// `command_timeout` (seconds), `tls_root_cert` (a PEM file trusted instead of the system's),
-    /// `sentinel_password`.
+    /// `sentinel_password`, `min_replicas` and `replica_timeout` (seconds; see
+    /// [`RedisOptions::min_replicas`]).
     pub fn from_url(url: &str) -> Result<Self, SettingsError> {
         let (base, fragment) = url.split_once('#').map_or((url, None), |(b, f)| (b, Some(f)));
         let (base, query) = base.split_once('?').unwrap_or((base, ""));
@@ -74,6 +79,15 @@ impl RedisOptions {
                 }
                 "connect_timeout" => options.connect_timeout = seconds("connect_timeout", value)?,
                 "command_timeout" => options.command_timeout = seconds("command_timeout", value)?,
+                "replica_timeout" => options.replica_timeout = seconds("replica_timeout", value)?,
+                "min_replicas" => {
+                    options.min_replicas = value.parse().map_err(|_| {
+                        SettingsError::field(
+                            "min_replicas",
+                            format!("min_replicas must be a whole number, not {value:?}"),
+                        )
+                    })?;
+                }
                 "tls_root_cert" => {
                     let path = percent_decode(value).ok_or_else(|| bad_url("tls_root_cert has a broken escape"))?;
                     options.root_certificate = Some(path.into());
@@ -169,6 +183,8 @@ impl RedisOptions {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             root_certificate: None,
+            min_replicas: 0,
+            replica_timeout: DEFAULT_REPLICA_TIMEOUT,
         }
     }
 
@@ -190,6 +206,28 @@ impl RedisOptions {
     /// The lock and election calls are also bounded by their own `backend_timeout`.
     pub fn command_timeout(mut self, timeout: Duration) -> Self {
         self.command_timeout = timeout;
+        self
+    }
+
+    /// Makes every grant, renewal and fence increment wait until `replicas` replicas have
+    /// acknowledged it (`WAIT`, in the same round trip as the write) before the holder is told it
+    /// holds (default 0: Redis's asynchronous replication alone). A grant fewer replicas confirm
+    /// within [`RedisOptions::replica_timeout`] is a failed grant: a new lease is given back (or
+    /// left to its TTL if the master is gone), a renewal fails without being given back, a task
+    /// claim fails (its run is skipped). With it, a fencing token handed out is on `replicas`
+    /// replicas before anyone sees it, so a replica promoted by Sentinel continues above it.
+    /// `WAIT` is not a consensus write: a replica that acknowledged may still not be the one
+    /// promoted (see docs/guarantees.md). Waiters are then woken on a release rather than handed
+    /// the lock, so every grant is a write of its own holder. Not on Redis Cluster.
+    pub fn min_replicas(mut self, replicas: u32) -> Self {
+        self.min_replicas = replicas;
+        self
+    }
+
+    /// How long a grant waits for [`RedisOptions::min_replicas`] acknowledgements (default 1 s;
+    /// less than the command timeout, which bounds the whole round trip).
+    pub fn replica_timeout(mut self, timeout: Duration) -> Self {
+        self.replica_timeout = timeout;
         self
     }
 
@@ -226,15 +264,43 @@ impl RedisOptions {
         self.root_certificate.as_ref()
     }
 
+    /// `(min_replicas, replica_timeout)` when grants wait for replicas.
+    pub(crate) fn replicas(&self) -> Option<(u32, Duration)> {
+        (self.min_replicas > 0).then_some((self.min_replicas, self.replica_timeout))
+    }
+
     /// Checks every option; the message names the one that is wrong.
     pub fn validate(&self) -> Result<(), SettingsError> {
         self.check(true)
     }
 
     fn check(&self, cluster_prefix_final: bool) -> Result<(), SettingsError> {
-        for (field, value) in [("connect_timeout", self.connect_timeout), ("command_timeout", self.command_timeout)] {
+        let timeouts = [
+            ("connect_timeout", self.connect_timeout),
+            ("command_timeout", self.command_timeout),
+            ("replica_timeout", self.replica_timeout),
+        ];
+        for (field, value) in timeouts {
             if value.is_zero() {
                 return Err(SettingsError::field(field, format!("{field} must be greater than zero")));
+            }
+        }
+        if self.min_replicas > 0 {
+            if self.is_cluster() {
+                return Err(SettingsError::field(
+                    "min_replicas",
+                    "min_replicas is not supported on Redis Cluster (WAIT answers for one node, not the slot's)",
+                ));
+            }
+            if self.replica_timeout >= self.command_timeout {
+                return Err(SettingsError::field(
+                    "replica_timeout",
+                    format!(
+                        "replica_timeout ({:?}) must be less than command_timeout ({:?}), which bounds the grant and \
+                         its WAIT together",
+                        self.replica_timeout, self.command_timeout
+                    ),
+                ));
             }
         }
         check_prefix(&self.prefix, self.is_cluster() && cluster_prefix_final)?;
@@ -264,6 +330,8 @@ impl std::fmt::Debug for RedisOptions {
             .field("connect_timeout", &self.connect_timeout)
             .field("command_timeout", &self.command_timeout)
             .field("root_certificate", &self.root_certificate)
+            .field("min_replicas", &self.min_replicas)
+            .field("replica_timeout", &self.replica_timeout)
             .finish()
     }
 }

@@ -223,6 +223,7 @@ impl ReadWriteOperations for RedisBackend {
         token: &str,
         lease: Duration,
     ) -> Result<Option<FencingToken>, BackendError> {
+        self.uncovered_by_replicas("a read-write lock")?;
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
         let g: Option<i64> = self
@@ -241,6 +242,7 @@ impl ReadWriteOperations for RedisBackend {
         lease: Duration,
         intent: bool,
     ) -> Result<Option<WriteGrant>, BackendError> {
+        self.uncovered_by_replicas("a read-write lock")?;
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
         let grant: Option<(i64, i64)> = self
@@ -268,6 +270,7 @@ impl ReadWriteOperations for RedisBackend {
     }
 
     async fn downgrade(&self, name: &str, token: &str, lease: Duration) -> Result<Option<FencingToken>, BackendError> {
+        self.uncovered_by_replicas("a read-write lock")?;
         let mut con = self.connection()?;
         let g: Option<i64> = self
             .rw_call(&self.rw_scripts().downgrade, name, token)

@@ -160,6 +160,7 @@ impl SemaphoreOperations for RedisBackend {
         permits: u32,
         wait: Option<Duration>,
     ) -> Result<PermitAnswer, BackendError> {
+        self.uncovered_by_replicas("a semaphore")?;
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
         let place = wait.map_or_else(String::new, |wait| tenure_core::time::ceil_millis(wait).to_string());

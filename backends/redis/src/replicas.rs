@@ -1,0 +1,94 @@
+//! `min_replicas`: a grant, renewal or fence increment is confirmed by `WAIT` before anyone is
+//! told of it.
+//!
+//! The write and its `WAIT n timeout` go out in one pipeline on one connection, so they cost one
+//! round trip plus the replicas' acknowledgement, and `WAIT` covers the write (it waits for every
+//! write the connection made before it). A lock grant also reads the lock key first, in the same
+//! pipeline: a grant to a token that did not hold the key before is new, and a new grant fewer
+//! replicas confirm is given back; a renewal is only reported as failed (giving it back would
+//! free a lease its holder still believes it holds).
+//!
+//! `WAIT` blocks the connection it runs on until it answers, and every request multiplexed
+//! behind it waits too: with a replica down, each grant holds the connection up to
+//! `replica_timeout`.
+
+use std::time::Duration;
+
+use redis::{Cmd, FromRedisValue, RedisResult, ScriptInvocation, ServerErrorKind, Value};
+use tenure_core::{BackendError, BackendErrorKind};
+
+use crate::connection::Connection;
+
+/// How many replicas must acknowledge a grant, and how long `WAIT` may take.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Confirm {
+    pub(crate) replicas: u32,
+    pub(crate) timeout: Duration,
+}
+
+/// What a confirmed write answered.
+pub(crate) struct Confirmed<T> {
+    /// The answer of the read made before the write, if one was asked for.
+    pub(crate) before: Value,
+    /// The script's answer.
+    pub(crate) answer: T,
+    /// How many replicas acknowledged it in time.
+    pub(crate) acknowledged: i64,
+}
+
+impl Confirm {
+    /// Runs `before` (if any), then `script`, then `WAIT`, in one pipeline; loads the script
+    /// and runs them again if the server did not have it.
+    pub(crate) async fn run<T: FromRedisValue>(
+        &self,
+        con: &mut Connection,
+        before: Option<Cmd>,
+        script: &ScriptInvocation<'_>,
+    ) -> RedisResult<Confirmed<T>> {
+        let mut pipe = redis::pipe();
+        let read = before.is_some();
+        if let Some(cmd) = before {
+            pipe.add_command(cmd);
+        }
+        pipe.invoke_script(script);
+        let millis = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX).max(1);
+        pipe.cmd("WAIT").arg(self.replicas).arg(millis);
+        let replies: Vec<Value> = match pipe.query_async(con).await {
+            Err(e) if e.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript) => {
+                script.load_async(con).await?;
+                pipe.query_async(con).await?
+            }
+            other => other?,
+        };
+        let mut replies = replies.into_iter();
+        let before = if read { replies.next().unwrap_or(Value::Nil) } else { Value::Nil };
+        let answer = T::from_redis_value(replies.next().unwrap_or(Value::Nil))?;
+        let acknowledged = i64::from_redis_value(replies.next().unwrap_or(Value::Nil))?;
+        Ok(Confirmed { before, answer, acknowledged })
+    }
+
+    /// Whether `acknowledged` replicas are enough.
+    pub(crate) fn met(&self, acknowledged: i64) -> bool {
+        acknowledged >= i64::from(self.replicas)
+    }
+
+    /// The error of a grant fewer replicas confirmed: `what` on `name`, and what became of it.
+    pub(crate) fn unconfirmed(&self, what: &str, name: &str, acknowledged: i64, outcome: &str) -> BackendError {
+        BackendError::new(
+            BackendErrorKind::Unavailable,
+            format!(
+                "{what} of {name:?}: {acknowledged} of the {} replicas min_replicas asks for acknowledged it within \
+                 {:?}; {outcome}",
+                self.replicas, self.timeout
+            ),
+        )
+    }
+}
+
+/// The refusal of a call `min_replicas` does not cover yet.
+pub(crate) fn not_covered(what: &str) -> BackendError {
+    BackendError::new(
+        BackendErrorKind::Rejected,
+        format!("{what} on Redis does not wait for replicas yet: open the store without min_replicas to use it"),
+    )
+}
