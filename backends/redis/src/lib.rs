@@ -80,12 +80,15 @@
 //! cannot renew it and learns it lost it when its validity runs out — a rival is granted only
 //! after the lease's time, as the test suite checks — but a fence increment can be lost with it,
 //! and the next holder can then get a fence already handed out: the driver refuses a fence lower
-//! than one it saw as `FenceRegression`. Sentinels also fail over again and again under too
+//! than one it saw as `FenceRegression`. [`RedisOptions::min_replicas`] (`?min_replicas=N`)
+//! closes that gap as far as `WAIT` can: every grant, renewal, fence increment and task claim is
+//! confirmed by N replicas before anyone is told of it, so a promoted replica that acknowledged
+//! continues above every fence handed out. Sentinels also fail over again and again under too
 //! short a `down-after-milliseconds` (seen with 500 ms on loopback), leaving two masters that
 //! both take writes for a while: keep it at 1 s or more.
 //!
-//! **Not yet:** waiting for replicas (`WAIT`) before a grant counts, TLS to a master found
-//! through Sentinel, and wake-ups on lease expiry (waiters notice an expired lease at their next
+//! **Not yet:** `min_replicas` for read-write locks and semaphores (refused), TLS to a master
+//! found through Sentinel, and wake-ups on lease expiry (waiters notice an expired lease at their next
 //! `retry_interval` attempt).
 //!
 //! ```no_run

@@ -39,7 +39,8 @@ pub struct RedisOptions {
     command_timeout: Duration,
     root_certificate: Option<PathBuf>,
     min_replicas: u32,
-    replica_timeout: Duration,
+    /// Set by the user; else [`DEFAULT_REPLICA_TIMEOUT`], at most half the command timeout.
+    replica_timeout: Option<Duration>,
 }
 
 impl RedisOptions {
@@ -79,7 +80,7 @@ impl RedisOptions {
                 }
                 "connect_timeout" => options.connect_timeout = seconds("connect_timeout", value)?,
                 "command_timeout" => options.command_timeout = seconds("command_timeout", value)?,
-                "replica_timeout" => options.replica_timeout = seconds("replica_timeout", value)?,
+                "replica_timeout" => options.replica_timeout = Some(seconds("replica_timeout", value)?),
                 "min_replicas" => {
                     options.min_replicas = value.parse().map_err(|_| {
                         SettingsError::field(
@@ -184,7 +185,7 @@ impl RedisOptions {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             root_certificate: None,
             min_replicas: 0,
-            replica_timeout: DEFAULT_REPLICA_TIMEOUT,
+            replica_timeout: None,
         }
     }
 
@@ -224,10 +225,11 @@ impl RedisOptions {
         self
     }
 
-    /// How long a grant waits for [`RedisOptions::min_replicas`] acknowledgements (default 1 s;
-    /// less than the command timeout, which bounds the whole round trip).
+    /// How long a grant waits for [`RedisOptions::min_replicas`] acknowledgements (default 1 s,
+    /// or half the command timeout if that is shorter; it must be less than the command timeout,
+    /// which bounds the whole round trip).
     pub fn replica_timeout(mut self, timeout: Duration) -> Self {
-        self.replica_timeout = timeout;
+        self.replica_timeout = Some(timeout);
         self
     }
 
@@ -266,7 +268,11 @@ impl RedisOptions {
 
     /// `(min_replicas, replica_timeout)` when grants wait for replicas.
     pub(crate) fn replicas(&self) -> Option<(u32, Duration)> {
-        (self.min_replicas > 0).then_some((self.min_replicas, self.replica_timeout))
+        (self.min_replicas > 0).then_some((self.min_replicas, self.replica_timeout_value()))
+    }
+
+    fn replica_timeout_value(&self) -> Duration {
+        self.replica_timeout.unwrap_or_else(|| DEFAULT_REPLICA_TIMEOUT.min(self.command_timeout / 2))
     }
 
     /// Checks every option; the message names the one that is wrong.
@@ -278,7 +284,7 @@ impl RedisOptions {
         let timeouts = [
             ("connect_timeout", self.connect_timeout),
             ("command_timeout", self.command_timeout),
-            ("replica_timeout", self.replica_timeout),
+            ("replica_timeout", self.replica_timeout_value()),
         ];
         for (field, value) in timeouts {
             if value.is_zero() {
@@ -292,13 +298,14 @@ impl RedisOptions {
                     "min_replicas is not supported on Redis Cluster (WAIT answers for one node, not the slot's)",
                 ));
             }
-            if self.replica_timeout >= self.command_timeout {
+            if self.replica_timeout_value() >= self.command_timeout {
                 return Err(SettingsError::field(
                     "replica_timeout",
                     format!(
                         "replica_timeout ({:?}) must be less than command_timeout ({:?}), which bounds the grant and \
                          its WAIT together",
-                        self.replica_timeout, self.command_timeout
+                        self.replica_timeout_value(),
+                        self.command_timeout
                     ),
                 ));
             }
@@ -331,7 +338,7 @@ impl std::fmt::Debug for RedisOptions {
             .field("command_timeout", &self.command_timeout)
             .field("root_certificate", &self.root_certificate)
             .field("min_replicas", &self.min_replicas)
-            .field("replica_timeout", &self.replica_timeout)
+            .field("replica_timeout", &self.replica_timeout_value())
             .finish()
     }
 }

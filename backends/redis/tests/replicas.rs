@@ -137,6 +137,10 @@ async fn settings_that_cannot_hold_are_refused_by_name() {
         .expect_err("cluster");
     assert_eq!(e.field_name(), Some("min_replicas"));
     assert!(RedisOptions::from_url("redis://h/0?min_replicas=2&replica_timeout=0.25&command_timeout=1").is_ok());
+    // Unset, it stays below a short command timeout.
+    let short =
+        RedisOptions::from_url("redis://h/0?min_replicas=1").expect("url").command_timeout(Duration::from_millis(600));
+    assert!(short.validate().is_ok(), "{:?}", short.validate());
 
     // Read-write locks and semaphores are not covered yet: refused, not silently unconfirmed.
     let master = Server::start();
