@@ -8,10 +8,9 @@ use std::task::{Context, Poll};
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
-use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tenure::tls::Unchecked;
 use tenure_core::SettingsError;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_postgres::tls::{ChannelBinding, TlsConnect};
@@ -48,25 +47,8 @@ pub(crate) fn client_config(options: &PostgresOptions) -> Result<Option<Arc<Clie
 
 /// The roots to verify against: `sslrootcert` (a PEM file, or `system`), else the system's.
 fn roots(options: &PostgresOptions) -> Result<RootCertStore, SettingsError> {
-    let mut roots = RootCertStore::empty();
-    match options.root_certificate.as_deref() {
-        Some(path) if path.as_os_str() != "system" => {
-            let bad = |e: &dyn std::fmt::Display| {
-                SettingsError::field("sslrootcert", format!("cannot read {}: {e}", path.display()))
-            };
-            for cert in CertificateDer::pem_file_iter(path).map_err(|e| bad(&e))? {
-                roots.add(cert.map_err(|e| bad(&e))?).map_err(|e| bad(&e))?;
-            }
-        }
-        _ => {
-            let found = rustls_native_certs::load_native_certs();
-            roots.add_parsable_certificates(found.certs);
-        }
-    }
-    if roots.is_empty() {
-        return Err(SettingsError::field("sslrootcert", "no root certificate to verify the server against"));
-    }
-    Ok(roots)
+    let file = options.root_certificate.as_deref().filter(|path| path.as_os_str() != "system");
+    tenure::tls::roots(file, "sslrootcert")
 }
 
 /// `verify-ca` and `verify-full`: the chain is checked; the name only for `verify-full`.
@@ -113,46 +95,6 @@ impl ServerCertVerifier for Checked {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.webpki.supported_verify_schemes()
-    }
-}
-
-/// `prefer` and `require` without roots: encryption only, as libpq does; the handshake's
-/// signatures are still checked against the certificate the server sent.
-#[derive(Debug)]
-struct Unchecked(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 

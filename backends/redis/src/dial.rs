@@ -21,6 +21,7 @@ use redis::{Cmd, ErrorKind, Pipeline, RedisConnectionInfo, RedisError, RedisFutu
 use tenure::net::{Net, within};
 
 use crate::sentinel::{self, Sentinels};
+use crate::tls::Tls;
 use crate::wake::Subscriptions;
 use crate::wire::{Pushes, Wire};
 
@@ -39,6 +40,7 @@ pub(crate) struct Dialed {
     pushes: Pushes,
     connect_timeout: Duration,
     command_timeout: Duration,
+    tls: Option<Tls>,
     subscriptions: Arc<Subscriptions>,
     live: Mutex<(Option<Live>, u64)>,
     dialing: tokio::sync::Mutex<()>,
@@ -63,11 +65,13 @@ pub(crate) struct Dial {
     pub(crate) info: RedisConnectionInfo,
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
+    /// TLS to the sentinels and the master (`rediss+sentinel://`).
+    pub(crate) tls: Option<Tls>,
 }
 
 impl Dialed {
     pub(crate) fn new(net: Arc<dyn Net>, dial: Dial, subscriptions: Arc<Subscriptions>) -> Self {
-        let Dial { target, info, connect_timeout, command_timeout } = dial;
+        let Dial { target, info, connect_timeout, command_timeout, tls } = dial;
         Self {
             net,
             target,
@@ -75,6 +79,7 @@ impl Dialed {
             pushes: Arc::new(Subscriptions::push_sender(&subscriptions)),
             connect_timeout,
             command_timeout,
+            tls,
             subscriptions,
             live: Mutex::new((None, 0)),
             dialing: tokio::sync::Mutex::new(()),
@@ -98,10 +103,10 @@ impl Dialed {
         let (host, port) = match &self.target {
             Target::Server { host, port } => (host.clone(), *port),
             Target::Sentinels(sentinels) => {
-                sentinel::master_address(&self.net, sentinels, self.connect_timeout).await?
+                sentinel::master_address(&self.net, sentinels, self.tls.as_ref(), self.connect_timeout).await?
             }
         };
-        let socket = self.net.connect_tcp(&host, port, self.connect_timeout).await?;
+        let socket = sentinel::connect(&self.net, &host, port, self.tls.as_ref(), self.connect_timeout).await?;
         let wire = Wire::new(socket.stream, self.pushes.clone());
         (socket.spawn)(Box::pin(Wire::listen(&wire)));
         let master = self.behind_sentinels().map(|name| (name, format!("{host}:{port}")));

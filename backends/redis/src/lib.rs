@@ -87,8 +87,11 @@
 //! short a `down-after-milliseconds` (seen with 500 ms on loopback), leaving two masters that
 //! both take writes for a while: keep it at 1 s or more.
 //!
-//! **Not yet:** `min_replicas` for read-write locks and semaphores (refused), TLS to a master
-//! found through Sentinel, and wake-ups on lease expiry (waiters notice an expired lease at their next
+//! `rediss+sentinel://` reaches the sentinels and the master over TLS (rustls; the system's
+//! roots, `tls_root_cert=`, or `#insecure` for tests).
+//!
+//! **Not yet:** `min_replicas` for read-write locks and semaphores (refused), and wake-ups on
+//! lease expiry (waiters notice an expired lease at their next
 //! `retry_interval` attempt).
 //!
 //! ```no_run
@@ -116,6 +119,7 @@ mod rw;
 mod scripts;
 mod sem;
 mod sentinel;
+mod tls;
 mod wake;
 mod wire;
 
@@ -439,11 +443,18 @@ impl RedisOptions {
         info: redis::RedisConnectionInfo,
     ) -> Result<RedisBackend, OpenError> {
         let subscriptions = Arc::new(Subscriptions::new(self.key_prefix()));
+        let tls = match &target {
+            Target::Sentinels(s) if s.tls => {
+                Some(tls::Tls::new(self.root_certificate().map(|p| p.as_path()), s.insecure)?)
+            }
+            _ => None,
+        };
         let dial = Dial {
             target,
             info,
             connect_timeout: self.connect_timeout_value(),
             command_timeout: self.command_timeout_value(),
+            tls,
         };
         let dialed = Dialed::new(Arc::new(runtime), dial, subscriptions.clone());
         self.finish_open(Connection::Dialed(Arc::new(dialed)), subscriptions).await

@@ -50,7 +50,9 @@ impl RedisOptions {
     /// `rediss+cluster://`), whose nodes are the seeds the cluster's layout is read from; or a
     /// master behind Redis Sentinel: `redis+sentinel://[user:password@]h1:26379,h2:26379/<master>[/<db>]`
     /// (grelmicro's grammar; the credentials are the master's, the sentinels' own password is
-    /// the `sentinel_password` parameter). `valkey…` schemes are the same.
+    /// the `sentinel_password` parameter), or `rediss+sentinel://…` to reach the sentinels and
+    /// the master over TLS (`tls_root_cert`, `#insecure` as for `rediss://`). `valkey…` schemes
+    /// are the same.
     /// Tenure's own query parameters are read and removed: `prefix`, `connect_timeout` and
     /// `command_timeout` (seconds), `tls_root_cert` (a PEM file trusted instead of the system's),
     /// `sentinel_password`, `min_replicas` and `replica_timeout` (seconds; see
@@ -62,7 +64,8 @@ impl RedisOptions {
         let scheme = scheme.to_ascii_lowercase();
         if !StoreKind::Redis.accepts(&scheme) {
             return Err(bad_url(format!(
-                "{} is not a redis://, rediss://, redis+unix://, redis+cluster:// or redis+sentinel:// URL",
+                "{} is not a redis://, rediss://, redis+unix://, redis+cluster://, redis+sentinel:// or \
+                 rediss+sentinel:// URL",
                 shown_url(url)
             )));
         }
@@ -153,8 +156,14 @@ impl RedisOptions {
         let master = master.into();
         let shown: Vec<String> = nodes.iter().map(|(h, p)| format!("{h}:{p}")).collect();
         let mut options = Self::new(format!("redis+sentinel://{}/{}", shown.join(","), master));
-        options.sentinel =
-            Some(Sentinels { nodes, master, password: None, settings: "redis://sentinel-master/0".into() });
+        options.sentinel = Some(Sentinels {
+            nodes,
+            master,
+            password: None,
+            settings: "redis://sentinel-master/0".into(),
+            tls: false,
+            insecure: false,
+        });
         options
     }
 

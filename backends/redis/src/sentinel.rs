@@ -17,9 +17,10 @@ use std::time::Duration;
 
 use redis::{ErrorKind, RedisError, RedisResult, Value};
 use tenure::backend::percent_decode;
-use tenure::net::{Net, within};
+use tenure::net::{Net, Socket, within};
 use tenure_core::SettingsError;
 
+use crate::tls::Tls;
 use crate::wire::Wire;
 
 /// The port a sentinel listens on when the URL names none.
@@ -34,6 +35,10 @@ pub(crate) struct Sentinels {
     /// The master's connection settings (credentials, database) as a URL on a placeholder
     /// host that is never dialed.
     pub(crate) settings: String,
+    /// `rediss+sentinel://`: the sentinels and the master are reached over TLS.
+    pub(crate) tls: bool,
+    /// `#insecure`: their certificates are not checked (tests only).
+    pub(crate) insecure: bool,
 }
 
 impl std::fmt::Debug for Sentinels {
@@ -72,7 +77,10 @@ pub(crate) fn parse(url: &str) -> Result<Sentinels, SettingsError> {
         return Err(bad(format!("a {scheme} URL's path is /<master>[/<db>], nothing more")));
     }
     let at = if userinfo.is_empty() { String::new() } else { format!("{userinfo}@") };
-    Ok(Sentinels { nodes, master, password: None, settings: format!("redis://{at}sentinel-master/{db}") })
+    let tls = scheme.eq_ignore_ascii_case("rediss+sentinel") || scheme.eq_ignore_ascii_case("valkeys+sentinel");
+    let insecure = url.split_once('#').is_some_and(|(_, fragment)| fragment == "insecure");
+    let settings = format!("redis://{at}sentinel-master/{db}");
+    Ok(Sentinels { nodes, master, password: None, settings, tls, insecure })
 }
 
 /// `host[:port]` or `[v6][:port]`.
@@ -103,11 +111,12 @@ fn bad(message: impl Into<String>) -> SettingsError {
 pub(crate) async fn master_address(
     net: &Arc<dyn Net>,
     sentinels: &Sentinels,
+    tls: Option<&Tls>,
     timeout: Duration,
 ) -> RedisResult<(String, u16)> {
     let mut failures = Vec::new();
     for (host, port) in &sentinels.nodes {
-        let asked = within(&**net, timeout, ask(net, host, *port, sentinels, timeout)).await;
+        let asked = within(&**net, timeout, ask(net, host, *port, sentinels, tls, timeout)).await;
         match asked.unwrap_or_else(|| Err(RedisError::from((ErrorKind::Io, "no answer in time")))) {
             Ok(Some(address)) => return Ok(address),
             Ok(None) => failures.push(format!("{host}:{port} knows no master named {:?}", sentinels.master)),
@@ -124,9 +133,10 @@ async fn ask(
     host: &str,
     port: u16,
     sentinels: &Sentinels,
+    tls: Option<&Tls>,
     timeout: Duration,
 ) -> RedisResult<Option<(String, u16)>> {
-    let socket = net.connect_tcp(host, port, timeout).await?;
+    let socket = connect(net, host, port, tls, timeout).await?;
     let wire = Wire::new(socket.stream, Arc::new(|_| Ok(())));
     let mut pipeline = redis::pipe();
     if let Some(password) = &sentinels.password {
@@ -152,6 +162,21 @@ async fn ask(
             "a sentinel answered get-master-addr-by-name with neither an address nor nil",
             format!("{other:?}"),
         ))),
+    }
+}
+
+/// A connection to `host:port`, over TLS if `tls`.
+pub(crate) async fn connect(
+    net: &Arc<dyn Net>,
+    host: &str,
+    port: u16,
+    tls: Option<&Tls>,
+    timeout: Duration,
+) -> std::io::Result<Socket> {
+    let socket = net.connect_tcp(host, port, timeout).await?;
+    match tls {
+        Some(tls) => tls.wrap(host, socket).await,
+        None => Ok(socket),
     }
 }
 

@@ -258,3 +258,49 @@ async fn rival_takes_over_only_from_a_holder_that_lost<G: tenure::Keepable>(
     assert!(kept.is_valid(), "nobody was granted, so the holder kept renewing");
     None
 }
+
+/// `rediss+sentinel://`: sentinels and servers that speak only TLS (replication and the
+/// sentinels' own links too). The master is found and used over TLS, checked against a private
+/// root (`tls_root_cert=`) or not at all (`#insecure`); a plain URL, a root that did not sign
+/// the certificates, or a missing root file fail with an error that says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_master_is_found_and_used_over_tls() {
+    let certs = std::env::temp_dir().join(format!("tenure-sentinel-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&certs).expect("certs dir");
+    let group = Group::with_tls(1, 1, &certs);
+    let ca = certs.join("ca.pem").display().to_string();
+    for url in [format!("{}?tls_root_cert={ca}", group.url()), format!("{}#insecure", group.url())] {
+        let prefix = fresh_prefix();
+        let store = open(&url, &prefix, Duration::from_secs(2)).await;
+        for expected in 1..=2 {
+            let fence = LockCalls::acquire(&store, "lock:tls", "w", Duration::from_secs(5)).await.expect("acquire");
+            assert_eq!(fence.map(|f| f.get()), Some(expected), "{url}");
+            assert!(LockCalls::release(&store, "lock:tls", "w").await.expect("release"));
+        }
+        let other = open(&url, &prefix, Duration::from_secs(2)).await;
+        common::pushed_handoff(&store, &other).await;
+    }
+
+    let refused = |url: String| async move {
+        let options = RedisOptions::from_url(&url).expect("url").connect_timeout(Duration::from_millis(800));
+        options.open(Tokio::current()).await.expect_err(&url).to_string()
+    };
+    let plain = refused(group.url().replacen("rediss+sentinel", "redis+sentinel", 1)).await;
+    assert!(plain.contains("no sentinel named the master"), "{plain}");
+    let stranger = std::env::temp_dir().join(format!("tenure-sentinel-tls-other-{}", std::process::id()));
+    std::fs::create_dir_all(&stranger).expect("other certs dir");
+    tenure_conformance::tls::certificates(&stranger);
+    let untrusted = refused(format!("{}?tls_root_cert={}", group.url(), stranger.join("ca.pem").display())).await;
+    assert!(untrusted.to_lowercase().contains("certificate"), "{untrusted}");
+    let missing = RedisOptions::from_url(&format!("{}?tls_root_cert=/nonexistent/ca.pem", group.url())).expect("url");
+    match missing.open(Tokio::current()).await.expect_err("no such root file") {
+        tenure::backend::OpenError::Settings(e) => {
+            assert_eq!(e.field_name(), Some("tls_root_cert"));
+            assert!(e.to_string().contains("/nonexistent/ca.pem"), "{e}");
+        }
+        other => panic!("not a settings error: {other}"),
+    }
+    let _ = std::fs::remove_dir_all(&stranger);
+    drop(group);
+    let _ = std::fs::remove_dir_all(&certs);
+}

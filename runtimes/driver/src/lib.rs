@@ -28,6 +28,8 @@ mod observe;
 pub mod reach;
 pub mod runtime;
 mod task_lock;
+#[cfg(feature = "rustls")]
+pub mod tls;
 
 use std::time::Duration;
 

@@ -20,6 +20,8 @@ pub const MASTER: &str = "mymaster";
 pub struct Group {
     pub servers: Vec<Server>,
     sentinels: Vec<Sentinel>,
+    /// The folder of the certificates every server and sentinel speaks TLS with, if they do.
+    tls: Option<PathBuf>,
 }
 
 struct Sentinel {
@@ -27,6 +29,7 @@ struct Sentinel {
     dir: PathBuf,
     child: Child,
     password: Option<String>,
+    tls: bool,
 }
 
 impl Group {
@@ -34,24 +37,32 @@ impl Group {
     /// agree that the master is down), once every replica is in sync and every sentinel knows
     /// the replicas and the other sentinels — so a failover can happen from then on.
     pub fn start(replicas: usize, sentinels: usize) -> Self {
-        Self::started(replicas, sentinels, None)
+        Self::started(replicas, sentinels, None, None)
     }
 
     /// One whose sentinels run with `requirepass password`.
     pub fn with_sentinel_password(replicas: usize, sentinels: usize, password: &str) -> Self {
-        Self::started(replicas, sentinels, Some(password))
+        Self::started(replicas, sentinels, Some(password), None)
     }
 
-    fn started(replicas: usize, sentinels: usize, password: Option<&str>) -> Self {
-        let master = Server::start();
+    /// One where every server and sentinel speaks only TLS, with certificates (for localhost and
+    /// 127.0.0.1) signed by the authority in `certs` (`ca.pem`).
+    pub fn with_tls(replicas: usize, sentinels: usize, certs: &std::path::Path) -> Self {
+        tenure_conformance::tls::certificates(certs);
+        Self::started(replicas, sentinels, None, Some(certs.to_owned()))
+    }
+
+    fn started(replicas: usize, sentinels: usize, password: Option<&str>, tls: Option<PathBuf>) -> Self {
+        let master = Server::in_group(None, tls.as_deref());
         let mut servers = vec![master];
         for _ in 0..replicas {
-            let replica = Server::replica_of(servers[0].port());
+            let replica = Server::in_group(Some(servers[0].port()), tls.as_deref());
             servers.push(replica);
         }
         let quorum = sentinels / 2 + 1;
-        let sentinels = (0..sentinels).map(|_| Sentinel::start(servers[0].port(), quorum, password)).collect();
-        let group = Self { servers, sentinels };
+        let sentinels =
+            (0..sentinels).map(|_| Sentinel::start(servers[0].port(), quorum, password, tls.as_deref())).collect();
+        let group = Self { servers, sentinels, tls };
         group.wait_until_ready(replicas);
         group
     }
@@ -66,7 +77,7 @@ impl Group {
     }
 
     fn ready(&self, master: u16, replicas: usize) -> bool {
-        let info: String = query(master, redis::cmd("INFO").arg("replication")).unwrap_or_default();
+        let info: String = self.query(master, redis::cmd("INFO").arg("replication")).unwrap_or_default();
         let online = info.lines().filter(|l| l.starts_with("slave") && l.contains("state=online")).count();
         online == replicas
             && self.sentinels.iter().all(|s| {
@@ -78,10 +89,17 @@ impl Group {
             })
     }
 
-    /// `redis+sentinel://` naming every sentinel, the master and database 0.
+    /// `redis+sentinel://` (`rediss+sentinel://` with TLS) naming every sentinel, the master
+    /// and database 0.
     pub fn url(&self) -> String {
         let nodes: Vec<String> = self.sentinels.iter().map(|s| format!("127.0.0.1:{}", s.port)).collect();
-        format!("redis+sentinel://{}/{MASTER}/0", nodes.join(","))
+        let scheme = if self.tls.is_some() { "rediss+sentinel" } else { "redis+sentinel" };
+        format!("{scheme}://{}/{MASTER}/0", nodes.join(","))
+    }
+
+    /// One command to the server on `port` of this group.
+    fn query<T: FromRedisValue>(&self, port: u16, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+        query_as(port, None, self.tls.is_some(), cmd)
     }
 
     /// The master's port as the first sentinel that answers names it.
@@ -105,7 +123,7 @@ impl Group {
         let deadline = Instant::now() + within;
         loop {
             let port = self.master_port();
-            let role: Vec<redis::Value> = query(port, &redis::cmd("ROLE")).unwrap_or_default();
+            let role: Vec<redis::Value> = self.query(port, &redis::cmd("ROLE")).unwrap_or_default();
             let is_master =
                 role.first().and_then(|v| String::from_redis_value(v.clone()).ok()).as_deref() == Some("master");
             if port != old && is_master {
@@ -118,7 +136,7 @@ impl Group {
 }
 
 impl Sentinel {
-    fn start(master: u16, quorum: usize, password: Option<&str>) -> Self {
+    fn start(master: u16, quorum: usize, password: Option<&str>, tls: Option<&std::path::Path>) -> Self {
         let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
         let dir = std::env::temp_dir().join(format!("tenure-sentinel-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("sentinel dir");
@@ -130,7 +148,8 @@ impl Sentinel {
              sentinel failover-timeout {MASTER} 5000\n\
              sentinel parallel-syncs {MASTER} 2\n",
             dir.display()
-        ) + &password.map(|p| format!("requirepass {p}\nsentinel sentinel-pass {p}\n")).unwrap_or_default();
+        ) + &password.map(|p| format!("requirepass {p}\nsentinel sentinel-pass {p}\n")).unwrap_or_default()
+            + &tls.map(|certs| tls_settings(port, certs)).unwrap_or_default();
         std::fs::write(&config, text).expect("sentinel config");
         let child = Command::new("redis-server")
             .arg(&config)
@@ -139,7 +158,7 @@ impl Sentinel {
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server --sentinel");
-        let sentinel = Self { port, dir, child, password: password.map(str::to_owned) };
+        let sentinel = Self { port, dir, child, password: password.map(str::to_owned), tls: tls.is_some() };
         let deadline = Instant::now() + Duration::from_secs(10);
         while sentinel.query::<String>(&redis::cmd("PING")).is_err() {
             assert!(Instant::now() < deadline, "the sentinel on {port} did not start");
@@ -149,7 +168,7 @@ impl Sentinel {
     }
 
     fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
-        query_as(self.port, self.password.as_deref(), cmd)
+        query_as(self.port, self.password.as_deref(), self.tls, cmd)
     }
 }
 
@@ -163,12 +182,35 @@ impl Drop for Sentinel {
 
 /// One command to the server or sentinel on `port`, on a connection of its own.
 pub fn query<T: FromRedisValue>(port: u16, cmd: &redis::Cmd) -> redis::RedisResult<T> {
-    query_as(port, None, cmd)
+    query_as(port, None, false, cmd)
 }
 
-fn query_as<T: FromRedisValue>(port: u16, password: Option<&str>, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+/// The TLS lines of a configuration listening on `port` with the certificates in `certs`: TLS
+/// only, replication and sentinel links over TLS too.
+pub fn tls_settings(port: u16, certs: &std::path::Path) -> String {
+    let file = |name: &str| certs.join(name).display().to_string();
+    format!(
+        "port 0\ntls-port {port}\ntls-cert-file {}\ntls-key-file {}\ntls-ca-cert-file {}\ntls-auth-clients no\n\
+         tls-replication yes\n",
+        file("server.pem"),
+        file("server.key"),
+        file("ca.pem")
+    )
+}
+
+fn query_as<T: FromRedisValue>(
+    port: u16,
+    password: Option<&str>,
+    tls: bool,
+    cmd: &redis::Cmd,
+) -> redis::RedisResult<T> {
     let auth = password.map(|p| format!(":{p}@")).unwrap_or_default();
-    let client = redis::Client::open(format!("redis://{auth}127.0.0.1:{port}"))?;
+    let url = if tls {
+        format!("rediss://{auth}127.0.0.1:{port}#insecure")
+    } else {
+        format!("redis://{auth}127.0.0.1:{port}")
+    };
+    let client = redis::Client::open(url)?;
     let mut connection = client.get_connection_with_timeout(Duration::from_millis(300))?;
     connection.set_read_timeout(Some(Duration::from_millis(500)))?;
     cmd.query(&mut connection)

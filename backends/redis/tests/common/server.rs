@@ -40,6 +40,29 @@ impl Server {
         Self::configured(|s| s.extra.extend(["--replicaof".into(), "127.0.0.1".into(), master_port.to_string()]))
     }
 
+    /// A server of a Sentinel group: a replica of `replica_of` if given, speaking only TLS
+    /// with the certificates in `tls` if given (replication over TLS too).
+    pub fn in_group(replica_of: Option<u16>, tls: Option<&std::path::Path>) -> Self {
+        Self::configured(|s| {
+            if let Some(certs) = tls {
+                let file = |name: &str| certs.join(name).display().to_string();
+                s.extra.extend(["--tls-port".into(), s.port.to_string(), "--port".into(), "0".into()]);
+                s.extra.extend([
+                    "--tls-cert-file".into(),
+                    file("server.pem"),
+                    "--tls-key-file".into(),
+                    file("server.key"),
+                ]);
+                s.extra.extend(["--tls-ca-cert-file".into(), file("ca.pem"), "--tls-auth-clients".into(), "no".into()]);
+                s.extra.extend(["--tls-replication".into(), "yes".into()]);
+                s.scheme = "rediss";
+            }
+            if let Some(master) = replica_of {
+                s.extra.extend(["--replicaof".into(), "127.0.0.1".into(), master.to_string()]);
+            }
+        })
+    }
+
     /// Its port.
     pub fn port(&self) -> u16 {
         self.port

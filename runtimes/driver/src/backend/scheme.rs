@@ -39,6 +39,8 @@ pub const SCHEMES: &[(StoreKind, &[&str])] = &[
             "valkeys+cluster",
             "redis+sentinel",
             "valkey+sentinel",
+            "rediss+sentinel",
+            "valkeys+sentinel",
         ],
     ),
     (StoreKind::Postgres, &["postgresql", "postgres", "postgresql+*"]),
