@@ -370,6 +370,73 @@ fn redis_urls_run_commands_under_the_same_locks() {
     a_writer_that_gives_up_leaves_readers_free(redis_store);
 }
 
+/// A master and a sentinel of the test's own, killed on drop; the sentinel's URL for
+/// [`sentinel_store`].
+struct SentinelGroup {
+    children: Vec<Child>,
+    dir: PathBuf,
+}
+
+static SENTINEL_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+impl SentinelGroup {
+    fn start() -> Self {
+        let dir = std::env::temp_dir().join(format!("tenure-cli-sentinel-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let (master, sentinel) = (free_port(), free_port());
+        let server = |args: &[&str]| {
+            Command::new("redis-server")
+                .args(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server")
+        };
+        let mut children = vec![server(&["--port", &master.to_string(), "--bind", "127.0.0.1", "--save", ""])];
+        let config = dir.join("sentinel.conf");
+        let text = format!(
+            "port {sentinel}\nbind 127.0.0.1\ndir {}\nsentinel monitor mymaster 127.0.0.1 {master} 1\n",
+            dir.display()
+        );
+        std::fs::write(&config, text).expect("sentinel config");
+        children.push(server(&[config.to_str().expect("path"), "--sentinel"]));
+        let group = Self { children, dir };
+        let named = || {
+            let asked = Command::new("redis-cli")
+                .args(["-p", &sentinel.to_string(), "SENTINEL", "get-master-addr-by-name", "mymaster"])
+                .output();
+            asked.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(&master.to_string()))
+        };
+        eventually("the sentinel to name the master", named);
+        let _ = SENTINEL_URL.set(format!("redis+sentinel://127.0.0.1:{sentinel}/mymaster/0"));
+        group
+    }
+}
+
+impl Drop for SentinelGroup {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A fresh key prefix on the master behind [`SentinelGroup`]'s sentinel.
+fn sentinel_store() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let url = SENTINEL_URL.get().expect("a sentinel group started");
+    format!("{url}?prefix=tenure-cli-sentinel-{}:", NEXT.fetch_add(1, Ordering::SeqCst))
+}
+
+#[test]
+fn sentinel_urls_run_commands_under_the_same_locks() {
+    let _group = SentinelGroup::start();
+    commands_share_locks_through(sentinel_store);
+    a_writer_that_gives_up_leaves_readers_free(sentinel_store);
+}
+
 #[test]
 fn postgres_urls_run_commands_under_the_same_locks() {
     commands_share_locks_through(postgres_store);
