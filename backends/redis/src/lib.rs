@@ -90,8 +90,7 @@
 //! `rediss+sentinel://` reaches the sentinels and the master over TLS (rustls; the system's
 //! roots, `tls_root_cert=`, or `#insecure` for tests).
 //!
-//! **Not yet:** `min_replicas` for read-write locks and semaphores (refused), and wake-ups on
-//! lease expiry (waiters notice an expired lease at their next
+//! **Not yet:** wake-ups on lease expiry (waiters notice an expired lease at their next
 //! `retry_interval` attempt).
 //!
 //! ```no_run
@@ -140,7 +139,7 @@ use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Me
 use connection::Connection;
 use dial::{Dial, Dialed, Target};
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REPLICA_TIMEOUT, RedisOptions};
-use replicas::Confirm;
+use replicas::{Confirm, Grant};
 use scripts::Scripts;
 pub use sentinel::DEFAULT_SENTINEL_PORT;
 use tenure::net::Net;
@@ -188,12 +187,6 @@ impl RedisBackend {
             .ok_or_else(|| BackendError::new(BackendErrorKind::Closed, "the Redis backend is closed"))
     }
 
-    /// Refuses `what` when grants wait for replicas: `min_replicas` covers locks, task locks and
-    /// elections, not yet read-write locks and semaphores.
-    fn uncovered_by_replicas(&self, what: &str) -> Result<(), BackendError> {
-        self.inner.confirm.map_or(Ok(()), |_| Err(replicas::not_covered(what)))
-    }
-
     fn key(&self, name: &str) -> String {
         format!("{}{name}", self.inner.options.key_prefix())
     }
@@ -208,28 +201,20 @@ impl RedisBackend {
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
         let mut invocation = self.inner.scripts.lock_acquire.key(self.key(name));
         invocation.key(self.key(&format!("fence:{name}"))).arg(token).arg(tenure_core::time::ceil_millis(lease));
-        let fail = |e: redis::RedisError| error("lock acquire", name, &e);
-        let Some(confirm) = self.inner.confirm else {
-            let fence: Option<i64> = invocation.invoke_async(&mut con).await.map_err(fail)?;
-            return fence.map(|f| record::fence(name, f)).transpose();
+        let grant = Grant {
+            what: "lock acquire",
+            name,
+            before: Some(redis::cmd("GET").arg(self.key(name)).clone()),
+            granted: |fence: &Option<i64>, _| fence.is_some(),
+            kept: |before, _: &Option<i64>| {
+                let held: Option<String> = redis::from_redis_value(before).unwrap_or(None);
+                let held = held.as_deref().and_then(|v| record::lock_value(name, v).ok());
+                held.is_some_and(|(_, t)| t == token).then_some(replicas::RENEWAL)
+            },
+            give_back: || self.lock_release(name, token),
         };
-        let before = redis::cmd("GET").arg(self.key(name)).clone();
-        let done = confirm.run::<Option<i64>>(&mut con, Some(before), &invocation).await.map_err(fail)?;
-        let Some(fence) = done.answer else { return Ok(None) };
-        if !confirm.met(done.acknowledged) {
-            let held: Option<String> = redis::from_redis_value(done.before).unwrap_or(None);
-            let renewal =
-                held.as_deref().and_then(|v| record::lock_value(name, v).ok()).is_some_and(|(_, t)| t == token);
-            let outcome = if renewal {
-                "the renewal is not counted (the lease runs to its end)"
-            } else if self.lock_release(name, token).await.is_ok() {
-                "the grant was given back"
-            } else {
-                "the grant could not be given back and runs out with its lease"
-            };
-            return Err(confirm.unconfirmed("lock acquire", name, done.acknowledged, outcome));
-        }
-        record::fence(name, fence).map(Some)
+        let fence = self.grant(&mut con, &invocation, token, grant).await?;
+        fence.map(|f| record::fence(name, f)).transpose()
     }
 
     /// Runs a release script on `key`: deletes it iff `token` holds it, and publishes on
@@ -330,25 +315,21 @@ impl RedisBackend {
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
         let mut invocation = self.inner.scripts.leader_acquire_or_renew.key(self.key(&format!("le_us:{name}")));
         invocation.arg(token).arg(tenure_core::time::ceil_micros(lease)).arg(record::metadata_json(metadata));
-        let fail = |e: redis::RedisError| error("leader acquire_or_renew", name, &e);
-        let Some(confirm) = self.inner.confirm else {
-            let raw: Vec<Option<String>> = invocation.invoke_async(&mut con).await.map_err(fail)?;
-            return record::leader(name, &raw);
+        let grant = Grant {
+            what: "leader acquire_or_renew",
+            name,
+            before: None,
+            // The record's first field is its holder.
+            granted: |raw: &Vec<Option<String>>, token| raw.first().and_then(Option::as_deref) == Some(token),
+            // The record tells a take (acquired = renewed) from a renewal.
+            kept: |_, raw: &Vec<Option<String>>| {
+                let renewal = record::leader(name, raw).is_ok_and(|l| l.acquired_at != l.renewed_at);
+                renewal.then_some(replicas::RENEWAL)
+            },
+            give_back: || self.leader_release(name, token),
         };
-        let done = confirm.run::<Vec<Option<String>>>(&mut con, None, &invocation).await.map_err(fail)?;
-        let leader = record::leader(name, &done.answer)?;
-        if leader.holder != token || confirm.met(done.acknowledged) {
-            return Ok(leader);
-        }
-        // The record says whether this call took the lease (acquired = renewed) or renewed it.
-        let outcome = if leader.acquired_at != leader.renewed_at {
-            "the renewal is not counted (the lease runs to its end)"
-        } else if self.leader_release(name, token).await.is_ok() {
-            "the lease was given back"
-        } else {
-            "the lease could not be given back and runs out"
-        };
-        Err(confirm.unconfirmed("leader acquire_or_renew", name, done.acknowledged, outcome))
+        let raw = self.grant(&mut con, &invocation, token, grant).await?;
+        record::leader(name, &raw)
     }
 
     async fn leader_release(&self, name: &str, token: &str) -> Result<bool, BackendError> {
@@ -379,17 +360,17 @@ impl RedisBackend {
         let mut con = self.connection()?;
         let mut invocation = self.inner.scripts.schedule_claim.key(self.key(name));
         invocation.arg(record::python_float(due));
-        let fail = |e: redis::RedisError| error("schedule claim", name, &e);
-        let Some(confirm) = self.inner.confirm else {
-            let won: i64 = invocation.invoke_async(&mut con).await.map_err(fail)?;
-            return Ok(won == 1);
+        // A claim cannot be taken back without racing the next: an unconfirmed one skips its run.
+        let grant = Grant {
+            what: "schedule claim",
+            name,
+            before: None,
+            granted: |won: &i64, _| *won == 1,
+            kept: |_, _: &i64| Some("this run is skipped"),
+            give_back: || async { Ok(false) },
         };
-        let done = confirm.run::<i64>(&mut con, None, &invocation).await.map_err(fail)?;
-        if done.answer == 1 && !confirm.met(done.acknowledged) {
-            // A claim cannot be taken back without racing the next: the run is skipped.
-            return Err(confirm.unconfirmed("schedule claim", name, done.acknowledged, "this run is skipped"));
-        }
-        Ok(done.answer == 1)
+        let won = self.grant(&mut con, &invocation, "", grant).await?;
+        Ok(won == 1)
     }
 
     async fn schedule_last_fired(&self, name: &str) -> Result<Option<f64>, BackendError> {

@@ -219,7 +219,8 @@ impl RedisOptions {
         self
     }
 
-    /// Makes every grant, renewal and fence increment wait until `replicas` replicas have
+    /// Makes every grant, renewal and fence increment (of locks, task locks, elections, read-write
+    /// locks and semaphores) wait until `replicas` replicas have
     /// acknowledged it (`WAIT`, in the same round trip as the write) before the holder is told it
     /// holds (default 0: Redis's asynchronous replication alone). A grant fewer replicas confirm
     /// within [`RedisOptions::replica_timeout`] is a failed grant: a new lease is given back (or

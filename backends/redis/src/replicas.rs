@@ -12,11 +12,13 @@
 //! behind it waits too: with a replica down, each grant holds the connection up to
 //! `replica_timeout`.
 
+use std::future::Future;
 use std::time::Duration;
 
 use redis::{Cmd, FromRedisValue, RedisResult, ScriptInvocation, ServerErrorKind, Value};
 use tenure_core::{BackendError, BackendErrorKind};
 
+use crate::RedisBackend;
 use crate::connection::Connection;
 
 /// How many replicas must acknowledge a grant, and how long `WAIT` may take.
@@ -85,10 +87,60 @@ impl Confirm {
     }
 }
 
-/// The refusal of a call `min_replicas` does not cover yet.
-pub(crate) fn not_covered(what: &str) -> BackendError {
-    BackendError::new(
-        BackendErrorKind::Rejected,
-        format!("{what} on Redis does not wait for replicas yet: open the store without min_replicas to use it"),
-    )
+/// What a renewal left unconfirmed becomes.
+pub(crate) const RENEWAL: &str = "the renewal is not counted (the lease runs to its end)";
+
+/// How a grant is told apart and taken back when replicas do not confirm it.
+pub(crate) struct Grant<'a, T, K, G> {
+    /// The call, as errors name it (`lock acquire`).
+    pub(crate) what: &'a str,
+    pub(crate) name: &'a str,
+    /// A read made in the same pipeline before the write, for `kept`.
+    pub(crate) before: Option<Cmd>,
+    /// Whether the answer is a grant (a refusal needs no confirmation).
+    pub(crate) granted: fn(&T, &str) -> bool,
+    /// `Some(outcome)` for a grant that must not be given back — a renewal, told from the read
+    /// before and the answer — else `None`.
+    pub(crate) kept: K,
+    /// Gives a new grant back.
+    pub(crate) give_back: G,
+}
+
+impl RedisBackend {
+    /// Runs the grant `script` on `con`: as it is, or — with `min_replicas` — with its `WAIT` in
+    /// the same round trip, and an unconfirmed grant is an error (given back unless `kept`).
+    pub(crate) async fn grant<T, K, G, F>(
+        &self,
+        con: &mut Connection,
+        script: &ScriptInvocation<'_>,
+        token: &str,
+        grant: Grant<'_, T, K, G>,
+    ) -> Result<T, BackendError>
+    where
+        T: FromRedisValue,
+        K: FnOnce(Value, &T) -> Option<&'static str>,
+        G: FnOnce() -> F,
+        F: Future<Output = Result<bool, BackendError>>,
+    {
+        let Grant { what, name, before, granted, kept, give_back } = grant;
+        let fail = |e: redis::RedisError| crate::error(what, name, &e);
+        let Some(confirm) = self.inner.confirm else {
+            return script.invoke_async(con).await.map_err(fail);
+        };
+        let done = confirm.run::<T>(con, before, script).await.map_err(fail)?;
+        if !granted(&done.answer, token) || confirm.met(done.acknowledged) {
+            return Ok(done.answer);
+        }
+        let outcome = match kept(done.before, &done.answer) {
+            Some(outcome) => outcome,
+            None if give_back().await.is_ok() => "the grant was given back",
+            None => "the grant could not be given back and runs out with its lease",
+        };
+        Err(confirm.unconfirmed(what, name, done.acknowledged, outcome))
+    }
+}
+
+/// Whether the read before a grant (a member's score, a field) shows it there already.
+pub(crate) fn present(before: &Value) -> bool {
+    !matches!(before, Value::Nil)
 }

@@ -15,6 +15,7 @@ use tenure::backend::record::generation;
 use tenure::backend::{ReadWriteOperations, Wakeup};
 use tenure_core::{BackendError, FencingToken, RwState, WriteGrant};
 
+use crate::replicas::{self, Grant};
 use crate::wake::Wake;
 use crate::{RedisBackend, error, record};
 
@@ -223,15 +224,19 @@ impl ReadWriteOperations for RedisBackend {
         token: &str,
         lease: Duration,
     ) -> Result<Option<FencingToken>, BackendError> {
-        self.uncovered_by_replicas("a read-write lock")?;
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
-        let g: Option<i64> = self
-            .rw_call(&self.rw_scripts().acquire_read, name, token)
-            .arg(tenure_core::time::ceil_millis(lease))
-            .invoke_async(&mut con)
-            .await
-            .map_err(|e| error("read acquire", name, &e))?;
+        let mut invocation = self.rw_call(&self.rw_scripts().acquire_read, name, token);
+        invocation.arg(tenure_core::time::ceil_millis(lease));
+        let grant = Grant {
+            what: "read acquire",
+            name,
+            before: Some(redis::cmd("ZSCORE").arg(format!("{}:r", self.key(name))).arg(token).clone()),
+            granted: |g: &Option<i64>, _| g.is_some(),
+            kept: |before, _: &Option<i64>| replicas::present(&before).then_some(replicas::RENEWAL),
+            give_back: || self.release_read(name, token),
+        };
+        let g = self.grant(&mut con, &invocation, token, grant).await?;
         g.map(|g| generation(name, g)).transpose()
     }
 
@@ -242,16 +247,22 @@ impl ReadWriteOperations for RedisBackend {
         lease: Duration,
         intent: bool,
     ) -> Result<Option<WriteGrant>, BackendError> {
-        self.uncovered_by_replicas("a read-write lock")?;
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
-        let grant: Option<(i64, i64)> = self
-            .rw_call(&self.rw_scripts().acquire_write, name, token)
-            .arg(tenure_core::time::ceil_millis(lease))
-            .arg(if intent { "1" } else { "0" })
-            .invoke_async(&mut con)
-            .await
-            .map_err(|e| error("write acquire", name, &e))?;
+        let mut invocation = self.rw_call(&self.rw_scripts().acquire_write, name, token);
+        invocation.arg(tenure_core::time::ceil_millis(lease)).arg(if intent { "1" } else { "0" });
+        let grant = Grant {
+            what: "write acquire",
+            name,
+            before: Some(redis::cmd("HGET").arg(self.key(name)).arg("w").clone()),
+            granted: |grant: &Option<(i64, i64)>, _| grant.is_some(),
+            kept: |before, _: &Option<(i64, i64)>| {
+                let writer: Option<String> = redis::from_redis_value(before).unwrap_or(None);
+                (writer.as_deref() == Some(token)).then_some(replicas::RENEWAL)
+            },
+            give_back: || self.release_write(name, token),
+        };
+        let grant = self.grant(&mut con, &invocation, token, grant).await?;
         grant
             .map(|(fence, poisoned)| Ok(WriteGrant { fence: record::fence(name, fence)?, poisoned: poisoned == 1 }))
             .transpose()
@@ -270,15 +281,19 @@ impl ReadWriteOperations for RedisBackend {
     }
 
     async fn downgrade(&self, name: &str, token: &str, lease: Duration) -> Result<Option<FencingToken>, BackendError> {
-        self.uncovered_by_replicas("a read-write lock")?;
         let mut con = self.connection()?;
-        let g: Option<i64> = self
-            .rw_call(&self.rw_scripts().downgrade, name, token)
-            .arg(tenure_core::time::ceil_millis(lease))
-            .arg(self.inner.subscriptions.channel(name))
-            .invoke_async(&mut con)
-            .await
-            .map_err(|e| error("downgrade", name, &e))?;
+        let mut invocation = self.rw_call(&self.rw_scripts().downgrade, name, token);
+        invocation.arg(tenure_core::time::ceil_millis(lease)).arg(self.inner.subscriptions.channel(name));
+        // The write lease is gone either way: an unconfirmed downgrade is not given back.
+        let grant = Grant {
+            what: "downgrade",
+            name,
+            before: None,
+            granted: |g: &Option<i64>, _| g.is_some(),
+            kept: |_, _: &Option<i64>| Some("the downgrade is not counted (its read lease runs to its end)"),
+            give_back: || async { Ok(false) },
+        };
+        let g = self.grant(&mut con, &invocation, token, grant).await?;
         g.map(|g| generation(name, g)).transpose()
     }
 

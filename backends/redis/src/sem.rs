@@ -12,6 +12,7 @@ use redis::{Script, ScriptInvocation};
 use tenure::backend::{SemaphoreOperations, Wakeup};
 use tenure_core::{BackendError, PermitAnswer, SemState};
 
+use crate::replicas::{self, Grant};
 use crate::wake::Wake;
 use crate::{RedisBackend, error, record};
 
@@ -160,19 +161,20 @@ impl SemaphoreOperations for RedisBackend {
         permits: u32,
         wait: Option<Duration>,
     ) -> Result<PermitAnswer, BackendError> {
-        self.uncovered_by_replicas("a semaphore")?;
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
         let place = wait.map_or_else(String::new, |wait| tenure_core::time::ceil_millis(wait).to_string());
-        let (fence, stored): (i64, i64) = self
-            .sem_call(&self.sem_scripts().acquire, name)
-            .arg(token)
-            .arg(tenure_core::time::ceil_millis(lease))
-            .arg(permits)
-            .arg(place)
-            .invoke_async(&mut con)
-            .await
-            .map_err(|e| error("semaphore acquire", name, &e))?;
+        let mut invocation = self.sem_call(&self.sem_scripts().acquire, name);
+        invocation.arg(token).arg(tenure_core::time::ceil_millis(lease)).arg(permits).arg(place);
+        let grant = Grant {
+            what: "semaphore acquire",
+            name,
+            before: Some(redis::cmd("ZSCORE").arg(format!("{}:h", self.key(name))).arg(token).clone()),
+            granted: |answer: &(i64, i64), _| answer.0 > 0,
+            kept: |before, _: &(i64, i64)| replicas::present(&before).then_some(replicas::RENEWAL),
+            give_back: || SemaphoreOperations::release(self, name, token),
+        };
+        let (fence, stored) = self.grant(&mut con, &invocation, token, grant).await?;
         let fence = if fence == 0 { None } else { Some(record::fence(name, fence)?) };
         Ok(PermitAnswer { fence, permits: permits_of(name, stored)? })
     }

@@ -10,8 +10,8 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tenure::backend::{LeaderElectionCalls, LockCalls};
-use tenure::{BackendErrorKind, Lock, Metadata, ReadWriteLock, ScheduleBackend};
+use tenure::backend::{LeaderElectionCalls, LockCalls, ReadWriteCalls, SemaphoreCalls};
+use tenure::{BackendErrorKind, Lock, Metadata, ScheduleBackend};
 use tenure_conformance::faults::Server as _;
 use tenure_conformance::{Clock, Harness, Leases, Store};
 use tenure_redis::{RedisBackend, RedisOptions};
@@ -72,6 +72,28 @@ fn replicated_harness() -> Harness {
 
 tenure_conformance::conformance_tests!(sequential replicated_harness());
 
+/// The read-write lock and semaphore contracts, in turn on one master and replica, every grant
+/// confirmed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_write_locks_and_semaphores_keep_their_contracts_with_min_replicas() {
+    use tenure_conformance::{rw, sem};
+    let h = replicated_harness();
+    rw::readers_share_and_a_refused_writer_holds_new_readers_out(&h).await;
+    rw::a_nowait_writer_keeps_no_intent_and_a_withdrawn_one_lets_readers_in(&h).await;
+    rw::generations_grow_per_write_and_readers_read_the_last(&h).await;
+    rw::an_expired_writer_poisons_the_next_grant_and_expired_readers_go(&h).await;
+    rw::a_downgrade_leaves_the_writer_reading(&h).await;
+    rw::many_readers_at_once_are_answered_each(&h).await;
+    rw::rw_sequences_match_the_store_model(&h).await;
+    sem::permits_go_up_to_the_count_with_increasing_fences(&h).await;
+    sem::waiters_keep_their_places_in_arrival_order(&h).await;
+    sem::another_count_is_refused_while_the_name_is_in_use(&h).await;
+    sem::expired_permits_and_places_go(&h).await;
+    sem::many_contenders_at_once_get_the_count_exactly(&h).await;
+    sem::a_place_left_while_others_wait_wakes_them(&h).await;
+    sem::sem_sequences_match_the_store_model(&h).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grants_wait_for_a_replica_and_unconfirmed_ones_are_given_back() {
     let master = Server::start();
@@ -111,6 +133,26 @@ async fn grants_wait_for_a_replica_and_unconfirmed_ones_are_given_back() {
         query(master.port(), redis::cmd("HGET").arg(format!("{prefix}le_us:leader:app")).arg("holder")).expect("hget");
     assert_eq!(record, None, "the lead was given back");
 
+    let e = ReadWriteCalls::acquire_write(&store, "rwlock:doc", "w-write", Duration::from_secs(30), false)
+        .await
+        .expect_err("an unconfirmed write");
+    assert!(e.to_string().contains("given back"), "{e}");
+    let e = ReadWriteCalls::acquire_read(&store, "rwlock:doc", "w-read", Duration::from_secs(30))
+        .await
+        .expect_err("an unconfirmed read");
+    assert!(e.to_string().contains("given back"), "{e}");
+    let writer: Option<String> =
+        query(master.port(), redis::cmd("HGET").arg(format!("{prefix}rwlock:doc")).arg("w")).expect("hget");
+    let readers: usize = query(master.port(), redis::cmd("ZCARD").arg(format!("{prefix}rwlock:doc:r"))).expect("zcard");
+    assert_eq!((writer, readers), (None, 0), "the write and the read were given back");
+    let e = SemaphoreCalls::acquire(&store, "semaphore:pool", "w-permit", Duration::from_secs(30), 2, None)
+        .await
+        .expect_err("an unconfirmed permit");
+    assert!(e.to_string().contains("given back"), "{e}");
+    let holders: usize =
+        query(master.port(), redis::cmd("ZCARD").arg(format!("{prefix}semaphore:pool:h"))).expect("zcard");
+    assert_eq!(holders, 0, "the permit was given back");
+
     let e = store.claim("task:nightly", 1_700_000_000.0).await.expect_err("an unconfirmed claim");
     assert!(e.to_string().contains("skipped"), "{e}");
 
@@ -141,14 +183,6 @@ async fn settings_that_cannot_hold_are_refused_by_name() {
     let short =
         RedisOptions::from_url("redis://h/0?min_replicas=1").expect("url").command_timeout(Duration::from_millis(600));
     assert!(short.validate().is_ok(), "{:?}", short.validate());
-
-    // Read-write locks and semaphores are not covered yet: refused, not silently unconfirmed.
-    let master = Server::start();
-    let store = open(&format!("{}/0?{WAITING}", master.url()), &fresh_prefix()).await;
-    let rw = ReadWriteLock::builder("doc", Tokio::current()).backend(store.clone()).env_load(false).build();
-    let e = rw.expect("a read-write lock").read().acquire_nowait().await.expect_err("not covered");
-    let cause = e.backend_error().map(ToString::to_string).unwrap_or_default();
-    assert!(cause.contains("does not wait for replicas"), "{e}: {cause}");
 }
 
 /// Fences across a failover to a replica that missed the last grants (frozen and cut off while

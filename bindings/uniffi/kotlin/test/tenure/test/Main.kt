@@ -10,6 +10,7 @@ fun main(args: Array<String>) {
     electionTests(suite)
     errorTests(suite)
     firstLinesTests(suite)
+    sentinelTests(suite)
     val failed = runBlocking { suite.run(args.firstOrNull()) }
     Stores.closeAll()
     exitProcess(if (failed == 0) 0 else 1)
