@@ -88,7 +88,9 @@
 //! both take writes for a while: keep it at 1 s or more.
 //!
 //! `rediss+sentinel://` reaches the sentinels and the master over TLS (rustls; the system's
-//! roots, `tls_root_cert=`, or `#insecure` for tests).
+//! roots, `tls_root_cert=`, or `#insecure` for tests). The master's certificate is checked
+//! against the address the sentinels announce for it (usually an IP address, which the
+//! certificate must then name).
 //!
 //! **Not yet:** wake-ups on lease expiry (waiters notice an expired lease at their next
 //! `retry_interval` attempt).
