@@ -392,7 +392,9 @@ impl SentinelGroup {
                 .spawn()
                 .expect("redis-server")
         };
-        let mut children = vec![server(&["--port", &master.to_string(), "--bind", "127.0.0.1", "--save", ""])];
+        let folder = dir.display().to_string();
+        let mut children =
+            vec![server(&["--port", &master.to_string(), "--bind", "127.0.0.1", "--save", "", "--dir", &folder])];
         let config = dir.join("sentinel.conf");
         let text = format!(
             "port {sentinel}\nbind 127.0.0.1\ndir {}\nsentinel monitor mymaster 127.0.0.1 {master} 1\n",

@@ -1,6 +1,6 @@
 //! `cargo bench -p tenure-redis --bench replicas`: what `min_replicas=1` costs one task's
 //! acquire + release, beside the plain cycle on the same master in the same run. The bench starts
-//! its own master and replica (`redis-server` on free loopback ports, nothing persisted) and
+//! its own master and replica (`redis-server` on free loopback ports, no persistence) and
 //! times, in interleaved batches: the plain cycle, the cycle with `min_replicas=1`, and the floor
 //! of a confirmed write (`SET` + `WAIT 1` in one pipeline of the `redis` crate). Prints medians
 //! and ratios; asserts nothing.
@@ -18,13 +18,18 @@ use tenure_redis::RedisOptions;
 struct Server {
     port: u16,
     child: Child,
+    dir: std::path::PathBuf,
 }
 
 impl Server {
     fn start(replica_of: Option<u16>) -> Self {
         let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        // A replica's full sync still writes an RDB file: in a folder of the bench's own.
+        let dir = std::env::temp_dir().join(format!("tenure-bench-replicas-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a folder");
         let mut args = vec!["--port".to_owned(), port.to_string(), "--bind".into(), "127.0.0.1".into()];
-        args.extend(["--save", "", "--appendonly", "no"].map(str::to_owned));
+        args.extend(["--save", "", "--appendonly", "no", "--dir"].map(str::to_owned));
+        args.push(dir.display().to_string());
         if let Some(master) = replica_of {
             args.extend(["--replicaof".to_owned(), "127.0.0.1".into(), master.to_string()]);
         }
@@ -34,7 +39,7 @@ impl Server {
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server");
-        let server = Self { port, child };
+        let server = Self { port, child, dir };
         server.wait_until(|info| !info.is_empty());
         server
     }
@@ -64,6 +69,7 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

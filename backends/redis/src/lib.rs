@@ -206,10 +206,12 @@ impl RedisBackend {
         let grant = Grant {
             what: "lock acquire",
             name,
-            before: Some(redis::cmd("GET").arg(self.key(name)).clone()),
+            // (An expired key is gone: a value read is a live lease.)
+            before: vec![redis::cmd("GET").arg(self.key(name)).clone()],
             granted: |fence: &Option<i64>, _| fence.is_some(),
-            kept: |before, _: &Option<i64>| {
-                let held: Option<String> = redis::from_redis_value(before).unwrap_or(None);
+            kept: |before: &[redis::Value], _: &Option<i64>| {
+                let held = before.first().and_then(|v| redis::from_redis_value_ref::<Option<String>>(v).ok());
+                let held = held.flatten();
                 let held = held.as_deref().and_then(|v| record::lock_value(name, v).ok());
                 held.is_some_and(|(_, t)| t == token).then_some(replicas::RENEWAL)
             },
@@ -320,11 +322,11 @@ impl RedisBackend {
         let grant = Grant {
             what: "leader acquire_or_renew",
             name,
-            before: None,
+            before: Vec::new(),
             // The record's first field is its holder.
             granted: |raw: &Vec<Option<String>>, token| raw.first().and_then(Option::as_deref) == Some(token),
             // The record tells a take (acquired = renewed) from a renewal.
-            kept: |_, raw: &Vec<Option<String>>| {
+            kept: |_: &[redis::Value], raw: &Vec<Option<String>>| {
                 let renewal = record::leader(name, raw).is_ok_and(|l| l.acquired_at != l.renewed_at);
                 renewal.then_some(replicas::RENEWAL)
             },
@@ -366,9 +368,9 @@ impl RedisBackend {
         let grant = Grant {
             what: "schedule claim",
             name,
-            before: None,
+            before: Vec::new(),
             granted: |won: &i64, _| *won == 1,
-            kept: |_, _: &i64| Some("this run is skipped"),
+            kept: |_: &[redis::Value], _: &i64| Some("this run is skipped"),
             give_back: || async { Ok(false) },
         };
         let won = self.grant(&mut con, &invocation, "", grant).await?;

@@ -228,7 +228,9 @@ impl RedisOptions {
     /// claim fails (its run is skipped). With it, a fencing token handed out is on `replicas`
     /// replicas before anyone sees it, so a replica promoted by Sentinel continues above it.
     /// `WAIT` is not a consensus write: a replica that acknowledged may still not be the one
-    /// promoted (see docs/guarantees.md). Waiters are then woken on a release rather than handed
+    /// promoted unless `replicas` is every replica (see docs/guarantees.md), and while replicas
+    /// are missing each grant's `WAIT` holds the shared connection, and the calls behind it, for
+    /// up to the timeout. Waiters are then woken on a release rather than handed
     /// the lock, so every grant is a write of its own holder. Not on Redis Cluster.
     pub fn min_replicas(mut self, replicas: u32) -> Self {
         self.min_replicas = replicas;

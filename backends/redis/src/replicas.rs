@@ -30,8 +30,8 @@ pub(crate) struct Confirm {
 
 /// What a confirmed write answered.
 pub(crate) struct Confirmed<T> {
-    /// The answer of the read made before the write, if one was asked for.
-    pub(crate) before: Value,
+    /// The answers of the reads made before the write.
+    pub(crate) before: Vec<Value>,
     /// The script's answer.
     pub(crate) answer: T,
     /// How many replicas acknowledged it in time.
@@ -39,17 +39,17 @@ pub(crate) struct Confirmed<T> {
 }
 
 impl Confirm {
-    /// Runs `before` (if any), then `script`, then `WAIT`, in one pipeline; loads the script
-    /// and runs them again if the server did not have it.
+    /// Runs `before`, then `script`, then `WAIT`, in one pipeline; loads the script and runs
+    /// them again if the server did not have it.
     pub(crate) async fn run<T: FromRedisValue>(
         &self,
         con: &mut Connection,
-        before: Option<Cmd>,
+        before: Vec<Cmd>,
         script: &ScriptInvocation<'_>,
     ) -> RedisResult<Confirmed<T>> {
         let mut pipe = redis::pipe();
-        let read = before.is_some();
-        if let Some(cmd) = before {
+        let reads = before.len();
+        for cmd in before {
             pipe.add_command(cmd);
         }
         pipe.invoke_script(script);
@@ -63,7 +63,7 @@ impl Confirm {
             other => other?,
         };
         let mut replies = replies.into_iter();
-        let before = if read { replies.next().unwrap_or(Value::Nil) } else { Value::Nil };
+        let before: Vec<Value> = replies.by_ref().take(reads).collect();
         let answer = T::from_redis_value(replies.next().unwrap_or(Value::Nil))?;
         let acknowledged = i64::from_redis_value(replies.next().unwrap_or(Value::Nil))?;
         Ok(Confirmed { before, answer, acknowledged })
@@ -95,8 +95,8 @@ pub(crate) struct Grant<'a, T, K, G> {
     /// The call, as errors name it (`lock acquire`).
     pub(crate) what: &'a str,
     pub(crate) name: &'a str,
-    /// A read made in the same pipeline before the write, for `kept`.
-    pub(crate) before: Option<Cmd>,
+    /// Reads made in the same pipeline before the write, for `kept`.
+    pub(crate) before: Vec<Cmd>,
     /// Whether the answer is a grant (a refusal needs no confirmation).
     pub(crate) granted: fn(&T, &str) -> bool,
     /// `Some(outcome)` for a grant that must not be given back — a renewal, told from the read
@@ -118,7 +118,7 @@ impl RedisBackend {
     ) -> Result<T, BackendError>
     where
         T: FromRedisValue,
-        K: FnOnce(Value, &T) -> Option<&'static str>,
+        K: FnOnce(&[Value], &T) -> Option<&'static str>,
         G: FnOnce() -> F,
         F: Future<Output = Result<bool, BackendError>>,
     {
@@ -131,16 +131,41 @@ impl RedisBackend {
         if !granted(&done.answer, token) || confirm.met(done.acknowledged) {
             return Ok(done.answer);
         }
-        let outcome = match kept(done.before, &done.answer) {
+        let outcome = match kept(&done.before, &done.answer) {
             Some(outcome) => outcome,
-            None if give_back().await.is_ok() => "the grant was given back",
-            None => "the grant could not be given back and runs out with its lease",
+            None => match give_back().await {
+                Ok(true) => "the grant was given back",
+                Ok(false) => "the grant had already ended when it was given back",
+                Err(_) => "the grant could not be given back and runs out with its lease",
+            },
         };
         Err(confirm.unconfirmed(what, name, done.acknowledged, outcome))
     }
 }
 
-/// Whether the read before a grant (a member's score, a field) shows it there already.
-pub(crate) fn present(before: &Value) -> bool {
-    !matches!(before, Value::Nil)
+/// The reads that tell a live member of a sorted set scored by the end of its lease (server
+/// ms): the server's clock, and the member's score.
+pub(crate) fn member_reads(key: String, member: &str) -> Vec<Cmd> {
+    vec![redis::cmd("TIME"), redis::cmd("ZSCORE").arg(key).arg(member).clone()]
+}
+
+/// Whether [`member_reads`] found the member live: its lease ends after the server's present
+/// (`through_end`: or at it — a semaphore's lease is live through its end).
+pub(crate) fn live_member(before: &[Value], through_end: bool) -> bool {
+    let (Some(now), Some(end)) = (before.first().and_then(now_ms), before.get(1).and_then(score)) else {
+        return false;
+    };
+    #[allow(clippy::cast_precision_loss)]
+    let now = now as f64;
+    end > now || (through_end && end >= now)
+}
+
+/// The server's clock in ms, from a `TIME` reply.
+pub(crate) fn now_ms(time: &Value) -> Option<i64> {
+    let (seconds, micros): (i64, i64) = redis::from_redis_value_ref(time).ok()?;
+    Some(seconds * 1000 + micros / 1000)
+}
+
+fn score(value: &Value) -> Option<f64> {
+    redis::from_redis_value_ref::<Option<f64>>(value).ok().flatten()
 }

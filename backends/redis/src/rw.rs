@@ -231,9 +231,12 @@ impl ReadWriteOperations for RedisBackend {
         let grant = Grant {
             what: "read acquire",
             name,
-            before: Some(redis::cmd("ZSCORE").arg(format!("{}:r", self.key(name))).arg(token).clone()),
+            // A reader is live strictly before the end of its lease.
+            before: replicas::member_reads(format!("{}:r", self.key(name)), token),
             granted: |g: &Option<i64>, _| g.is_some(),
-            kept: |before, _: &Option<i64>| replicas::present(&before).then_some(replicas::RENEWAL),
+            kept: |before: &[redis::Value], _: &Option<i64>| {
+                replicas::live_member(before, false).then_some(replicas::RENEWAL)
+            },
             give_back: || self.release_read(name, token),
         };
         let g = self.grant(&mut con, &invocation, token, grant).await?;
@@ -254,11 +257,15 @@ impl ReadWriteOperations for RedisBackend {
         let grant = Grant {
             what: "write acquire",
             name,
-            before: Some(redis::cmd("HGET").arg(self.key(name)).arg("w").clone()),
+            // The writer `w` until `we` (server ms), strictly before it.
+            before: vec![redis::cmd("TIME"), redis::cmd("HMGET").arg(self.key(name)).arg("w").arg("we").clone()],
             granted: |grant: &Option<(i64, i64)>, _| grant.is_some(),
-            kept: |before, _: &Option<(i64, i64)>| {
-                let writer: Option<String> = redis::from_redis_value(before).unwrap_or(None);
-                (writer.as_deref() == Some(token)).then_some(replicas::RENEWAL)
+            kept: |before: &[redis::Value], _: &Option<(i64, i64)>| {
+                let now = before.first().and_then(replicas::now_ms);
+                let stored =
+                    before.get(1).and_then(|v| redis::from_redis_value_ref::<(Option<String>, Option<i64>)>(v).ok());
+                let live = matches!((now, stored), (Some(now), Some((Some(w), Some(we)))) if w == token && we > now);
+                live.then_some(replicas::RENEWAL)
             },
             give_back: || self.release_write(name, token),
         };
@@ -288,9 +295,11 @@ impl ReadWriteOperations for RedisBackend {
         let grant = Grant {
             what: "downgrade",
             name,
-            before: None,
+            before: Vec::new(),
             granted: |g: &Option<i64>, _| g.is_some(),
-            kept: |_, _: &Option<i64>| Some("the downgrade is not counted (its read lease runs to its end)"),
+            kept: |_: &[redis::Value], _: &Option<i64>| {
+                Some("the downgrade is not counted (its read lease runs to its end)")
+            },
             give_back: || async { Ok(false) },
         };
         let g = self.grant(&mut con, &invocation, token, grant).await?;

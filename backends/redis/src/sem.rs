@@ -169,9 +169,12 @@ impl SemaphoreOperations for RedisBackend {
         let grant = Grant {
             what: "semaphore acquire",
             name,
-            before: Some(redis::cmd("ZSCORE").arg(format!("{}:h", self.key(name))).arg(token).clone()),
+            // A permit is live through the end of its lease.
+            before: replicas::member_reads(format!("{}:h", self.key(name)), token),
             granted: |answer: &(i64, i64), _| answer.0 > 0,
-            kept: |before, _: &(i64, i64)| replicas::present(&before).then_some(replicas::RENEWAL),
+            kept: |before: &[redis::Value], _: &(i64, i64)| {
+                replicas::live_member(before, true).then_some(replicas::RENEWAL)
+            },
             give_back: || SemaphoreOperations::release(self, name, token),
         };
         let (fence, stored) = self.grant(&mut con, &invocation, token, grant).await?;

@@ -23,10 +23,12 @@ impl Tls {
     /// TLS checked against the PEM certificates in `root` (else the system's roots), or not
     /// checked at all when `insecure`.
     pub(crate) fn new(root: Option<&Path>, insecure: bool) -> Result<Self, SettingsError> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let builder = ClientConfig::builder();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| SettingsError::field("url", format!("cannot set up TLS: {e}")))?;
         let config = if insecure {
-            let unchecked = Unchecked(Arc::new(rustls::crypto::ring::default_provider()));
+            let unchecked = Unchecked(provider);
             builder.dangerous().with_custom_certificate_verifier(Arc::new(unchecked)).with_no_client_auth()
         } else {
             builder.with_root_certificates(tenure::tls::roots(root, "tls_root_cert")?).with_no_client_auth()

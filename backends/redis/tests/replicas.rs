@@ -111,6 +111,13 @@ async fn grants_wait_for_a_replica_and_unconfirmed_ones_are_given_back() {
         guard.release().await.expect("release");
     }
     LockCalls::acquire(&store, "lock:kept", "w-kept", Duration::from_secs(30)).await.expect("a confirmed grant");
+    // Leases that lapse before the replica stops: asked again with the same token, they are new
+    // grants (given back below), not renewals.
+    let short = Duration::from_millis(100);
+    ReadWriteCalls::acquire_read(&store, "rwlock:lapsed-read", "w-lapsed", short).await.expect("a read");
+    ReadWriteCalls::acquire_write(&store, "rwlock:lapsed-write", "w-lapsed", short, false).await.expect("a write");
+    SemaphoreCalls::acquire(&store, "semaphore:lapsed", "w-lapsed", short, 2, None).await.expect("a permit");
+    tokio::time::sleep(Duration::from_millis(300)).await;
 
     // The replica stops acknowledging.
     replica.freeze();
@@ -152,6 +159,16 @@ async fn grants_wait_for_a_replica_and_unconfirmed_ones_are_given_back() {
     let holders: usize =
         query(master.port(), redis::cmd("ZCARD").arg(format!("{prefix}semaphore:pool:h"))).expect("zcard");
     assert_eq!(holders, 0, "the permit was given back");
+
+    let lapsed = [
+        ReadWriteCalls::acquire_read(&store, "rwlock:lapsed-read", "w-lapsed", short).await.map(drop),
+        ReadWriteCalls::acquire_write(&store, "rwlock:lapsed-write", "w-lapsed", short, false).await.map(drop),
+        SemaphoreCalls::acquire(&store, "semaphore:lapsed", "w-lapsed", short, 2, None).await.map(drop),
+    ];
+    for answer in lapsed {
+        let e = answer.expect_err("an unconfirmed grant after a lapse");
+        assert!(e.to_string().contains("given back"), "a lapsed lease taken again is new: {e}");
+    }
 
     let e = store.claim("task:nightly", 1_700_000_000.0).await.expect_err("an unconfirmed claim");
     assert!(e.to_string().contains("skipped"), "{e}");

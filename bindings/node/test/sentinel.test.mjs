@@ -32,7 +32,7 @@ async function until(what, check, ms = 30000) {
 test('locks through a redis+sentinel:// URL, across a failover', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'tenure-node-sentinel-'));
   const [master, replica, sentinel] = [await freePort(), await freePort(), await freePort()];
-  const base = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+  const base = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
   const procs = [server(['--port', String(master), ...base])];
   procs.push(server(['--port', String(replica), ...base, '--replicaof', '127.0.0.1', String(master)]));
   const config = join(dir, 'sentinel.conf');
@@ -46,6 +46,9 @@ test('locks through a redis+sentinel:// URL, across a failover', async () => {
   try {
     const url = `redis+sentinel://127.0.0.1:${sentinel}/mymaster/0?prefix=tenure-node-sentinel:&command_timeout=1`;
     backend = await until('the master through the sentinel', () => openBackend(url));
+    // The sentinel learns of the replica from the master; it can promote it only once it has.
+    const cli = (port, ...args) => execFileSync('redis-cli', ['-p', String(port), ...args]).toString();
+    await until('the sentinel to know the replica', () => cli(sentinel, 'SENTINEL', 'replicas', 'mymaster').includes(String(replica)));
     const lock = new Lock('report', backend, { leaseDuration: 5000 });
     const fences = [];
     for (let i = 0; i < 3; i += 1) {
@@ -69,8 +72,7 @@ test('locks through a redis+sentinel:// URL, across a failover', async () => {
     );
     // Once the replica has the last fence, the master is killed.
     const last = String(fences[fences.length - 1]);
-    const replicated = () =>
-      execFileSync('redis-cli', ['-p', String(replica), 'GET', 'tenure-node-sentinel:fence:lock:report']).toString().trim();
+    const replicated = () => cli(replica, 'GET', 'tenure-node-sentinel:fence:lock:report').trim();
     await until('the replica in sync', () => replicated() === last);
     procs[0].kill('SIGKILL');
     const after = await until('a grant from the promoted replica', async () => {

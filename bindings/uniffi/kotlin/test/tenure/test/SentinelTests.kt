@@ -18,7 +18,7 @@ fun sentinelTests(suite: Suite) {
     suite.test("locks through a redis+sentinel:// URL, across a failover") {
         val dir = Files.createTempDirectory("tenure-kotlin-sentinel-")
         val (master, replica, sentinel) = Triple(Stores.freePort(), Stores.freePort(), Stores.freePort())
-        val base = arrayOf("--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+        val base = arrayOf("--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", "$dir")
         fun server(vararg args: String) = ProcessBuilder("redis-server", *args).redirectOutput(ProcessBuilder.Redirect.DISCARD).start()
         val procs = mutableListOf(server("--port", "$master", *base))
         procs += server("--port", "$replica", *base, "--replicaof", "127.0.0.1", "$master")
@@ -37,6 +37,13 @@ fun sentinelTests(suite: Suite) {
                 store = runCatching { Store.open(url) }.getOrNull()
                 store != null
             }
+            // The sentinel learns of the replica from the master; it can promote it only once it has.
+            suspend fun cli(port: Int, vararg args: String) = withContext(Dispatchers.IO) {
+                ProcessBuilder("redis-cli", "-p", "$port", *args).start().inputStream.bufferedReader().readText()
+            }
+            eventually(within = 20.seconds, what = "the sentinel to know the replica") {
+                cli(sentinel, "SENTINEL", "replicas", "mymaster").contains("$replica")
+            }
             val lock = Lock("report", store!!, LockOptions(leaseDuration = 5.seconds))
             val fences = mutableListOf<Long>()
             repeat(3) {
@@ -48,11 +55,9 @@ fun sentinelTests(suite: Suite) {
             }
             checkIncreasing(fences)
             // Once the replica has the last fence, the master is killed.
-            val replicated = {
-                val get = ProcessBuilder("redis-cli", "-p", "$replica", "GET", "$prefix:fence:lock:report").start()
-                get.inputStream.bufferedReader().readText().trim()
+            eventually(what = "the replica in sync") {
+                cli(replica, "GET", "$prefix:fence:lock:report").trim() == "${fences.last()}"
             }
-            eventually(what = "the replica in sync") { withContext(Dispatchers.IO) { replicated() } == "${fences.last()}" }
             procs[0].destroyForcibly().waitFor(5, TimeUnit.SECONDS)
             var after = 0L
             eventually(within = 30.seconds, what = "a grant from the promoted replica") {
