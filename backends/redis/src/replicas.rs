@@ -3,10 +3,11 @@
 //!
 //! The write and its `WAIT n timeout` go out in one pipeline on one connection, so they cost one
 //! round trip plus the replicas' acknowledgement, and `WAIT` covers the write (it waits for every
-//! write the connection made before it). A lock grant also reads the lock key first, in the same
-//! pipeline: a grant to a token that did not hold the key before is new, and a new grant fewer
-//! replicas confirm is given back; a renewal is only reported as failed (giving it back would
-//! free a lease its holder still believes it holds).
+//! write the connection made before it). A grant also reads first, in the same pipeline, what
+//! tells a new grant from a renewal — the lock key; a reader's, writer's or permit's lease beside
+//! the server's clock; an election's record says it itself. A new grant fewer replicas confirm is
+//! given back; a renewal is only reported as failed (giving it back would free a lease its holder
+//! still believes it holds).
 //!
 //! `WAIT` blocks the connection it runs on until it answers, and every request multiplexed
 //! behind it waits too: with a replica down, each grant holds the connection up to
