@@ -207,7 +207,7 @@ impl RedisBackend {
             what: "lock acquire",
             name,
             // (An expired key is gone: a value read is a live lease.)
-            before: vec![redis::cmd("GET").arg(self.key(name)).clone()],
+            before: || vec![redis::cmd("GET").arg(self.key(name)).clone()],
             granted: |fence: &Option<i64>, _| fence.is_some(),
             kept: |before: &[redis::Value], _: &Option<i64>| {
                 let held = before.first().and_then(|v| redis::from_redis_value_ref::<Option<String>>(v).ok());
@@ -322,7 +322,7 @@ impl RedisBackend {
         let grant = Grant {
             what: "leader acquire_or_renew",
             name,
-            before: Vec::new(),
+            before: Vec::new,
             // The record's first field is its holder.
             granted: |raw: &Vec<Option<String>>, token| raw.first().and_then(Option::as_deref) == Some(token),
             // The record tells a take (acquired = renewed) from a renewal.
@@ -368,7 +368,7 @@ impl RedisBackend {
         let grant = Grant {
             what: "schedule claim",
             name,
-            before: Vec::new(),
+            before: Vec::new,
             granted: |won: &i64, _| *won == 1,
             kept: |_: &[redis::Value], _: &i64| Some("this run is skipped"),
             give_back: || async { Ok(false) },

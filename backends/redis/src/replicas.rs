@@ -92,12 +92,13 @@ impl Confirm {
 pub(crate) const RENEWAL: &str = "the renewal is not counted (the lease runs to its end)";
 
 /// How a grant is told apart and taken back when replicas do not confirm it.
-pub(crate) struct Grant<'a, T, K, G> {
+pub(crate) struct Grant<'a, T, B, K, G> {
     /// The call, as errors name it (`lock acquire`).
     pub(crate) what: &'a str,
     pub(crate) name: &'a str,
-    /// Reads made in the same pipeline before the write, for `kept`.
-    pub(crate) before: Vec<Cmd>,
+    /// Reads made in the same pipeline before the write, for `kept` (built only when grants
+    /// wait for replicas).
+    pub(crate) before: B,
     /// Whether the answer is a grant (a refusal needs no confirmation).
     pub(crate) granted: fn(&T, &str) -> bool,
     /// `Some(outcome)` for a grant that must not be given back — a renewal, told from the read
@@ -110,15 +111,16 @@ pub(crate) struct Grant<'a, T, K, G> {
 impl RedisBackend {
     /// Runs the grant `script` on `con`: as it is, or — with `min_replicas` — with its `WAIT` in
     /// the same round trip, and an unconfirmed grant is an error (given back unless `kept`).
-    pub(crate) async fn grant<T, K, G, F>(
+    pub(crate) async fn grant<T, B, K, G, F>(
         &self,
         con: &mut Connection,
         script: &ScriptInvocation<'_>,
         token: &str,
-        grant: Grant<'_, T, K, G>,
+        grant: Grant<'_, T, B, K, G>,
     ) -> Result<T, BackendError>
     where
         T: FromRedisValue,
+        B: FnOnce() -> Vec<Cmd>,
         K: FnOnce(&[Value], &T) -> Option<&'static str>,
         G: FnOnce() -> F,
         F: Future<Output = Result<bool, BackendError>>,
@@ -128,7 +130,7 @@ impl RedisBackend {
         let Some(confirm) = self.inner.confirm else {
             return script.invoke_async(con).await.map_err(fail);
         };
-        let done = confirm.run::<T>(con, before, script).await.map_err(fail)?;
+        let done = confirm.run::<T>(con, before(), script).await.map_err(fail)?;
         if !granted(&done.answer, token) || confirm.met(done.acknowledged) {
             return Ok(done.answer);
         }

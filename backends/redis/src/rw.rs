@@ -232,7 +232,7 @@ impl ReadWriteOperations for RedisBackend {
             what: "read acquire",
             name,
             // A reader is live strictly before the end of its lease.
-            before: replicas::member_reads(format!("{}:r", self.key(name)), token),
+            before: || replicas::member_reads(format!("{}:r", self.key(name)), token),
             granted: |g: &Option<i64>, _| g.is_some(),
             kept: |before: &[redis::Value], _: &Option<i64>| {
                 replicas::live_member(before, false).then_some(replicas::RENEWAL)
@@ -258,7 +258,7 @@ impl ReadWriteOperations for RedisBackend {
             what: "write acquire",
             name,
             // The writer `w` until `we` (server ms), strictly before it.
-            before: vec![redis::cmd("TIME"), redis::cmd("HMGET").arg(self.key(name)).arg("w").arg("we").clone()],
+            before: || vec![redis::cmd("TIME"), redis::cmd("HMGET").arg(self.key(name)).arg("w").arg("we").clone()],
             granted: |grant: &Option<(i64, i64)>, _| grant.is_some(),
             kept: |before: &[redis::Value], _: &Option<(i64, i64)>| {
                 let now = before.first().and_then(replicas::now_ms);
@@ -295,7 +295,7 @@ impl ReadWriteOperations for RedisBackend {
         let grant = Grant {
             what: "downgrade",
             name,
-            before: Vec::new(),
+            before: Vec::new,
             granted: |g: &Option<i64>, _| g.is_some(),
             kept: |_: &[redis::Value], _: &Option<i64>| {
                 Some("the downgrade is not counted (its read lease runs to its end)")

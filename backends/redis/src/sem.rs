@@ -170,7 +170,7 @@ impl SemaphoreOperations for RedisBackend {
             what: "semaphore acquire",
             name,
             // A permit is live through the end of its lease.
-            before: replicas::member_reads(format!("{}:h", self.key(name)), token),
+            before: || replicas::member_reads(format!("{}:h", self.key(name)), token),
             granted: |answer: &(i64, i64), _| answer.0 > 0,
             kept: |before: &[redis::Value], _: &(i64, i64)| {
                 replicas::live_member(before, true).then_some(replicas::RENEWAL)
