@@ -3,17 +3,23 @@
 //! loopback ports, beside the client's own floor measured in the same run: the fewest requests
 //! a lock with a lease of its own takes on etcd — `LeaseGrant`, a `Txn` putting the contender's
 //! key if the name has none, and `LeaseRevoke` (which deletes the key) — on the same
-//! `etcd-client`, the requests Tenure's store sends for a cycle, sent raw, and one write's commit
+//! client the store uses (its own, over tonic), the requests Tenure's store sends for a cycle, sent raw, and one write's commit
 //! (a `Put`, in a tight loop and after the idle a hand-off's waiter sees). Prints medians and
 //! rates; asserts nothing.
 #![allow(clippy::print_stdout, clippy::cast_precision_loss)]
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+// The store's own client, compiled into the bench (it is not public).
+#[allow(dead_code, unreachable_pub, unused_imports)]
+#[path = "../src/client/mod.rs"]
+mod client;
+#[path = "../src/pb/mod.rs"]
+mod pb;
 
 use std::time::{Duration, Instant};
 
-use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
+use client::{Client, Compare, CompareOp, ConnectOptions, PutOptions, Txn, TxnOp};
 use tenure::backend::LockOperations;
 use tenure_conformance::Store;
 use tenure_conformance::bench::{self, BATCH, BATCHES, RUN, Step, TASKS, us};
@@ -27,9 +33,9 @@ const IDLE: Duration = Duration::from_millis(250);
 /// The floor of a lock cycle: grant, put if the name has no contender, revoke.
 fn floor_cycle(client: &Client) -> Step<'_> {
     Box::new(move || {
-        let mut client = client.clone();
+        let client = client.clone();
         Box::pin(async move {
-            let lease = client.lease_grant(60, None).await.expect("grant").id();
+            let lease = client.lease_grant(60).await.expect("grant");
             let prefix = "floor/lock:floor/";
             let free = Compare::create_revision(prefix, CompareOp::Equal, 0).with_prefix();
             let put = TxnOp::put(format!("{prefix}{lease:x}"), "floor", Some(PutOptions::new().with_lease(lease)));
@@ -44,7 +50,7 @@ fn floor_cycle(client: &Client) -> Step<'_> {
 /// on its revision and lease (the lease stays spare).
 fn same_requests(client: &Client, lease: i64) -> Step<'_> {
     Box::new(move || {
-        let (mut refreshing, mut client) = (client.clone(), client.clone());
+        let (refreshing, client) = (client.clone(), client.clone());
         Box::pin(async move {
             let prefix = "floor/lock:same/";
             let key = format!("{prefix}{lease:x}");
@@ -55,12 +61,12 @@ fn same_requests(client: &Client, lease: i64) -> Step<'_> {
             refreshed.expect("keep-alive");
             let taken = taken.expect("txn");
             assert!(taken.succeeded());
-            let revision = taken.header().expect("header").revision();
+            let revision = taken.revision();
             let held = [
                 Compare::create_revision(key.clone(), CompareOp::Equal, revision),
                 Compare::lease(key.clone(), CompareOp::Equal, lease),
             ];
-            let deleted = client.txn(Txn::new().when(held).and_then([TxnOp::delete(key, None)])).await;
+            let deleted = client.txn(Txn::new().when(held).and_then([TxnOp::delete(key)])).await;
             assert!(deleted.expect("txn").succeeded());
         })
     })
@@ -69,9 +75,9 @@ fn same_requests(client: &Client, lease: i64) -> Step<'_> {
 /// One write's commit: a `Put` of one small key.
 fn one_write(client: &Client) -> Step<'_> {
     Box::new(move || {
-        let mut client = client.clone();
+        let client = client.clone();
         Box::pin(async move {
-            client.put("floor/write", "v", None).await.expect("put");
+            client.put("floor/write", "v").await.expect("put");
         })
     })
 }
@@ -80,12 +86,12 @@ fn one_write(client: &Client) -> Step<'_> {
 /// before a hand-off: on a virtual machine, waking idle CPUs costs a write more than it does in
 /// a tight loop).
 async fn idle_write(client: &Client, idle: Duration) -> Duration {
-    let mut client = client.clone();
+    let client = client.clone();
     let mut samples = Vec::new();
     for _ in 0..if idle > Duration::from_millis(50) { 21 } else { 200 } {
         tokio::time::sleep(idle).await;
         let start = Instant::now();
-        client.put("floor/write", "v", None).await.expect("put");
+        client.put("floor/write", "v").await.expect("put");
         samples.push(start.elapsed());
     }
     bench::median(samples)
@@ -94,7 +100,7 @@ async fn idle_write(client: &Client, idle: Duration) -> Duration {
 /// One linearizable read: a `Range` of one key.
 fn one_read(client: &Client) -> Step<'_> {
     Box::new(move || {
-        let mut client = client.clone();
+        let client = client.clone();
         Box::pin(async move {
             client.get("floor/write", None).await.expect("get");
         })
@@ -104,7 +110,7 @@ fn one_read(client: &Client) -> Step<'_> {
 /// One refresh of a lease (`LeaseKeepAlive`, answered by the cluster's leader without consensus).
 fn one_refresh(client: &Client, lease: i64) -> Step<'_> {
     Box::new(move || {
-        let mut client = client.clone();
+        let client = client.clone();
         Box::pin(async move {
             client.lease_keep_alive(lease).await.expect("keep-alive");
         })
@@ -172,8 +178,8 @@ async fn run(label: &str, url: &str) {
     };
     let ((store, backend), (other, _)) = (open().await, open().await);
     let endpoints: Vec<String> = tenure_etcd::EtcdOptions::from_url(url).expect("url").endpoints().to_vec();
-    let client = Client::connect(endpoints, None).await.expect("a raw client");
-    let lease = client.clone().lease_grant(600, None).await.expect("grant").id();
+    let client = Client::connect(endpoints, ConnectOptions::new()).await.expect("a raw client");
+    let lease = client.lease_grant(600).await.expect("grant");
     let mut steps = [
         one_write(&client),
         one_read(&client),
@@ -195,9 +201,9 @@ async fn run(label: &str, url: &str) {
     println!(
         "etcd, {label}, tenure on tokio, 2 worker threads (medians of {BATCHES} batches of {BATCH}, rates over {RUN:?}):"
     );
-    println!("  one write's commit (etcd-client Put):       {:>8.1} us", us(write));
-    println!("  one read (etcd-client Get):                 {:>8.1} us", us(read));
-    println!("  one lease refresh (etcd-client keep-alive): {:>8.1} us", us(refresh));
+    println!("  one write's commit (Put):                   {:>8.1} us", us(write));
+    println!("  one read (Get):                             {:>8.1} us", us(read));
+    println!("  one lease refresh (keep-alive):             {:>8.1} us", us(refresh));
     println!("  floor (grant, put if free, revoke):         {:>8.1} us", us(floor));
     println!("  Tenure's requests, raw (refresh | put, del): {:>8.1} us", us(same));
     let against_floors = |label: &str, took: Duration| {

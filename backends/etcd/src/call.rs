@@ -5,6 +5,8 @@ use std::sync::OnceLock;
 
 use tenure_core::{BackendError, BackendErrorKind};
 
+use crate::client::Error;
+
 /// Runs `call` on tokio: where it is polled when that is inside a tokio runtime, else on this
 /// crate's own small runtime (smol, async-std, a plain thread).
 pub(crate) async fn on_tokio<T: Send + 'static>(
@@ -37,11 +39,10 @@ fn private() -> &'static tokio::runtime::Runtime {
 }
 
 /// `e`, which happened while `what`, as a store error of the matching kind.
-pub(crate) fn failed(what: &str, e: &etcd_client::Error) -> BackendError {
-    use etcd_client::Error;
+pub(crate) fn failed(what: &str, e: &Error) -> BackendError {
     use tonic::Code;
     let kind = match e {
-        Error::GRpcStatus(status) => match status.code() {
+        Error::Status(status) => match status.code() {
             Code::Unavailable | Code::Aborted => BackendErrorKind::Unavailable,
             // tonic's status for a connection that broke mid-call (a member killed).
             Code::Unknown if broken_connection(status) => BackendErrorKind::Unavailable,
@@ -49,8 +50,8 @@ pub(crate) fn failed(what: &str, e: &etcd_client::Error) -> BackendError {
             Code::Unauthenticated | Code::PermissionDenied | Code::InvalidArgument => BackendErrorKind::Rejected,
             _ => BackendErrorKind::Other,
         },
-        Error::TransportError(_) | Error::IoError(_) => BackendErrorKind::Unavailable,
-        _ => BackendErrorKind::Other,
+        Error::Transport(_) => BackendErrorKind::Unavailable,
+        Error::Invalid(_) => BackendErrorKind::Other,
     };
     BackendError::new(kind, format!("etcd: {what} failed: {e}"))
 }
@@ -76,9 +77,9 @@ mod tests {
         let broken = std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stream closed because of a broken pipe");
         let status = tonic::Status::from_error(Box::new(broken));
         assert_eq!(status.code(), tonic::Code::Unknown);
-        let error = failed("granting a lease of lock:f", &etcd_client::Error::GRpcStatus(status));
+        let error = failed("granting a lease of lock:f", &Error::Status(status));
         assert_eq!(error.kind(), BackendErrorKind::Unavailable, "{error}");
-        let unknown = etcd_client::Error::GRpcStatus(tonic::Status::unknown("something else"));
+        let unknown = Error::Status(tonic::Status::unknown("something else"));
         assert_eq!(failed("a call", &unknown).kind(), BackendErrorKind::Other);
     }
 }

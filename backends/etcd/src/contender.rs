@@ -5,8 +5,8 @@
 
 use std::time::Instant;
 
-use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
-use etcd_client::{TxnOpResponse, TxnResponse};
+use crate::client::{Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
+use crate::client::{TxnOpResponse, TxnResponse};
 use tenure_core::BackendError;
 
 use crate::EtcdBackend;
@@ -100,7 +100,7 @@ impl EtcdBackend {
         let all = self
             .run("reading the contenders", about, {
                 let prefix = prefix.clone();
-                move |mut client| async move { Ok(client.get(prefix, Some(by_age())).await?.take_kvs()) }
+                move |client| async move { Ok(client.get(prefix, Some(by_age())).await?.take_kvs()) }
             })
             .await?;
         Ok(all.into_iter().filter(|kv| direct(kv.key(), &prefix)).collect())
@@ -127,7 +127,7 @@ impl EtcdBackend {
         otherwise.extend(read);
         let response = self.put_on(leased, Txn::new().when(when).and_then(then).or_else(otherwise), about).await?;
         if response.succeeded() {
-            let revision = response.header().map_or(0, etcd_client::ResponseHeader::revision);
+            let revision = response.revision();
             let held = Held { key: key.into_bytes(), revision, lease: Lease::Known(leased) };
             return Ok((Taken::Holds(held), response));
         }
@@ -157,7 +157,8 @@ impl EtcdBackend {
         let ttl = crate::lease::ttl_of(lease);
         let Some(spare) = self.state.spares.take(ttl) else { return Ok(None) };
         let since = Instant::now();
-        let refresh = self.run("refreshing a lease", about, move |client| crate::lease::keep_alive(client, spare.id));
+        let refresh =
+            self.run("refreshing a lease", about, move |client| async move { client.lease_keep_alive(spare.id).await });
         let take = async {
             let taken = self.take(prefix, value, spare, beside, about).await;
             // A key put, not believed until the refresh answers: dropped meanwhile, it goes. (A
@@ -208,8 +209,7 @@ impl EtcdBackend {
     /// (Also if this call is dropped before the outcome is known.)
     async fn put_on(&self, leased: Leased, txn: Txn, about: &str) -> Result<TxnResponse, BackendError> {
         let unsettled = self.until_settled(leased.id);
-        let response =
-            self.run("taking the name", about, move |mut client| async move { client.txn(txn).await }).await?;
+        let response = self.run("taking the name", about, move |client| async move { client.txn(txn).await }).await?;
         unsettled.settled();
         Ok(response)
     }
@@ -232,7 +232,7 @@ impl EtcdBackend {
         let response = self.put_on(leased, txn, about).await?;
         // Until it is known to hold, or gone: dropped or failed, its key goes with its lease.
         let unsettled = self.until_settled(leased.id);
-        let mine = response.header().map_or(0, etcd_client::ResponseHeader::revision);
+        let mine = response.revision();
         let first = ranges(&response)
             .into_iter()
             .next()
@@ -271,7 +271,7 @@ impl EtcdBackend {
         let granted = self.lease_for(lease, about).await?;
         let (guards, key) = (held.unchanged(), held.key.clone());
         let moved = self
-            .run("renewing a lease", about, move |mut client| async move {
+            .run("renewing a lease", about, move |client| async move {
                 let put = TxnOp::put(key, value, Some(PutOptions::new().with_lease(granted.id)));
                 Ok(client.txn(Txn::new().when(guards).and_then([put])).await?.succeeded())
             })
@@ -308,15 +308,15 @@ impl EtcdBackend {
         let since = Instant::now();
         let (alive, kept) = self
             .run("renewing a lease", about, move |client| async move {
-                let (refreshing, mut checking) = (client.clone(), client);
-                let refresh = crate::lease::keep_alive(refreshing, leased.id);
+                let (refreshing, checking) = (client.clone(), client);
+                let refresh = async move { refreshing.lease_keep_alive(leased.id).await };
                 let check = async move {
                     let then = if rewrite {
                         TxnOp::put(key, value, Some(PutOptions::new().with_lease(leased.id)))
                     } else {
                         TxnOp::get(key, Some(GetOptions::new().with_keys_only()))
                     };
-                    Ok::<_, etcd_client::Error>(
+                    Ok::<_, crate::client::Error>(
                         checking.txn(Txn::new().when(guards).and_then([then])).await?.succeeded(),
                     )
                 };
@@ -339,8 +339,8 @@ impl EtcdBackend {
     pub(crate) async fn vacate(&self, held: &Held, also: Vec<TxnOp>, about: &str) -> Result<bool, BackendError> {
         let (guards, key) = (held.unchanged(), held.key.clone());
         let deleted = self
-            .run("releasing", about, move |mut client| async move {
-                let mut then = vec![TxnOp::delete(key, None)];
+            .run("releasing", about, move |client| async move {
+                let mut then = vec![TxnOp::delete(key)];
                 then.extend(also);
                 Ok(client.txn(Txn::new().when(guards).and_then(then)).await?.succeeded())
             })

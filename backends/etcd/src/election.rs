@@ -15,7 +15,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use etcd_client::{Compare, CompareOp, KeyValue, Txn, TxnOp, TxnResponse};
+use crate::client::{Compare, CompareOp, KeyValue, Txn, TxnOp, TxnResponse};
 use serde::{Deserialize, Serialize};
 use tenure::backend::{LeaderElectionOperations, Wake, Wakeup};
 use tenure_core::{BackendError, BackendErrorKind, LeaderRecord, Metadata, WallTime};
@@ -56,7 +56,7 @@ impl EtcdBackend {
         let response = self
             .run("reading the candidates", name, {
                 let prefix = prefix.clone();
-                move |mut client| async move {
+                move |client| async move {
                     let txn = Txn::new().and_then([TxnOp::get(prefix, Some(by_age())), TxnOp::get(last_key, None)]);
                     client.txn(txn).await
                 }
@@ -82,9 +82,9 @@ impl EtcdBackend {
         }
         let lease = leader.lease();
         let (granted, left) = self
-            .run("reading a leader's lease", name, move |mut client| async move {
-                let ttl = client.lease_time_to_live(lease, None).await?;
-                Ok((ttl.granted_ttl(), ttl.ttl()))
+            .run("reading a leader's lease", name, move |client| async move {
+                let ttl = client.lease_time_to_live(lease).await?;
+                Ok((ttl.granted_ttl, ttl.ttl))
             })
             .await?;
         let seconds = |s: i64| Duration::from_secs(u64::try_from(s).unwrap_or(0));
@@ -106,7 +106,7 @@ impl EtcdBackend {
     async fn last(&self, name: &str) -> Result<(Option<Last>, i64), BackendError> {
         let key = self.last_key(name);
         let kv = self
-            .run("reading the transitions", name, move |mut client| async move {
+            .run("reading the transitions", name, move |client| async move {
                 Ok(client.get(key, None).await?.take_kvs().into_iter().next())
             })
             .await?;
@@ -131,7 +131,7 @@ impl EtcdBackend {
             let key = self.last_key(name);
             let value = json(&Last { holder: record.holder.clone(), transitions: record.transitions })?;
             let written = self
-                .run("counting a transition", name, move |mut client| async move {
+                .run("counting a transition", name, move |client| async move {
                     let txn = Txn::new().when([unchanged(&key, revision)]).and_then([TxnOp::put(key, value, None)]);
                     Ok(client.txn(txn).await?.succeeded())
                 })
@@ -330,7 +330,7 @@ fn last_of(kv: Option<&KeyValue>) -> Result<(Option<Last>, i64), BackendError> {
 
 /// The store's revision `response` saw.
 fn read_at(response: &TxnResponse) -> i64 {
-    response.header().map_or(0, etcd_client::ResponseHeader::revision)
+    response.revision()
 }
 
 fn json(value: &impl Serialize) -> Result<Vec<u8>, BackendError> {
@@ -382,7 +382,7 @@ impl LeaderElectionOperations for EtcdBackend {
 
     async fn release(&self, name: &str, token: &str) -> Result<bool, BackendError> {
         // A clean release starts the count of transitions again.
-        let count = || vec![TxnOp::delete(self.last_key(name), None)];
+        let count = || vec![TxnOp::delete(self.last_key(name))];
         if let Some((held, _)) = self.state.leaders.take(name, token)
             && self.vacate(&held, count(), name).await?
         {

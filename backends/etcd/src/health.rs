@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions, GetOptions};
+use crate::client::{Client, ConnectOptions, Error, GetOptions};
 
 use crate::call::tokio_handle;
 
@@ -92,10 +92,10 @@ impl Probe {
         loop {
             tokio::time::sleep(backoff).await;
             if client.is_none() {
-                let connecting = Client::connect([self.endpoint.as_str()], Some(self.connect.clone()));
+                let connecting = Client::connect([self.endpoint.as_str()], self.connect.clone());
                 client = tokio::time::timeout(self.within, connecting).await.ok().and_then(Result::ok);
             }
-            let Some(c) = client.as_mut() else {
+            let Some(c) = client.as_ref() else {
                 answering[i].store(false, Ordering::SeqCst);
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
@@ -105,7 +105,7 @@ impl Probe {
             let answered = match tokio::time::timeout(self.within, read).await {
                 Ok(Ok(_)) => true,
                 // Refused for a reason of its own (permissions, say): it answers.
-                Ok(Err(etcd_client::Error::GRpcStatus(status))) => !matches!(
+                Ok(Err(Error::Status(status))) => !matches!(
                     status.code(),
                     tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled
                 ),

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use etcd_client::{GetOptions, KeyValue};
+use crate::client::{GetOptions, KeyValue};
 use tenure::backend::{BackendFuture, Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, FencingToken, WallTime};
 
@@ -18,7 +18,7 @@ impl EtcdBackend {
         for kind in ["lock:", "tasklock:", "leader:"] {
             let prefix = format!("{}{kind}", self.options.prefix);
             let all = self
-                .run("listing the store's keys", kind, move |mut client| async move {
+                .run("listing the store's keys", kind, move |client| async move {
                     Ok(client.get(prefix, Some(GetOptions::new().with_prefix())).await?.take_kvs())
                 })
                 .await?;
@@ -44,9 +44,9 @@ impl EtcdBackend {
 
     /// When `lease` ends, by this machine's clock (etcd reports what is left of it).
     async fn lease_end(&self, lease: i64) -> Result<Option<WallTime>, BackendError> {
-        let left = self
-            .run("reading a lease", "a holder", move |mut client| async move {
-                Ok(client.lease_time_to_live(lease, None).await?.ttl())
+        let left =
+            self.run("reading a lease", "a holder", move |client| async move {
+                Ok(client.lease_time_to_live(lease).await?.ttl)
             })
             .await?;
         let Ok(left) = u64::try_from(left) else { return Ok(None) };

@@ -70,15 +70,6 @@ pub(crate) fn ttl_of(lease: Duration) -> i64 {
     i64::try_from(lease.as_nanos().div_ceil(1_000_000_000)).unwrap_or(i64::MAX).max(1)
 }
 
-/// Refreshes lease `id` once; false if it ended.
-pub(crate) async fn keep_alive(mut client: etcd_client::Client, id: i64) -> Result<bool, etcd_client::Error> {
-    match client.lease_keep_alive(id).await {
-        Ok(_) => Ok(true),
-        Err(etcd_client::Error::LeaseKeepAliveError(e)) if e.contains("not found") => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
 impl EtcdBackend {
     /// A keyless lease living at least `lease` from now: a spare refreshed, else a new grant.
     pub(crate) async fn lease_for(&self, lease: Duration, about: &str) -> Result<Leased, BackendError> {
@@ -98,17 +89,16 @@ impl EtcdBackend {
         }
         let since = Instant::now();
         let id =
-            self.run("granting a lease", about, move |mut client| async move {
-                Ok(client.lease_grant(ttl, None).await?.id())
-            })
-            .await?;
+            self.run("granting a lease", about, move |client| async move { client.lease_grant(ttl).await }).await?;
         Ok(Leased { id, ttl, since })
     }
 
     /// Refreshes lease `id` of `ttl` to its whole TTL; none if it ended.
     pub(crate) async fn refresh(&self, id: i64, ttl: i64, about: &str) -> Result<Option<Leased>, BackendError> {
         let since = Instant::now();
-        let alive = self.run("refreshing a lease", about, move |client| keep_alive(client, id)).await?;
+        let alive = self
+            .run("refreshing a lease", about, move |client| async move { client.lease_keep_alive(id).await })
+            .await?;
         Ok(alive.then_some(Leased { id, ttl, since }))
     }
 
@@ -121,9 +111,8 @@ impl EtcdBackend {
 
     /// Revokes lease `id` in the background: only waste if it fails (it ends by itself).
     pub(crate) fn revoke_later(&self, id: i64) {
-        let client = etcd_client::Client::clone(&self.client);
+        let client = crate::client::Client::clone(&self.client);
         tokio_handle().spawn(async move {
-            let mut client = client;
             if let Err(e) = client.lease_revoke(id).await {
                 tracing::debug!(error = %e, "etcd: a lease no longer used was not revoked (it ends by itself)");
             }
@@ -138,14 +127,7 @@ impl EtcdBackend {
 
     /// Revokes `id` now (its keys go with it); false if it had ended already.
     pub(crate) async fn revoke(&self, id: i64, about: &str) -> Result<bool, BackendError> {
-        self.run("revoking a lease", about, move |mut client| async move {
-            match client.lease_revoke(id).await {
-                Ok(_) => Ok(true),
-                Err(etcd_client::Error::GRpcStatus(s)) if s.message().contains("lease not found") => Ok(false),
-                Err(e) => Err(e),
-            }
-        })
-        .await
+        self.run("revoking a lease", about, move |client| async move { client.lease_revoke(id).await }).await
     }
 }
 

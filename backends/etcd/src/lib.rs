@@ -26,6 +26,7 @@
 //! where they are polled; elsewhere (smol, async-std) on a small tokio runtime of this crate's.
 
 mod call;
+mod client;
 mod contender;
 mod election;
 mod health;
@@ -33,6 +34,7 @@ mod inspect;
 mod known;
 mod lease;
 mod options;
+mod pb;
 mod rw;
 mod schedule;
 mod sem;
@@ -44,7 +46,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions, KeyValue};
+use client::{Client, ConnectOptions, KeyValue};
 use tenure::backend::{LockOperations, Wake, Wakeup};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken};
 
@@ -94,9 +96,7 @@ impl EtcdBackend {
             .with_connect_timeout(options.connect_timeout)
             .with_timeout(options.command_timeout)
             .with_keep_alive(ping, options.command_timeout)
-            .with_keep_alive_while_idle(true)
-            .with_require_leader(true)
-            .with_auto_token_refresh(true);
+            .with_require_leader(true);
         if let Some((user, password)) = &options.user {
             connect = connect.with_user(user.clone(), password.clone());
         }
@@ -106,7 +106,7 @@ impl EtcdBackend {
         let endpoints = options.endpoints.clone();
         let shown = options.shown.clone();
         let probes = connect.clone();
-        let client = on_tokio(async move { Client::connect(endpoints, Some(connect)).await })
+        let client = on_tokio(async move { Client::connect(endpoints, connect).await })
             .await?
             .map_err(|e| failed(&format!("connecting to {shown}"), &e))?;
         // The client connects lazily: the watch is the first request, and its failure says where.
@@ -152,7 +152,7 @@ impl EtcdBackend {
     ) -> Result<T, BackendError>
     where
         T: Send + 'static,
-        F: Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
+        F: Future<Output = Result<T, client::Error>> + Send + 'static,
     {
         if self.watch.is_stopped() {
             return Err(BackendError::new(BackendErrorKind::Closed, "etcd: the store is closed"));
@@ -186,7 +186,7 @@ impl EtcdBackend {
 }
 
 /// The TLS settings of `tls`, its files read.
-fn tls_config(tls: &options::Tls) -> Result<etcd_client::TlsOptions, BackendError> {
+fn tls_config(tls: &options::Tls) -> Result<client::TlsOptions, BackendError> {
     let read = |path: &std::path::Path, what: &str| {
         std::fs::read(path).map_err(|e| {
             BackendError::new(
@@ -195,14 +195,14 @@ fn tls_config(tls: &options::Tls) -> Result<etcd_client::TlsOptions, BackendErro
             )
         })
     };
-    let mut config = etcd_client::TlsOptions::new();
+    let mut config = client::TlsOptions::new();
     config = match &tls.ca {
-        Some(ca) => config.ca_certificate(etcd_client::Certificate::from_pem(read(ca, "CA file")?)),
+        Some(ca) => config.ca_certificate(client::Certificate::from_pem(read(ca, "CA file")?)),
         None => config.with_native_roots(),
     };
     if let (Some(cert), Some(key)) = (&tls.cert, &tls.key) {
-        config = config
-            .identity(etcd_client::Identity::from_pem(read(cert, "client certificate")?, read(key, "client key")?));
+        config =
+            config.identity(client::Identity::from_pem(read(cert, "client certificate")?, read(key, "client key")?));
     }
     Ok(config)
 }

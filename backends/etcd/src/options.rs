@@ -152,7 +152,7 @@ impl EtcdOptions {
         self
     }
 
-    /// The members' client URLs, as `etcd-client` takes them.
+    /// The members' client URLs, as the client takes them.
     pub fn endpoints(&self) -> &[String] {
         &self.endpoints
     }

@@ -1,7 +1,7 @@
 //! Cron schedule claims: one key per task, `<prefix>tenure:schedule:<name>`, holding the last
 //! claimed fire time; a claim is a compare-and-swap transaction on the key's revision.
 
-use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+use crate::client::{Compare, CompareOp, Txn, TxnOp};
 use tenure::backend::{BackendFuture, ScheduleBackend};
 use tenure_core::{BackendError, BackendErrorKind};
 
@@ -18,7 +18,7 @@ impl EtcdBackend {
     /// The stored fire time of `key` and the key's revision (0 when absent).
     async fn fired(&self, name: &str, key: String) -> Result<(Option<f64>, i64), BackendError> {
         let (value, revision) = self
-            .run("reading a schedule", name, move |mut client| async move {
+            .run("reading a schedule", name, move |client| async move {
                 let kv = client.get(key, None).await?.take_kvs().into_iter().next();
                 Ok(kv.map_or((None, 0), |kv| (Some(kv.value().to_vec()), kv.mod_revision())))
             })
@@ -49,7 +49,7 @@ impl ScheduleBackend for EtcdBackend {
                 }
                 let key = key.clone();
                 let written = self
-                    .run("claiming a schedule", name, move |mut client| async move {
+                    .run("claiming a schedule", name, move |client| async move {
                         let unchanged = if revision == 0 {
                             Compare::create_revision(key.clone(), CompareOp::Equal, 0)
                         } else {

@@ -15,11 +15,11 @@ use std::fmt::Write as _;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, PutOptions, Txn, TxnOp};
+use crate::client::{Compare, CompareOp, GetOptions, KeyValue, PutOptions, Txn, TxnOp};
 use tenure_core::{BackendError, BackendErrorKind};
 
 use crate::EtcdBackend;
-use crate::lease::{keep_alive, ttl_of};
+use crate::lease::ttl_of;
 
 /// How many times a call reads again after another call's transaction overtook its own.
 const ATTEMPTS: usize = 16;
@@ -170,9 +170,9 @@ impl EtcdBackend {
     /// Every key of `name` and the revision read at.
     async fn read_keys(&self, name: &str) -> Result<(i64, Vec<KeyValue>), BackendError> {
         let prefix = self.keys_prefix(name);
-        self.run("reading the keys of", name, move |mut client| async move {
+        self.run("reading the keys of", name, move |client| async move {
             let mut read = client.get(prefix, Some(GetOptions::new().with_prefix())).await?;
-            Ok((read.header().map_or(0, etcd_client::ResponseHeader::revision), read.take_kvs()))
+            Ok((read.revision(), read.take_kvs()))
         })
         .await
     }
@@ -189,7 +189,7 @@ impl EtcdBackend {
         for _ in 0..ATTEMPTS {
             let (revision, kvs) = self.read_keys(name).await?;
             let plan = decide(&V::read(name, own_keys(&prefix, parts(&kvs)))?, &prefix)?;
-            let mut ops: Vec<TxnOp> = plan.deletes.iter().map(|k| TxnOp::delete(k.as_str(), None)).collect();
+            let mut ops: Vec<TxnOp> = plan.deletes.iter().map(|k| TxnOp::delete(k.as_str())).collect();
             ops.extend(plan.puts.iter().map(|(k, v)| TxnOp::put(k.as_str(), v.as_str(), None)));
             let mut fresh = None;
             let mut moved = None;
@@ -246,7 +246,7 @@ impl EtcdBackend {
     }
 
     async fn refresh_key(&self, lease: i64, name: &str) -> Result<bool, BackendError> {
-        self.run("refreshing a lease of", name, move |client| keep_alive(client, lease)).await
+        self.run("refreshing a lease of", name, move |client| async move { client.lease_keep_alive(lease).await }).await
     }
 
     /// Applies `ops` iff nothing under `prefix` changed after `revision` and the `present`
@@ -260,7 +260,7 @@ impl EtcdBackend {
         ops: Vec<TxnOp>,
     ) -> Result<bool, BackendError> {
         let prefix = prefix.to_owned();
-        self.run("writing the keys of", name, move |mut client| async move {
+        self.run("writing the keys of", name, move |client| async move {
             present.push(Compare::mod_revision(prefix, CompareOp::Less, revision + 1).with_prefix());
             Ok(client.txn(Txn::new().when(present).and_then(ops)).await?.succeeded())
         })

@@ -10,11 +10,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use etcd_client::{Client, EventType, WatchFilterType, WatchOptions, WatchStream};
 use tenure::backend::WaitQueues;
 use tenure_core::BackendError;
 
 use crate::call::{failed, tokio_handle};
+use crate::client::{Client, WatchStream, is_deletion};
 use crate::takeover::Deletions;
 
 /// The store's watch: stopped when the last clone of the store is dropped.
@@ -52,7 +52,7 @@ impl Watch {
         let handle = tokio_handle();
         let first = {
             let (client, prefix) = (client.clone(), prefix.clone());
-            handle.spawn(async move { watch(client, &prefix).await })
+            handle.spawn(async move { client.watch_deletions(&prefix).await })
         };
         let stream = first
             .await
@@ -66,20 +66,6 @@ impl Watch {
     }
 }
 
-/// A watch the server has confirmed creating (a release after this returns is seen).
-async fn watch(mut client: Client, prefix: &str) -> Result<WatchStream, etcd_client::Error> {
-    let options = WatchOptions::new().with_prefix().with_filters([WatchFilterType::NoPut]);
-    let mut stream = client.watch(prefix, Some(options)).await?;
-    match stream.message().await? {
-        Some(response) if response.created() && !response.canceled() => Ok(stream),
-        Some(response) => Err(etcd_client::Error::WatchError(format!(
-            "the server did not create the watch: {}",
-            response.cancel_reason()
-        ))),
-        None => Err(etcd_client::Error::WatchError("the watch ended before it was created".to_owned())),
-    }
-}
-
 /// Hands every deletion under `prefix` to the waiters of its name, for as long as the store lives.
 async fn run(
     client: Client,
@@ -90,14 +76,11 @@ async fn run(
 ) {
     loop {
         while let Ok(Some(response)) = stream.message().await {
-            if response.canceled() {
+            if response.canceled {
                 // Cancelled by the server (a compaction, a permission taken away): made again.
                 break;
             }
-            let deleted = || {
-                let events = response.events().iter().filter(|e| e.event_type() == EventType::Delete);
-                events.filter_map(etcd_client::Event::kv)
-            };
+            let deleted = || response.events.iter().filter_map(is_deletion);
             // Every deletion of the response is known before anyone is woken (a clean release
             // deletes the leader's key and the count together).
             for kv in deleted() {
@@ -120,7 +103,7 @@ async fn run(
         queues.wake_everyone();
         loop {
             tokio::time::sleep(Duration::from_millis(500)).await;
-            match watch(client.clone(), &prefix).await {
+            match client.watch_deletions(&prefix).await {
                 Ok(again) => {
                     stream = again;
                     queues.wake_everyone();

@@ -1,0 +1,298 @@
+//! The store's own etcd v3 client: gRPC over tonic, with the message and client code generated
+//! from etcd's protocol files and kept in the repository (`src/pb`, generated again and compared
+//! by the test of `backends/etcd/codegen`), so that building this crate needs no protobuf
+//! compiler.
+//!
+//! It does what the store asks of a client and nothing more: one balanced channel over every
+//! endpoint (members leave and rejoin it, see `health`), a bounded connect and request time,
+//! HTTP/2 pings, `hasleader` on every request (a member without a leader refuses at once), a
+//! login with a user's password and one more login when the cluster says the token expired,
+//! ranges and transactions, lease grants, one-shot refreshes, revokes and lookups, and a watch.
+
+mod error;
+mod kv;
+mod stream;
+
+use std::future::Future;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tonic::metadata::{AsciiMetadataValue, MetadataValue};
+use tonic::service::Interceptor;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::channel::Change;
+use tonic::transport::{Channel, Endpoint, Uri};
+
+use crate::pb::etcdserverpb as rpc;
+pub(crate) use error::Error;
+pub(crate) use kv::{Compare, CompareOp, GetOptions, GetResponse, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
+pub(crate) use kv::{TxnOpResponse, TxnResponse};
+pub(crate) use stream::{WatchStream, is_deletion};
+pub(crate) use tonic::transport::{Certificate, ClientTlsConfig as TlsOptions, Identity};
+
+/// A key and its value with their revisions and lease, as etcd answers them.
+pub(crate) type KeyValue = crate::pb::mvccpb::KeyValue;
+
+/// How a [`Client`] reaches the members.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ConnectOptions {
+    connect_timeout: Option<Duration>,
+    timeout: Option<Duration>,
+    /// HTTP/2 pings: their interval and how long one may wait for its answer.
+    keep_alive: Option<(Duration, Duration)>,
+    require_leader: bool,
+    user: Option<(String, String)>,
+    tls: Option<TlsOptions>,
+}
+
+impl ConnectOptions {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// How long connecting to a member may take.
+    pub(crate) fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// How long a request may wait for its answer.
+    pub(crate) fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Pings every `interval`, idle or not; a ping unanswered within `timeout` drops the
+    /// connection.
+    pub(crate) fn with_keep_alive(mut self, interval: Duration, timeout: Duration) -> Self {
+        self.keep_alive = Some((interval, timeout));
+        self
+    }
+
+    /// Every request asks for a member that has a leader.
+    pub(crate) fn with_require_leader(mut self, require: bool) -> Self {
+        self.require_leader = require;
+        self
+    }
+
+    /// Logs in as `user`.
+    pub(crate) fn with_user(mut self, user: String, password: String) -> Self {
+        self.user = Some((user, password));
+        self
+    }
+
+    /// TLS to members named by `https://` endpoints.
+    pub(crate) fn with_tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// The channel endpoint for `url` (`http://host:port` or `https://host:port`).
+    fn endpoint(&self, url: &str) -> Result<Endpoint, Error> {
+        let mut endpoint = Endpoint::from_shared(url.to_owned())
+            .map_err(|e| Error::Invalid(format!("the endpoint {url} is not a URL: {e}")))?;
+        if url.starts_with("https://") {
+            endpoint = endpoint.tls_config(self.tls.clone().unwrap_or_default()).map_err(Error::Transport)?;
+        }
+        if let Some((interval, timeout)) = self.keep_alive {
+            endpoint =
+                endpoint.http2_keep_alive_interval(interval).keep_alive_timeout(timeout).keep_alive_while_idle(true);
+        }
+        if let Some(timeout) = self.timeout {
+            endpoint = endpoint.timeout(timeout);
+        }
+        if let Some(timeout) = self.connect_timeout {
+            endpoint = endpoint.connect_timeout(timeout);
+        }
+        Ok(endpoint)
+    }
+}
+
+/// A client of one cluster: cheap to clone, every clone on the same channel and login.
+#[derive(Clone)]
+pub(crate) struct Client {
+    channel: Channel,
+    changes: tokio::sync::mpsc::Sender<Change<Uri, Endpoint>>,
+    options: Arc<ConnectOptions>,
+    login: Arc<Login>,
+}
+
+/// The login token the requests carry, and how to get a new one.
+#[derive(Default)]
+struct Login {
+    token: RwLock<Option<AsciiMetadataValue>>,
+    /// One login at a time: calls that found the same token expired log in once.
+    renewing: tokio::sync::Mutex<()>,
+}
+
+impl Login {
+    fn token(&self) -> Option<AsciiMetadataValue> {
+        self.token.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+}
+
+/// What every request carries: `hasleader` where asked for, and the login token but on a login.
+#[derive(Clone)]
+struct Metadata {
+    require_leader: bool,
+    login: Option<Arc<Login>>,
+}
+
+impl Interceptor for Metadata {
+    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if self.require_leader {
+            request.metadata_mut().insert("hasleader", MetadataValue::from_static("true"));
+        }
+        if let Some(token) = self.login.as_ref().and_then(|login| login.token()) {
+            request.metadata_mut().insert("token", token);
+        }
+        Ok(request)
+    }
+}
+
+type Intercepted = InterceptedService<Channel, Metadata>;
+
+impl Client {
+    /// A client balancing over `endpoints`, logged in if `options` name a user (so a wrong
+    /// password fails here). Must be called on a tokio runtime: the balancer runs there.
+    pub(crate) async fn connect<S: AsRef<str>>(
+        endpoints: impl IntoIterator<Item = S>,
+        options: ConnectOptions,
+    ) -> Result<Self, Error> {
+        let (channel, changes) = Channel::balance_channel(64);
+        let client = Self { channel, changes, options: Arc::new(options), login: Arc::default() };
+        let mut any = false;
+        for endpoint in endpoints {
+            client.add_endpoint(endpoint.as_ref()).await?;
+            any = true;
+        }
+        if !any {
+            return Err(Error::Invalid("no endpoint to connect to".to_owned()));
+        }
+        if client.options.user.is_some() {
+            client.log_in(None).await?;
+        }
+        Ok(client)
+    }
+
+    /// Puts `url`'s member (back) into the balancer.
+    pub(crate) async fn add_endpoint(&self, url: &str) -> Result<(), Error> {
+        let endpoint = self.options.endpoint(url)?;
+        self.change(Change::Insert(endpoint.uri().clone(), endpoint)).await
+    }
+
+    /// Takes `url`'s member out of the balancer.
+    pub(crate) async fn remove_endpoint(&self, url: &str) -> Result<(), Error> {
+        let uri = url.parse::<Uri>().map_err(|e| Error::Invalid(format!("the endpoint {url} is not a URL: {e}")))?;
+        self.change(Change::Remove(uri)).await
+    }
+
+    async fn change(&self, change: Change<Uri, Endpoint>) -> Result<(), Error> {
+        self.changes.send(change).await.map_err(|_| Error::Invalid("the client's balancer has stopped".to_owned()))
+    }
+
+    fn metadata(&self, with_token: bool) -> Metadata {
+        Metadata { require_leader: self.options.require_leader, login: with_token.then(|| self.login.clone()) }
+    }
+
+    fn kv(&self) -> rpc::kv_client::KvClient<Intercepted> {
+        rpc::kv_client::KvClient::with_interceptor(self.channel.clone(), self.metadata(true))
+    }
+
+    fn leases(&self) -> rpc::lease_client::LeaseClient<Intercepted> {
+        rpc::lease_client::LeaseClient::with_interceptor(self.channel.clone(), self.metadata(true))
+    }
+
+    fn watches(&self) -> rpc::watch_client::WatchClient<Intercepted> {
+        rpc::watch_client::WatchClient::with_interceptor(self.channel.clone(), self.metadata(true))
+    }
+
+    /// Logs in unless another call replaced the token `stale` (the one it found expired) already.
+    async fn log_in(&self, stale: Option<AsciiMetadataValue>) -> Result<(), Error> {
+        let Some((name, password)) = &self.options.user else { return Ok(()) };
+        let _turn = self.login.renewing.lock().await;
+        if stale.is_some() && self.login.token() != stale {
+            return Ok(());
+        }
+        let mut auth = rpc::auth_client::AuthClient::with_interceptor(self.channel.clone(), self.metadata(false));
+        let request = rpc::AuthenticateRequest { name: name.clone(), password: password.clone() };
+        let token = auth.authenticate(request).await?.into_inner().token;
+        let token = token
+            .parse()
+            .map_err(|_| Error::Invalid("the cluster answered a login token that is not ASCII".to_owned()))?;
+        *self.login.token.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(token);
+        Ok(())
+    }
+
+    /// Runs `call`, and once more after a new login if the cluster says the token expired.
+    async fn call<T, F: Future<Output = Result<T, tonic::Status>>>(&self, call: impl Fn() -> F) -> Result<T, Error> {
+        let sent = self.login.token();
+        match call().await {
+            Err(status) if self.options.user.is_some() && expired_token(&status) => {
+                self.log_in(sent).await?;
+                Ok(call().await?)
+            }
+            answer => Ok(answer?),
+        }
+    }
+
+    /// The keys `key` and `options` name.
+    pub(crate) async fn get(&self, key: impl Into<Vec<u8>>, options: Option<GetOptions>) -> Result<GetResponse, Error> {
+        let request = options.unwrap_or_default().range(key.into());
+        self.call(|| async { Ok(GetResponse(self.kv().range(request.clone()).await?.into_inner())) }).await
+    }
+
+    /// Puts `value` under `key` (without a lease): the store puts keys in transactions only,
+    /// but `benches/etcd.rs` (which compiles this module too) measures one write's commit.
+    #[allow(dead_code)]
+    pub(crate) async fn put(&self, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) -> Result<(), Error> {
+        let request = rpc::PutRequest { key: key.into(), value: value.into(), ..Default::default() };
+        self.call(|| async { self.kv().put(request.clone()).await.map(drop) }).await
+    }
+
+    /// Runs `txn` in one revision.
+    pub(crate) async fn txn(&self, txn: Txn) -> Result<TxnResponse, Error> {
+        let request = txn.into_request();
+        self.call(|| async { Ok(TxnResponse(self.kv().txn(request.clone()).await?.into_inner())) }).await
+    }
+
+    /// A new lease of `ttl` seconds; its id.
+    pub(crate) async fn lease_grant(&self, ttl: i64) -> Result<i64, Error> {
+        let request = rpc::LeaseGrantRequest { ttl, id: 0 };
+        self.call(|| async { Ok(self.leases().lease_grant(request).await?.into_inner().id) }).await
+    }
+
+    /// Ends lease `id` and deletes its keys; false if it had ended already.
+    pub(crate) async fn lease_revoke(&self, id: i64) -> Result<bool, Error> {
+        let revoked = self.call(|| async { self.leases().lease_revoke(rpc::LeaseRevokeRequest { id }).await }).await;
+        match revoked {
+            Ok(_) => Ok(true),
+            Err(Error::Status(status)) if status.message().contains("lease not found") => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Lease `id`'s remaining and granted TTL in seconds (a remaining TTL of -1: it ended).
+    pub(crate) async fn lease_time_to_live(&self, id: i64) -> Result<rpc::LeaseTimeToLiveResponse, Error> {
+        let request = rpc::LeaseTimeToLiveRequest { id, keys: false };
+        self.call(|| async { Ok(self.leases().lease_time_to_live(request).await?.into_inner()) }).await
+    }
+
+    /// Refreshes lease `id` to its whole TTL, once; false if it ended.
+    pub(crate) async fn lease_keep_alive(&self, id: i64) -> Result<bool, Error> {
+        self.call(|| stream::keep_alive_once(self.leases(), id)).await
+    }
+
+    /// Watches the deletions of every key under `prefix`, once the cluster confirmed the watch.
+    pub(crate) async fn watch_deletions(&self, prefix: &str) -> Result<WatchStream, Error> {
+        let watch = self.call(|| stream::watch_deletions(self.watches(), prefix.as_bytes())).await?;
+        watch.created().await
+    }
+}
+
+/// Whether `status` says the login token expired (etcd answers `Unauthenticated`, or `Unknown`
+/// with this message when it restarted and forgot the token).
+fn expired_token(status: &tonic::Status) -> bool {
+    status.code() == tonic::Code::Unauthenticated
+        || (status.code() == tonic::Code::Unknown && status.message() == "etcdserver: invalid auth token")
+}
