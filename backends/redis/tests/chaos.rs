@@ -3,8 +3,11 @@
 //! protected resource accepts a write only with a fencing token at least as high as the last it
 //! accepted (a token equal to it only from the same section). Sections whose writes the resource
 //! accepted never overlap; the tokens it accepted strictly increase; each worker makes progress
-//! after each failover. Run with and without `min_replicas=1`; prints what each run saw (grants,
-//! sections the resource refused, tokens handed out twice, `FenceRegression` reports).
+//! after each failover, once progress is possible: at once without `min_replicas`, and with
+//! `min_replicas=1` once the new master has a replica attached and in sync (until then every
+//! grant is refused, by design). The run waits for that progress instead of hoping a fixed time
+//! is enough. Run with and without `min_replicas=1`; prints what each run saw (grants, sections
+//! the resource refused, tokens handed out twice, `FenceRegression` reports).
 
 mod common;
 
@@ -22,6 +25,9 @@ use common::sentinel::Group;
 
 const WORKERS: usize = 3;
 const RUN: Duration = Duration::from_secs(20);
+/// How long the workers may take to have a section accepted once a failover's new master can
+/// grant: generous, for a loaded machine (they take one in well under a second).
+const PROGRESS: Duration = Duration::from_secs(30);
 
 /// A section a worker ran: its token, who ran it, when, and whether every write was accepted.
 #[derive(Clone, Copy, Debug)]
@@ -38,6 +44,8 @@ struct Section {
 struct Resource {
     last: Option<(u64, usize, Instant)>,
     accepted: Vec<u64>,
+    /// When each section whose every write was accepted began, as they end.
+    completed: Vec<Instant>,
 }
 
 impl Resource {
@@ -86,6 +94,9 @@ async fn worker(id: usize, url: String, prefix: String, resource: Arc<Mutex<Reso
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 let second = resource.lock().expect("resource").write(fence, id, start);
                 let end = Instant::now();
+                if first && second {
+                    resource.lock().expect("resource").completed.push(start);
+                }
                 seen.sections.push(Section { fence, worker: id, start, end, accepted: first && second });
                 let _ = guard.release().await;
             }
@@ -111,20 +122,36 @@ async fn chaos(params: &str) {
         .map(|id| tokio::spawn(worker(id, url.clone(), prefix.clone(), resource.clone(), stop.clone())))
         .collect();
 
-    let mut failovers = Vec::new();
-    for at in [Duration::from_secs(5), Duration::from_secs(12)] {
+    // When each failover's new master could grant again, as the workers go on.
+    let mut ready = Vec::new();
+    let replicas = usize::from(params.contains("min_replicas=1"));
+    for (i, at) in [Duration::from_secs(5), Duration::from_secs(12)].into_iter().enumerate() {
         tokio::time::sleep((started + at).saturating_duration_since(Instant::now())).await;
         let old = group.master_port();
         let killed = Instant::now();
         group.server(old).kill9();
         let new = tokio::task::block_in_place(|| group.wait_for_new_master(old, Duration::from_secs(30)));
-        failovers.push((killed, Instant::now()));
+        let promoted = killed.elapsed();
+        group.server(old).restart();
+        // With min_replicas=1 a grant needs a replica to acknowledge it: none can be made
+        // before one is attached to the new master and in sync.
+        tokio::task::block_in_place(|| group.wait_for_replicas(new, replicas, Duration::from_secs(60)));
+        let possible = Instant::now();
         eprintln!(
-            "chaos{params}: master {old} killed at {:?}, {new} master {:?} later",
+            "chaos{params}: master {old} killed at {:?}, {new} master {promoted:?} later, granting {:?} later",
             killed - started,
             killed.elapsed()
         );
-        group.server(old).restart();
+        let deadline = possible + PROGRESS;
+        while !resource.lock().expect("resource").completed.iter().any(|s| *s > possible) {
+            assert!(
+                Instant::now() < deadline,
+                "no section accepted within {PROGRESS:?} once failover {} could grant",
+                i + 1
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        ready.push(possible);
     }
     tokio::time::sleep((started + RUN).saturating_duration_since(Instant::now())).await;
     stop.store(true, Ordering::SeqCst);
@@ -142,8 +169,8 @@ async fn chaos(params: &str) {
     }
     let tokens = resource.lock().expect("resource").accepted.clone();
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");
-    for (i, (_, promoted)) in failovers.iter().enumerate() {
-        let after = accepted.iter().filter(|s| s.start > *promoted).count();
+    for (i, possible) in ready.iter().enumerate() {
+        let after = accepted.iter().filter(|s| s.start > *possible).count();
         assert!(after > 0, "no section after failover {}", i + 1);
     }
     let per_worker: Vec<usize> = (0..WORKERS).map(|w| accepted.iter().filter(|s| s.worker == w).count()).collect();

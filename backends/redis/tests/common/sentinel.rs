@@ -77,9 +77,7 @@ impl Group {
     }
 
     fn ready(&self, master: u16, replicas: usize) -> bool {
-        let info: String = self.query(master, redis::cmd("INFO").arg("replication")).unwrap_or_default();
-        let online = info.lines().filter(|l| l.starts_with("slave") && l.contains("state=online")).count();
-        online == replicas
+        self.online_replicas(master) == replicas
             && self.sentinels.iter().all(|s| {
                 let known: Vec<redis::Value> =
                     s.query(redis::cmd("SENTINEL").arg("replicas").arg(MASTER)).unwrap_or_default();
@@ -116,6 +114,21 @@ impl Group {
     /// The server on `port`.
     pub fn server(&mut self, port: u16) -> &mut Server {
         self.servers.iter_mut().find(|s| s.port() == port).expect("a server of the group")
+    }
+
+    /// Waits until the master on `port` has `replicas` replicas attached and in sync.
+    pub fn wait_for_replicas(&self, port: u16, replicas: usize, within: Duration) {
+        let deadline = Instant::now() + within;
+        while self.online_replicas(port) < replicas {
+            assert!(Instant::now() < deadline, "{port} had no {replicas} replicas in sync within {within:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// How many replicas of the server on `port` are attached and in sync (`state=online`).
+    fn online_replicas(&self, port: u16) -> usize {
+        let info: String = self.query(port, redis::cmd("INFO").arg("replication")).unwrap_or_default();
+        info.lines().filter(|l| l.starts_with("slave") && l.contains("state=online")).count()
     }
 
     /// Waits until the sentinels name a master other than `old` and it answers as one; its port.
