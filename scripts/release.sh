@@ -108,7 +108,7 @@ for artifact in "$out"/*; do
   case $name in
     *.crate) tag="crates.io" ;;
     *.whl) tag=$(cut -d- -f3- <<< "${name%.whl}") ;;
-    *.tar.gz) [[ $name == tenure-"$version".tar.gz ]] && tag="sdist (any platform, builds with a Rust toolchain and protoc)" \
+    *.tar.gz) [[ $name == tenure-"$version".tar.gz ]] && tag="sdist (any platform, builds with a Rust toolchain)" \
       || tag="static executable, $(sed -e "s/^tenure-$version-//" -e 's/.tar.gz$//' <<< "$name")" ;;
     *.tgz) tag=$(tar -xzOf "$artifact" package/package.json | node -e '
       const p = JSON.parse(require("fs").readFileSync(0));

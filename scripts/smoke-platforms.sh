@@ -39,8 +39,8 @@ for tool in qemu-aarch64-static:qemu-user-static debootstrap:debootstrap musl-gc
 done
 
 # The programs every platform runs: the README's quick starts, and a cycle on each network store.
-awk '/^```python$/{p=1;next} /^```$/{p=0} p' README.md > "$work/quickstart.py"
-awk '/^```js$/{p=1;next} /^```$/{p=0} p' README.md > "$work/quickstart.cjs"
+scripts/readme-example.sh python > "$work/quickstart.py"
+scripts/readme-example.sh js > "$work/quickstart.cjs"
 cat > "$work/stores.py" << EOF
 import asyncio, platform, tenure
 from tenure import Lock, PostgresProvider, RedisProvider

@@ -32,13 +32,17 @@ pub(crate) const EXIT_USAGE: i32 = 2;
 #[derive(Parser, Debug)]
 #[command(name = "tenure", version, about = "Distributed locks with fencing tokens, task locks and leader election")]
 #[command(after_help = "Stores: sqlite:///path/to/file.db (the default is a file in $XDG_STATE_HOME/tenure), \
-redis://[:password@]host:6379/0 or rediss:// (TLS; ?prefix=app: to share a server), \
-postgresql://user:password@host:5432/db (?sslmode=verify-full for checked TLS), memory: (this process only). Or set TENURE_BACKEND.\n\nExit codes: the command's own; 2 bad usage; \
+redis://[user:password@]host:6379/0 or rediss:// (TLS; ?prefix=app: to share a server), redis+unix:///path.sock, \
+redis+cluster://h1:6379,h2:6379, redis+sentinel://h1:26379,h2:26379/MASTER[/DB] or rediss+sentinel:// \
+(valkey… alike), postgresql://user:password@host:5432/db (?sslmode=verify-full for checked TLS), \
+etcd://host:2379[,host:2379…] or etcds:// (TLS; ?prefix=app/), memory: (this process only). \
+Or set TENURE_BACKEND.\n\nExit codes: the command's own; 2 bad usage; \
 75 --no-wait found the lock held; 124 --timeout passed; 70 the lease was lost and the command stopped; \
 1 the store failed; 126/127 the command could not run.")]
 struct Cli {
-    /// The store: sqlite:///path/to/file.db, redis://host:6379/0, rediss://host,
-    /// postgresql://user@host/db or memory:
+    /// The store: sqlite:///path/to/file.db, redis://host:6379/0 (also rediss://,
+    /// redis+cluster://, redis+sentinel://host:26379/MASTER), postgresql://user@host/db,
+    /// etcd://host:2379 or memory:
     /// (default: $TENURE_BACKEND, else a SQLite file in the user's state directory).
     #[arg(long, global = true, value_name = "URL")]
     backend: Option<String>,

@@ -24,7 +24,7 @@ impl Bugs {
     /// An election machine keeps believing it leads after its renew deadline.
     pub const LEADER_IGNORES_DEADLINE: Self = Self(1 << 2);
     /// A lock machine handed the lock by the store counts the lease from the push instead of
-    /// from its last attempt answered "queued", so a late push stretches its belief past the
+    /// from its first attempt answered "queued", so a late push stretches its belief past the
     /// store's lease.
     pub const GRANT_VALIDITY_FROM_PUSH: Self = Self(1 << 3);
     /// The store model hands a lock to a queued waiter whose place lapsed (one that may have

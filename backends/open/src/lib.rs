@@ -2,14 +2,16 @@
 //!
 //! Opens any Tenure store from a URL or from grelmicro's environment variables: the one place
 //! the CLI and every binding turn text into a store. Each store is behind a cargo feature
-//! (`backend-sqlite`, `backend-redis`, `backend-postgres`, all on by default); the in-process
+//! (`backend-sqlite`, `backend-redis`, `backend-postgres`, `backend-etcd`, all on by default); the in-process
 //! memory store is always there.
 //!
 //! - [`open`] takes a URL: `memory:`, `sqlite:///abs/path.db`, `redis://…`, `rediss://…`,
-//!   `redis+cluster://…`, `postgresql://…` (every scheme is in [`SCHEMES`], the one table).
+//!   `redis+cluster://…`, `redis+sentinel://…`, `postgresql://…`, `etcd://…` (every scheme is
+//!   in [`SCHEMES`], the one table).
 //! - [`Target::from_env`] reads grelmicro's variables (`REDIS_URL` xor `REDIS_HOST` + `PORT`,
 //!   `DB`, `PASSWORD`; `POSTGRES_URL` xor `POSTGRES_HOST` + `PORT`, `DB`/`DATABASE`, `USER`,
-//!   `PASSWORD`, `COMMAND_TIMEOUT`; `SQLITE_PATH`, `SQLITE_SYNCHRONOUS`), and [`resolve_url`]
+//!   `PASSWORD`, `COMMAND_TIMEOUT`; `SQLITE_PATH`, `SQLITE_SYNCHRONOUS`; and Tenure's own
+//!   `ETCD_URL` xor `ETCD_HOST` + `PORT`, `USER`, `PASSWORD`), and [`resolve_url`]
 //!   merges them with settings given in code ([`Keywords`]) as grelmicro's providers do.
 //! - A bad URL or variable is an [`OpenError::Settings`] whose field names the part of the URL
 //!   or the variable that is wrong; an unknown scheme lists the known ones. No message shows a

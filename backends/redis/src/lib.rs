@@ -24,7 +24,7 @@
 //! 100 ms to 2 s, and the waiter renews it at each attempt). A release hands the lock to the
 //! oldest waiter whose place is live inside the same script — the next fence, that waiter's
 //! lease — and publishes the grant on the waiter's backend's channel, so the waiter holds at the
-//! push, without another round trip (counting its lease from its last attempt, DESIGN §4.1). A
+//! push, without another round trip (counting its lease from its first attempt the store answered "queued", DESIGN §4.1). A
 //! waiter that vanished is skipped once its place lapses. grelmicro's processes on the same name
 //! never find a handed-over lock free; their releases hand nothing over, and the queue's head
 //! takes the lock at its next attempt.

@@ -1,12 +1,12 @@
-//! Queued acquires: fair turns and a hand-off inside the store (issue 16; it goes past DESIGN
-//! §4.5's pushed wake-ups, where a woken waiter still needs a round trip of its own).
+//! Queued acquires: fair turns and a hand-off inside the store (DESIGN §4.5's mode (a); in mode
+//! (b) a woken waiter still needs a round trip of its own).
 //!
 //! A queued acquire that is refused leaves a [`Waiter`] in the lock's queue, with a place of its
 //! own that lasts `wait` from that attempt (each later attempt renews it). A queued release
 //! frees the lock **and hands it to the oldest waiter whose place is still live**, with the next
 //! fencing token and the lease that waiter asked for, counted from the release: the store
 //! already holds the lock for that waiter, and the backend pushes a [`Grant`] to its `route`. The
-//! waiter counts the lease from when it sent the attempt that was last answered "queued" —
+//! waiter counts the lease from when it sent its first attempt the store answered "queued" —
 //! before the grant, so its belief never outlives the store's lease.
 //!
 //! Turns are fair: while a live waiter is queued, a queued acquire by anyone else finds the lock

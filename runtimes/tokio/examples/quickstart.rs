@@ -11,7 +11,7 @@ use tenure_tokio::{Coordination, Tokio};
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::var("TENURE_BACKEND").unwrap_or_else(|_| "memory:".into());
-    let store = tenure_open::open(&url, Tokio::current()).await?; // sqlite:///…, redis://…, postgresql://…, memory:
+    let store = tenure_open::open(&url, Tokio::current()).await?; // sqlite:///…, redis://…, postgresql://…, etcd://…, memory:
     let coordination = Coordination::new(Tokio::current()).source(&store);
 
     // A lock with a fencing token: send the token with every write it protects.

@@ -1,7 +1,9 @@
 //! What a store must do for the driver, and grelmicro's backend calls both ways.
 //!
 //! The driver makes one call: [`LockBackend::execute`] (and [`LeaderElectionBackend::execute`])
-//! with a [`StoreOp`], plus the optional push [`LockBackend::wakeup`]. A store written as
+//! with a [`StoreOp`], plus the optional pushes: [`LockBackend::wakeup`] (a release, for waiters
+//! that try again) and [`LockBackend::turn`] / [`LockBackend::take_grant`] (the store's hand-off
+//! to a queued waiter). A store written as
 //! grelmicro's four calls (`acquire`, `release`, `locked`, `owned`) implements
 //! [`LockOperations`] with plain async methods and is a [`LockBackend`] by that; code that wants
 //! to make those calls on any backend (tests, tools) uses [`LockCalls`].
