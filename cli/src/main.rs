@@ -133,7 +133,7 @@ pub(crate) struct TaskArgs {
     /// The window, in seconds: CMD starts at most once per window across every process.
     #[arg(long, value_name = "S", value_parser = seconds, allow_negative_numbers = true)]
     pub(crate) min_hold: Duration,
-    /// The lease while CMD runs, in seconds (default 60).
+    /// The lease while CMD runs, in seconds (default 60, or the window if it is longer).
     #[arg(long, value_name = "S", value_parser = seconds, allow_negative_numbers = true)]
     pub(crate) lease: Option<Duration>,
     /// The command and its arguments.

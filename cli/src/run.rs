@@ -2,13 +2,13 @@
 
 use std::time::Duration;
 
-use tenure::{Error, KeepAlive};
+use tenure::{Error, KeepAlive, TaskLockConfig};
 use tenure_tokio::{Coordination, Tokio};
 
 use crate::child::{self, exit_code};
 use crate::hold::{self, Ended, Lease, Timing};
 use crate::store::{self, Store};
-use crate::{EXIT_HELD, EXIT_LOST, EXIT_TIMEOUT, ElectArgs, Failure, LockArgs, TaskArgs, say};
+use crate::{EXIT_HELD, EXIT_LOST, EXIT_TIMEOUT, EXIT_USAGE, ElectArgs, Failure, LockArgs, TaskArgs, say};
 
 /// The guard of a lock or a read-write lock's side: at once (`--no-wait`), within `--timeout`, or whenever it comes.
 macro_rules! acquire {
@@ -88,11 +88,15 @@ pub(crate) async fn held<G>(
 
 pub(crate) async fn task(backend: Option<&str>, args: TaskArgs) -> Result<i32, Failure> {
     let (store, coordination) = coordination(backend).await?;
-    let mut builder = coordination.task_lock(&args.name).map_err(|e| usage(&e))?.min_hold_duration(args.min_hold);
-    if let Some(lease) = args.lease {
-        builder = builder.lease_duration(lease);
+    // The lease must cover the window: without --lease, a window longer than the default lease
+    // gets a lease of its own length.
+    let lease = args.lease.unwrap_or(TaskLockConfig::DEFAULT_LEASE_DURATION.max(args.min_hold));
+    if lease < args.min_hold {
+        let (window, lease) = (args.min_hold.as_secs_f64(), lease.as_secs_f64());
+        return Err(Failure::new(EXIT_USAGE, format!("--min-hold ({window}s) must be at most --lease ({lease}s)")));
     }
-    let task = builder.env_load(false).build().map_err(|e| usage(&e))?;
+    let builder = coordination.task_lock(&args.name).map_err(|e| usage(&e))?.min_hold_duration(args.min_hold);
+    let task = builder.lease_duration(lease).env_load(false).build().map_err(|e| usage(&e))?;
     let timing = Timing::for_lease(task.config().lease_duration());
     let guard = match task.enter().await {
         Ok(guard) => guard,

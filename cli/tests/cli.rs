@@ -147,6 +147,7 @@ fn bad_urls_and_durations_exit_2_naming_the_problem() {
         (vec!["--backend", &url, "lock", "bad name!", "--", "true"], "bad name!"),
         (vec!["--backend", &url, "lock", "x"], "CMD"),
         (vec!["--backend", &url, "task", "t", "--", "true"], "--min-hold"),
+        (vec!["--backend", &url, "task", "t", "--min-hold", "100", "--lease", "5", "--", "true"], "--lease (5s)"),
     ] {
         let output = Command::new(TENURE).args(&args).output().expect("run");
         assert_eq!(code(&output), 2, "{args:?}: {}", stderr(&output));
@@ -224,6 +225,11 @@ fn a_task_runs_once_per_window_and_says_when_it_skips() {
     assert_eq!(code(&second), 0, "{}", stderr(&second));
     assert!(stderr(&second).contains("skipped"), "{}", stderr(&second));
     assert_eq!(std::fs::read_to_string(&ran).expect("marker"), "run\n", "the body ran twice in one window");
+    // A window longer than the default lease (60 s) needs no --lease: the lease covers it.
+    let hourly = run(&url, &["task", "hourly", "--min-hold", "3600", "--", "true"]);
+    assert_eq!(code(&hourly), 0, "{}", stderr(&hourly));
+    let again = run(&url, &["task", "hourly", "--min-hold", "3600", "--", "true"]);
+    assert!(stderr(&again).contains("skipped"), "{}", stderr(&again));
 }
 
 #[test]
