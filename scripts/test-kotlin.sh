@@ -6,10 +6,13 @@
 # with close() first, leadership must be released). Then the Swift bindings are generated from
 # the same library and checked to have the Kotlin API's shape (no Swift toolchain here).
 # Prints the classpath of the package and its test programs last (interop runs them).
-# Usage: scripts/test-kotlin.sh
+# --build builds the package and the test programs only (what the interop stage needs alone).
+# Usage: scripts/test-kotlin.sh [--build]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+build_only=false
+[ "${1:-}" = --build ] && build_only=true
 cp=$(scripts/kotlin-build.sh debug | tail -1)
 kotlinc=${KOTLIN_HOME:-$root/target/kotlin-compiler/package}/bin/kotlinc
 out=target/kotlin/debug
@@ -23,6 +26,10 @@ rm -rf "$out/tests.jar" "$out/java"
 [ -f "$out/tests.jar" ] || { echo "kotlinc failed on the tests" >&2; exit 1; }
 javac -d "$out/java" -cp "$cp" bindings/uniffi/kotlin/java/JavaUsers.java
 run=(java -cp "$root/$out/tests.jar:$root/$out/java:$cp")
+if $build_only; then
+  echo "$root/$out/tests.jar:$cp"
+  exit 0
+fi
 
 # The suite reads GREL_LOCK_KOTLIN_ENV_LEASE_DURATION to check the GREL_* configuration.
 GREL_LOCK_KOTLIN_ENV_LEASE_DURATION=7 "${run[@]}" tenure.test.MainKt >&2
@@ -33,9 +40,9 @@ for url in "memory:" "sqlite://$db/java.db" "$redis/?prefix=tenure-kotlin-java-$
   "${run[@]}" JavaUsers "$url" >&2
 done
 
-# The README's Kotlin and Java quick starts, compiled and run as a user would paste them.
-awk '/^```kotlin$/{p=1;next} /^```$/{p=0} p' README.md > "$db/Quickstart.kt"
-awk '/^```java$/{p=1;next} /^```$/{p=0} p' README.md > "$db/Quickstart.java"
+# The README's Kotlin and Java examples, compiled and run as a user would paste them.
+scripts/readme-example.sh kotlin > "$db/Quickstart.kt"
+scripts/readme-example.sh java > "$db/Quickstart.java"
 "$kotlinc" -nowarn -jvm-target 17 -cp "$cp" -d "$db/quickstart" "$db/Quickstart.kt" 2>&1 | grep -v '^warning:' >&2 || true
 javac -d "$db/quickstart" -cp "$cp" "$db/Quickstart.java"
 java -cp "$db/quickstart:$cp" QuickstartKt >&2

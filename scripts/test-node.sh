@@ -3,10 +3,13 @@
 # package `tenure` (scripts/addon.sh), installs both tarballs into a fresh directory and runs the suite there (node's test runner, every store), type-checks a TypeScript
 # file written against the installed types with `tsc --strict`, and loads the package through
 # both `require` and `import`. Prints the directory holding the installed node_modules last.
-# Usage: scripts/test-node.sh
+# --install builds, packs and installs only (what the interop stage needs when it runs alone).
+# Usage: scripts/test-node.sh [--install]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+install_only=false
+[ "${1:-}" = --install ] && install_only=true
 command -v node > /dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm > /dev/null; }
 node --version
 
@@ -29,12 +32,16 @@ for packed in "$tarball" "$addon"; do
   echo "installed $(basename "$packed") ($(du -h "$packed" | cut -f1)): $(tar -tzf "$packed" | tr '\n' ' ')"
 done
 
+if $install_only; then
+  echo "$root/$install/node_modules"
+  exit 0
+fi
 (cd "$install" && node -e "require('tenure').memoryBackend()" \
   && node --input-type=module -e "import { Lock, memoryBackend } from 'tenure'; new Lock('x', memoryBackend());")
 (cd "$install/test" && "$root/bindings/node/node_modules/.bin/tsc" -p tsconfig.json)
 (cd "$install" && node --test test/*.test.mjs)
-# The README's Node quick start, run as a user would paste it.
-awk '/^```js$/{p=1;next} /^```$/{p=0} p' README.md > "$install/readme_quickstart.cjs"
+# The README's Node example, run as a user would paste it.
+scripts/readme-example.sh js > "$install/readme_quickstart.cjs"
 (cd "$install" && node readme_quickstart.cjs)
 rm -f /tmp/tenure-quickstart-node.db*
 
