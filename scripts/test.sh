@@ -159,8 +159,11 @@ stage_rust() {
   need_redis
   need_postgres
   need_etcd
-  step "tests"
-  cargo test --workspace
+  command -v cargo-nextest > /dev/null || cargo install -q cargo-nextest --locked
+  step "tests (cargo nextest: each test in its own process, four at a time; .config/nextest.toml)"
+  cargo nextest run --workspace
+  step "doc tests"
+  cargo test -q --workspace --doc
   # The store opener with every store left out: known schemes are refused naming their feature.
   cargo test -q -p tenure-open --no-default-features
 
