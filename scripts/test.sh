@@ -23,7 +23,7 @@ stages=(
   "python|the portable manylinux2014 wheel in a fresh venv: the package's suite, the README's example, stubtest and mypy"
   "node|the portable linux-x64-gnu addon and the packed npm packages, installed: the suite, tsc --strict, the README's example"
   "kotlin|the JVM package: the Kotlin suite on every store, a Java program, the README's Kotlin and Java examples, a JVM exiting mid-election, the Swift bindings' shape"
-  "interop|grelmicro 0.44 (Python 3.14) beside the CLI and the Python, Node and Kotlin packages on SQLite, Redis, PostgreSQL; etcdctl beside them on etcd; the Python suite's 3.14 part"
+  "interop|grelmicro 0.44 (Python 3.14) beside the CLI on SQLite, and beside the CLI and the Python, Node and Kotlin packages on Redis and PostgreSQL; read-write locks and semaphores on all three; etcdctl beside them on etcd; the Python suite's 3.14 part"
   "release|the release script's dry run: one version everywhere, cargo publish --dry-run, the sdist compiled offline"
   "demo|the main job (tenure demo on the default store, built from scratch without protoc) and the README's CLI example"
 )

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every fault and chaos test N times in a row (default 10) and counts, per test, how many
+# runs passed: Redis (kill -9, SIGSTOP and restart of servers the tests start, the dialed
+# connection), Redis Sentinel (failovers, the chaos run), Redis replicas (min_replicas, a
+# failover), PostgreSQL (initdb clusters killed, stopped, frozen), etcd (three-member clusters,
+# and the conformance suite's freeze and kill cases). A test that fails once in N is flaky: fix
+# the test or the code, never retry it. Needs what the rust stage of scripts/test.sh starts.
+# Usage: scripts/repeat-faults.sh [N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-10}
+filter='(package(tenure-redis) & (binary(faults) | binary(chaos) | binary(sentinel) | binary(replicas) | binary(dialed)))
+  | (package(tenure-postgres) & binary(faults))
+  | (package(tenure-etcd) & (binary(faults) | (binary(conformance) & test(/frozen|freeze|kill|crash/))))'
+cargo nextest run --workspace -E "$filter" --no-run
+mkdir -p target/repeat-faults
+failed=0
+for i in $(seq "$runs"); do
+  start=$SECONDS
+  status=ok
+  cargo nextest run --workspace -E "$filter" --final-status-level none > "target/repeat-faults/$i.log" 2>&1 || { status=FAILED; failed=$((failed + 1)); }
+  echo "run $i: $status in $((SECONDS - start)) s ($(grep -c '^ *PASS' "target/repeat-faults/$i.log") passed)"
+done
+echo
+# Per test: runs passed / runs (a test's PASS and FAIL lines from every log).
+cat target/repeat-faults/*.log | awk '
+  /^ *(PASS|FAIL) \[/ { outcome = $1; sub(/^ *(PASS|FAIL) \[ *[0-9.]+s\] (\([^)]*\) )?/, ""); runs[$0]++; if (outcome == "PASS") passed[$0]++ }
+  END { for (t in runs) printf "%3d/%-3d %s\n", passed[t], runs[t], t }' | sort -k2
+echo
+echo "$((runs - failed)) of $runs runs passed"
+[ "$failed" = 0 ]
