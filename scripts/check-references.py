@@ -6,7 +6,7 @@ The code cites two documents: `DESIGN §N` is docs/design.md (the architecture a
 `§N` belongs to the document named last before it on its line or the line above; inside
 docs/spec/ and docs/design.md it may name its own document. A section is a Markdown heading
 numbered N (`## 4. …`, `### 4.5 …`), or item M of the numbered list under heading N for `§N.M`.
-A range `§3.1–3.3` needs both ends. Usage: scripts/check-references.py (from anywhere)."""
+A range such as `spec §3.1–3.3` needs both ends. Usage: scripts/check-references.py (from anywhere)."""
 
 import re
 import subprocess
