@@ -44,28 +44,56 @@ pub(crate) fn failed(what: &str, e: &Error) -> BackendError {
     let kind = match e {
         Error::Status(status) => match status.code() {
             Code::Unavailable | Code::Aborted => BackendErrorKind::Unavailable,
-            // tonic's status for a connection that broke mid-call (a member killed).
-            Code::Unknown if broken_connection(status) => BackendErrorKind::Unavailable,
+            // tonic's status for a connection that broke mid-call (a member killed), or for a
+            // stream the member reset or refused (HTTP/2's own codes, which tonic maps only
+            // when built with its server).
+            Code::Unknown => match cause(status) {
+                Some(Cause::Connection | Cause::Stream(h2::Reason::REFUSED_STREAM) | Cause::GoAway) => {
+                    BackendErrorKind::Unavailable
+                }
+                Some(Cause::Stream(h2::Reason::CANCEL)) => BackendErrorKind::Timeout,
+                _ => BackendErrorKind::Other,
+            },
             Code::DeadlineExceeded | Code::Cancelled => BackendErrorKind::Timeout,
             Code::Unauthenticated | Code::PermissionDenied | Code::InvalidArgument => BackendErrorKind::Rejected,
             _ => BackendErrorKind::Other,
         },
         Error::Transport(_) => BackendErrorKind::Unavailable,
+        Error::Refused(_) => BackendErrorKind::Rejected,
         Error::Invalid(_) => BackendErrorKind::Other,
     };
     BackendError::new(kind, format!("etcd: {what} failed: {e}"))
 }
 
-/// Whether `status` wraps an I/O failure of the connection (a broken pipe, a reset).
-fn broken_connection(status: &tonic::Status) -> bool {
+/// What broke under a call that ended with no code of its own.
+enum Cause {
+    /// The connection failed (a broken pipe, a reset).
+    Connection,
+    /// The member reset the call's stream, for this reason.
+    Stream(h2::Reason),
+    /// The member is closing the connection.
+    GoAway,
+}
+
+/// The failure `status` wraps, if it is one of the connection's or of its HTTP/2 stream.
+fn cause(status: &tonic::Status) -> Option<Cause> {
     let mut source = std::error::Error::source(status);
     while let Some(e) = source {
         if e.is::<std::io::Error>() {
-            return true;
+            return Some(Cause::Connection);
+        }
+        if let Some(h2) = e.downcast_ref::<h2::Error>() {
+            if h2.is_io() {
+                return Some(Cause::Connection);
+            }
+            if h2.is_go_away() {
+                return Some(Cause::GoAway);
+            }
+            return h2.reason().map(Cause::Stream);
         }
         source = e.source();
     }
-    false
+    None
 }
 
 #[cfg(test)]
@@ -81,5 +109,11 @@ mod tests {
         assert_eq!(error.kind(), BackendErrorKind::Unavailable, "{error}");
         let unknown = Error::Status(tonic::Status::unknown("something else"));
         assert_eq!(failed("a call", &unknown).kind(), BackendErrorKind::Other);
+        let reset = |reason| Error::Status(tonic::Status::from_error(Box::new(h2::Error::from(reason))));
+        assert_eq!(failed("a call", &reset(h2::Reason::REFUSED_STREAM)).kind(), BackendErrorKind::Unavailable);
+        assert_eq!(failed("a call", &reset(h2::Reason::CANCEL)).kind(), BackendErrorKind::Timeout);
+        assert_eq!(failed("a call", &reset(h2::Reason::INTERNAL_ERROR)).kind(), BackendErrorKind::Other);
+        let refused = Error::Refused("etcdserver: permission denied".to_owned());
+        assert_eq!(failed("watching", &refused).kind(), BackendErrorKind::Rejected);
     }
 }

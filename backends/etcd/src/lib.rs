@@ -54,6 +54,12 @@ use call::{failed, on_tokio};
 use contender::{Beside, Held, Taken};
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, EtcdOptions};
 
+/// How often a connection with calls or a watch open is pinged: etcd closes a connection pinged
+/// more often than every 5 s (`--grpc-keepalive-min-time`, with `too_many_pings`), which broke the
+/// store's watch every few seconds when it pinged every second; 10 s is what etcd's own Go
+/// client allows at the least.
+const PING_INTERVAL: Duration = Duration::from_secs(10);
+
 /// An etcd cluster as Tenure's store.
 #[derive(Clone)]
 pub struct EtcdBackend {
@@ -89,13 +95,14 @@ impl std::fmt::Debug for EtcdBackend {
 impl EtcdBackend {
     /// Connects to the cluster `options` name.
     pub async fn open(options: EtcdOptions) -> Result<Self, BackendError> {
-        // HTTP/2 pings find a member that stopped answering (frozen, cut off) within the command
-        // timeout, so that requests go to the others; a member without a leader refuses at once.
-        let ping = options.command_timeout.min(Duration::from_secs(1));
+        // HTTP/2 pings on a connection with calls or a watch open find a member that stopped
+        // answering (frozen, cut off), so that the watch is made again elsewhere; each call is
+        // bounded by the command timeout anyway, and the probes below take such a member out of
+        // the balancer. A member without a leader refuses at once.
         let mut connect = ConnectOptions::new()
             .with_connect_timeout(options.connect_timeout)
             .with_timeout(options.command_timeout)
-            .with_keep_alive(ping, options.command_timeout)
+            .with_keep_alive(PING_INTERVAL, options.command_timeout)
             .with_require_leader(true);
         if let Some((user, password)) = &options.user {
             connect = connect.with_user(user.clone(), password.clone());
@@ -116,7 +123,8 @@ impl EtcdBackend {
         })?;
         let watch = Arc::new(watch);
         let probe_key = format!("{}tenure:probe", options.prefix);
-        let members = Arc::new(health::watch_members(client.clone(), &options.endpoints, &probes, ping, &probe_key));
+        let within = options.command_timeout.min(Duration::from_secs(1));
+        let members = Arc::new(health::watch_members(client.clone(), &options.endpoints, &probes, within, &probe_key));
         Ok(Self { client: Arc::new(client), options: Arc::new(options), watch, members, state: Arc::default() })
     }
 

@@ -75,10 +75,15 @@ async fn run(
     mut stream: WatchStream,
 ) {
     loop {
-        while let Ok(Some(response)) = stream.message().await {
+        let ended = loop {
+            let response = match stream.message().await {
+                Ok(Some(response)) => response,
+                Ok(None) => break "the stream ended".to_owned(),
+                Err(e) => break e.to_string(),
+            };
             if response.canceled {
                 // Cancelled by the server (a compaction, a permission taken away): made again.
-                break;
+                break format!("the cluster cancelled it: {}", response.cancel_reason);
             }
             let deleted = || response.events.iter().filter_map(is_deletion);
             // Every deletion of the response is known before anyone is woken (a clean release
@@ -98,7 +103,8 @@ async fn run(
                     queues.released(name);
                 }
             }
-        }
+        };
+        tracing::debug!(reason = %ended, "etcd: the watch of the store's keys ended; making it again");
         // A release may have gone unseen while the stream was down.
         queues.wake_everyone();
         loop {

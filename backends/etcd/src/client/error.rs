@@ -9,6 +9,8 @@ pub(crate) enum Error {
     Status(tonic::Status),
     /// A channel setting that could not be applied (TLS settings, say).
     Transport(tonic::transport::Error),
+    /// The cluster refused a watch (its reason): not a status, an answer of the watch stream.
+    Refused(String),
     /// An argument or an answer the client cannot use.
     Invalid(String),
 }
@@ -34,6 +36,7 @@ impl std::fmt::Display for Error {
                 }
                 Ok(())
             }
+            Self::Refused(reason) => write!(f, "the cluster did not create the watch: {reason}"),
             Self::Invalid(what) => f.write_str(what),
         }
     }

@@ -45,16 +45,21 @@ impl KeyValue {
     }
 }
 
-/// The end of the range of every key starting with `prefix`: the prefix with its last byte
-/// below 0xff incremented, and what follows it dropped (`[0]`, every key, if there is none).
-pub(super) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+/// The range of every key starting with `prefix`, as etcd takes it: from the prefix to the
+/// prefix with its last byte below 0xff incremented and what follows dropped. Every key when
+/// there is no such byte (an end of `[0]`), and from `[0]` when the prefix is empty (etcd
+/// refuses an empty key).
+pub(super) fn prefix_range(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    if prefix.is_empty() {
+        return (vec![0], vec![0]);
+    }
     match prefix.iter().rposition(|b| *b < 0xff) {
         Some(at) => {
             let mut end = prefix[..=at].to_vec();
             end[at] += 1;
-            end
+            (prefix.to_vec(), end)
         }
-        None => vec![0],
+        None => (prefix.to_vec(), vec![0]),
     }
 }
 
@@ -105,7 +110,7 @@ impl GetOptions {
 
     /// The range request for `key`.
     pub(crate) fn range(self, key: Vec<u8>) -> rpc::RangeRequest {
-        let range_end = if self.prefix { prefix_end(&key) } else { Vec::new() };
+        let (key, range_end) = if self.prefix { prefix_range(&key) } else { (key, Vec::new()) };
         let (target, order) = self.sort.unwrap_or((RangeTarget::Key, RangeOrder::None));
         rpc::RangeRequest {
             key,
@@ -171,7 +176,7 @@ impl Compare {
 
     /// Holds for every key under the key (none: it holds).
     pub(crate) fn with_prefix(mut self) -> Self {
-        self.0.range_end = prefix_end(&self.0.key);
+        (self.0.key, self.0.range_end) = prefix_range(&self.0.key);
         self
     }
 }
@@ -279,11 +284,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_prefix_ends_past_its_last_byte_below_0xff() {
-        assert_eq!(prefix_end(b"lock:a/"), b"lock:a0");
-        assert_eq!(prefix_end(b"a\xff"), b"b");
-        assert_eq!(prefix_end(b"\xff\xff"), [0]);
-        assert_eq!(prefix_end(b""), [0]);
+    fn a_prefix_ends_past_its_last_byte_below_0xff_and_no_prefix_is_every_key() {
+        let range = |prefix: &[u8]| prefix_range(prefix);
+        assert_eq!(range(b"lock:a/"), (b"lock:a/".to_vec(), b"lock:a0".to_vec()));
+        assert_eq!(range(b"a\xff"), (b"a\xff".to_vec(), b"b".to_vec()));
+        assert_eq!(range(b"\xff\xff"), (b"\xff\xff".to_vec(), vec![0]));
+        assert_eq!(range(b""), (vec![0], vec![0]));
+        assert_eq!(GetOptions::new().with_prefix().range(Vec::new()).key, [0], "etcd refuses an empty key");
     }
 
     #[test]

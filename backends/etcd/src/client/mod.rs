@@ -33,8 +33,8 @@ pub(crate) use tonic::transport::{Certificate, ClientTlsConfig as TlsOptions, Id
 /// A key and its value with their revisions and lease, as etcd answers them.
 pub(crate) type KeyValue = crate::pb::mvccpb::KeyValue;
 
-/// How a [`Client`] reaches the members.
-#[derive(Clone, Debug, Default)]
+/// How a [`Client`] reaches the members. (No `Debug`: it holds the password.)
+#[derive(Clone, Default)]
 pub(crate) struct ConnectOptions {
     connect_timeout: Option<Duration>,
     timeout: Option<Duration>,
@@ -62,8 +62,8 @@ impl ConnectOptions {
         self
     }
 
-    /// Pings every `interval`, idle or not; a ping unanswered within `timeout` drops the
-    /// connection.
+    /// Pings every `interval` while calls or watches are open (etcd refuses pings on an idle
+    /// connection); a ping unanswered within `timeout` drops the connection.
     pub(crate) fn with_keep_alive(mut self, interval: Duration, timeout: Duration) -> Self {
         self.keep_alive = Some((interval, timeout));
         self
@@ -92,11 +92,13 @@ impl ConnectOptions {
         let mut endpoint = Endpoint::from_shared(url.to_owned())
             .map_err(|e| Error::Invalid(format!("the endpoint {url} is not a URL: {e}")))?;
         if url.starts_with("https://") {
-            endpoint = endpoint.tls_config(self.tls.clone().unwrap_or_default()).map_err(Error::Transport)?;
+            endpoint = endpoint.tls_config(self.tls.clone().unwrap_or_default()).map_err(|e| {
+                Error::Invalid(format!("the TLS settings for {url} cannot be used: {}", Error::Transport(e)))
+            })?;
         }
         if let Some((interval, timeout)) = self.keep_alive {
             endpoint =
-                endpoint.http2_keep_alive_interval(interval).keep_alive_timeout(timeout).keep_alive_while_idle(true);
+                endpoint.http2_keep_alive_interval(interval).keep_alive_timeout(timeout).keep_alive_while_idle(false);
         }
         if let Some(timeout) = self.timeout {
             endpoint = endpoint.timeout(timeout);
@@ -159,15 +161,14 @@ impl Client {
         endpoints: impl IntoIterator<Item = S>,
         options: ConnectOptions,
     ) -> Result<Self, Error> {
+        let endpoints: Vec<S> = endpoints.into_iter().collect();
+        if endpoints.is_empty() {
+            return Err(Error::Invalid("no endpoint to connect to".to_owned()));
+        }
         let (channel, changes) = Channel::balance_channel(64);
         let client = Self { channel, changes, options: Arc::new(options), login: Arc::default() };
-        let mut any = false;
-        for endpoint in endpoints {
+        for endpoint in &endpoints {
             client.add_endpoint(endpoint.as_ref()).await?;
-            any = true;
-        }
-        if !any {
-            return Err(Error::Invalid("no endpoint to connect to".to_owned()));
         }
         if client.options.user.is_some() {
             client.log_in(None).await?;
@@ -224,11 +225,12 @@ impl Client {
         Ok(())
     }
 
-    /// Runs `call`, and once more after a new login if the cluster says the token expired.
+    /// Runs `call`, and once more after a new login if the cluster says the token expired
+    /// (which it checks before it applies anything: a retried write is never applied twice).
     async fn call<T, F: Future<Output = Result<T, tonic::Status>>>(&self, call: impl Fn() -> F) -> Result<T, Error> {
         let sent = self.login.token();
         match call().await {
-            Err(status) if self.options.user.is_some() && expired_token(&status) => {
+            Err(status) if self.options.user.is_some() && expired_token(status.code(), status.message()) => {
                 self.log_in(sent).await?;
                 Ok(call().await?)
             }
@@ -284,15 +286,31 @@ impl Client {
     }
 
     /// Watches the deletions of every key under `prefix`, once the cluster confirmed the watch.
+    /// A watch made with an expired token is not refused with a status but created cancelled,
+    /// with the reason: then once more after a new login.
     pub(crate) async fn watch_deletions(&self, prefix: &str) -> Result<WatchStream, Error> {
-        let watch = self.call(|| stream::watch_deletions(self.watches(), prefix.as_bytes())).await?;
-        watch.created().await
+        let watch = || async {
+            self.call(|| stream::watch_deletions(self.watches(), prefix.as_bytes())).await?.created().await
+        };
+        let sent = self.login.token();
+        match watch().await {
+            Err(Error::Refused(reason))
+                if self.options.user.is_some()
+                    && (reason.contains("permission denied") || expired_token(tonic::Code::Unknown, &reason)) =>
+            {
+                self.log_in(sent).await?;
+                watch().await
+            }
+            answer => answer,
+        }
     }
 }
 
-/// Whether `status` says the login token expired (etcd answers `Unauthenticated`, or `Unknown`
-/// with this message when it restarted and forgot the token).
-fn expired_token(status: &tonic::Status) -> bool {
-    status.code() == tonic::Code::Unauthenticated
-        || (status.code() == tonic::Code::Unknown && status.message() == "etcdserver: invalid auth token")
+/// Whether an answer with `code` and `message` says the login token is no longer good: etcd
+/// answers `Unauthenticated`, or `Unknown` with one of these messages when it restarted and
+/// forgot the token, or when users or roles changed since it was issued (JWT tokens).
+fn expired_token(code: tonic::Code, message: &str) -> bool {
+    code == tonic::Code::Unauthenticated
+        || (code == tonic::Code::Unknown
+            && matches!(message, "etcdserver: invalid auth token" | "etcdserver: revision of auth store is old"))
 }

@@ -2,7 +2,7 @@
 //! watch of a prefix's deletions.
 
 use tokio::sync::mpsc;
-use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::wrappers::ReceiverStream;
 
 use super::{Error, Intercepted};
 use crate::pb::etcdserverpb as rpc;
@@ -42,12 +42,9 @@ pub(super) async fn watch_deletions(
     prefix: &[u8],
 ) -> Result<WatchStream, tonic::Status> {
     let (requests, receiver) = mpsc::channel(1);
-    let create = rpc::WatchCreateRequest {
-        key: prefix.to_vec(),
-        range_end: super::kv::prefix_end(prefix),
-        filters: vec![FilterType::Noput.into()],
-        ..Default::default()
-    };
+    let (key, range_end) = super::kv::prefix_range(prefix);
+    let create =
+        rpc::WatchCreateRequest { key, range_end, filters: vec![FilterType::Noput.into()], ..Default::default() };
     requests
         .send(rpc::WatchRequest { request_union: Some(RequestUnion::CreateRequest(create)) })
         .await
@@ -61,9 +58,7 @@ impl WatchStream {
     pub(super) async fn created(mut self) -> Result<Self, Error> {
         match self.answers.message().await? {
             Some(answer) if answer.created && !answer.canceled => Ok(self),
-            Some(answer) => {
-                Err(Error::Invalid(format!("the server did not create the watch: {}", answer.cancel_reason)))
-            }
+            Some(answer) => Err(Error::Refused(answer.cancel_reason)),
             None => Err(Error::Invalid("the watch ended before it was created".to_owned())),
         }
     }
