@@ -3,7 +3,8 @@
 
 The code cites two documents: `DESIGN §N` is docs/design.md (the architecture as it is) and
 `spec §N` is docs/spec/grelmicro-behaviour.md (grelmicro's behaviour, which Tenure keeps). A bare
-`§N` belongs to the document named last before it on its line or the line above; inside
+`§N` belongs to the document named last before it on its line, or on the nearest line above
+that names one, through lines that carry only bare references (a list that goes on); inside
 docs/spec/ and docs/design.md it may name its own document. A section is a Markdown heading
 numbered N (`## 4. …`, `### 4.5 …`), or item M of the numbered list under heading N for `§N.M`.
 A range such as `spec §3.1–3.3` needs both ends. Usage: scripts/check-references.py (from anywhere)."""

@@ -25,7 +25,7 @@ stages=(
   "kotlin|the JVM package: the Kotlin suite on every store, a Java program, the README's Kotlin and Java examples, a JVM exiting mid-election, the Swift bindings' shape"
   "interop|grelmicro 0.44 (Python 3.14) beside the CLI on SQLite, and beside the CLI and the Python, Node and Kotlin packages on Redis and PostgreSQL; read-write locks and semaphores on all three; etcdctl beside them on etcd; the Python suite's 3.14 part"
   "release|the release script's dry run: one version everywhere, cargo publish --dry-run, the sdist compiled offline"
-  "demo|the main job (tenure demo on the default store, built from scratch without protoc) and the README's CLI example"
+  "demo|the main job (tenure demo on the default store) and the README's CLI example"
 )
 
 # Each step says when it began (minutes:seconds into the run).
@@ -168,11 +168,14 @@ stage_rust() {
   cargo test -q -p tenure-open --no-default-features
 
   step "examples"
-  cargo run -q -p tenure-core --example two_workers
-  cargo run -q -p tenure-tokio --example quickstart
-  cargo run -q -p tenure-tokio --example fenced_writes
-  cargo run -q -p tenure-smol --example leader
-  cargo run -q -p tenure-async-std --example nightly_job
+  # Built with the workspace's features (the test build built them already): `cargo run -p X
+  # --example` would build each again with its package's features alone.
+  cargo build -q --workspace --examples
+  local example
+  for example in two_workers quickstart fenced_writes leader nightly_job; do
+    echo "-- $example"
+    "target/debug/examples/$example"
+  done
 }
 
 stage_sim() {
@@ -188,19 +191,34 @@ stage_sim() {
 
 stage_fuzz() {
   command -v cargo-fuzz > /dev/null || cargo install -q cargo-fuzz --locked
-  local seconds=${FUZZ_SECONDS:-20} target status runs
+  local seconds=${FUZZ_SECONDS:-20} target runs failed="" targets
   export RUSTC_BOOTSTRAP=1 # cargo-fuzz's sanitizer flags; CI machines have no nightly
   cargo fuzz build -O
-  for target in $(cargo fuzz list); do
-    status=0
-    cargo fuzz run -O "$target" -- -max_total_time="$seconds" -print_final_stats=1 > "target/fuzz-$target.log" 2>&1 || status=$?
+  targets=$(cargo fuzz list)
+  [ -n "$targets" ] || die "cargo fuzz list names no target"
+  # Two targets at a time, one per core (each fuzzer is one process on one core).
+  fuzz_one() {
+    cargo fuzz run -O "$1" -- -max_total_time="$seconds" -print_final_stats=1 > "target/fuzz-$1.log" 2>&1 \
+      || echo "$1" >> target/fuzz-failed
+  }
+  rm -f target/fuzz-failed
+  local -a running=()
+  for target in $targets; do
+    fuzz_one "$target" &
+    running+=($!)
+    if [ ${#running[@]} -ge 2 ]; then wait "${running[0]}"; running=("${running[@]:1}"); fi
+  done
+  wait
+  for target in $targets; do
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "target/fuzz-$target.log")
     echo "$target: ${runs:-?} inputs in $seconds s"
-    if [ "$status" -ne 0 ]; then
-      tail -40 "target/fuzz-$target.log" >&2
-      die "fuzz target $target failed; reproduce with: RUSTC_BOOTSTRAP=1 cargo fuzz run -O $target fuzz/artifacts/$target/<file>"
-    fi
   done
+  [ ! -f target/fuzz-failed ] || failed=$(tr '\n' ' ' < target/fuzz-failed)
+  for target in $failed; do
+    tail -40 "target/fuzz-$target.log" >&2
+    echo "fuzz target $target failed; reproduce with: RUSTC_BOOTSTRAP=1 cargo fuzz run -O $target fuzz/artifacts/$target/<file>" >&2
+  done
+  [ -z "$failed" ] || die "fuzz targets failed: $failed"
   unset RUSTC_BOOTSTRAP
 }
 
@@ -270,11 +288,14 @@ stage_interop() {
 }
 
 stage_release() {
+  # (release.sh reads the npm packages' versions with node)
+  command -v node > /dev/null || apt_install nodejs npm
   scripts/release.sh --dry-run
 }
 
 stage_demo() {
-  step "the main job, as a newcomer runs it: tenure demo on the default store, built without protoc"
+  # (On a clean clone, as CI runs, the first build of every crate, in the lint stage, had no protoc.)
+  step "the main job, as a newcomer runs it: tenure demo on the default store"
   cargo run -q -p tenure-cli -- demo
   step "the README's CLI example, on a fresh state folder"
   local state

@@ -58,7 +58,6 @@ pub(crate) fn failed(what: &str, e: &Error) -> BackendError {
             Code::Unauthenticated | Code::PermissionDenied | Code::InvalidArgument => BackendErrorKind::Rejected,
             _ => BackendErrorKind::Other,
         },
-        Error::Transport(_) => BackendErrorKind::Unavailable,
         Error::Refused(_) => BackendErrorKind::Rejected,
         Error::Invalid(_) => BackendErrorKind::Other,
     };

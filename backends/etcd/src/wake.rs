@@ -107,8 +107,11 @@ async fn run(
         tracing::debug!(reason = %ended, "etcd: the watch of the store's keys ended; making it again");
         // A release may have gone unseen while the stream was down.
         queues.wake_everyone();
+        // Made again after 0.5 s, then less and less often while it is refused (a refusal for
+        // a login may log in again each time): at most every 10 s.
+        let mut pause = Duration::from_millis(500);
         loop {
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            tokio::time::sleep(pause).await;
             match client.watch_deletions(&prefix).await {
                 Ok(again) => {
                     stream = again;
@@ -117,6 +120,7 @@ async fn run(
                 }
                 Err(e) => tracing::debug!(error = %e, "etcd: the watch is not back yet"),
             }
+            pause = (pause * 2).min(Duration::from_secs(10));
         }
     }
 }

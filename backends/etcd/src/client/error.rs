@@ -1,14 +1,12 @@
 //! What a call of the client can fail with.
 
-/// A failed call: the cluster's (or tonic's) status, a channel that could not be set up, or
-/// something the client itself refused or did not expect.
+/// A failed call: the cluster's (or tonic's) status, a watch the cluster refused, or something
+/// the client itself refused or did not expect.
 #[derive(Debug)]
 pub(crate) enum Error {
     /// The status a call ended with: etcd's refusals, and tonic's for connections that failed,
     /// broke or timed out.
     Status(tonic::Status),
-    /// A channel setting that could not be applied (TLS settings, say).
-    Transport(tonic::transport::Error),
     /// The cluster refused a watch (its reason): not a status, an answer of the watch stream.
     Refused(String),
     /// An argument or an answer the client cannot use.
@@ -27,15 +25,6 @@ impl std::fmt::Display for Error {
             // tonic's Display names the code, the message and the cause (a refused connection,
             // an unknown certificate), which is what a reader needs.
             Self::Status(status) => write!(f, "{status}"),
-            Self::Transport(e) => {
-                write!(f, "{e}")?;
-                let mut source = std::error::Error::source(e);
-                while let Some(cause) = source {
-                    write!(f, ": {cause}")?;
-                    source = cause.source();
-                }
-                Ok(())
-            }
             Self::Refused(reason) => write!(f, "the cluster did not create the watch: {reason}"),
             Self::Invalid(what) => f.write_str(what),
         }

@@ -92,9 +92,9 @@ impl ConnectOptions {
         let mut endpoint = Endpoint::from_shared(url.to_owned())
             .map_err(|e| Error::Invalid(format!("the endpoint {url} is not a URL: {e}")))?;
         if url.starts_with("https://") {
-            endpoint = endpoint.tls_config(self.tls.clone().unwrap_or_default()).map_err(|e| {
-                Error::Invalid(format!("the TLS settings for {url} cannot be used: {}", Error::Transport(e)))
-            })?;
+            endpoint = endpoint
+                .tls_config(self.tls.clone().unwrap_or_default())
+                .map_err(|e| Error::Invalid(format!("the TLS settings for {url} cannot be used: {}", chain(&e))))?;
         }
         if let Some((interval, timeout)) = self.keep_alive {
             endpoint =
@@ -296,7 +296,7 @@ impl Client {
         match watch().await {
             Err(Error::Refused(reason))
                 if self.options.user.is_some()
-                    && (reason.contains("permission denied") || expired_token(tonic::Code::Unknown, &reason)) =>
+                    && (reason.contains("permission denied") || expired_token(tonic::Code::Ok, &reason)) =>
             {
                 self.log_in(sent).await?;
                 watch().await
@@ -306,11 +306,46 @@ impl Client {
     }
 }
 
+/// `e` and its causes, one after the other.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text = format!("{text}: {cause}");
+        source = cause.source();
+    }
+    text
+}
+
 /// Whether an answer with `code` and `message` says the login token is no longer good: etcd
-/// answers `Unauthenticated`, or `Unknown` with one of these messages when it restarted and
-/// forgot the token, or when users or roles changed since it was issued (JWT tokens).
+/// answers `Unauthenticated`, or one of these messages under other codes (an invalid token
+/// after a restart, users or roles changed since the token was issued, no token at all), which
+/// a refused watch carries inside its reason (`rpc error: code = … desc = …`) from etcd 3.5.
+/// etcd's own Go client logs in again on the same messages, whatever the code.
 fn expired_token(code: tonic::Code, message: &str) -> bool {
-    code == tonic::Code::Unauthenticated
-        || (code == tonic::Code::Unknown
-            && matches!(message, "etcdserver: invalid auth token" | "etcdserver: revision of auth store is old"))
+    const STALE: [&str; 3] = [
+        "etcdserver: invalid auth token",
+        "etcdserver: revision of auth store is old",
+        "etcdserver: user name is empty",
+    ];
+    code == tonic::Code::Unauthenticated || STALE.iter().any(|stale| message.contains(stale))
+}
+
+#[cfg(test)]
+mod tests {
+    use tonic::Code;
+
+    #[test]
+    fn a_stale_token_is_told_by_etcds_messages_whatever_their_code() {
+        assert!(super::expired_token(Code::Unauthenticated, "etcdserver: invalid auth token"));
+        assert!(super::expired_token(Code::InvalidArgument, "etcdserver: revision of auth store is old"));
+        assert!(super::expired_token(Code::InvalidArgument, "etcdserver: user name is empty"));
+        // A refused watch's reason, as etcd 3.5 and later write it.
+        assert!(super::expired_token(
+            Code::Ok,
+            "rpc error: code = Unauthenticated desc = etcdserver: invalid auth token"
+        ));
+        assert!(!super::expired_token(Code::PermissionDenied, "etcdserver: permission denied"));
+        assert!(!super::expired_token(Code::Unavailable, "etcdserver: no leader"));
+    }
 }

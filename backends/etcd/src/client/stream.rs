@@ -59,7 +59,7 @@ impl WatchStream {
         match self.answers.message().await? {
             Some(answer) if answer.created && !answer.canceled => Ok(self),
             Some(answer) => Err(Error::Refused(answer.cancel_reason)),
-            None => Err(Error::Invalid("the watch ended before it was created".to_owned())),
+            None => Err(Error::Status(tonic::Status::unavailable("the watch ended before it was created"))),
         }
     }
 
