@@ -20,21 +20,10 @@ from tenure import EtcdProvider, MemoryProvider, PostgresProvider, RedisProvider
 # requires cluster scope is not reported (test_scope.py sets the variable itself).
 os.environ["GREL_ENVIRONMENT"] = "test"
 
-# The modules whose code paths differ on Python 3.12+, where a backend written in Python runs the
-# first step of each call eagerly (`_user_backend.py`): the test command runs them, marked
-# `py314`, a second time on Python 3.14 beside grelmicro (`pytest -m py314`).
-EAGER_PATHS = {"test_user_backend", "test_user_rw_semaphore", "test_components", "test_low_level", "test_scope"}
-
-
+# Tests marked `py314` (a `pytestmark` at the top of their module: what Python 3.12-3.14 changed
+# under them) run a second time on Python 3.14 beside grelmicro (`pytest -m py314`).
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "py314: exercises what Python 3.12+ changes (eager first steps)")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        module = getattr(item, "module", None)
-        if module is not None and module.__name__ in EAGER_PATHS:
-            item.add_marker(pytest.mark.py314)
+    config.addinivalue_line("markers", "py314: exercises what Python 3.12-3.14 changed (eager first steps, loop policy, fork)")
 
 
 REDIS_URL = os.environ.get("TENURE_REDIS_URL", "redis://127.0.0.1:6379")

@@ -25,6 +25,10 @@ from tenure import (
     TaskLockConfig,
 )
 
+# Runs again on Python 3.14 beside grelmicro (`pytest -m py314`):
+# adapters and providers written in Python.
+pytestmark = pytest.mark.py314
+
 
 def run(coro):
     return asyncio.run(coro)

@@ -8,6 +8,10 @@ import pytest
 
 from tenure import LeaderElection, Lock, MemoryProvider, OutOfContextError, SQLiteProvider
 
+# Runs again on Python 3.14 beside grelmicro (`pytest -m py314`):
+# fork() with threads running, which 3.12+ warns about.
+pytestmark = pytest.mark.py314
+
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX")
 def test_a_forked_child_cannot_touch_the_parents_leases(tmp_path):

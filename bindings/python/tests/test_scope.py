@@ -10,6 +10,10 @@ from dict_backend import DictBackend
 from tenure import BackendScopeError, BackendScopeWarning, Coordination, MemoryProvider, SQLiteProvider
 from tenure.errors import UnknownEnvironmentWarning
 
+# Runs again on Python 3.14 beside grelmicro (`pytest -m py314`):
+# backends written in Python.
+pytestmark = pytest.mark.py314
+
 
 def enter(coordination):
     async def main():

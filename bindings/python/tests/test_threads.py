@@ -13,6 +13,10 @@ import pytest
 from tenure import Lock, LockNotOwnedError, LockReentrantError, MemoryProvider, SQLiteProvider, TaskLock, WouldBlockError
 from tenure.errors import EventLoopDeadlockError
 
+# Runs again on Python 3.14 beside grelmicro (`pytest -m py314`):
+# from_thread and the event loop, whose policy 3.14 changed.
+pytestmark = pytest.mark.py314
+
 
 def test_threads_take_turns_and_fences_climb():
     lock = Lock("cart", backend=MemoryProvider().lock(), retry_interval=60, env_load=False)

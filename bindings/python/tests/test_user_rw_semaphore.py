@@ -27,6 +27,10 @@ from tenure import (
     WouldBlockError,
 )
 
+# Runs again on Python 3.14 beside grelmicro (`pytest -m py314`):
+# backends written in Python, whose calls start eagerly on 3.12+.
+pytestmark = pytest.mark.py314
+
 
 def run(coro):
     return asyncio.run(coro)
