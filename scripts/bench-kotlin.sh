@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 cp=$(TENURE_UNIFFI_FEATURES=bench scripts/kotlin-build.sh release | tail -1)
-kotlinc=${KOTLIN_HOME:-$root/target/kotlin-compiler/package}/bin/kotlinc
+. scripts/tools.sh
+kotlinc=$kotlin_home/bin/kotlinc
 server=${TENURE_REDIS_URL:-redis://127.0.0.1:6379}
 rm -rf target/kotlin/release/bench.jar
 "$kotlinc" -nowarn -jvm-target 17 -cp "$cp" -d target/kotlin/release/bench.jar bindings/uniffi/kotlin/bench 2>&1 | grep -v '^warning:' >&2 || true

@@ -13,18 +13,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 profile=${1:-debug}
-kotlin_version=2.4.20
+. scripts/tools.sh
 
 command -v javac > /dev/null && command -v jar > /dev/null \
   || { apt-get update -qq && apt-get install -y -qq openjdk-17-jdk-headless > /dev/null; }
 jna=/usr/share/java/jna.jar
 [ -f "$jna" ] || { apt-get update -qq && apt-get install -y -qq libjna-java > /dev/null; }
 
-kotlin_home=${KOTLIN_HOME:-$root/target/kotlin-compiler/package}
 if [ ! -x "$kotlin_home/bin/kotlinc" ]; then
   command -v npm > /dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm > /dev/null; }
-  mkdir -p target/kotlin-compiler
-  (cd target/kotlin-compiler && npm pack --silent "kotlin-compiler@$kotlin_version" > /dev/null \
+  mkdir -p "$kotlin_home/.."
+  (cd "$kotlin_home/.." && npm pack --silent "kotlin-compiler@$kotlin_version" > /dev/null \
     && tar xzf "kotlin-compiler-$kotlin_version.tgz" && rm "kotlin-compiler-$kotlin_version.tgz")
   chmod +x "$kotlin_home"/bin/*
 fi
@@ -36,7 +35,7 @@ rm -rf "$out/gen" "$out/classes" "$out/native"
 mkdir -p "$out/classes"
 flag=()
 # TENURE_UNIFFI_FEATURES=bench adds bench_rust_cycles (scripts/bench-kotlin.sh).
-[ -n "${TENURE_UNIFFI_FEATURES:-}" ] && flag+=(--features "$TENURE_UNIFFI_FEATURES")
+[ -n "${TENURE_UNIFFI_FEATURES:-}" ] && flag+=(--features "tenure-uniffi/$TENURE_UNIFFI_FEATURES")
 # The library for one JNA folder: the debug library's symbols are not needed to run it, and are
 # most of its size (a release build has none to strip).
 place() {

@@ -14,7 +14,8 @@ root=$PWD
 build_only=false
 [ "${1:-}" = --build ] && build_only=true
 cp=$(scripts/kotlin-build.sh debug | tail -1)
-kotlinc=${KOTLIN_HOME:-$root/target/kotlin-compiler/package}/bin/kotlinc
+. scripts/tools.sh
+kotlinc=$kotlin_home/bin/kotlinc
 out=target/kotlin/debug
 redis=${TENURE_REDIS_URL:-redis://127.0.0.1:6379}
 postgres=${TENURE_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/test}

@@ -160,7 +160,7 @@ stage_rust() {
   need_postgres
   need_etcd
   command -v cargo-nextest > /dev/null || cargo install -q cargo-nextest --locked
-  step "tests (cargo nextest: each test in its own process, four at a time; .config/nextest.toml)"
+  step "tests (cargo nextest: each test in its own process, eight at a time; .config/nextest.toml)"
   cargo nextest run --workspace
   step "doc tests"
   cargo test -q --workspace --doc
@@ -171,11 +171,19 @@ stage_rust() {
   # Built with the workspace's features (the test build built them already): `cargo run -p X
   # --example` would build each again with its package's features alone.
   cargo build -q --workspace --examples
-  local example
+  # All five at once (they mostly wait on leases and timers), each one's output kept apart.
+  local example failed=""
+  local -A pids=()
   for example in two_workers quickstart fenced_writes leader nightly_job; do
-    echo "-- $example"
-    "target/debug/examples/$example"
+    "target/debug/examples/$example" > "target/example-$example.log" 2>&1 &
+    pids[$example]=$!
   done
+  for example in "${!pids[@]}"; do
+    wait "${pids[$example]}" || failed="$failed $example"
+    echo "-- $example"
+    cat "target/example-$example.log"
+  done
+  [ -z "$failed" ] || die "examples failed:$failed"
 }
 
 stage_sim() {
@@ -231,7 +239,6 @@ stage_python() {
   local venv=target/python-test-venv
   rm -rf "$venv"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --upgrade pip
   "$venv/bin/pip" install -q pytest mypy "$wheel"
   (cd bindings/python/tests && "$root/$venv/bin/python" -m pytest -q -p no:cacheprovider)
   # The README's Python example, run as a user would paste it.
