@@ -57,6 +57,22 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
+/// Ends a `tenure` holder as an operator would, with SIGTERM: tenure passes it on to the
+/// command, waits for it and gives the lease back. (SIGKILL would leave the command running,
+/// holding the test's output open, until it ends by itself.)
+fn stop(holder: &mut Child) {
+    let _ = Command::new("kill").args(["-TERM", &holder.id().to_string()]).status();
+    let exited = (0..500).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        matches!(holder.try_wait(), Ok(Some(_)))
+    });
+    if !exited {
+        let _ = holder.kill();
+        let _ = holder.wait();
+    }
+    assert!(exited, "tenure did not end within 10 s of SIGTERM");
+}
+
 fn held_by_someone(dir: &Path, key: &str) -> bool {
     db(dir)
         .query_row("SELECT count(*) FROM locks WHERE name = ?1 AND token IS NOT NULL", [key], |r| r.get::<_, i64>(0))
@@ -115,8 +131,7 @@ fn the_command_status_and_the_failure_codes() {
     let late = run(&url, &["lock", "x", "--timeout", "0.3", "--", "true"]);
     assert_eq!(code(&late), 124, "{}", stderr(&late));
     assert!(start.elapsed() >= Duration::from_millis(300), "gave up early");
-    let _ = holder.kill();
-    let _ = holder.wait();
+    stop(&mut holder);
 }
 
 #[test]
@@ -289,8 +304,7 @@ fn status_shows_holders_fences_and_leaders() {
     let table = run(&url, &["status"]);
     let table = String::from_utf8_lossy(&table.stdout);
     assert!(table.contains("lock:cart") && table.contains("held"), "{table}");
-    let _ = holder.kill();
-    let _ = holder.wait();
+    stop(&mut holder);
 }
 
 /// A fresh key prefix on the machine's Redis (`TENURE_REDIS_URL`, default 127.0.0.1:6379).
@@ -330,8 +344,7 @@ fn commands_share_locks_through(store: fn() -> String) {
     let status = run(&url, &["status", "--json"]);
     let text = String::from_utf8_lossy(&status.stdout);
     assert!(text.contains(r#""key":"lock:x""#) && text.contains(r#""fencing_token":2"#), "{text}");
-    let _ = holder.kill();
-    let _ = holder.wait();
+    stop(&mut holder);
 
     let demo = Command::new(TENURE).args(["--backend", &store(), "demo"]).output().expect("demo");
     let text = String::from_utf8_lossy(&demo.stdout);
@@ -366,8 +379,7 @@ fn a_writer_that_gives_up_leaves_readers_free(store: fn() -> String) {
         let next = run(&url, &["lock", "doc", "--shared", "--no-wait", "--", "true"]);
         assert_eq!(code(&next), 0, "an intent outlived its writer: {}", stderr(&next));
     }
-    let _ = reader.kill();
-    let _ = reader.wait();
+    stop(&mut reader);
 }
 
 #[test]
@@ -508,8 +520,7 @@ fn shared_holders_read_together_and_an_exclusive_one_writes_alone() {
     assert_eq!(code(&late), 124, "{}", stderr(&late));
     // The plain lock of the same name is another lock.
     assert_eq!(code(&run(&url, &["lock", "doc", "--no-wait", "--", "true"])), 0, "lock:doc is not rwlock:doc");
-    let _ = reader.kill();
-    let _ = reader.wait();
+    stop(&mut reader);
     // The killed reader's lease (60 s) still holds the writer out; a fresh name shows the
     // writer's variables: the first write's fencing token, not poisoned, then a reader reads it.
     let wrote =
@@ -568,10 +579,8 @@ fn permit_holders_run_up_to_the_count_and_another_count_is_refused() {
     assert_eq!(code(&run(&url, &["lock", "other", "--permits", "0", "--", "true"])), 2);
     assert_eq!(code(&run(&url, &["lock", "other", "--permits", "2", "--shared", "--", "true"])), 2);
     // A holder that ends gives its permit back: the next one gets a greater fencing token.
-    let _ = holders[0].kill();
-    let _ = holders[0].wait();
-    let _ = holders[1].kill();
-    let _ = holders[1].wait();
+    stop(&mut holders[0]);
+    stop(&mut holders[1]);
     let next = run(&url, &["lock", "spare", "--permits", "1", "--", "sh", "-c", "echo $TENURE_FENCING_TOKEN"]);
     assert_eq!(String::from_utf8_lossy(&next.stdout).trim(), "1", "{}", stderr(&next));
     let again = run(&url, &["lock", "spare", "--permits", "1", "--", "sh", "-c", "echo $TENURE_FENCING_TOKEN"]);
