@@ -1,13 +1,14 @@
 //! A chaos run through Redis Sentinel: three workers contend for one lock for 20 s while the
-//! master is killed twice (each killed master restarted, to come back as a replica), and a
-//! protected resource accepts a write only with a fencing token at least as high as the last it
-//! accepted (a token equal to it only from the same section). Sections whose writes the resource
-//! accepted never overlap; the tokens it accepted strictly increase; every worker has sections
-//! accepted; and the workers make progress after each failover, once progress is possible: at
-//! once without `min_replicas`, and with `min_replicas=1` once the new master has a replica
-//! attached and in sync (until then every grant is refused, by design). The run waits for that
-//! progress instead of hoping a fixed time is enough. Run with and without `min_replicas=1`; prints what each run saw (grants, sections
-//! the resource refused, tokens handed out twice, `FenceRegression` reports).
+//! master is killed twice (each killed master restarted as a replica of the new one, as an
+//! operator brings it back), and a protected resource accepts a write only with a fencing token
+//! at least as high as the last it accepted (a token equal to it only from the same section).
+//! Sections whose writes the resource accepted never overlap; the tokens it accepted strictly
+//! increase; every worker has sections accepted; and the workers make progress after each
+//! failover, once progress is possible: at once without `min_replicas`, and with
+//! `min_replicas=1` once the master has a replica attached and in sync (until then every grant
+//! is refused, by design). The run waits for that progress instead of hoping a fixed time is
+//! enough. Run with and without `min_replicas=1`; prints what each run saw (grants, sections the
+//! resource refused, tokens handed out twice, `FenceRegression` reports).
 
 mod common;
 
@@ -130,13 +131,13 @@ async fn chaos(params: &str) {
         group.server(old).kill9();
         let new = tokio::task::block_in_place(|| group.wait_for_new_master(old, Duration::from_secs(30)));
         let promoted = killed.elapsed();
-        group.server(old).restart();
+        group.server(old).restart_as_replica_of(new);
         // With min_replicas=1 a grant needs a replica to acknowledge it: none can be made
-        // before one is attached to the new master and in sync.
-        tokio::task::block_in_place(|| group.wait_for_replicas(new, replicas, Duration::from_secs(60)));
+        // before one is attached to the master and in sync.
+        let granting = tokio::task::block_in_place(|| group.wait_for_synced_master(replicas, Duration::from_secs(60)));
         let possible = Instant::now();
         eprintln!(
-            "chaos{params}: master {old} killed at {:?}, {new} master {promoted:?} later, granting {:?} later",
+            "chaos{params}: master {old} killed at {:?}, {new} master {promoted:?} later, {granting} granting {:?} later",
             killed - started,
             killed.elapsed()
         );

@@ -116,11 +116,21 @@ impl Group {
         self.servers.iter_mut().find(|s| s.port() == port).expect("a server of the group")
     }
 
-    /// Waits until the master on `port` has `replicas` replicas attached and in sync.
-    pub fn wait_for_replicas(&self, port: u16, replicas: usize, within: Duration) {
+    /// Waits until the master the sentinels name has `replicas` replicas attached and in sync,
+    /// whichever server that is by then (a loaded machine may see the sentinels fail over
+    /// again); its port.
+    pub fn wait_for_synced_master(&self, replicas: usize, within: Duration) -> u16 {
         let deadline = Instant::now() + within;
-        while self.online_replicas(port) < replicas {
-            assert!(Instant::now() < deadline, "{port} had no {replicas} replicas in sync within {within:?}");
+        loop {
+            let port = self.master_port();
+            if self.is_master(port) && self.online_replicas(port) >= replicas {
+                return port;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no master with {replicas} replicas in sync within {within:?}\n{}",
+                self.describe()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -136,15 +146,41 @@ impl Group {
         let deadline = Instant::now() + within;
         loop {
             let port = self.master_port();
-            let role: Vec<redis::Value> = self.query(port, &redis::cmd("ROLE")).unwrap_or_default();
-            let is_master =
-                role.first().and_then(|v| String::from_redis_value(v.clone()).ok()).as_deref() == Some("master");
-            if port != old && is_master {
+            if port != old && self.is_master(port) {
                 return port;
             }
-            assert!(Instant::now() < deadline, "no failover away from {old} within {within:?}");
+            assert!(Instant::now() < deadline, "no failover away from {old} within {within:?}\n{}", self.describe());
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Whether the server on `port` answers `ROLE` as a master.
+    fn is_master(&self, port: u16) -> bool {
+        let role: Vec<redis::Value> = self.query(port, &redis::cmd("ROLE")).unwrap_or_default();
+        role.first().and_then(|v| String::from_redis_value(v.clone()).ok()).as_deref() == Some("master")
+    }
+
+    /// What each server says of its replication, what each sentinel names as the master, and
+    /// the end of each sentinel's log: for the message of a failed wait.
+    fn describe(&self) -> String {
+        let mut text = String::new();
+        for server in &self.servers {
+            let info = self
+                .query::<String>(server.port(), redis::cmd("INFO").arg("replication"))
+                .unwrap_or_else(|e| format!("({e})"));
+            let kept = ["role", "master_port", "master_link_status", "slave"];
+            let lines: Vec<&str> = info.lines().filter(|l| kept.iter().any(|k| l.starts_with(k))).collect();
+            text += &format!("server {}: {}\n", server.port(), lines.join(" "));
+        }
+        for sentinel in &self.sentinels {
+            let cmd = redis::cmd("SENTINEL").arg("get-master-addr-by-name").arg(MASTER).clone();
+            let named = sentinel.query::<(String, u16)>(&cmd).map_or_else(|e| format!("({e})"), |(_, p)| p.to_string());
+            let log = std::fs::read_to_string(sentinel.dir.join("sentinel.log")).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+            text += &format!("sentinel {} names {named}; its log ends:\n{tail}\n", sentinel.port);
+        }
+        text
     }
 }
 
