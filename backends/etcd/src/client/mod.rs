@@ -287,7 +287,9 @@ impl Client {
 
     /// Watches the deletions of every key under `prefix`, once the cluster confirmed the watch.
     /// A watch made with an expired token is not refused with a status but created cancelled,
-    /// with the reason: then once more after a new login.
+    /// with the reason: then once more after a new login. (etcd 3.4 gives such a watch the
+    /// reason "permission denied", as it does a user without the right, so that reason also
+    /// logs in once more; a user without the right is refused again, and the watch backs off.)
     pub(crate) async fn watch_deletions(&self, prefix: &str) -> Result<WatchStream, Error> {
         let watch = || async {
             self.call(|| stream::watch_deletions(self.watches(), prefix.as_bytes())).await?.created().await
