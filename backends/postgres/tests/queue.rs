@@ -71,7 +71,8 @@ async fn grelmicro_never_finds_a_handed_over_lock_free_and_its_release_lets_the_
     );
     assert!(LockCalls::acquire(&store, "lock:q", "grelmicro-1", LEASE).await.expect("acquire").is_some());
     let waiter = queue::lock(&Store::of(open_at(&url(), &stem).await), "q", Duration::from_millis(50));
-    let task = queue::take_and_hold(waiter, Duration::from_millis(300));
+    let (release, hold) = tokio::sync::oneshot::channel();
+    let task = queue::take_and_hold(waiter, hold);
     queued(&stem, 1).await;
     psql(&url(), &grelmicro_release);
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -82,6 +83,7 @@ async fn grelmicro_never_finds_a_handed_over_lock_free_and_its_release_lets_the_
     // Held by the head: grelmicro's acquire is refused.
     let refused = acquire.replace("$1", "'lock:q'").replace("$2", "'grelmicro-2'").replace("$3::bigint", "10000000");
     assert_eq!(psql(&url(), &refused), "", "grelmicro's acquire finds the lock held");
+    let _ = release.send(());
     assert_eq!(task.await.expect("task"), 2);
 }
 

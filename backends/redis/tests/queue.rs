@@ -62,7 +62,8 @@ async fn grelmicro_never_finds_a_handed_over_lock_free_and_its_release_lets_the_
     // (below) frees the key and hands nothing over.
     assert!(LockCalls::acquire(&store, "lock:q", "grelmicro-1", LEASE).await.expect("acquire").is_some());
     let waiter = queue::lock(&Store::of(open_at(&url(), &prefix).await), "q", Duration::from_millis(50));
-    let task = queue::take_and_hold(waiter, Duration::from_millis(300));
+    let (release, hold) = tokio::sync::oneshot::channel();
+    let task = queue::take_and_hold(waiter, hold);
     queued(&prefix, 1).await;
     // grelmicro's release hands nothing over; the queue's head takes the lock at its next poll.
     let mut db = raw(&url());
@@ -85,6 +86,7 @@ async fn grelmicro_never_finds_a_handed_over_lock_free_and_its_release_lets_the_
     }
     // Held by the head: grelmicro's acquire is refused.
     assert_eq!(LockCalls::acquire(&store, "lock:q", "grelmicro-2", LEASE).await.expect("acquire"), None);
+    let _ = release.send(());
     assert_eq!(task.await.expect("task"), 2);
 }
 

@@ -71,13 +71,14 @@ pub async fn until_queued(n: usize, mut count: impl FnMut() -> usize) {
     panic!("{n} waiters never queued");
 }
 
-/// A task that acquires `lock` (waiting its turn), holds it for `hold`, releases it, and ends
-/// with the fence it held.
-pub fn take_and_hold(lock: Lock, hold: Duration) -> tokio::task::JoinHandle<u64> {
+/// A task that acquires `lock` (waiting its turn), holds it until `release` fires (or is
+/// dropped), releases it, and ends with the fence it held. The test says when: a hold of a
+/// fixed time could end, on a loaded machine, before the test has looked at the holder.
+pub fn take_and_hold(lock: Lock, release: tokio::sync::oneshot::Receiver<()>) -> tokio::task::JoinHandle<u64> {
     tokio::spawn(async move {
         let guard = lock.acquire().await.expect("waiter");
         let fence = guard.fencing_token().get();
-        tokio::time::sleep(hold).await;
+        let _ = release.await;
         guard.release().await.expect("release");
         fence
     })
