@@ -22,7 +22,7 @@ postgres=${TENURE_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/test}
 
 # The tests and the interop contender, compiled against the jar as a user's code would be.
 rm -rf "$out/tests.jar" "$out/java"
-"$kotlinc" -nowarn -jvm-target 17 -cp "$cp" -d "$out/tests.jar" bindings/uniffi/kotlin/test tests/interop/kotlin_lock.kt \
+"$kotlinc" -nowarn -jvm-target 17 -cp "$cp" -d "$out/tests.jar" bindings/uniffi/kotlin/test tests/interop/kotlin_lock.kt tests/interop/kotlin_rw_sem.kt \
   2>&1 | grep -v '^warning:' >&2 || true
 [ -f "$out/tests.jar" ] || { echo "kotlinc failed on the tests" >&2; exit 1; }
 javac -d "$out/java" -cp "$cp" bindings/uniffi/kotlin/java/JavaUsers.java

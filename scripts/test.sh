@@ -23,7 +23,7 @@ stages=(
   "python|the portable manylinux2014 wheel in a fresh venv: the package's suite, the README's example, stubtest and mypy"
   "node|the portable linux-x64-gnu addon and the packed npm packages, installed: the suite, tsc --strict, the README's example"
   "kotlin|the JVM package: the Kotlin suite on every store, a Java program, the README's Kotlin and Java examples, a JVM exiting mid-election, the Swift bindings' shape"
-  "interop|grelmicro 0.44 (Python 3.14) beside the CLI on SQLite, and beside the CLI and the Python, Node and Kotlin packages on Redis and PostgreSQL; read-write locks and semaphores on all three; etcdctl beside them on etcd; the Python suite's 3.14 part"
+  "interop|grelmicro 0.44 (Python 3.14) beside the CLI on SQLite, and beside the CLI and the Python, Node and Kotlin packages on Redis and PostgreSQL; read-write locks and semaphores on all three; etcdctl beside them on etcd; every error code through the three packages; the Python suite's 3.14 part"
   "release|the release script's dry run: one version everywhere, cargo publish --dry-run, the sdist compiled offline"
   "demo|the main job (tenure demo on the default store) and the README's CLI example"
 )
@@ -278,15 +278,21 @@ stage_interop() {
   "$py314" -m pip install -q --force-reinstall --no-deps "$wheel"
   step "grelmicro 0.44 and tenure on one SQLite file; read-write locks on every store"
   tests/interop/sqlite.sh "$py314" "$tenure"
-  for store in sqlite redis postgres; do TENURE_PYTHON=$py314 tests/interop/rw.sh "$store" "$py314" "$tenure"; done
-  step "semaphores (Tenure's own): the CLI, the Python package and the npm package on one semaphore"
-  for store in sqlite redis postgres; do TENURE_NODE_PATH=$node_modules tests/interop/semaphore.sh "$store" "$py314" "$tenure"; done
+  for store in sqlite redis postgres; do
+    TENURE_PYTHON=$py314 TENURE_KOTLIN_CP=$kotlin_cp tests/interop/rw.sh "$store" "$py314" "$tenure"
+  done
+  step "semaphores (Tenure's own): the CLI, the Python, npm and JVM packages on one semaphore"
+  for store in sqlite redis postgres; do
+    TENURE_NODE_PATH=$node_modules TENURE_KOTLIN_CP=$kotlin_cp tests/interop/semaphore.sh "$store" "$py314" "$tenure"
+  done
   step "grelmicro 0.44, the CLI and the Python, Node and Kotlin packages on one Redis, one PostgreSQL; etcdctl beside them"
   export TENURE_KOTLIN_CP=$kotlin_cp TENURE_NODE_PATH=$node_modules TENURE_PYTHON=$py314
   tests/interop/store.sh redis "$py314" "$tenure"
   tests/interop/store.sh postgres "$py314" "$tenure"
   tests/interop/etcd.sh "$tenure"
   unset TENURE_KOTLIN_CP TENURE_NODE_PATH TENURE_PYTHON
+  step "one error table: every code of the core raised through the Python, Node and JVM packages"
+  "$py314" tests/interop/errors.py "$node_modules" "$kotlin_cp"
   step "the Python package and grelmicro in one asyncio program, on Redis and through a Sentinel URL"
   "$py314" tests/interop/python_mixed.py "${TENURE_REDIS_URL:-redis://127.0.0.1:6379}"
   step "the Python suite's part that Python 3.14 changes (asyncio runs a task's first step eagerly from 3.12), beside grelmicro"

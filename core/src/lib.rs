@@ -76,7 +76,7 @@ pub use config::{
     EnvOptions, EnvVars, EnvWarning, LeaderElectionConfig, LeaderElectionConfigBuilder, LockConfig, LockConfigBuilder,
     Resolved, TaskLockConfig, TaskLockConfigBuilder,
 };
-pub use error::{BackendError, BackendErrorKind, BackendSlot, Error, SettingsError, WouldBlockReason};
+pub use error::{BackendError, BackendErrorKind, BackendSlot, Error, LossCause, SettingsError, WouldBlockReason};
 pub use ids::{
     FencingToken, ForkSuffix, HolderIdentity, HolderKind, Key, KeyKind, LockHandle, Name, Nonce, OpId, Token, WorkerId,
 };

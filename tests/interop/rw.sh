@@ -4,7 +4,8 @@
 # turn, reading and writing. Every section appends its start and end to one log; the check
 # (check_rw.awk): readers share, never a writer beside a reader or another writer, write fences
 # strictly increase, a reader reads the last write's fence. With TENURE_PYTHON (an interpreter with
-# the Python package) a process of the package runs grelmicro's code beside them.
+# the Python package) a process of the package runs grelmicro's code beside them; with
+# TENURE_KOTLIN_CP (the JVM package and its test programs) a Kotlin process too.
 # Usage: tests/interop/rw.sh sqlite|redis|postgres PYTHON TENURE
 set -euo pipefail
 kind=$1 py=$2 tenure=$3
@@ -53,6 +54,10 @@ want=$((4 * rounds + 1)) also=""
 if [ -n "${TENURE_PYTHON:-}" ]; then
   "$TENURE_PYTHON" "$here/grelmicro_rw.py" --tenure "$url" none doc "$log" "$rounds" & pids+=($!)
   want=$((want + rounds)) also=python
+fi
+if [ -n "${TENURE_KOTLIN_CP:-}" ]; then
+  java -cp "$TENURE_KOTLIN_CP" tenure.interop.Kotlin_rw_semKt rw "$url" doc "$log" "$rounds" & pids+=($!)
+  want=$((want + rounds)) also="$also kotlin"
 fi
 for pid in "${pids[@]}"; do wait "$pid"; done
 awk -v want="$want" -v store="$kind read-write" -v also="$also" -f "$here/check_rw.awk" "$log"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Semaphore interop on one store: `tenure lock --permits 2` processes, processes of the Python
-# package (PYTHON) and, with TENURE_NODE_PATH, of the npm package hold permits of one semaphore in
-# turn. Every section appends its start and end to one log; the check (check_semaphore.awk): never
+# package (PYTHON) and, with TENURE_NODE_PATH, of the npm package and, with TENURE_KOTLIN_CP, of the
+# JVM package hold permits of one semaphore in turn. Every section appends its start and end to one log; the check (check_semaphore.awk): never
 # more than 2 holders at once, no fencing token granted twice, holders shared the semaphore.
 # Usage: tests/interop/semaphore.sh sqlite|redis|postgres PYTHON TENURE
 set -euo pipefail
@@ -48,6 +48,10 @@ want=$((4 * rounds)) kinds="tenure python"
 if [ -n "${TENURE_NODE_PATH:-}" ]; then
   NODE_PATH=$TENURE_NODE_PATH node "$here/semaphore_node.cjs" "$url" pool 2 "$log" "$rounds" & pids+=($!)
   want=$((want + rounds)) kinds="$kinds node"
+fi
+if [ -n "${TENURE_KOTLIN_CP:-}" ]; then
+  java -cp "$TENURE_KOTLIN_CP" tenure.interop.Kotlin_rw_semKt semaphore "$url" pool 2 "$log" "$rounds" & pids+=($!)
+  want=$((want + rounds)) kinds="$kinds kotlin"
 fi
 for pid in "${pids[@]}"; do wait "$pid"; done
 awk -v store="$kind" -v permits=2 -v want="$want" -v kinds="$kinds" -f "$here/check_semaphore.awk" "$log"

@@ -127,22 +127,45 @@ class LeaderElection extends EventEmitter {
 
   /**
    * Waits for leadership, then runs `fn(signal)`; `signal` aborts with a `WouldBlockError`
-   * ("Not leader") the moment leadership is lost. Resolves to what `fn` returns.
+   * ("Not leader", the core's) the moment leadership is lost, or with the reason of the
+   * `signal` given here. Resolves to what `fn` returns. With `repeat`, runs `fn` again after each
+   * completion and after each re-election, until `signal` aborts, the election stops
+   * (`ELECTION_STOPPED`) or `fn` throws other than its signal's reason: the promise then
+   * rejects with that.
    */
-  async lead(fn, { signal } = {}) {
+  async lead(fn, { signal, repeat = false } = {}) {
     if (typeof fn !== 'function') throw new TypeError('lead(fn): fn must be a function');
-    await this.waitForLeader({ signal });
-    const controller = new AbortController();
-    const watch = new native.Cancel();
-    settle(() => this.#native.waitLoseLeader(watch)).then(
-      () => controller.abort(new errors.WouldBlockError(`Not leader: ${this.#name}`, { code: 'WOULD_BLOCK', lockName: this.#name })),
-      () => {},
-    );
-    try {
-      return await fn(controller.signal);
-    } finally {
-      watch.cancel();
+    for (;;) {
+      await this.waitForLeader({ signal });
+      const controller = new AbortController();
+      const onAbort = () => controller.abort(signal.reason);
+      if (signal) signal.addEventListener('abort', onAbort, { once: true });
+      const watch = new native.Cancel();
+      settle(() => this.#native.waitLoseLeader(watch)).then(
+        () => controller.abort(this.#notLeader()),
+        () => {},
+      );
+      try {
+        const result = await fn(controller.signal);
+        if (!repeat) return result;
+      } catch (error) {
+        const lost = controller.signal.aborted && error === controller.signal.reason && !signal?.aborted;
+        if (!repeat || !lost) throw error;
+      } finally {
+        watch.cancel();
+        if (signal) signal.removeEventListener('abort', onAbort);
+      }
     }
+  }
+
+  /** The core's "Not leader" error for this election. */
+  #notLeader() {
+    try {
+      this.#native.notLeaderError();
+    } catch (error) {
+      return errors.fromNative(error);
+    }
+    return new Error('tenure: the addon did not report "Not leader" as an error (a bug, please report it)');
   }
 
   /** `await using election = …` stops it at the end of the block. */

@@ -1,5 +1,8 @@
 'use strict';
-// The errors of `tenure`, with grelmicro 0.44's classes and hierarchy as JavaScript classes.
+// The errors of `tenure`, with grelmicro 0.44's classes and hierarchy as JavaScript classes: the
+// classes of the core's error table (tenure_core::error::table), which the addon names for every
+// failure, so that this file maps no code. A cross-binding test checks every class, its parents
+// and its fields against the table (tests/interop/errors.py).
 // Every error has a stable `code`; one about a lock has its name in `lockName` (`name` is the
 // class's name, as on every JavaScript error); a store's failure behind it is its `cause`.
 // `instanceof` works across the hierarchy: a `LockTimeoutError` is a `WouldBlockError`, a
@@ -20,12 +23,17 @@ class SettingsValidationError extends TenureError {}
 class OutOfContextError extends TenureError {}
 /** A backend reaches less far than its `Coordination` requires, in `staging` or `production`. */
 class BackendScopeError extends TenureError {}
-class BackendNotOpenError extends TenureError {}
+class BackendNotOpenError extends OutOfContextError {}
+/** `reconfigure` was given the options of another primitive. */
+class ConfigTypeError extends TenureError {}
+/** A blocking call on the thread that must serve it. */
+class EventLoopDeadlockError extends TenureError {}
 class CoordinationError extends TenureError {}
 class CoordinationBackendError extends CoordinationError {}
 class LockReentrantError extends CoordinationError {}
+/** Another operation of this holder is still in progress. */
+class LockBusyError extends LockReentrantError {}
 class LockUpgradeError extends CoordinationError {}
-class LockBusyError extends CoordinationError {}
 class LockBackendError extends CoordinationError {}
 class LockAcquireError extends LockBackendError {}
 class LockExtendError extends LockBackendError {}
@@ -38,25 +46,6 @@ class LockLostError extends LockNotOwnedError {}
 class AdmissionError extends TenureError {}
 class WouldBlockError extends AdmissionError {}
 class LockTimeoutError extends WouldBlockError {}
-
-const byCode = {
-  COORDINATION_BACKEND_MISSING: CoordinationBackendError,
-  LOCK_REENTRANT: LockReentrantError,
-  LOCK_UPGRADE: LockUpgradeError,
-  LOCK_NOT_OWNED: LockNotOwnedError,
-  LOCK_LOST: LockLostError,
-  LOCK_ACQUIRE_FAILED: LockAcquireError,
-  LOCK_EXTEND_FAILED: LockExtendError,
-  LOCK_RELEASE_FAILED: LockReleaseError,
-  LOCK_LOCKED_CHECK_FAILED: LockLockedCheckError,
-  LOCK_OWNED_CHECK_FAILED: LockOwnedCheckError,
-  WOULD_BLOCK: WouldBlockError,
-  LOCK_TIMEOUT: LockTimeoutError,
-  OUT_OF_CONTEXT: OutOfContextError,
-  SETTINGS_INVALID: SettingsValidationError,
-  BACKEND_NOT_OPEN: BackendNotOpenError,
-  LOCK_BUSY: LockBusyError,
-};
 
 const MARKER = '\u0000tenure:';
 
@@ -78,7 +67,13 @@ function keepThrown(value) {
 }
 
 function fromFields(fields) {
-  const Class = byCode[fields.code] || (fields.code.startsWith('STORE_') ? StoreError : TenureError);
+  const Class = fields.class !== undefined ? classes[`${fields.class}Error`] : fields.code.startsWith('STORE_') ? StoreError : TenureError;
+  if (Class === undefined) {
+    return new Error(
+      `tenure's addon reported ${fields.code} as ${fields.class}Error, which this package does not define: ` +
+        'the addon and the package come from different versions; reinstall tenure',
+    );
+  }
   let cause = fields.cause ? fromFields(fields.cause) : undefined;
   if (fields.thrown !== undefined && thrown.has(fields.thrown)) {
     cause = thrown.get(fields.thrown);
@@ -87,6 +82,7 @@ function fromFields(fields) {
   const error = new Class(fields.message, { code: fields.code, lockName: fields.name, cause });
   if (fields.timeoutMs !== undefined) error.timeoutMs = fields.timeoutMs;
   if (fields.field !== undefined) error.field = fields.field;
+  if (fields.reason !== undefined) error.reason = fields.reason;
   return error;
 }
 
@@ -110,20 +106,20 @@ function fromNative(error, signal) {
   return fromFields(fields);
 }
 
-module.exports = {
-  fromNative,
-  keepThrown,
+const classes = {
   TenureError,
   StoreError,
   SettingsValidationError,
   OutOfContextError,
   BackendScopeError,
   BackendNotOpenError,
+  ConfigTypeError,
+  EventLoopDeadlockError,
   CoordinationError,
   CoordinationBackendError,
   LockReentrantError,
-  LockUpgradeError,
   LockBusyError,
+  LockUpgradeError,
   LockBackendError,
   LockAcquireError,
   LockExtendError,
@@ -136,3 +132,5 @@ module.exports = {
   WouldBlockError,
   LockTimeoutError,
 };
+
+module.exports = { fromNative, keepThrown, ...classes };

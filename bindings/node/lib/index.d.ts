@@ -357,8 +357,12 @@ export declare class LeaderElection {
   ref(): this;
   waitForLeader(options?: { signal?: AbortSignal }): Promise<void>;
   waitLoseLeader(options?: { signal?: AbortSignal }): Promise<void>;
-  /** Runs `fn` once leading; its signal aborts (a `WouldBlockError`) when leadership is lost. */
-  lead<T>(fn: (signal: AbortSignal) => Promise<T> | T, options?: { signal?: AbortSignal }): Promise<T>;
+  /**
+   * Runs `fn` once leading; its signal aborts (a `WouldBlockError`) when leadership is lost.
+   * With `repeat`, runs it again after each completion and each re-election, until `signal`
+   * aborts, the election stops or `fn` throws.
+   */
+  lead<T>(fn: (signal: AbortSignal) => Promise<T> | T, options?: { signal?: AbortSignal; repeat?: boolean }): Promise<T>;
   on(event: 'leader' | 'follower', listener: () => void): this;
   once(event: 'leader' | 'follower', listener: () => void): this;
   off(event: 'leader' | 'follower', listener: () => void): this;
@@ -422,12 +426,18 @@ export declare class SettingsValidationError extends TenureError {}
 export declare class OutOfContextError extends TenureError {}
 /** A backend reaches less far than its `Coordination` requires, in `staging` or `production`. */
 export declare class BackendScopeError extends TenureError {}
-export declare class BackendNotOpenError extends TenureError {}
+/** A store was used before it was opened or after it was closed. */
+export declare class BackendNotOpenError extends OutOfContextError {}
+/** `reconfigure` was given the options of another primitive. */
+export declare class ConfigTypeError extends TenureError {}
+/** A blocking call on the thread that must serve it. */
+export declare class EventLoopDeadlockError extends TenureError {}
 export declare class CoordinationError extends TenureError {}
 export declare class CoordinationBackendError extends CoordinationError {}
 export declare class LockReentrantError extends CoordinationError {}
+/** Another operation of this holder is still in progress. */
+export declare class LockBusyError extends LockReentrantError {}
 export declare class LockUpgradeError extends CoordinationError {}
-export declare class LockBusyError extends CoordinationError {}
 export declare class LockBackendError extends CoordinationError {}
 export declare class LockAcquireError extends LockBackendError {}
 export declare class LockExtendError extends LockBackendError {}
@@ -435,7 +445,11 @@ export declare class LockReleaseError extends LockBackendError {}
 export declare class LockLockedCheckError extends LockBackendError {}
 export declare class LockOwnedCheckError extends LockBackendError {}
 export declare class LockNotOwnedError extends CoordinationError {}
-export declare class LockLostError extends LockNotOwnedError {}
+/** The lease was lost while held (`using()`), and the work's signal aborted. */
+export declare class LockLostError extends LockNotOwnedError {
+  /** Why: `expired` (no renewal confirmed in time), `lost` (another holder has it) or `max_hold`. */
+  readonly reason: 'expired' | 'lost' | 'max_hold';
+}
 export declare class AdmissionError extends TenureError {}
 export declare class WouldBlockError extends AdmissionError {}
 export declare class LockTimeoutError extends WouldBlockError {

@@ -30,6 +30,8 @@ native.Backend.prototype.close = function closeBackend() {
 
 /** The native guard behind a handle (for the handles of a read-write lock's sides). */
 const guardOf = Symbol('guard');
+/** A handle's lost error, for `using()`. */
+const lostError = Symbol('lostError');
 
 /** One acquisition of a lock: its name, its fencing token, and what can be done with it. */
 class LockHandle {
@@ -104,6 +106,16 @@ class LockHandle {
   /** Settles with `true` the moment the lease is lost, with `false` once it is released. */
   lost() {
     return settle(() => this.#guard.lost());
+  }
+
+  /** The core's `LockLostError` for this lease (its `reason`: why the keep-alive ended). */
+  [lostError]() {
+    try {
+      this.#guard.lostError();
+    } catch (error) {
+      return errors.fromNative(error);
+    }
+    throw new Error('tenure: the addon did not report a lost lease as an error (a bug, please report it)');
   }
 
   /** `await using handle = await lock.acquire()` releases at the end of the block. */
@@ -220,10 +232,7 @@ class Leasing extends Configured {
     }
     handle.lost().then(
       (lost) => {
-        if (lost) {
-          const message = `Lock lost while held: name=${handle.name}. Its lease ran out or reached maxHold.`;
-          controller.abort(new errors.LockLostError(message, { code: 'LOCK_LOST', lockName: handle.name }));
-        }
+        if (lost) controller.abort(handle[lostError]());
       },
       () => {},
     );
@@ -333,6 +342,9 @@ module.exports = {
   logger,
   Backend: native.Backend,
   ...errors,
+  // The cross-binding error test's hooks (tests/interop/errors.py).
+  _errorTable: () => JSON.parse(native.errorTable()),
+  _raiseErrorExample: (code) => now(() => native.raiseErrorExample(code)),
 };
 delete module.exports.fromNative;
 delete module.exports.keepThrown;

@@ -215,6 +215,12 @@ impl Election {
         )
     }
 
+    /// Throws the core's `WOULD_BLOCK` "Not leader" error (what `lead` aborts its work with).
+    #[napi]
+    pub fn not_leader_error(&self) -> napi::Result<()> {
+        crate::fail::sync(Err(crate::fail::Fail::Core(self.inner.not_leader())))
+    }
+
     /// The last record the store returned, if any.
     #[napi]
     pub fn record(&self) -> Option<LeaderRecord> {

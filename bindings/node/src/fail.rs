@@ -1,6 +1,8 @@
 //! Why a call failed, as the JavaScript half reads it: a rejection (or throw) whose message is a
-//! marker and a JSON object — `code`, `message`, the lock `name`, the `timeoutMs` of a timeout
-//! and the store's failure behind it as `cause` — which `lib/errors.js` turns into its class.
+//! marker and a JSON object — the `class` of the core's error table, `code`, `message`, and the
+//! class's fields: the lock `name`, the `timeoutMs` of a timeout, the settings `field`, a lost
+//! lease's `reason` and the store's failure behind it as `cause` — which `lib/errors.js` turns
+//! into its class.
 //! Messages come from the core and the stores, which never show an ownership token or a
 //! password.
 
@@ -66,23 +68,19 @@ impl Fail {
     fn fields(&self) -> Value {
         match self {
             Self::Core(e) => {
+                use tenure::core::error::table::FieldValue;
                 let mut fields = Map::new();
+                fields.insert("class".into(), e.class().class.into());
                 fields.insert("code".into(), e.code().into());
                 fields.insert("message".into(), e.to_string().into());
-                if let Some(name) = e.name() {
-                    fields.insert("name".into(), name.into());
-                }
-                if let tenure::Error::Settings(settings) = e
-                    && let Some(field) = settings.field_name()
-                {
-                    fields.insert("field".into(), field.into());
-                }
-                if let tenure::Error::Timeout { timeout, .. } = e {
-                    fields.insert("timeoutMs".into(), (timeout.as_secs_f64() * 1000.0).into());
-                }
-                let cause = std::error::Error::source(e).and_then(|s| s.downcast_ref::<BackendError>());
-                if let Some(cause) = cause {
-                    fields.insert("cause".into(), store(cause));
+                for (field, value) in e.fields() {
+                    let (key, value) = match value {
+                        FieldValue::Text(text) => (field.as_str(), text.into()),
+                        FieldValue::Duration(d) => ("timeoutMs", (d.as_secs_f64() * 1000.0).into()),
+                        FieldValue::Store(cause) => ("cause", store(cause)),
+                        _ => continue,
+                    };
+                    fields.insert(key.into(), value);
                 }
                 Value::Object(fields)
             }

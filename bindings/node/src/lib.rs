@@ -42,6 +42,22 @@ pub(crate) fn runtime() -> Tokio {
     Tokio::from_handle(process_runtime().handle().clone())
 }
 
+/// The core's table of error classes, as JSON: the cross-binding error test's hook
+/// (`tests/interop/errors.py`).
+#[napi_derive::napi]
+pub fn error_table() -> String {
+    tenure::core::error::table::to_json()
+}
+
+/// Throws the core's example error of `code` (the cross-binding error test's hook).
+#[napi_derive::napi]
+pub fn raise_error_example(code: String) -> napi::Result<()> {
+    match tenure::Error::examples().into_iter().find(|e| e.code() == code) {
+        Some(e) => fail::sync(Err(fail::Fail::Core(e))),
+        None => Err(napi::Error::from_reason(format!("no error has the code {code}"))),
+    }
+}
+
 /// The addon's own allocations skip glibc's allocator, whose consolidation of freed chunks cost
 /// about a sixth of a memory-store cycle when guards are finalized in batches by V8.
 #[global_allocator]

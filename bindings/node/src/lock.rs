@@ -1,19 +1,16 @@
 //! `Lock` and the `Guard` an acquire gives: one holder (its own ownership token) per acquire, so
 //! concurrent acquires from one `Lock` contend as separate tasks do, and nothing is reentrant.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use napi::Env;
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
-use tenure::{KeepAlive, LockGuard, LockHolder};
+use tenure::LockGuard;
+use tenure::binding::LeaseSlot;
 use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
-use crate::cancel::Flag;
 use crate::fail::{Fail, sync};
 use crate::millis::{optional, with_millis};
 use crate::promise::{Settled, promise};
@@ -194,61 +191,16 @@ impl Lock {
 configured!(Lock);
 waited!(Lock);
 
-/// What a guard holds.
-enum Held {
-    Guard(LockGuard<Tokio>),
-    Kept(KeepAlive<LockGuard<Tokio>>),
-    /// A downgrade is under way (the guard comes back when it ends).
-    Busy,
-    Released,
-}
-
-type Lost = Pin<Box<dyn Future<Output = ()> + Send>>;
-
 /// One acquisition of a lock. Dropped by the garbage collector while held, it releases in the
-/// background; release it to see the outcome.
+/// background; release it to see the outcome. The driver's [`LeaseSlot`] keeps the rules.
 #[napi]
 pub struct Guard {
-    name: String,
-    fence: u64,
-    held: Arc<Mutex<Held>>,
-    released: Arc<Flag>,
+    slot: LeaseSlot<Tokio>,
 }
 
 impl Guard {
     pub(crate) fn new(guard: LockGuard<Tokio>) -> Self {
-        Self {
-            name: guard.name().as_str().to_owned(),
-            fence: guard.fencing_token().get(),
-            held: Arc::new(Mutex::new(Held::Guard(guard))),
-            released: Arc::new(Flag::default()),
-        }
-    }
-
-    /// The holder while the lock is held (released, it goes back to the lock's pool).
-    fn holder(&self) -> Option<LockHolder<Tokio>> {
-        match &*self.held.lock().unwrap_or_else(PoisonError::into_inner) {
-            Held::Guard(g) => Some(g.holder().clone()),
-            Held::Kept(k) => Some(k.guard().holder().clone()),
-            Held::Busy | Held::Released => None,
-        }
-    }
-
-    fn busy(&self, operation: &'static str) -> Fail {
-        Fail::Core(tenure::Error::Busy { name: self.name.clone(), operation })
-    }
-
-    fn not_owned(&self) -> Fail {
-        Fail::Core(tenure::Error::NotOwned { name: self.name.clone() })
-    }
-
-    /// What the guard holds, leaving it released; refused while a downgrade is under way.
-    fn take(&self) -> Result<Held, Fail> {
-        let mut slot = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        if matches!(*slot, Held::Busy) {
-            return Err(self.busy("downgrade"));
-        }
-        Ok(std::mem::replace(&mut *slot, Held::Released))
+        Self { slot: LeaseSlot::new(guard) }
     }
 }
 
@@ -257,148 +209,81 @@ impl Guard {
     /// The lock name.
     #[napi(getter)]
     pub fn name(&self) -> String {
-        self.name.clone()
+        self.slot.name().to_owned()
     }
 
     /// The fencing token of this acquisition, as a `bigint` (a fence never loses precision).
     #[napi(getter)]
     pub fn fencing_token(&self) -> BigInt {
-        let fence = self.holder().and_then(|h| h.handle()).map_or(self.fence, |h| h.fencing_token.get());
-        BigInt::from(fence)
+        BigInt::from(self.slot.fencing_token().get())
     }
 
     /// On the write side of a read-write lock: whether the writer before this one let its lease
     /// run out without releasing, or this lease lapsed and was granted again by an extend.
     #[napi(getter)]
     pub fn poisoned(&self) -> bool {
-        self.holder().is_some_and(|h| h.poisoned())
+        self.slot.poisoned()
     }
 
     /// On the write side of a read-write lock: turns the write lease into a read lease in one
     /// step; the generation read. Not while a keep-alive renews it (stop it first).
     #[napi]
     pub fn downgrade<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, BigInt>> {
-        let taken = {
-            let mut slot = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-            match std::mem::replace(&mut *slot, Held::Busy) {
-                Held::Guard(guard) => Ok(guard),
-                kept @ Held::Kept(_) => {
-                    *slot = kept;
-                    Err(self.busy("keep-alive"))
-                }
-                Held::Busy => Err(self.busy("downgrade")),
-                Held::Released => {
-                    *slot = Held::Released;
-                    Err(self.not_owned())
-                }
-            }
-        };
-        let held = self.held.clone();
-        promise(env, async move {
-            let mut guard = taken?;
-            let downgraded = guard.downgrade().await.map(|h| h.fencing_token.get());
-            *held.lock().unwrap_or_else(PoisonError::into_inner) = Held::Guard(guard);
-            Ok(BigInt::from(downgraded?))
-        })
+        let downgraded = self.slot.downgrade();
+        promise(env, async move { Ok(BigInt::from(downgraded.await?.get())) })
     }
 
     /// Whether the lease may be counted on now.
     #[napi]
     pub fn is_valid(&self) -> bool {
-        match &*self.held.lock().unwrap_or_else(PoisonError::into_inner) {
-            Held::Guard(g) => g.is_valid(),
-            Held::Kept(k) => k.is_valid(),
-            Held::Busy | Held::Released => false,
-        }
+        self.slot.is_valid()
     }
 
     /// Whether a keep-alive is renewing the lease (kept, not ended, still valid).
     #[napi]
     pub fn keeping(&self) -> bool {
-        match &*self.held.lock().unwrap_or_else(PoisonError::into_inner) {
-            Held::Kept(k) => k.ended().is_none() && k.is_valid(),
-            _ => false,
-        }
+        self.slot.keeping()
     }
 
     /// Renews the lease for another lease duration; the fencing token as it stands.
     #[napi]
     pub fn extend<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, BigInt>> {
-        let (holder, not_owned) = (self.holder(), self.not_owned());
-        promise(env, async move {
-            let holder = holder.ok_or(not_owned)?;
-            Ok(BigInt::from(holder.extend().await?.fencing_token.get()))
-        })
+        let extended = self.slot.extend();
+        promise(env, async move { Ok(BigInt::from(extended.await?.fencing_token.get())) })
     }
 
     /// Whether this acquisition still holds a live lease on the store.
     #[napi]
     pub fn owned<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, bool>> {
-        let holder = self.holder();
-        promise(env, async move {
-            match holder {
-                Some(holder) => Ok(holder.owned().await?),
-                None => Ok(false),
-            }
-        })
+        let owned = self.slot.owned();
+        promise(env, async move { Ok(owned.await?) })
     }
 
     /// Releases; a `LOCK_NOT_OWNED` failure if it was released or lost.
     #[napi]
     pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, ()>> {
-        let (held, not_owned, released) = (self.take(), self.not_owned(), self.released.clone());
-        promise(env, async move {
-            let held = held?;
-            // Before stopping a keep-alive, whose end would otherwise read as a loss.
-            released.raise();
-            Ok(match held {
-                Held::Guard(guard) => guard.release().await,
-                Held::Kept(kept) => kept.stop().release().await,
-                Held::Busy | Held::Released => return Err(not_owned),
-            }?)
-        })
+        let released = self.slot.release();
+        promise(env, async move { Ok(released.await?) })
     }
 
     /// Keeps the lease alive in the background for at most `maxHold` ms (no bound without it).
     #[napi]
     pub fn keep_alive(&self, max_hold: Option<f64>) -> napi::Result<()> {
         let max_hold = sync(optional("maxHold", max_hold))?.unwrap_or(Duration::MAX);
-        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        *held = match std::mem::replace(&mut *held, Held::Released) {
-            Held::Guard(guard) => Held::Kept(guard.keep_alive(max_hold)),
-            Held::Kept(kept) => Held::Kept(kept),
-            Held::Busy => {
-                *held = Held::Busy;
-                return sync(Err(self.busy("downgrade")));
-            }
-            Held::Released => return sync(Err(self.not_owned())),
-        };
-        Ok(())
+        sync(self.slot.keep_alive(max_hold).map_err(Fail::from))
+    }
+
+    /// Throws the core's `LOCK_LOST` error for this lease, by why its keep-alive ended.
+    #[napi]
+    pub fn lost_error(&self) -> napi::Result<()> {
+        sync(Err(Fail::Core(self.slot.lost_error())))
     }
 
     /// Settles with `true` the moment the lease is lost (or a keep-alive ended at its maximum
     /// hold), with `false` once it is released.
     #[napi]
     pub fn lost<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, bool>> {
-        let lost: Option<Lost> = match &*self.held.lock().unwrap_or_else(PoisonError::into_inner) {
-            Held::Guard(g) => Some(Box::pin(g.lost())),
-            Held::Kept(k) => Some(Box::pin(k.lost())),
-            Held::Busy => return sync(Err(self.busy("downgrade"))),
-            Held::Released => None,
-        };
-        let released = self.released.clone();
-        promise(env, async move {
-            let Some(lost) = lost else { return Ok(false) };
-            // A release wins over the loss its own stop would show.
-            let released = async move {
-                released.raised().await;
-                false
-            };
-            Ok(futures_lite::future::or(released, async move {
-                lost.await;
-                true
-            })
-            .await)
-        })
+        let lost = sync(self.slot.lost().map_err(Fail::from))?;
+        promise(env, async move { Ok(lost.await) })
     }
 }

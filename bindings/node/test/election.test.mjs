@@ -59,6 +59,21 @@ for (const [kind, backend] of Object.entries(stores)) {
       assert.equal(election.isRunning, false);
     });
 
+    test('lead({ repeat }) runs the work again after each completion, until its signal aborts', async () => {
+      const election = new LeaderElection(fresh('repeat'), backend, fast);
+      election.start();
+      const controller = new AbortController();
+      let runs = 0;
+      const work = async (signal) => {
+        assert.equal(signal.aborted, false, 'the work starts while leading');
+        runs += 1;
+        if (runs === 3) controller.abort(new Error('enough'));
+      };
+      await assert.rejects(election.lead(work, { signal: controller.signal, repeat: true }), { message: 'enough' });
+      assert.equal(runs, 3);
+      await election.stop();
+    });
+
     test('waits follow an AbortSignal', async () => {
       const election = new LeaderElection(fresh('wait'), backend, fast);
       const controller = new AbortController();

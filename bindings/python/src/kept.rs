@@ -43,11 +43,14 @@ impl Kept {
     /// Why the renewals stopped on their own: `"max_hold"`, `"expired"`, `"lost"`, or `None`.
     #[getter]
     fn ended(&self) -> Option<&'static str> {
-        self.with(KeepAlive::ended).flatten().map(|end| match end {
-            KeepAliveEnd::MaxHold => "max_hold",
-            KeepAliveEnd::Expired => "expired",
-            _ => "lost",
-        })
+        self.with(KeepAlive::ended).flatten().map(KeepAliveEnd::as_str)
+    }
+
+    /// The core's `LockLostError` for this lease, by why it ended (`expired` when no end was said
+    /// yet: the validity ran out while a renewal was still in flight).
+    fn lost_error(&self, py: Python<'_>) -> PyErr {
+        let cause = self.with(KeepAlive::ended).flatten().unwrap_or(KeepAliveEnd::Expired);
+        crate::py_error(py, &tenure::Error::Lost { name: self.name.clone(), cause })
     }
 
     /// Stops the renewals and releases (once): `LockNotOwnedError` if the lease was lost.

@@ -89,16 +89,13 @@ pub(crate) fn runtime() -> Tokio {
     Tokio::from_handle(tokio_handle())
 }
 
-/// The Python exception for a Tenure error: `tenure.errors._from_rust` picks the class by the
-/// error's code.
+/// The Python exception for a Tenure error: `tenure.errors._from_table` raises the class the
+/// core's error table names, with the error's fields.
 pub(crate) fn py_error(py: Python<'_>, error: &tenure::Error) -> PyErr {
-    let timeout = match error {
-        tenure::Error::Timeout { timeout, .. } => Some(timeout.as_secs_f64()),
-        _ => None,
-    };
-    let made = py
-        .import("tenure.errors")
-        .and_then(|errors| errors.call_method1("_from_rust", (error.code(), error.to_string(), error.name(), timeout)));
+    let made = error_fields(py, error).and_then(|fields| {
+        py.import("tenure.errors")?
+            .call_method1("_from_table", (error.class().class, error.code(), error.to_string(), fields))
+    });
     let exception = match made {
         Ok(exception) => exception,
         Err(e) => return e,
@@ -113,6 +110,37 @@ pub(crate) fn py_error(py: Python<'_>, error: &tenure::Error) -> PyErr {
     PyErr::from_value(exception)
 }
 
+/// The fields of the error's class (`tenure_core::error::table`) as Python attributes, in
+/// seconds; the store's failure is the exception's `__cause__` instead.
+fn error_fields<'py>(py: Python<'py>, error: &tenure::Error) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    use tenure::core::error::table::FieldValue;
+    let fields = pyo3::types::PyDict::new(py);
+    for (field, value) in error.fields() {
+        match value {
+            FieldValue::Text(text) => fields.set_item(field.as_str(), text)?,
+            FieldValue::Duration(d) => fields.set_item(field.as_str(), d.as_secs_f64())?,
+            // The store's failure is the `__cause__` (below).
+            _ => {}
+        }
+    }
+    Ok(fields)
+}
+
+/// The table of error classes and one raised example of `code`: the cross-binding error test's
+/// hooks (`tests/interop/errors.py`).
+#[pyfunction]
+fn _error_table() -> String {
+    tenure::core::error::table::to_json()
+}
+
+#[pyfunction]
+fn _raise_error_example(py: Python<'_>, code: &str) -> PyResult<()> {
+    match tenure::Error::examples().into_iter().find(|e| e.code() == code) {
+        Some(e) => Err(py_error(py, &e)),
+        None => Err(pyo3::exceptions::PyKeyError::new_err(code.to_owned())),
+    }
+}
+
 /// The Python exception for a store's failure: the exception a user's backend raised (kept as
 /// the failure's source), else a `TimeoutError`, `ConnectionError` or `RuntimeError` saying what
 /// the store did.
@@ -122,12 +150,18 @@ pub(crate) fn backend_exception(py: Python<'_>, error: &BackendError) -> PyErr {
         return raised.clone_ref(py);
     }
     let message = error.to_string();
-    match error.kind() {
+    let made = match error.kind() {
         BackendErrorKind::Timeout => pyo3::exceptions::PyTimeoutError::new_err(message),
         BackendErrorKind::Unavailable | BackendErrorKind::Closed => {
             pyo3::exceptions::PyConnectionError::new_err(message)
         }
         _ => pyo3::exceptions::PyRuntimeError::new_err(message),
+    };
+    // Its `STORE_*` code, as Node's and the JVM's store errors have it (a builtin exception
+    // takes new attributes; an exception a user's backend raised is handed back untouched).
+    match made.value(py).setattr("code", error.kind().code()) {
+        Ok(()) => made,
+        Err(e) => e,
     }
 }
 
@@ -198,6 +232,8 @@ fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<election::LeaderElection>()?;
     m.add_class::<user::Answer>()?;
     m.add_class::<user::Fences>()?;
+    m.add_function(wrap_pyfunction!(_error_table, m)?)?;
+    m.add_function(wrap_pyfunction!(_raise_error_example, m)?)?;
     m.add_function(wrap_pyfunction!(backend::memory_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backend::user_backend, m)?)?;
     m.add_function(wrap_pyfunction!(calls::lock_acquire, m)?)?;

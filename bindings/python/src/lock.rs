@@ -225,6 +225,13 @@ impl Holder {
         self.inner.is_held()
     }
 
+    /// Seconds until the validity of the lease held runs out, as the driver counts it (0 when
+    /// none is held): a guard's `expires_in`.
+    #[getter]
+    fn valid_for(&self) -> f64 {
+        self.inner.valid_for().map_or(0.0, |d| d.as_secs_f64())
+    }
+
     /// [`Holder::acquire`], blocking the calling thread.
     #[pyo3(signature = (timeout=None))]
     fn acquire_blocking(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<HandleTuple> {

@@ -21,59 +21,25 @@ impl From<&BackendError> for StoreFailure {
     }
 }
 
-/// Why a call failed. `reason` is the whole message; `name` the lock or election it is about.
+/// Why a call failed. `reason` is the whole message.
 #[derive(Debug, thiserror::Error, uniffi::Error)]
 #[non_exhaustive]
 pub enum TenureError {
-    /// `CoordinationBackendError`: no backend of this kind.
+    /// An error of the core: `class_name` is its class in the core's error table
+    /// (`tenure_core::error::table`, `LockTimeout`), `code` its stable code, and the class's
+    /// fields are set: the lock or election `name`, the `timeout` in seconds, the settings
+    /// `field`, the `store` failure behind a lock operation, a lost lease's `lost` reason.
     #[error("{reason}")]
-    CoordinationBackend { reason: String },
-    /// `LockReentrantError`: this holder already holds or is acquiring it.
-    #[error("{reason}")]
-    LockReentrant { reason: String, name: String },
-    /// `LockUpgradeError`: a reader asked for the write lock.
-    #[error("{reason}")]
-    LockUpgrade { reason: String, name: String },
-    /// `LockBusyError`: another operation on this holder is still in progress.
-    #[error("{reason}")]
-    LockBusy { reason: String, name: String },
-    /// `LockNotOwnedError`: released, lost, or never held.
-    #[error("{reason}")]
-    LockNotOwned { reason: String, name: String },
-    /// `LockAcquireError`: the store failed while acquiring.
-    #[error("{reason}")]
-    LockAcquire { reason: String, name: String, store: StoreFailure },
-    /// `LockExtendError`: the store failed while extending.
-    #[error("{reason}")]
-    LockExtend { reason: String, name: String, store: StoreFailure },
-    /// `LockReleaseError`: the store failed while releasing.
-    #[error("{reason}")]
-    LockRelease { reason: String, name: String, store: StoreFailure },
-    /// `LockLockedCheckError`: the store failed in `locked()`.
-    #[error("{reason}")]
-    LockLockedCheck { reason: String, name: String, store: StoreFailure },
-    /// `LockOwnedCheckError`: the store failed in `owned()`.
-    #[error("{reason}")]
-    LockOwnedCheck { reason: String, name: String, store: StoreFailure },
-    /// `WouldBlockError`: a call that does not wait was turned away.
-    #[error("{reason}")]
-    WouldBlock { reason: String, name: String },
-    /// `LockTimeoutError`: not acquired within `timeout` seconds.
-    #[error("{reason}")]
-    LockTimeout { reason: String, name: String, timeout: f64 },
-    /// `OutOfContextError`.
-    #[error("{reason}")]
-    OutOfContext { reason: String },
-    /// `SettingsValidationError`: a setting, name, URL or environment variable is invalid;
-    /// `field` names it.
-    #[error("{reason}")]
-    SettingsValidation { reason: String, field: Option<String> },
-    /// A store was used before it was opened or after it was closed.
-    #[error("{reason}")]
-    BackendNotOpen { reason: String },
-    /// A blocking call on a thread of Tenure's own runtime, which it would stall.
-    #[error("{reason}")]
-    EventLoopDeadlock { reason: String },
+    Failure {
+        class_name: String,
+        code: String,
+        reason: String,
+        name: Option<String>,
+        timeout: Option<f64>,
+        field: Option<String>,
+        store: Option<StoreFailure>,
+        lost: Option<String>,
+    },
     /// A store failed outside a lock operation (opening or closing it).
     #[error("{reason}")]
     Store { reason: String, store: StoreFailure },
@@ -81,35 +47,37 @@ pub enum TenureError {
 
 impl From<tenure::Error> for TenureError {
     fn from(e: tenure::Error) -> Self {
-        use tenure::Error as E;
-        let reason = e.to_string();
-        let named = |name: &str| name.to_owned();
-        match &e {
-            E::BackendMissing { .. } => Self::CoordinationBackend { reason },
-            E::Reentrant { name } => Self::LockReentrant { reason, name: named(name) },
-            E::Upgrade { name } => Self::LockUpgrade { reason, name: named(name) },
-            E::Busy { name, .. } => Self::LockBusy { reason, name: named(name) },
-            E::NotOwned { name } => Self::LockNotOwned { reason, name: named(name) },
-            E::Acquire { name, cause } => Self::LockAcquire { reason, name: named(name), store: cause.into() },
-            E::Extend { name, cause } => Self::LockExtend { reason, name: named(name), store: cause.into() },
-            E::Release { name, cause } => Self::LockRelease { reason, name: named(name), store: cause.into() },
-            E::LockedCheck { name, cause } => Self::LockLockedCheck { reason, name: named(name), store: cause.into() },
-            E::OwnedCheck { name, cause } => Self::LockOwnedCheck { reason, name: named(name), store: cause.into() },
-            E::WouldBlock { name, .. } => Self::WouldBlock { reason, name: named(name) },
-            E::Timeout { name, timeout } => {
-                Self::LockTimeout { reason, name: named(name), timeout: timeout.as_secs_f64() }
+        use tenure::core::error::table::{Field, FieldValue};
+        let (mut name, mut timeout, mut field, mut store, mut lost) = (None, None, None, None, None);
+        for (key, value) in e.fields() {
+            match (key, value) {
+                (Field::Name, FieldValue::Text(text)) => name = Some(text.to_owned()),
+                (Field::Setting, FieldValue::Text(text)) => field = Some(text.to_owned()),
+                (Field::Reason, FieldValue::Text(text)) => lost = Some(text.to_owned()),
+                (_, FieldValue::Duration(d)) => timeout = Some(d.as_secs_f64()),
+                (_, FieldValue::Store(cause)) => store = Some(cause.into()),
+                _ => {}
             }
-            E::OutOfContext { .. } => Self::OutOfContext { reason },
-            E::Settings(settings) => {
-                Self::SettingsValidation { reason, field: settings.field_name().map(str::to_owned) }
-            }
-            E::Deadlock { .. } => Self::EventLoopDeadlock { reason },
-            E::NotOpen { .. } => Self::BackendNotOpen { reason },
-            // A configuration of another primitive cannot be built here; anything newer is a
-            // settings problem until it gets a variant of its own.
-            _ => Self::SettingsValidation { reason, field: None },
         }
+        let (class_name, code) = (e.class().class.to_owned(), e.code().to_owned());
+        Self::Failure { class_name, code, reason: e.to_string(), name, timeout, field, store, lost }
     }
+}
+
+/// Throws the core's example error of `code`: the cross-binding error test's hook
+/// (`tests/interop/errors.py`).
+#[uniffi::export]
+pub fn raise_error_example(code: String) -> Result<(), TenureError> {
+    match tenure::Error::examples().into_iter().find(|e| e.code() == code) {
+        Some(e) => Err(e.into()),
+        None => Err(tenure::Error::settings("code", format!("no error has the code {code}")).into()),
+    }
+}
+
+/// The core's table of error classes, as JSON (the cross-binding error test's hook).
+#[uniffi::export]
+pub fn error_table() -> String {
+    tenure::core::error::table::to_json()
 }
 
 impl From<BackendError> for TenureError {
@@ -142,9 +110,9 @@ mod tests {
     fn a_timeout_keeps_its_name_and_seconds() {
         let e = tenure::Error::Timeout { name: "orders".into(), timeout: std::time::Duration::from_millis(1500) };
         match TenureError::from(e) {
-            TenureError::LockTimeout { name, timeout, reason } => {
-                assert_eq!(name, "orders");
-                assert!((timeout - 1.5).abs() < 1e-9);
+            TenureError::Failure { class_name, name, timeout, reason, .. } => {
+                assert_eq!((class_name.as_str(), name.as_deref()), ("LockTimeout", Some("orders")));
+                assert!((timeout.expect("a timeout") - 1.5).abs() < 1e-9);
                 assert!(reason.contains("orders"), "{reason}");
             }
             other => panic!("mapped to {other:?}"),
@@ -155,7 +123,10 @@ mod tests {
     fn a_store_failure_behind_an_acquire_keeps_its_kind() {
         let cause = BackendError::new(BackendErrorKind::Timeout, "no answer");
         match TenureError::from(tenure::Error::Acquire { name: "n".into(), cause }) {
-            TenureError::LockAcquire { store, .. } => assert_eq!(store.code, "STORE_TIMEOUT"),
+            TenureError::Failure { class_name, store, .. } => {
+                assert_eq!(class_name, "LockAcquire");
+                assert_eq!(store.expect("a store failure").code, "STORE_TIMEOUT");
+            }
             other => panic!("mapped to {other:?}"),
         }
     }
@@ -164,7 +135,8 @@ mod tests {
     fn a_bad_setting_names_its_field() {
         let e = tenure::core::time::seconds("leaseDuration", -1.0).expect_err("negative");
         match TenureError::from(e) {
-            TenureError::SettingsValidation { field, reason } => {
+            TenureError::Failure { class_name, field, reason, .. } => {
+                assert_eq!(class_name, "SettingsValidation");
                 assert_eq!(field.as_deref(), Some("leaseDuration"));
                 assert!(reason.contains("greater than 0"), "{reason}");
             }

@@ -17,6 +17,9 @@
 #![allow(unreachable_pub, missing_debug_implementations)]
 // uniffi hands arguments over owned.
 #![allow(clippy::needless_pass_by_value)]
+// An error is lowered into a buffer the moment it crosses to Kotlin or Swift: the size of the
+// `Result` a call returns never travels (the error carries every field of the core's table).
+#![allow(clippy::result_large_err)]
 
 #[cfg(feature = "bench")]
 mod bench;
@@ -24,6 +27,8 @@ mod election;
 mod error;
 mod guard;
 mod lock;
+mod logging;
+mod rw;
 mod seconds;
 mod store;
 mod task_lock;
@@ -38,6 +43,8 @@ pub use election::{
 pub use error::{StoreFailure, TenureError};
 pub use guard::{KeepAliveStop, LockGuard};
 pub use lock::{Lock, LockOptions, LockSettings};
+pub use logging::{LogField, LogSink, listen_logs};
+pub use rw::{ReadWriteLock, ReadWriteLockState, Semaphore, SemaphoreState};
 pub use store::Store;
 pub use task_lock::{TaskLock, TaskLockOptions, TaskLockSettings, TaskRun};
 

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use tenure_tokio::Tokio;
 
 use crate::guard::LockGuard;
-use crate::seconds::{seconds, secs, with_common, with_seconds};
+use crate::seconds::{secs, with_common, with_seconds};
 use crate::store::Store;
-use crate::{TenureError, block, runtime};
+use crate::{TenureError, runtime};
 
 /// A lock's settings; what is not given comes from `GREL_LOCK_*` variables (unless
 /// `env_load` is false) or grelmicro's defaults. Durations in seconds.
@@ -47,6 +47,108 @@ pub struct LockSettings {
     pub backend_timeout: f64,
 }
 
+/// A lock configuration's settings, in seconds (a lock's, a read-write lock's, a semaphore's).
+pub(crate) fn settings_of(c: &tenure::LockConfig) -> LockSettings {
+    LockSettings {
+        worker: c.worker().as_str().to_owned(),
+        lease_duration: secs(c.lease_duration()),
+        retry_interval: secs(c.retry_interval()),
+        retry_jitter: c.retry_jitter(),
+        backend_timeout: secs(c.backend_timeout()),
+    }
+}
+
+/// `current` with the durations and jitter of `options` (the worker stays), checked.
+pub(crate) fn reconfigured(
+    current: &tenure::LockConfig,
+    options: &LockOptions,
+) -> Result<tenure::LockConfig, TenureError> {
+    let mut b = with_seconds!(current.to_builder(), options, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
+    if let Some(j) = options.retry_jitter {
+        b = b.retry_jitter(j);
+    }
+    Ok(b.build(&mut rand::rng())?)
+}
+
+/// The acquires of a primitive whose acquire gives one [`LockGuard`] (`Lock`, `Semaphore`):
+/// waiting as long as it takes or up to a timeout (a plain number rather than an optional one:
+/// an optional argument costs the JVM an allocated buffer per call), one attempt, `locked`; each
+/// with a blocking twin. Cancelling a waiting call never leaves it taken.
+macro_rules! acquires {
+    ($primitive:ident, $label:literal) => {
+        #[uniffi::export]
+        impl $primitive {
+            /// Acquires, waiting as long as it takes.
+            pub async fn acquire(&self) -> Result<Arc<LockGuard>, TenureError> {
+                Ok(LockGuard::new(self.inner.acquire().await?))
+            }
+
+            /// `acquire`, blocking the calling thread.
+            pub fn acquire_blocking(&self) -> Result<Arc<LockGuard>, TenureError> {
+                $crate::block(concat!($label, ".acquireBlocking"), self.acquire())
+            }
+
+            /// Acquires, waiting up to `timeout` seconds: `LockTimeout` if it does not come.
+            pub async fn acquire_timeout(&self, timeout: f64) -> Result<Arc<LockGuard>, TenureError> {
+                let timeout = $crate::seconds::seconds("timeout", timeout)?;
+                Ok(LockGuard::new(self.inner.acquire_timeout(timeout).await?))
+            }
+
+            /// `acquire_timeout`, blocking the calling thread.
+            pub fn acquire_timeout_blocking(&self, timeout: f64) -> Result<Arc<LockGuard>, TenureError> {
+                $crate::block(concat!($label, ".acquireBlocking"), self.acquire_timeout(timeout))
+            }
+
+            /// One attempt: `WouldBlock` if it is taken.
+            pub async fn try_acquire(&self) -> Result<Arc<LockGuard>, TenureError> {
+                Ok(LockGuard::new(self.inner.acquire_nowait().await?))
+            }
+
+            /// `try_acquire`, blocking the calling thread.
+            pub fn try_acquire_blocking(&self) -> Result<Arc<LockGuard>, TenureError> {
+                $crate::block(concat!($label, ".tryAcquireBlocking"), self.try_acquire())
+            }
+
+            /// Whether it is taken (a lock: by anyone; a semaphore: every permit).
+            pub async fn locked(&self) -> Result<bool, TenureError> {
+                Ok(self.inner.locked().await?)
+            }
+
+            /// `locked`, blocking the calling thread.
+            pub fn locked_blocking(&self) -> Result<bool, TenureError> {
+                $crate::block(concat!($label, ".lockedBlocking"), self.locked())
+            }
+        }
+    };
+}
+pub(crate) use acquires;
+
+/// The methods every primitive with a lock's configuration shares (`Lock`, `ReadWriteLock`,
+/// `Semaphore`): its name, its resolved settings, and new settings from the next call on (the
+/// worker stays; the rest of the options is ignored).
+macro_rules! configured {
+    ($primitive:ident) => {
+        #[uniffi::export]
+        impl $primitive {
+            /// The name.
+            pub fn name(&self) -> String {
+                self.inner.name().as_str().to_owned()
+            }
+
+            /// The resolved settings.
+            pub fn settings(&self) -> $crate::lock::LockSettings {
+                $crate::lock::settings_of(&self.inner.config())
+            }
+
+            /// Applies the durations and jitter of `options` from the next call on.
+            pub fn reconfigure(&self, options: $crate::lock::LockOptions) -> Result<(), TenureError> {
+                Ok(self.inner.reconfigure($crate::lock::reconfigured(&self.inner.config(), &options)?)?)
+            }
+        }
+    };
+}
+pub(crate) use configured;
+
 /// A lock on a store.
 #[derive(uniffi::Object)]
 pub struct Lock {
@@ -63,73 +165,7 @@ impl Lock {
         let builder = with_seconds!(with_common!(builder, o, retry_jitter), o, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
         Ok(Arc::new(Self { inner: builder.build()? }))
     }
-
-    /// The lock name.
-    pub fn name(&self) -> String {
-        self.inner.name().as_str().to_owned()
-    }
-
-    /// The resolved settings.
-    pub fn settings(&self) -> LockSettings {
-        let c = self.inner.config();
-        LockSettings {
-            worker: c.worker().as_str().to_owned(),
-            lease_duration: secs(c.lease_duration()),
-            retry_interval: secs(c.retry_interval()),
-            retry_jitter: c.retry_jitter(),
-            backend_timeout: secs(c.backend_timeout()),
-        }
-    }
-
-    /// Applies the durations and jitter of `options` from the next call on (the worker stays;
-    /// the rest of `options` is ignored).
-    pub fn reconfigure(&self, options: LockOptions) -> Result<(), TenureError> {
-        let mut b = with_seconds!(self.inner.config().to_builder(), options, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
-        if let Some(j) = options.retry_jitter {
-            b = b.retry_jitter(j);
-        }
-        Ok(self.inner.reconfigure(b.build(&mut rand::rng())?)?)
-    }
-
-    /// Acquires, waiting as long as it takes. Cancelling the call never leaves the lock taken.
-    pub async fn acquire(&self) -> Result<Arc<LockGuard>, TenureError> {
-        Ok(LockGuard::new(self.inner.acquire().await?))
-    }
-
-    /// [`Lock::acquire`], blocking the calling thread.
-    pub fn acquire_blocking(&self) -> Result<Arc<LockGuard>, TenureError> {
-        block("Lock.acquireBlocking", self.acquire())
-    }
-
-    /// Acquires, waiting up to `timeout` seconds: `LockTimeout` if it does not come in time.
-    /// (A plain number rather than an optional one: an optional argument costs the JVM an
-    /// allocated buffer per call.)
-    pub async fn acquire_timeout(&self, timeout: f64) -> Result<Arc<LockGuard>, TenureError> {
-        Ok(LockGuard::new(self.inner.acquire_timeout(seconds("timeout", timeout)?).await?))
-    }
-
-    /// [`Lock::acquire_timeout`], blocking the calling thread.
-    pub fn acquire_timeout_blocking(&self, timeout: f64) -> Result<Arc<LockGuard>, TenureError> {
-        block("Lock.acquireBlocking", self.acquire_timeout(timeout))
-    }
-
-    /// One attempt: `WouldBlock` if the lock is taken.
-    pub async fn try_acquire(&self) -> Result<Arc<LockGuard>, TenureError> {
-        Ok(LockGuard::new(self.inner.acquire_nowait().await?))
-    }
-
-    /// [`Lock::try_acquire`], blocking the calling thread.
-    pub fn try_acquire_blocking(&self) -> Result<Arc<LockGuard>, TenureError> {
-        block("Lock.tryAcquireBlocking", self.try_acquire())
-    }
-
-    /// Whether anyone holds the lock.
-    pub async fn locked(&self) -> Result<bool, TenureError> {
-        Ok(self.inner.locked().await?)
-    }
-
-    /// [`Lock::locked`], blocking the calling thread.
-    pub fn locked_blocking(&self) -> Result<bool, TenureError> {
-        block("Lock.lockedBlocking", self.locked())
-    }
 }
+
+configured!(Lock);
+acquires!(Lock, "Lock");

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use event_listener::Event;
 use futures_lite::future;
-use tenure_core::{Error, FencingToken, KeepAliveStep, Timestamp};
+use tenure_core::{Error, FencingToken, KeepAliveStep, LossCause, Timestamp};
 
 use crate::runtime::{Runtime, sleep_until};
 
@@ -62,17 +62,9 @@ pub trait Keepable: private::Sealed + Send + Sized + 'static {
     fn lost(&self) -> impl Future<Output = ()> + Send + 'static + use<Self>;
 }
 
-/// Why a [`KeepAlive`] stopped renewing on its own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum KeepAliveEnd {
-    /// The maximum hold was reached and the lease ended (released, or a task lock exited).
-    MaxHold,
-    /// The validity ran out without a confirmed renewal (the store was unreachable or slow).
-    Expired,
-    /// A renewal found the lease taken by another holder.
-    Lost,
-}
+/// Why a [`KeepAlive`] stopped renewing on its own: the core's [`LossCause`], the cause of the
+/// [`Error::Lost`](crate::Error::Lost) that work held under it ends with.
+pub type KeepAliveEnd = LossCause;
 
 /// A held lease kept alive in the background: renewed every third of the lease, retried while
 /// still valid, released at the maximum hold. Made by [`LockGuard::keep_alive`] and

@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+pub mod binding;
 mod blocking;
 mod builder;
 mod coordination;

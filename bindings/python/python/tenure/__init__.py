@@ -35,13 +35,16 @@ from tenure._user_backend import (
 )
 from tenure.errors import (
     AdmissionError,
+    BackendNotOpenError,
     BackendScopeError,
     BackendScopeWarning,
     CoordinationBackendError,
     CoordinationError,
+    ConfigTypeError,
     EventLoopDeadlockError,
     LockAcquireError,
     LockBackendError,
+    LockBusyError,
     LockExtendError,
     LockLockedCheckError,
     LockLostError,
@@ -67,11 +70,13 @@ atexit.register(_tenure.shutdown)
 
 __all__ = [
     "AdmissionError",
+    "BackendNotOpenError",
     "BackendScopeError",
     "BackendScopeWarning",
     "Coordination",
     "CoordinationBackendError",
     "CoordinationError",
+    "ConfigTypeError",
     "EventLoopDeadlockError",
     "LeaderElection",
     "LeaderElectionAdapter",
@@ -83,6 +88,7 @@ __all__ = [
     "LockAdapter",
     "LockBackend",
     "LockBackendError",
+    "LockBusyError",
     "LockConfig",
     "LockExtendError",
     "LockHandle",

@@ -16,7 +16,6 @@ from tenure._user_backend import LockBackend
 from tenure._thread import ThreadLockAdapter
 from tenure.errors import (
     LockAcquireError,
-    LockLostError,
     LockNotOwnedError,
     LockOwnedCheckError,
     LockReleaseError,
@@ -206,7 +205,7 @@ class LockHold:
         assert kept is not None and watch is not None and task is not None
         watch.remove_done_callback(self._lost)
         watch.cancel()
-        reason = kept.ended
+        lost = kept.lost_error()
         try:
             await kept.release()
         except LockNotOwnedError:
@@ -219,8 +218,7 @@ class LockHold:
         outside = task.uncancel() > 0 if hasattr(task, "uncancel") else False
         if outside or (kind is not None and not issubclass(kind, asyncio.CancelledError)):
             return
-        # No end said yet: the validity ran out while a renewal was still in flight.
-        raise LockLostError(name=self._lock.name, reason=reason or "expired") from None
+        raise lost from None
 
 
 __all__ = ["Lock", "LockHandle", "LockHold", "MemoryLockAdapter"]

@@ -10,7 +10,6 @@ holds new readers out, and withdraws it when it stops waiting (a timeout, a canc
 from __future__ import annotations
 
 import asyncio
-import time
 import weakref
 from dataclasses import dataclass
 from typing import Any, Optional, Union
@@ -48,13 +47,13 @@ class WriteGrant:
 
 
 class _Guard:
-    """One lease a task (or thread) holds: its name, ownership token and local expiry estimate."""
+    """One lease a task (or thread) holds: its name and ownership token. Its validity is the
+    driver's (counted from the request's send, less a drift allowance), read from the holder."""
 
-    __slots__ = ("_expires_at", "_holder", "_lease", "_name", "_released", "_token")
+    __slots__ = ("_holder", "_name", "_released", "_token")
 
-    def __init__(self, holder: Any, name: str, token: str, lease: float) -> None:
-        self._holder, self._name, self._token, self._lease = holder, name, token, lease
-        self._expires_at = time.monotonic() + lease
+    def __init__(self, holder: Any, name: str, token: str) -> None:
+        self._holder, self._name, self._token = holder, name, token
         self._released = False
 
     @property
@@ -69,21 +68,20 @@ class _Guard:
 
     @property
     def expires_in(self) -> float:
-        """Seconds until the lease ends, as this process estimates it (0 once it has)."""
-        return max(0.0, self._expires_at - time.monotonic())
+        """Seconds until the lease's validity runs out, as the driver counts it (0 once it has)."""
+        return 0.0 if self._released else float(self._holder.valid_for)
 
     @property
     def valid(self) -> bool:
         """Not released, and the lease's validity has not run out."""
-        return not self._released and self._expires_at > time.monotonic() and bool(self._holder.held)
+        return not self._released and bool(self._holder.held)
 
     def _check(self) -> None:
         if not self.valid:
             raise LockNotOwnedError(name=self._name)
 
     def _renewed(self, fence: int) -> None:
-        """An extend answered `fence`."""
-        self._expires_at = time.monotonic() + self._lease
+        """An extend answered `fence` (the holder counts the renewed validity)."""
 
     def _spend(self) -> None:
         self._released = True
@@ -94,8 +92,8 @@ class ReadGuard(_Guard):
 
     __slots__ = ("_generation", "_mode")
 
-    def __init__(self, mode: Any, holder: Any, name: str, token: str, lease: float, generation: int) -> None:
-        super().__init__(holder, name, token, lease)
+    def __init__(self, mode: Any, holder: Any, name: str, token: str, generation: int) -> None:
+        super().__init__(holder, name, token)
         self._mode, self._generation = mode, generation
 
     @property
@@ -120,8 +118,8 @@ class WriteGuard(_Guard):
 
     __slots__ = ("_fencing_token", "_mode", "_poisoned")
 
-    def __init__(self, mode: Any, holder: Any, name: str, token: str, lease: float, fence: int) -> None:
-        super().__init__(holder, name, token, lease)
+    def __init__(self, mode: Any, holder: Any, name: str, token: str, fence: int) -> None:
+        super().__init__(holder, name, token)
         self._mode, self._fencing_token, self._poisoned = mode, fence, bool(holder.poisoned)
 
     @property
@@ -222,7 +220,7 @@ def downgraded(mode: Any, guard: WriteGuard, answer: tuple[str, str, int]) -> Re
     """The read guard a downgrade of `guard` answered (`guard` spent)."""
     guard._spend()
     _, token, generation_read = answer
-    return ReadGuard(mode._lock.read, guard._holder, guard.name, token, guard._lease, generation_read)
+    return ReadGuard(mode._lock.read, guard._holder, guard.name, token, generation_read)
 
 
 def refuse(mode: Any, held: Optional[_Guard]) -> None:
@@ -280,10 +278,9 @@ class _Mode:
 
     def _granted(self, holder: Any, answer: tuple[str, str, int]) -> _Guard:
         name, token, fence = answer
-        lease = float(self._lock._settings["lease_duration"])
         if self._write:
-            return WriteGuard(self, holder, self.name, token, lease, fence)
-        return ReadGuard(self, holder, self.name, token, lease, fence)
+            return WriteGuard(self, holder, self.name, token, fence)
+        return ReadGuard(self, holder, self.name, token, fence)
 
     async def _acquire(self, nowait: bool, timeout: Optional[float]) -> Any:
         task = self._task()
@@ -321,7 +318,6 @@ class _Mode:
         except LockNotOwnedError:
             guard._spend()
             raise
-        guard._lease = float(self._lock._settings["lease_duration"])  # as renewed, after a reconfigure too
         guard._renewed(fence)
 
     async def _downgrade(self, guard: WriteGuard) -> ReadGuard:

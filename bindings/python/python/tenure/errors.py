@@ -3,23 +3,32 @@
 `except` clauses written for grelmicro catch the same failures here: `LockTimeoutError` is both a
 `WouldBlockError` and a builtin `TimeoutError`; `LockNotOwnedError` is a `CoordinationError` (not a
 `LockReleaseError`, as in 0.44); `SettingsValidationError` is a `ValueError`; `OutOfContextError`
-a `RuntimeError`. The Rust core reports each failure by a stable code, never by its message text;
-`_from_rust` turns that code into the class below.
+a `RuntimeError`. Tenure's own classes sit under the reference class a grelmicro user catches:
+`LockBusyError` under `LockReentrantError`, `LockLostError` under `LockNotOwnedError`,
+`BackendNotOpenError` under `OutOfContextError`, `ConfigTypeError` is a `TypeError`.
+
+The classes are those of the core's error table (`tenure_core::error::table`): the Rust core
+reports each failure by its class there and a stable `code`, never by its message text, and
+`_from_rust` raises the class of that name. A cross-binding test checks every class, its parents
+and its fields against the table.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 __all__ = [
     "AdmissionError",
+    "BackendNotOpenError",
     "BackendScopeError",
     "BackendScopeWarning",
     "CoordinationBackendError",
     "CoordinationError",
+    "ConfigTypeError",
     "EventLoopDeadlockError",
     "LockAcquireError",
     "LockBackendError",
+    "LockBusyError",
     "LockExtendError",
     "LockLockedCheckError",
     "LockLostError",
@@ -65,6 +74,10 @@ class LockReentrantError(CoordinationError):
     def __init__(self, *, name: str) -> None:
         super().__init__(f"Lock does not support nested usage: name={name}.")
         self.name = name
+
+
+class LockBusyError(LockReentrantError):
+    """Another acquire, extend or release of this holder is still in progress (a Tenure class)."""
 
 
 class LockUpgradeError(CoordinationError):
@@ -142,9 +155,11 @@ class LockLostError(LockNotOwnedError):
     validity ran out), `"lost"` (another holder has it) or `"max_hold"` (the maximum hold was
     reached and the lease released)."""
 
+    reason: str
+
     def __init__(self, *, name: str, reason: str) -> None:
         super().__init__(name=name)
-        self.args = (f"Lock lost while held: name={name}, reason={reason}. The body was cancelled.",)
+        self.args = (f"Lock lost while held: name={name}, reason={reason}.",)
         self.reason = reason
 
 
@@ -171,8 +186,16 @@ class OutOfContextError(TenureError, RuntimeError):
     """Something was used while it is not open, or no backend could be resolved."""
 
 
+class BackendNotOpenError(OutOfContextError):
+    """A backend was used before it was opened or after it was closed (a Tenure class)."""
+
+
 class SettingsValidationError(TenureError, ValueError):
     """A setting, a name or an environment variable is invalid."""
+
+
+class ConfigTypeError(TenureError, TypeError):
+    """`reconfigure` was given the configuration of another primitive (grelmicro's `TypeError`)."""
 
 
 class BackendScopeError(TenureError, RuntimeError):
@@ -202,50 +225,57 @@ class UnknownEnvironmentWarning(TenureConfigWarning):
     code = "unknown-environment"
 
 
-_BY_CODE = {
-    "COORDINATION_BACKEND_MISSING": CoordinationBackendError,
-    "LOCK_REENTRANT": LockReentrantError,
-    "LOCK_UPGRADE": LockUpgradeError,
-    "LOCK_NOT_OWNED": LockNotOwnedError,
-    "LOCK_ACQUIRE_FAILED": LockAcquireError,
-    "LOCK_EXTEND_FAILED": LockExtendError,
-    "LOCK_RELEASE_FAILED": LockReleaseError,
-    "LOCK_LOCKED_CHECK_FAILED": LockLockedCheckError,
-    "LOCK_OWNED_CHECK_FAILED": LockOwnedCheckError,
-    "WOULD_BLOCK": WouldBlockError,
-    "LOCK_TIMEOUT": LockTimeoutError,
-    "OUT_OF_CONTEXT": OutOfContextError,
-    "BACKEND_NOT_OPEN": OutOfContextError,
-    "SETTINGS_INVALID": SettingsValidationError,
-    "CONFIG_TYPE": TypeError,
-    "EVENT_LOOP_DEADLOCK": EventLoopDeadlockError,
-    "LOCK_BUSY": LockReentrantError,
-}
-
-
-_NAMED = (
-    LockReentrantError,
-    LockUpgradeError,
-    LockLockedCheckError,
-    LockOwnedCheckError,
-    LockAcquireError,
-    LockExtendError,
-    LockReleaseError,
-    LockNotOwnedError,
-)
-
-
-def _from_rust(code: str, message: str, name: Optional[str], timeout: Optional[float]) -> BaseException:
-    """The exception for a failure the core reported by `code`, carrying the core's message."""
-    cls = _BY_CODE.get(code, TenureError)
-    error: BaseException
-    if cls is LockTimeoutError:
-        error = LockTimeoutError(name=name or "", timeout=timeout if timeout is not None else 0.0)
-    elif issubclass(cls, _NAMED) and name is not None:
-        error = cls(name=name)
-    else:
-        error = cls(message)
-        if name is not None:
-            error.name = name  # type: ignore[attr-defined]
+def _from_table(class_name: str, code: str, message: str, fields: "dict[str, object]") -> BaseException:
+    """The exception for a failure the core reported as `class_name` (its error table's class),
+    with the core's message, its `code` and the class's fields (`name`, `timeout`, `field`,
+    `reason`)."""
+    cls = globals().get(f"{class_name}Error")
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        raise RuntimeError(
+            f"tenure's native module reported {code} as {class_name}Error, which tenure.errors does not "
+            "define: the native module and the Python files come from different versions; reinstall tenure"
+        )
+    keywords = _keywords(cls)
+    make: Any = cls  # grelmicro's constructors take keywords (`name=`, `timeout=`), the rest the message
+    error: BaseException = make(**{k: v for k, v in fields.items() if k in keywords}) if keywords else make(message)
     error.args = (message,)
+    error.code = code  # type: ignore[attr-defined]
+    for key, value in fields.items():
+        setattr(error, key, value)
     return error
+
+
+_KEYWORDS: "dict[type, frozenset[str]]" = {}
+
+
+def _keywords(cls: type) -> "frozenset[str]":
+    """The keyword-only parameters of `cls`'s constructor (grelmicro's `name=`, `timeout=`…)."""
+    if cls not in _KEYWORDS:
+        import inspect
+
+        try:
+            parameters = list(inspect.signature(cls).parameters.values())
+        except ValueError:  # a builtin's constructor without a signature: it takes the message
+            parameters = []
+        _KEYWORDS[cls] = frozenset(p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY)
+    return _KEYWORDS[cls]
+
+
+_CLASS_OF_CODE: "dict[str, str]" = {}
+
+
+def _from_rust(code: str, message: str, name: Optional[str] = None, timeout: Optional[float] = None) -> BaseException:
+    """The exception for a failure the core reported by `code` (its class read from the core's
+    error table), carrying `message`, the lock `name` and a timeout's seconds."""
+    if not _CLASS_OF_CODE:
+        import json
+
+        from tenure import _tenure
+
+        _CLASS_OF_CODE.update({row["code"]: row["class"] for row in json.loads(_tenure._error_table()) if row["code"]})
+    fields: "dict[str, object]" = {}
+    if name is not None:
+        fields["name"] = name
+    if timeout is not None and code == "LOCK_TIMEOUT":
+        fields["timeout"] = timeout
+    return _from_table(_CLASS_OF_CODE.get(code, "Tenure"), code, message, fields)

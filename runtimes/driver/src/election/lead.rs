@@ -95,7 +95,13 @@ impl<R: Runtime> LeaderElection<R> {
         if self.is_leader() {
             return Ok(LeaderGuard { election: self.clone() });
         }
-        Err(Error::WouldBlock { name: self.name().as_str().to_owned(), reason: WouldBlockReason::NotLeader })
+        Err(self.not_leader())
+    }
+
+    /// The error of work turned away, or cancelled, because this worker does not lead:
+    /// [`Error::WouldBlock`] (`"Not leader: <name>"`), what a binding's `lead` aborts its work with.
+    pub fn not_leader(&self) -> Error {
+        Error::WouldBlock { name: self.name().as_str().to_owned(), reason: WouldBlockReason::NotLeader }
     }
 }
 

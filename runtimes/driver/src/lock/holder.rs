@@ -102,6 +102,14 @@ impl<R: Runtime> LockHolder<R> {
         self.cell.lock().is_held(self.lock.now())
     }
 
+    /// How long the lease this holder holds stays valid, as the driver counts it (from the
+    /// request's send, less a drift allowance): `None` when it holds none that is valid now.
+    pub fn valid_for(&self) -> Option<Duration> {
+        let now = self.lock.now();
+        let machine = self.cell.lock();
+        machine.valid_until().filter(|_| machine.is_held(now)).map(|until| until.saturating_duration_since(now))
+    }
+
     /// The end of validity of the lease with fencing token `fence`, while this holder counts on
     /// it (a later lease of the same holder is another one).
     pub(crate) fn valid_until(&self, fence: tenure_core::FencingToken) -> Option<Timestamp> {

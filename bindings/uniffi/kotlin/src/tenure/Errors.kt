@@ -1,7 +1,9 @@
 // The errors of Tenure on the JVM: grelmicro's classes and hierarchy, as one sealed hierarchy
-// of unchecked exceptions. Every one has a stable `code`; one about a lock or election has its
-// name in `lockName`; a store's failure behind it is its `cause` (a `StoreException`).
-// Messages never contain an ownership token or a password.
+// of unchecked exceptions: the classes of the core's error table (tenure_core::error::table),
+// which the native layer names for every failure. A cross-binding test checks every class, its
+// parents and its fields against the table (tests/interop/errors.py). Every one has a stable
+// `code`; one about a lock or election has its name in `lockName`; a store's failure behind it
+// is its `cause` (a `StoreException`). Messages never contain an ownership token or a password.
 package tenure
 
 import tenure.ffi.StoreFailure
@@ -19,10 +21,14 @@ class SettingsValidationException internal constructor(message: String, val fiel
     TenureException(message, "SETTINGS_INVALID")
 
 /** No store could be resolved. */
-class OutOfContextException internal constructor(message: String) : TenureException(message, "OUT_OF_CONTEXT")
+open class OutOfContextException internal constructor(message: String, code: String = "OUT_OF_CONTEXT") :
+    TenureException(message, code)
 
 /** A store was used before it was opened or after it was closed. */
-class BackendNotOpenException internal constructor(message: String) : TenureException(message, "BACKEND_NOT_OPEN")
+class BackendNotOpenException internal constructor(message: String) : OutOfContextException(message, "BACKEND_NOT_OPEN")
+
+/** A configuration of another primitive was given (grelmicro's `TypeError`). */
+class ConfigTypeException internal constructor(message: String) : TenureException(message, "CONFIG_TYPE")
 
 /** A blocking call was made on a thread of Tenure's own runtime (inside a listener), which it would stall. */
 class EventLoopDeadlockException internal constructor(message: String) :
@@ -35,18 +41,26 @@ sealed class CoordinationException(message: String, code: String, lockName: Stri
 class CoordinationBackendException internal constructor(message: String) :
     CoordinationException(message, "COORDINATION_BACKEND_MISSING", null)
 
-class LockReentrantException internal constructor(message: String, name: String) :
-    CoordinationException(message, "LOCK_REENTRANT", name)
+open class LockReentrantException internal constructor(message: String, name: String, code: String = "LOCK_REENTRANT") :
+    CoordinationException(message, code, name)
+
+/** Another operation of this holder is still in progress. */
+class LockBusyException internal constructor(message: String, name: String) :
+    LockReentrantException(message, name, "LOCK_BUSY")
 
 class LockUpgradeException internal constructor(message: String, name: String) :
     CoordinationException(message, "LOCK_UPGRADE", name)
 
-class LockBusyException internal constructor(message: String, name: String) :
-    CoordinationException(message, "LOCK_BUSY", name)
-
 /** Released already, lost, or never held. */
-class LockNotOwnedException internal constructor(message: String, name: String) :
-    CoordinationException(message, "LOCK_NOT_OWNED", name)
+open class LockNotOwnedException internal constructor(message: String, name: String, code: String = "LOCK_NOT_OWNED") :
+    CoordinationException(message, code, name)
+
+/**
+ * The lease was lost while work ran under it, and the work was cancelled. `reason`: `expired` (no
+ * renewal confirmed in time), `lost` (another holder has it) or `max_hold`.
+ */
+class LockLostException internal constructor(message: String, name: String, val reason: String) :
+    LockNotOwnedException(message, name, "LOCK_LOST")
 
 /** grelmicro's `LockBackendError`: the store failed during a lock operation (the `cause`). */
 sealed class LockBackendException(message: String, code: String, name: String, cause: StoreException) :
@@ -81,25 +95,52 @@ class LockTimeoutException internal constructor(message: String, name: String, v
 
 private fun store(s: StoreFailure) = StoreException(s.reason, s.code)
 
-/** The exception of this package that `e` stands for. */
+/** The exception of this package that `e` stands for: the class the core's table names. */
 internal fun Ffi.mapped(): TenureException = when (this) {
-    is Ffi.CoordinationBackend -> CoordinationBackendException(reason)
-    is Ffi.LockReentrant -> LockReentrantException(reason, name)
-    is Ffi.LockUpgrade -> LockUpgradeException(reason, name)
-    is Ffi.LockBusy -> LockBusyException(reason, name)
-    is Ffi.LockNotOwned -> LockNotOwnedException(reason, name)
-    is Ffi.LockAcquire -> LockAcquireException(reason, name, store(store))
-    is Ffi.LockExtend -> LockExtendException(reason, name, store(store))
-    is Ffi.LockRelease -> LockReleaseException(reason, name, store(store))
-    is Ffi.LockLockedCheck -> LockLockedCheckException(reason, name, store(store))
-    is Ffi.LockOwnedCheck -> LockOwnedCheckException(reason, name, store(store))
-    is Ffi.WouldBlock -> WouldBlockException(reason, name)
-    is Ffi.LockTimeout -> LockTimeoutException(reason, name, timeout.toSeconds())
-    is Ffi.OutOfContext -> OutOfContextException(reason)
-    is Ffi.SettingsValidation -> SettingsValidationException(reason, field)
-    is Ffi.BackendNotOpen -> BackendNotOpenException(reason)
-    is Ffi.EventLoopDeadlock -> EventLoopDeadlockException(reason)
     is Ffi.Store -> store(store)
+    is Ffi.Failure -> byClass()
+}
+
+private fun Ffi.Failure.byClass(): TenureException {
+    val lockName = name ?: ""
+    val cause = store?.let(::store)
+    fun backend(make: (String, String, StoreException) -> TenureException) =
+        make(reason, lockName, cause ?: StoreException(reason, "STORE_FAILED"))
+    return when (className) {
+        "CoordinationBackend" -> CoordinationBackendException(reason)
+        "LockReentrant" -> LockReentrantException(reason, lockName)
+        "LockBusy" -> LockBusyException(reason, lockName)
+        "LockUpgrade" -> LockUpgradeException(reason, lockName)
+        "LockNotOwned" -> LockNotOwnedException(reason, lockName)
+        "LockLost" -> LockLostException(reason, lockName, lost ?: "expired")
+        "LockAcquire" -> backend(::LockAcquireException)
+        "LockExtend" -> backend(::LockExtendException)
+        "LockRelease" -> backend(::LockReleaseException)
+        "LockLockedCheck" -> backend(::LockLockedCheckException)
+        "LockOwnedCheck" -> backend(::LockOwnedCheckException)
+        "WouldBlock" -> WouldBlockException(reason, lockName)
+        "LockTimeout" -> LockTimeoutException(reason, lockName, (timeout ?: 0.0).toSeconds())
+        "OutOfContext" -> OutOfContextException(reason)
+        "BackendNotOpen" -> BackendNotOpenException(reason)
+        "SettingsValidation" -> SettingsValidationException(reason, field)
+        "ConfigType" -> ConfigTypeException(reason)
+        "EventLoopDeadlock" -> EventLoopDeadlockException(reason)
+        else -> throw IllegalStateException(
+            "Tenure's native library reported $code as ${className}Exception, which this package does not " +
+                "define: the library and the Kotlin classes come from different versions",
+        )
+    }
+}
+
+/** The core's table of error classes, which the exceptions above follow (the cross-binding error test's hooks). */
+object ErrorTable {
+    /** The table as JSON: every class, its code, its parent and its fields. */
+    @JvmStatic
+    fun json(): String = tenure.ffi.errorTable()
+
+    /** Throws the core's example error of `code`, as this package throws it. */
+    @JvmStatic
+    fun raiseExample(code: String): Unit = call { tenure.ffi.raiseErrorExample(code) }
 }
 
 /** `block`'s result, with a failure of the native layer thrown as this package's exception. */

@@ -37,7 +37,7 @@ data class LockOptions @JvmOverloads constructor(
     )
 }
 
-/** A lock's resolved settings. */
+/** A lock's resolved settings (a read-write lock's, a semaphore's). */
 data class LockSettings(
     val worker: String,
     val leaseDuration: Duration,
@@ -45,6 +45,34 @@ data class LockSettings(
     val retryJitter: Double,
     val backendTimeout: Duration,
 )
+
+internal fun tenure.ffi.LockSettings.kotlin() =
+    LockSettings(worker, leaseDuration.toSeconds(), retryInterval.toSeconds(), retryJitter, backendTimeout.toSeconds())
+
+/** What every primitive with a lock's settings has: a [Lock], a [ReadWriteLock], a [Semaphore]. */
+interface Configurable {
+    /** The name. */
+    val name: String
+
+    /** The resolved settings. */
+    fun settings(): LockSettings
+
+    /** Applies the durations and jitter of [options] from the next call on (the worker stays). */
+    fun reconfigure(options: LockOptions)
+}
+
+/** The [Configurable] of a native primitive, by its calls. */
+internal fun configurable(
+    rawName: () -> String,
+    rawSettings: () -> tenure.ffi.LockSettings,
+    rawReconfigure: (FfiOptions) -> Unit,
+): Configurable = object : Configurable {
+    override val name: String get() = rawName()
+
+    override fun settings(): LockSettings = rawSettings().kotlin()
+
+    override fun reconfigure(options: LockOptions) = call { rawReconfigure(options.raw()) }
+}
 
 /**
  * A distributed lock with fencing tokens. Each acquire is its own holder, proven by the
@@ -56,53 +84,26 @@ data class LockSettings(
  * lock.withLock(timeout = 5.seconds) { token -> db.write(order, fence = token) }
  * ```
  */
-class Lock @JvmOverloads constructor(name: String, store: Store, options: LockOptions = LockOptions()) {
-    private val raw: Ffi = call { Ffi(name, store.raw, options.raw()) }
-
-    /** The lock name. */
-    val name: String get() = raw.name()
-
-    /** The resolved settings. */
-    fun settings(): LockSettings = raw.settings().let {
-        LockSettings(it.worker, it.leaseDuration.toSeconds(), it.retryInterval.toSeconds(), it.retryJitter, it.backendTimeout.toSeconds())
-    }
-
-    /** Applies the durations and jitter of [options] from the next call on (the worker stays). */
-    fun reconfigure(options: LockOptions) = call { raw.reconfigure(options.raw()) }
-
-    /**
-     * Acquires, waiting up to [timeout] (forever without one): a [LockTimeoutException] if it does
-     * not come in time. Cancelling the coroutine never leaves the lock taken, even by a grant that
-     * lands afterwards.
-     */
-    suspend fun acquire(timeout: Duration? = null): LockGuard =
-        LockGuard(call { if (timeout == null) raw.acquire() else raw.acquireTimeout(timeout.seconds()) })
-
-    /** [acquire], blocking the calling thread (for Java: `try (LockGuard g = lock.acquireBlocking(…))`). */
+class Lock private constructor(private val raw: Ffi) :
+    Acquirable(),
+    Configurable by configurable(raw::name, raw::settings, raw::reconfigure) {
+    /** The lock [name] on [store]. */
     @JvmOverloads
-    fun acquireBlocking(timeout: java.time.Duration? = null): LockGuard =
-        LockGuard(call { if (timeout == null) raw.acquireBlocking() else raw.acquireTimeoutBlocking(timeout.seconds()) })
+    constructor(name: String, store: Store, options: LockOptions = LockOptions()) : this(call { Ffi(name, store.raw, options.raw()) })
 
-    /** One attempt: a [WouldBlockException] if the lock is taken. */
-    suspend fun tryAcquire(): LockGuard = LockGuard(call { raw.tryAcquire() })
+    override suspend fun take(timeout: Double?) = if (timeout == null) raw.acquire() else raw.acquireTimeout(timeout)
 
-    /** [tryAcquire], blocking the calling thread. */
-    fun tryAcquireBlocking(): LockGuard = LockGuard(call { raw.tryAcquireBlocking() })
+    override fun takeBlocking(timeout: Double?) = if (timeout == null) raw.acquireBlocking() else raw.acquireTimeoutBlocking(timeout)
+
+    override suspend fun attempt() = raw.tryAcquire()
+
+    override fun attemptBlocking() = raw.tryAcquireBlocking()
 
     /** Whether anyone holds the lock. */
     suspend fun locked(): Boolean = call { raw.locked() }
 
     /** [locked], blocking the calling thread. */
     fun lockedBlocking(): Boolean = call { raw.lockedBlocking() }
-
-    /**
-     * Runs [block] holding the lock, with its fencing token, and releases it when the block ends
-     * (in `finally`: on an exception or a cancellation too). Waits up to [timeout] to acquire.
-     */
-    suspend fun <T> withLock(timeout: Duration? = null, block: suspend (fencingToken: Long) -> T): T {
-        val guard = acquire(timeout)
-        return ending({ guard.release() }) { block(guard.fencingToken) }
-    }
 
     override fun toString() = "Lock($name)"
 }

@@ -2,6 +2,9 @@ package tenure
 
 import java.util.concurrent.atomic.AtomicBoolean
 import kotlin.time.Duration
+import kotlinx.coroutines.async
+import kotlinx.coroutines.coroutineScope
+import kotlinx.coroutines.selects.select
 import kotlin.time.toKotlinDuration
 
 import tenure.ffi.LockGuard as Ffi
@@ -69,7 +72,49 @@ class LockGuard internal constructor(private val raw: Ffi) : AutoCloseable {
     fun keepAlive(maxHold: java.time.Duration) = keepAlive(maxHold.toKotlinDuration())
 
     /** Completes with `true` the moment the lease is lost (or a keep-alive reached its maximum hold), with `false` once it is released. */
-    suspend fun lost(): Boolean = raw.lost()
+    suspend fun lost(): Boolean = call { raw.lost() }
+
+    /**
+     * On the write side of a [ReadWriteLock]: whether the writer before this one let its lease
+     * run out without releasing (what it protects may be half-written), or this lease lapsed and
+     * an extend granted it again.
+     */
+    val poisoned: Boolean get() = raw.poisoned()
+
+    /**
+     * On the write side of a [ReadWriteLock]: turns the write lease into a read lease in one
+     * step, with no writer in between; the generation read (this write's fencing token). Not
+     * while a keep-alive renews it.
+     */
+    suspend fun downgrade(): Long = call { raw.downgrade() }
+
+    /** [downgrade], blocking the calling thread. */
+    fun downgradeBlocking(): Long = call { raw.downgradeBlocking() }
+
+    /** The core's [LockLostException] for this lease, saying why its keep-alive ended. */
+    internal fun lostError(): TenureException =
+        try {
+            call { raw.lostError() }
+            IllegalStateException("the native layer did not report the lost lease as an error (a bug)").let { throw it }
+        } catch (e: TenureException) {
+            e
+        }
+
+    /** [work]'s result, cancelled the moment the lease is lost, which then throws [lostError]. */
+    internal suspend fun <T> holding(work: suspend () -> T): T = coroutineScope {
+        val job = async { work() }
+        val lost = async { lost() }
+        select {
+            job.onAwait { lost.cancel(); it }
+            lost.onAwait { wasLost ->
+                if (wasLost) {
+                    job.cancel()
+                    throw lostError()
+                }
+                job.await()
+            }
+        }
+    }
 
     /** Releases unless released already (see the class). */
     override fun close() {
@@ -78,3 +123,55 @@ class LockGuard internal constructor(private val raw: Ffi) : AutoCloseable {
 
     override fun toString() = "LockGuard($name, fencingToken=$fencingToken)"
 }
+
+/**
+ * The acquires every primitive whose acquire gives one [LockGuard] shares (a [Lock], a
+ * [Semaphore], a side of a [ReadWriteLock]), over its native calls (`timeout` in seconds, `null`
+ * to wait as long as it takes). Cancelling a coroutine that waits never leaves it taken, even by
+ * a grant that lands afterwards.
+ */
+abstract class Acquirable internal constructor() {
+    internal abstract suspend fun take(timeout: Double?): Ffi
+
+    internal abstract fun takeBlocking(timeout: Double?): Ffi
+
+    internal abstract suspend fun attempt(): Ffi
+
+    internal abstract fun attemptBlocking(): Ffi
+
+    /** Acquires, waiting up to [timeout] (forever without one): a [LockTimeoutException] if it does not come in time. */
+    suspend fun acquire(timeout: Duration? = null): LockGuard = LockGuard(call { take(timeout?.seconds()) })
+
+    /** [acquire], blocking the calling thread (for Java: `try (LockGuard g = lock.acquireBlocking(…))`). */
+    @JvmOverloads
+    fun acquireBlocking(timeout: java.time.Duration? = null): LockGuard = LockGuard(call { takeBlocking(timeout?.seconds()) })
+
+    /** One attempt: a [WouldBlockException] if it is taken. */
+    suspend fun tryAcquire(): LockGuard = LockGuard(call { attempt() })
+
+    /** [tryAcquire], blocking the calling thread. */
+    fun tryAcquireBlocking(): LockGuard = LockGuard(call { attemptBlocking() })
+
+    /**
+     * Runs [block] holding it, with its fencing token, and releases it when the block ends (in
+     * `finally`: on an exception or a cancellation too). Waits up to [timeout] to acquire.
+     * Meanwhile the lease is kept alive (a renewal every third of it) for at most [maxHold] (no
+     * bound without one); the moment it is lost — renewals did not get through before it ran
+     * out, another holder took it, or [maxHold] passed — the block is cancelled (at its next
+     * suspension) and `withLock` throws a [LockLostException] saying why.
+     */
+    suspend fun <T> withLock(timeout: Duration? = null, maxHold: Duration? = null, block: suspend (fencingToken: Long) -> T): T =
+        acquire(timeout).holdFor(maxHold, block)
+}
+
+/**
+ * [block]'s result, run with this guard's fencing token while its lease is kept alive for at
+ * most [maxHold], cancelled the moment the lease is lost (which then throws the core's
+ * [LockLostException]), and the lease released at the end however it ends: the `withLock` of
+ * every primitive.
+ */
+internal suspend fun <T> LockGuard.holdFor(maxHold: Duration?, block: suspend (fencingToken: Long) -> T): T =
+    ending({ release() }) {
+        keepAlive(maxHold)
+        holding { block(fencingToken) }
+    }

@@ -33,6 +33,7 @@ class Store private constructor(internal val raw: Ffi) : AutoCloseable {
     companion object {
         init {
             Threads.ensure()
+            TenureLogging.install()
         }
 
         /** A store in this process's memory: its locks exclude within the process only. */
@@ -77,6 +78,8 @@ internal object Threads {
             tenure.ffi.uniffiRustFutureContinuationCallbackImpl,
             tenure.ffi.uniffiCallbackInterfaceLeadershipListener.onChange,
             tenure.ffi.uniffiCallbackInterfaceLeadershipListener.uniffiFree,
+            tenure.ffi.uniffiCallbackInterfaceLogSink.record,
+            tenure.ffi.uniffiCallbackInterfaceLogSink.uniffiFree,
         )) {
             Native.setCallbackThreadInitializer(callback, daemon)
         }

@@ -21,6 +21,7 @@ import kotlinx.coroutines.withTimeout
 import kotlinx.coroutines.yield
 import tenure.KeepAliveStop
 import tenure.Lock
+import tenure.LockLostException
 import tenure.LockNotOwnedException
 import tenure.LockOptions
 import tenure.LockTimeoutException
@@ -169,6 +170,35 @@ fun lockTests(suite: Suite) {
             eventually(what = "the lock to be free after the maximum hold") { !lock.locked() }
             assertThrows<LockNotOwnedException> { guard.release() }
             guard.close() // released already: nothing to do, nothing thrown
+        }
+
+        suite.test("$kind: withLock keeps its lease alive past three leases, and a loss cancels the block with LockLostException") {
+            val lease = shortLease(kind)
+            val name = Stores.fresh("withlock-kept")
+            val lock = Lock(name, Stores.of(kind), LockOptions(leaseDuration = lease))
+            val value = lock.withLock { token ->
+                delay(lease * 3 + lease / 2)
+                assertThrows<WouldBlockException> { Lock(name, Stores.of(kind)).tryAcquire() }
+                token
+            }
+            check(value > 0) { "the block's fence" }
+            check(!lock.locked()) { "released after the block" }
+            var cancelled = false
+            val e = assertThrows<LockLostException> {
+                lock.withLock(maxHold = lease) {
+                    try {
+                        delay(60_000)
+                    } finally {
+                        cancelled = true
+                    }
+                }
+            }
+            check(cancelled) { "the block ran on after the lease was lost" }
+            assertEquals("max_hold", e.reason, "why")
+            assertEquals("LOCK_LOST", e.code, "code")
+            assertEquals(name, e.lockName, "lock name")
+            check(e is LockNotOwnedException) { "a lost lease is a LockNotOwnedException" }
+            eventually(what = "the lock to be free after the loss") { !lock.locked() }
         }
 
         suite.test("$kind: a lease that runs out is lost, and the next holder gets a higher fence") {

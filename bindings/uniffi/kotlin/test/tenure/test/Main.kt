@@ -8,6 +8,8 @@ fun main(args: Array<String>) {
     lockTests(suite)
     taskLockTests(suite)
     electionTests(suite)
+    readWriteSemaphoreTests(suite)
+    loggingTests(suite)
     errorTests(suite)
     firstLinesTests(suite)
     sentinelTests(suite)

@@ -1,22 +1,31 @@
 //! The one error type of Tenure, mirroring grelmicro 0.44's coordination error classes by variant.
 //!
-//! Bindings map variants (never message text) to the error classes of their language; the
-//! predicates below answer the membership questions of the API reference's class hierarchy:
+//! Every variant has a code and a class in [the error table](table): the one list every binding
+//! builds its error classes from (a cross-binding test checks the Python, Node and JVM classes
+//! against it). The predicates below answer the membership questions of the API reference's
+//! class hierarchy:
 //!
 //! ```text
-//! CoordinationError        BackendMissing, Reentrant, Upgrade, NotOwned, Busy, lock-backend family
-//! └─ LockBackendError      Acquire, Extend, Release, LockedCheck, OwnedCheck
+//! CoordinationError          BackendMissing, lock-backend family
+//! ├─ LockReentrantError      Reentrant
+//! │  └─ LockBusyError        Busy
+//! ├─ LockUpgradeError        Upgrade
+//! ├─ LockNotOwnedError       NotOwned
+//! │  └─ LockLostError        Lost
+//! └─ LockBackendError        Acquire, Extend, Release, LockedCheck, OwnedCheck
 //! AdmissionError
-//! └─ WouldBlockError       WouldBlock
-//!    └─ LockTimeoutError   Timeout            (also a timeout error)
-//! OutOfContextError        OutOfContext
-//! SettingsValidationError  Settings           (also a value error)
-//! TypeError                WrongConfigType
-//! EventLoopDeadlockError   Deadlock
-//! RuntimeError             NotOpen
+//! └─ WouldBlockError         WouldBlock
+//!    └─ LockTimeoutError     Timeout            (also a timeout error)
+//! OutOfContextError          OutOfContext
+//! └─ BackendNotOpenError     NotOpen
+//! SettingsValidationError    Settings           (also a value error)
+//! ConfigTypeError            WrongConfigType    (also a type error)
+//! EventLoopDeadlockError     Deadlock
 //! ```
 //!
 //! Messages carry the unprefixed lock name and never the ownership token, which is a capability.
+
+pub mod table;
 
 use std::fmt;
 use std::sync::Arc;
@@ -153,6 +162,54 @@ pub enum Error {
         /// The operation in progress.
         operation: &'static str,
     },
+    /// A lease held with its renewals running ended on its own while the work under it ran, and
+    /// the work was cancelled.
+    #[error("Lock lost while held: name={name}, reason={cause}. {}", cause.explain())]
+    Lost {
+        /// The lock name.
+        name: String,
+        /// Why the lease ended.
+        cause: LossCause,
+    },
+}
+
+/// Why a lease kept alive ended on its own (a [`Error::Lost`]'s cause).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LossCause {
+    /// The maximum hold was reached and the lease ended (released, or a task lock exited).
+    MaxHold,
+    /// The validity ran out without a confirmed renewal (the store was unreachable or slow).
+    Expired,
+    /// A renewal found the lease taken by another holder.
+    Lost,
+}
+
+impl LossCause {
+    /// The cause as bindings and the CLI's JSON give it: `max_hold`, `expired` or `lost`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MaxHold => "max_hold",
+            Self::Expired => "expired",
+            Self::Lost => "lost",
+        }
+    }
+
+    fn explain(self) -> &'static str {
+        match self {
+            Self::MaxHold => "The maximum hold was reached and the lease given back; the work was cancelled.",
+            Self::Expired => {
+                "No renewal was confirmed before the lease's validity ran out (the store was unreachable or slow); the work was cancelled."
+            }
+            Self::Lost => "A renewal found the lease held by another holder; the work was cancelled.",
+        }
+    }
+}
+
+impl fmt::Display for LossCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// grelmicro's messages: "Lock not acquired: name=<n>", "Task lock not acquired: name=<n>",
@@ -200,6 +257,7 @@ impl Error {
             Self::Deadlock { .. } => "EVENT_LOOP_DEADLOCK",
             Self::NotOpen { .. } => "BACKEND_NOT_OPEN",
             Self::Busy { .. } => "LOCK_BUSY",
+            Self::Lost { .. } => "LOCK_LOST",
         }
     }
 
@@ -216,7 +274,32 @@ impl Error {
             | Self::OwnedCheck { name, .. }
             | Self::WouldBlock { name, .. }
             | Self::Timeout { name, .. }
-            | Self::Busy { name, .. } => Some(name),
+            | Self::Busy { name, .. }
+            | Self::Lost { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+
+    /// The timeout of a [`Error::Timeout`].
+    pub fn timeout(&self) -> Option<Duration> {
+        match self {
+            Self::Timeout { timeout, .. } => Some(*timeout),
+            _ => None,
+        }
+    }
+
+    /// The setting or variable a [`Error::Settings`] is about, when it names one.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Self::Settings(settings) => settings.field_name(),
+            _ => None,
+        }
+    }
+
+    /// Why a [`Error::Lost`] lease ended.
+    pub fn loss_cause(&self) -> Option<LossCause> {
+        match self {
+            Self::Lost { cause, .. } => Some(*cause),
             _ => None,
         }
     }
@@ -242,6 +325,7 @@ impl Error {
                 | Self::Upgrade { .. }
                 | Self::NotOwned { .. }
                 | Self::Busy { .. }
+                | Self::Lost { .. }
         ) || self.is_lock_backend()
     }
 
@@ -255,14 +339,14 @@ impl Error {
         matches!(self, Self::Release { .. })
     }
 
-    /// The reference's `LockNotOwnedError`.
+    /// The reference's `LockNotOwnedError` (a lost lease is one too).
     pub fn is_not_owned(&self) -> bool {
-        matches!(self, Self::NotOwned { .. })
+        matches!(self, Self::NotOwned { .. } | Self::Lost { .. })
     }
 
-    /// The reference's `LockReentrantError`.
+    /// The reference's `LockReentrantError` (a busy holder is one too).
     pub fn is_reentrant(&self) -> bool {
-        matches!(self, Self::Reentrant { .. })
+        matches!(self, Self::Reentrant { .. } | Self::Busy { .. })
     }
 
     /// The reference's `AdmissionError` and `WouldBlockError` (a timeout is also a would-block).
@@ -280,9 +364,9 @@ impl Error {
         matches!(self, Self::Settings(_))
     }
 
-    /// The reference's `OutOfContextError`.
+    /// The reference's `OutOfContextError` (a backend not open is one too).
     pub fn is_out_of_context(&self) -> bool {
-        matches!(self, Self::OutOfContext { .. })
+        matches!(self, Self::OutOfContext { .. } | Self::NotOpen { .. })
     }
 }
 

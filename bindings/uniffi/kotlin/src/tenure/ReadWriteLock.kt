@@ -1,0 +1,58 @@
+package tenure
+
+import tenure.ffi.ReadWriteLock as Ffi
+
+/** A read-write lock's state: the last write's fencing token, whether a writer writes, how many read, how many writers wait. */
+data class ReadWriteLockState(val generation: Long, val writing: Boolean, val readers: Int, val waitingWriters: Int)
+
+private fun tenure.ffi.ReadWriteLockState.kotlin() =
+    ReadWriteLockState(generation, writing, readers.toInt(), waitingWriters.toInt())
+
+/**
+ * A read-write lock (grelmicro 0.44's `ReadWriteLock`): many readers at once, or one writer
+ * with a fencing token. A writer waiting holds new readers back; a writer whose predecessor let
+ * its lease lapse is told so ([LockGuard.poisoned]). Each acquire is its own holder.
+ *
+ * ```
+ * val doc = ReadWriteLock("doc", store)
+ * doc.read.withLock { generation -> render(generation) }
+ * doc.write.withLock(timeout = 5.seconds) { token -> save(token) }
+ * ```
+ */
+class ReadWriteLock private constructor(private val raw: Ffi) :
+    Configurable by configurable(raw::name, raw::settings, raw::reconfigure) {
+    /** The read-write lock [name] on [store]. */
+    @JvmOverloads
+    constructor(name: String, store: Store, options: LockOptions = LockOptions()) : this(call { Ffi(name, store.raw, options.raw()) })
+
+    /** The read side: many holders at once, each guard's [LockGuard.fencingToken] the generation read. */
+    @JvmField
+    val read = Side(write = false)
+
+    /** The write side: one holder, whose [LockGuard.fencingToken] fences its writes. */
+    @JvmField
+    val write = Side(write = true)
+
+    /** What holds the lock now. */
+    suspend fun state(): ReadWriteLockState = call { raw.state() }.kotlin()
+
+    /** [state], blocking the calling thread. */
+    fun stateBlocking(): ReadWriteLockState = call { raw.stateBlocking() }.kotlin()
+
+    /** One side of the lock: its acquires, as a [Lock]'s. */
+    inner class Side internal constructor(private val write: Boolean) : Acquirable() {
+        override suspend fun take(timeout: Double?) =
+            if (timeout == null) raw.acquire(write) else raw.acquireTimeout(write, timeout)
+
+        override fun takeBlocking(timeout: Double?) =
+            if (timeout == null) raw.acquireBlocking(write) else raw.acquireTimeoutBlocking(write, timeout)
+
+        override suspend fun attempt() = raw.tryAcquire(write)
+
+        override fun attemptBlocking() = raw.tryAcquireBlocking(write)
+
+        override fun toString() = "ReadWriteLock($name).${if (write) "write" else "read"}"
+    }
+
+    override fun toString() = "ReadWriteLock($name)"
+}

@@ -1,0 +1,176 @@
+//! `ReadWriteLock` and `Semaphore`: their acquires give the same [`LockGuard`] a lock's does
+//! (the driver's lease slot): its own fencing token, extend, release, keep-alive; a writer's
+//! also tells `poisoned` and downgrades.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tenure_tokio::Tokio;
+
+use crate::guard::LockGuard;
+use crate::lock::LockOptions;
+use crate::seconds::{seconds, with_common, with_seconds};
+use crate::store::Store;
+use crate::{TenureError, block, runtime};
+
+/// A read-write lock's state: the generation (the last write's fencing token), whether a writer
+/// writes, how many read, how many writers wait.
+#[derive(Debug, Clone, uniffi::Record)]
+pub struct ReadWriteLockState {
+    pub generation: i64,
+    pub writing: bool,
+    pub readers: u32,
+    pub waiting_writers: u32,
+}
+
+/// A semaphore's state: the stored permit count (0 while nobody holds or waits), the holders,
+/// the waiters in line, and the last fencing token issued.
+#[derive(Debug, Clone, uniffi::Record)]
+pub struct SemaphoreState {
+    pub permits: u32,
+    pub holders: u32,
+    pub waiting: u32,
+    pub fence: i64,
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn long(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// A read-write lock on a store, as grelmicro 0.44's `ReadWriteLock(...)`.
+#[derive(uniffi::Object)]
+pub struct ReadWriteLock {
+    inner: tenure::ReadWriteLock<Tokio>,
+}
+
+impl ReadWriteLock {
+    async fn take(&self, write: bool, timeout: Option<Duration>) -> Result<Arc<LockGuard>, TenureError> {
+        let guard = match (write, timeout) {
+            (true, Some(t)) => self.inner.write().acquire_timeout(t).await?.into_lock_guard(),
+            (true, None) => self.inner.write().acquire().await?.into_lock_guard(),
+            (false, Some(t)) => self.inner.read().acquire_timeout(t).await?.into_lock_guard(),
+            (false, None) => self.inner.read().acquire().await?.into_lock_guard(),
+        };
+        Ok(LockGuard::new(guard))
+    }
+}
+
+#[uniffi::export]
+impl ReadWriteLock {
+    /// The read-write lock `name` on `store`.
+    #[uniffi::constructor(default(options = None))]
+    pub fn new(name: String, store: Arc<Store>, options: Option<LockOptions>) -> Result<Arc<Self>, TenureError> {
+        let o = options.unwrap_or_default();
+        let backend = tenure::binding::read_write_backend(&store.inner)?;
+        let builder = tenure::ReadWriteLock::builder(&name, runtime()).shared_backend(backend);
+        let builder = with_seconds!(with_common!(builder, o, retry_jitter), o, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
+        Ok(Arc::new(Self { inner: builder.build()? }))
+    }
+
+    /// Takes the write side (`write`) or a read side, waiting as long as it takes. Cancelling
+    /// the call withdraws a writer's intent.
+    pub async fn acquire(&self, write: bool) -> Result<Arc<LockGuard>, TenureError> {
+        self.take(write, None).await
+    }
+
+    /// [`ReadWriteLock::acquire`], blocking the calling thread.
+    pub fn acquire_blocking(&self, write: bool) -> Result<Arc<LockGuard>, TenureError> {
+        block("ReadWriteLock.acquireBlocking", self.acquire(write))
+    }
+
+    /// [`ReadWriteLock::acquire`] up to `timeout` seconds: `LockTimeout` if it does not come.
+    pub async fn acquire_timeout(&self, write: bool, timeout: f64) -> Result<Arc<LockGuard>, TenureError> {
+        self.take(write, Some(seconds("timeout", timeout)?)).await
+    }
+
+    /// [`ReadWriteLock::acquire_timeout`], blocking the calling thread.
+    pub fn acquire_timeout_blocking(&self, write: bool, timeout: f64) -> Result<Arc<LockGuard>, TenureError> {
+        block("ReadWriteLock.acquireBlocking", self.acquire_timeout(write, timeout))
+    }
+
+    /// One attempt at the write side (`write`) or a read side: `WouldBlock` if the other side
+    /// (or another writer) holds it; a writer's keeps no intent.
+    pub async fn try_acquire(&self, write: bool) -> Result<Arc<LockGuard>, TenureError> {
+        let guard = if write {
+            self.inner.write().acquire_nowait().await?.into_lock_guard()
+        } else {
+            self.inner.read().acquire_nowait().await?.into_lock_guard()
+        };
+        Ok(LockGuard::new(guard))
+    }
+
+    /// [`ReadWriteLock::try_acquire`], blocking the calling thread.
+    pub fn try_acquire_blocking(&self, write: bool) -> Result<Arc<LockGuard>, TenureError> {
+        block("ReadWriteLock.tryAcquireBlocking", self.try_acquire(write))
+    }
+
+    /// What holds the lock now.
+    pub async fn state(&self) -> Result<ReadWriteLockState, TenureError> {
+        let s = self.inner.state().await?;
+        Ok(ReadWriteLockState {
+            generation: long(s.generation),
+            writing: s.writing,
+            readers: count(s.readers),
+            waiting_writers: count(s.waiting_writers),
+        })
+    }
+
+    /// [`ReadWriteLock::state`], blocking the calling thread.
+    pub fn state_blocking(&self) -> Result<ReadWriteLockState, TenureError> {
+        block("ReadWriteLock.stateBlocking", self.state())
+    }
+}
+
+/// A fenced semaphore on a store: at most `permits` holders of the name at once; its acquires
+/// wait in line with the other waiters (a cancelled one gives up its place).
+#[derive(uniffi::Object)]
+pub struct Semaphore {
+    inner: tenure::Semaphore<Tokio>,
+}
+
+#[uniffi::export]
+impl Semaphore {
+    /// The semaphore `name` of `permits` permits on `store`.
+    #[uniffi::constructor(default(options = None))]
+    pub fn new(
+        name: String,
+        permits: u32,
+        store: Arc<Store>,
+        options: Option<LockOptions>,
+    ) -> Result<Arc<Self>, TenureError> {
+        let o = options.unwrap_or_default();
+        let backend = tenure::binding::semaphore_backend(&store.inner)?;
+        let builder = tenure::Semaphore::builder(&name, permits, runtime()).shared_backend(backend);
+        let builder = with_seconds!(with_common!(builder, o, retry_jitter), o, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
+        Ok(Arc::new(Self { inner: builder.build()? }))
+    }
+
+    /// How many holders it admits at once.
+    pub fn permits(&self) -> u32 {
+        self.inner.permits()
+    }
+
+    /// The stored count, the holders, the waiters and the last fencing token.
+    pub async fn state(&self) -> Result<SemaphoreState, TenureError> {
+        let s = self.inner.state().await?;
+        Ok(SemaphoreState {
+            permits: s.permits,
+            holders: count(s.holders),
+            waiting: count(s.waiting),
+            fence: long(s.fence),
+        })
+    }
+
+    /// [`Semaphore::state`], blocking the calling thread.
+    pub fn state_blocking(&self) -> Result<SemaphoreState, TenureError> {
+        block("Semaphore.stateBlocking", self.state())
+    }
+}
+
+crate::lock::configured!(ReadWriteLock);
+crate::lock::configured!(Semaphore);
+crate::lock::acquires!(Semaphore, "Semaphore");
