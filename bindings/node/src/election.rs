@@ -12,12 +12,12 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
 use tenure::Metadata;
+use tenure::binding::{self, Spelling, Unit};
 use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
 use crate::cancel::{Cancel, Flag, unless};
-use crate::fail::sync;
-use crate::millis::with_millis;
+use crate::fail::{Fail, sync};
 use crate::promise::{Settled, promise};
 
 /// An election's settings, in milliseconds; what is not given comes from `GREL_*` variables or
@@ -67,6 +67,15 @@ fn record(r: tenure::LeaderRecord) -> LeaderRecord {
 /// The callback that hears leadership changes (`true`: leads now).
 type OnChange = ThreadsafeFunction<bool, Unknown<'static>, bool, Status, false, true>;
 
+/// The settings `o` gives, from milliseconds, checked: a settings error names the JavaScript
+/// option (the metadata is set apart).
+fn election_options(o: &ElectionOptions) -> Result<binding::ElectionOptions, Fail> {
+    let given = [o.lease_duration, o.renew_deadline, o.retry_interval, o.backend_timeout, o.error_interval];
+    let given = binding::ElectionOptions::from_numbers(Unit::Millis, Spelling::Camel, given)?;
+    let (worker, env_prefix) = (o.worker.clone(), o.env_prefix.clone());
+    Ok(binding::ElectionOptions { worker, retry_jitter: o.retry_jitter, env_prefix, env_load: o.env_load, ..given })
+}
+
 /// A leader election on a store.
 #[napi]
 pub struct Election {
@@ -81,20 +90,8 @@ impl Election {
     pub fn new(name: String, backend: &Backend, options: Option<ElectionOptions>) -> napi::Result<Self> {
         sync((|| {
             let o = options.unwrap_or_default();
-            let mut b = tenure::LeaderElection::builder(&name, crate::runtime()).shared_backend(backend.leader.clone());
-            if let Some(worker) = &o.worker {
-                b = b.worker(tenure::WorkerId::new(worker)?);
-            }
-            b = with_millis!(b, o, lease_duration: "leaseDuration", renew_deadline: "renewDeadline", retry_interval: "retryInterval", backend_timeout: "backendTimeout", error_interval: "errorInterval");
-            if let Some(j) = o.retry_jitter {
-                b = b.retry_jitter(j);
-            }
-            if let Some(prefix) = &o.env_prefix {
-                b = b.env_prefix(prefix);
-            }
-            if let Some(load) = o.env_load {
-                b = b.env_load(load);
-            }
+            let b = tenure::LeaderElection::builder(&name, crate::runtime()).shared_backend(backend.leader.clone());
+            let mut b = election_options(&o)?.apply(b)?;
             if let Some(metadata) = o.metadata {
                 b = b.metadata(Metadata::try_from(metadata.into_iter().collect::<std::collections::BTreeMap<_, _>>())?);
             }
@@ -126,14 +123,7 @@ impl Election {
     /// Applies new settings at the loop's next turn (the worker stays).
     #[napi]
     pub fn reconfigure(&self, options: ElectionOptions) -> napi::Result<()> {
-        sync((|| {
-            let mut b = with_millis!(self.inner.config().to_builder(), options, lease_duration: "leaseDuration", renew_deadline: "renewDeadline", retry_interval: "retryInterval", backend_timeout: "backendTimeout", error_interval: "errorInterval");
-            if let Some(j) = options.retry_jitter {
-                b = b.retry_jitter(j);
-            }
-            let config = b.build(&mut rand::rng())?;
-            Ok(self.inner.reconfigure(config)?)
-        })())
+        sync((|| Ok(self.inner.reconfigure(election_options(&options)?.reconfigure(&self.inner.config())?)?))())
     }
 
     /// Starts the loop (false if it runs already); `onChange(leading)` hears every change.

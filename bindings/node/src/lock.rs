@@ -7,12 +7,12 @@ use napi::Env;
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 use tenure::LockGuard;
-use tenure::binding::LeaseSlot;
+use tenure::binding::{self, LeaseSlot, Spelling, Unit};
 use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
 use crate::fail::{Fail, sync};
-use crate::millis::{optional, with_millis};
+use crate::millis::optional;
 use crate::promise::{Settled, promise};
 
 /// A lock's settings, in milliseconds; what is not given comes from `GREL_*` variables or the
@@ -40,33 +40,14 @@ pub struct LockSettings {
     pub backend_timeout: f64,
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
+/// The settings `o` gives (a `Lock`'s, a `ReadWriteLock`'s, a `Semaphore`'s), from milliseconds,
+/// checked: a settings error names the JavaScript option.
+pub(crate) fn lock_options(o: &LockOptions) -> Result<binding::LockOptions, Fail> {
+    let given = [o.lease_duration, o.retry_interval, o.backend_timeout];
+    let given = binding::LockOptions::from_numbers(Unit::Millis, Spelling::Camel, given)?;
+    let (worker, env_prefix) = (o.worker.clone(), o.env_prefix.clone());
+    Ok(binding::LockOptions { worker, retry_jitter: o.retry_jitter, env_prefix, env_load: o.env_load, ..given })
 }
-
-/// A lock builder (a `Lock`'s, a `ReadWriteLock`'s, a `Semaphore`'s) with `options` applied;
-/// `?` on a bad worker or duration.
-macro_rules! with_lock_options {
-    ($builder:expr, $o:expr) => {{
-        let o = &$o;
-        let mut b = $builder;
-        if let Some(worker) = &o.worker {
-            b = b.worker(tenure::WorkerId::new(worker)?);
-        }
-        b = crate::millis::with_millis!(b, o, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
-        if let Some(j) = o.retry_jitter {
-            b = b.retry_jitter(j);
-        }
-        if let Some(prefix) = &o.env_prefix {
-            b = b.env_prefix(prefix);
-        }
-        if let Some(load) = o.env_load {
-            b = b.env_load(load);
-        }
-        b
-    }};
-}
-pub(crate) use with_lock_options;
 
 /// The methods every primitive with a lock's configuration shares (`Lock`, `Semaphore`,
 /// `ReadWriteLock`): its name, its resolved settings, and new settings from the next call on
@@ -151,22 +132,14 @@ pub(crate) use waited;
 
 /// A lock's configuration as JavaScript reads it.
 pub(crate) fn settings_of(c: &tenure::LockConfig) -> LockSettings {
-    LockSettings {
-        worker: c.worker().as_str().to_owned(),
-        lease_duration: ms(c.lease_duration()),
-        retry_interval: ms(c.retry_interval()),
-        retry_jitter: c.retry_jitter(),
-        backend_timeout: ms(c.backend_timeout()),
-    }
+    let (worker, [lease_duration, retry_interval, retry_jitter, backend_timeout]) =
+        binding::lock_settings(c, Unit::Millis);
+    LockSettings { worker, lease_duration, retry_interval, retry_jitter, backend_timeout }
 }
 
 /// `current` with the settings `options` gives changed (the worker stays), checked.
 pub(crate) fn reconfigured(current: &tenure::LockConfig, options: &LockOptions) -> Result<tenure::LockConfig, Fail> {
-    let mut b = with_millis!(current.to_builder(), options, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
-    if let Some(j) = options.retry_jitter {
-        b = b.retry_jitter(j);
-    }
-    Ok(b.build(&mut rand::rng())?)
+    Ok(lock_options(options)?.reconfigure(current)?)
 }
 
 /// A lock on a store.
@@ -184,7 +157,7 @@ impl Lock {
 
     fn build(name: &str, backend: &Backend, o: LockOptions) -> Result<Self, Fail> {
         let builder = tenure::Lock::builder(name, crate::runtime()).shared_backend(backend.lock.clone());
-        Ok(Self { inner: with_lock_options!(builder, o).build()? })
+        Ok(Self { inner: lock_options(&o)?.apply(builder)?.build()? })
     }
 }
 

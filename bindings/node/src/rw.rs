@@ -9,7 +9,7 @@ use tenure_tokio::Tokio;
 use crate::backend::Backend;
 use crate::cancel::{Cancel, unless};
 use crate::fail::{Fail, sync};
-use crate::lock::{Guard, LockOptions, with_lock_options};
+use crate::lock::{Guard, LockOptions, lock_options};
 use crate::millis::optional;
 use crate::promise::{Settled, promise};
 
@@ -38,7 +38,7 @@ impl ReadWriteLock {
 
     fn build(name: &str, backend: &Backend, o: LockOptions) -> Result<Self, Fail> {
         let builder = tenure::ReadWriteLock::builder(name, crate::runtime()).shared_backend(backend.read_write()?);
-        Ok(Self { inner: with_lock_options!(builder, o).build()? })
+        Ok(Self { inner: lock_options(&o)?.apply(builder)?.build()? })
     }
 
     /// Takes the write side (`write`) or a read side, waiting up to `timeout` ms (forever without

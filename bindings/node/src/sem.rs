@@ -8,7 +8,7 @@ use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
 use crate::fail::{Fail, sync};
-use crate::lock::{LockOptions, with_lock_options};
+use crate::lock::{LockOptions, lock_options};
 use crate::promise::{Settled, promise};
 
 /// A semaphore's state: the stored permit count (0 while nobody holds or waits), the holders,
@@ -47,7 +47,7 @@ impl Semaphore {
     fn build(name: &str, permits: f64, backend: &Backend, o: LockOptions) -> Result<Self, Fail> {
         let builder = tenure::Semaphore::builder(name, permit_count(permits)?, crate::runtime())
             .shared_backend(backend.semaphore()?);
-        Ok(Self { inner: with_lock_options!(builder, o).build()? })
+        Ok(Self { inner: lock_options(&o)?.apply(builder)?.build()? })
     }
 
     /// How many holders it admits at once.

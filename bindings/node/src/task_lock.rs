@@ -5,11 +5,11 @@ use std::sync::Arc;
 use napi::Env;
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
+use tenure::binding::{self, Spelling, Unit};
 use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
 use crate::fail::{Fail, sync};
-use crate::millis::with_millis;
 use crate::promise::{Settled, promise};
 
 /// A task lock's settings, in milliseconds; what is not given comes from `GREL_*` variables or
@@ -25,6 +25,19 @@ pub struct TaskLockOptions {
     pub env_load: Option<bool>,
 }
 
+/// The settings `o` gives, from milliseconds, checked: a settings error names the JavaScript
+/// option.
+fn task_lock_options(o: &TaskLockOptions) -> Result<binding::TaskLockOptions, Fail> {
+    let given = [o.min_hold_duration, o.lease_duration, o.backend_timeout];
+    let given = binding::TaskLockOptions::from_numbers(Unit::Millis, Spelling::Camel, given)?;
+    Ok(binding::TaskLockOptions {
+        worker: o.worker.clone(),
+        env_prefix: o.env_prefix.clone(),
+        env_load: o.env_load,
+        ..given
+    })
+}
+
 /// A task lock on a store.
 #[napi]
 pub struct TaskLock {
@@ -36,19 +49,8 @@ impl TaskLock {
     #[napi(constructor)]
     pub fn new(name: String, backend: &Backend, options: Option<TaskLockOptions>) -> napi::Result<Self> {
         sync((|| {
-            let o = options.unwrap_or_default();
-            let mut b = tenure::TaskLock::builder(&name, crate::runtime()).shared_backend(backend.lock.clone());
-            if let Some(worker) = &o.worker {
-                b = b.worker(tenure::WorkerId::new(worker)?);
-            }
-            b = with_millis!(b, o, min_hold_duration: "minHoldDuration", lease_duration: "leaseDuration", backend_timeout: "backendTimeout");
-            if let Some(prefix) = &o.env_prefix {
-                b = b.env_prefix(prefix);
-            }
-            if let Some(load) = o.env_load {
-                b = b.env_load(load);
-            }
-            Ok(Self { inner: b.build()? })
+            let b = tenure::TaskLock::builder(&name, crate::runtime()).shared_backend(backend.lock.clone());
+            Ok(Self { inner: task_lock_options(&options.unwrap_or_default())?.apply(b)?.build()? })
         })())
     }
 
@@ -67,11 +69,7 @@ impl TaskLock {
     /// Applies new settings from the next enter on (the worker stays).
     #[napi]
     pub fn reconfigure(&self, options: TaskLockOptions) -> napi::Result<()> {
-        sync((|| {
-            let b = with_millis!(self.inner.config().to_builder(), options, min_hold_duration: "minHoldDuration", lease_duration: "leaseDuration", backend_timeout: "backendTimeout");
-            let config = b.build(&mut rand::rng())?;
-            Ok(self.inner.reconfigure(config)?)
-        })())
+        sync((|| Ok(self.inner.reconfigure(task_lock_options(&options)?.reconfigure(&self.inner.config())?)?))())
     }
 
     /// Starts a run, or fails at once with `WOULD_BLOCK` (another worker's run, or this

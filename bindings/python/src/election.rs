@@ -6,6 +6,7 @@ use std::future::Future;
 
 use pyo3::prelude::*;
 use tenure::Metadata;
+use tenure::binding::{self, Spelling, Unit};
 use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
@@ -42,12 +43,13 @@ impl LeaderElection {
         env_load: Option<bool>,
         metadata: Option<BTreeMap<String, String>>,
     ) -> PyResult<Self> {
-        let mut builder = tenure::LeaderElection::builder(name, runtime()).shared_backend(backend.leader.clone());
-        crate::common_settings!(py, builder, worker, lease_duration, backend_timeout, env_prefix, env_load);
-        crate::set_seconds!(py, builder, renew_deadline, retry_interval, error_interval);
-        if let Some(jitter) = retry_jitter {
-            builder = builder.retry_jitter(jitter);
-        }
+        let fail = |e: tenure::Error| py_error(py, &e);
+        let given = [lease_duration, renew_deadline, retry_interval, backend_timeout, error_interval];
+        let given = binding::ElectionOptions::from_numbers(Unit::Seconds, Spelling::Snake, given).map_err(fail)?;
+        let (worker, env_prefix) = (worker.map(str::to_owned), env_prefix.map(str::to_owned));
+        let options = binding::ElectionOptions { worker, retry_jitter, env_prefix, env_load, ..given };
+        let builder = tenure::LeaderElection::builder(name, runtime()).shared_backend(backend.leader.clone());
+        let mut builder = options.apply(builder).map_err(fail)?;
         if let Some(metadata) = metadata {
             builder = builder.metadata(Metadata::try_from(metadata).map_err(|e| py_error(py, &e))?);
         }
@@ -81,14 +83,12 @@ impl LeaderElection {
         backend_timeout: Option<f64>,
         error_interval: Option<f64>,
     ) -> PyResult<()> {
-        let mut b = self.inner.config().to_builder();
-        crate::set_seconds!(py, b, lease_duration, renew_deadline, retry_interval);
-        if let Some(v) = retry_jitter {
-            b = b.retry_jitter(v);
-        }
-        crate::set_seconds!(py, b, backend_timeout, error_interval);
-        let config = b.build(&mut rand::rng()).map_err(|e| py_error(py, &e))?;
-        self.inner.reconfigure(config).map_err(|e| py_error(py, &e))
+        let fail = |e: tenure::Error| py_error(py, &e);
+        let given = [lease_duration, renew_deadline, retry_interval, backend_timeout, error_interval];
+        let given = binding::ElectionOptions::from_numbers(Unit::Seconds, Spelling::Snake, given).map_err(fail)?;
+        let config =
+            binding::ElectionOptions { retry_jitter, ..given }.reconfigure(&self.inner.config()).map_err(fail)?;
+        self.inner.reconfigure(config).map_err(fail)
     }
 
     /// Runs the loop until it is stopped; cancelling the awaitable stops the election (and

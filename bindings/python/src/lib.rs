@@ -184,38 +184,6 @@ pub(crate) fn config_dict<'py>(
     Ok(dict)
 }
 
-/// For each named `Option<f64>` of seconds that is set, calls the builder method of that name
-/// with it as a checked `Duration`.
-#[macro_export]
-macro_rules! set_seconds {
-    ($py:expr, $builder:ident, $($field:ident),+ $(,)?) => {
-        $(
-            if let Some(value) = $field {
-                $builder = $builder.$field($crate::seconds($py, stringify!($field), value)?);
-            }
-        )+
-    };
-}
-
-/// Applies the settings `Lock` and `TaskLock` share to `builder`: the worker, the lease, the
-/// backend timeout and the environment options.
-#[macro_export]
-macro_rules! common_settings {
-    ($py:expr, $builder:ident, $worker:ident, $lease:ident, $backend_timeout:ident, $env_prefix:ident, $env_load:ident) => {
-        // `$lease` and `$backend_timeout` are the parameters `lease_duration` and `backend_timeout`.
-        if let Some(worker) = $worker {
-            $builder = $builder.worker(tenure::WorkerId::new(worker).map_err(|e| $crate::py_error($py, &e))?);
-        }
-        $crate::set_seconds!($py, $builder, $lease, $backend_timeout);
-        if let Some(prefix) = $env_prefix {
-            $builder = $builder.env_prefix(prefix);
-        }
-        if let Some(load) = $env_load {
-            $builder = $builder.env_load(load);
-        }
-    };
-}
-
 #[pymodule]
 fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     logging::install(std::env::var("TENURE_LOG_DEBUG").is_ok_and(|v| v == "1"));

@@ -6,12 +6,13 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tenure::LockHandle;
+use tenure::binding::{self, LockOptionsTarget, Spelling, Unit};
 use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
 use crate::bridge::{Fail, awaitable};
 use crate::thread::block;
-use crate::{lock_settings, py_error, runtime, seconds};
+use crate::{py_error, runtime, seconds};
 
 /// A lock on a backend, configured as grelmicro's `Lock(...)` is.
 #[pyclass(frozen, module = "tenure._tenure")]
@@ -36,19 +37,18 @@ impl Lock {
         env_prefix: Option<&str>,
         env_load: Option<bool>,
     ) -> PyResult<Self> {
-        let mut builder = tenure::Lock::builder(name, runtime()).shared_backend(backend.lock.clone());
-        lock_settings!(
+        let options = crate::lock::lock_options(
             py,
-            builder,
             worker,
             lease_duration,
             retry_interval,
             retry_jitter,
             backend_timeout,
             env_prefix,
-            env_load
-        );
-        Ok(Self { inner: builder.build().map_err(|e| py_error(py, &e))? })
+            env_load,
+        )?;
+        let builder = tenure::Lock::builder(name, runtime()).shared_backend(backend.lock.clone());
+        Ok(Self { inner: crate::lock::built(py, &options, builder, |b| b.build())? })
     }
 
     /// The lock name.
@@ -97,16 +97,34 @@ impl Lock {
     }
 }
 
-/// Applies a lock's settings (those of `Lock` and `ReadWriteLock`) to `builder`.
-#[macro_export]
-macro_rules! lock_settings {
-    ($py:expr, $builder:ident, $worker:ident, $lease_duration:ident, $retry_interval:ident, $retry_jitter:ident, $backend_timeout:ident, $env_prefix:ident, $env_load:ident) => {
-        $crate::common_settings!($py, $builder, $worker, $lease_duration, $backend_timeout, $env_prefix, $env_load);
-        $crate::set_seconds!($py, $builder, $retry_interval);
-        if let Some(value) = $retry_jitter {
-            $builder = $builder.retry_jitter(value);
-        }
-    };
+/// The settings Python gives a `Lock`, `ReadWriteLock` or `Semaphore` (seconds, grelmicro's
+/// names), checked.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn lock_options(
+    py: Python<'_>,
+    worker: Option<&str>,
+    lease_duration: Option<f64>,
+    retry_interval: Option<f64>,
+    retry_jitter: Option<f64>,
+    backend_timeout: Option<f64>,
+    env_prefix: Option<&str>,
+    env_load: Option<bool>,
+) -> PyResult<binding::LockOptions> {
+    let given = [lease_duration, retry_interval, backend_timeout];
+    let given =
+        binding::LockOptions::from_numbers(Unit::Seconds, Spelling::Snake, given).map_err(|e| py_error(py, &e))?;
+    let (worker, env_prefix) = (worker.map(str::to_owned), env_prefix.map(str::to_owned));
+    Ok(binding::LockOptions { worker, retry_jitter, env_prefix, env_load, ..given })
+}
+
+/// `builder` (a `Lock`'s, a `ReadWriteLock`'s, a `Semaphore`'s) with `options`, built.
+pub(crate) fn built<B: LockOptionsTarget, T>(
+    py: Python<'_>,
+    options: &binding::LockOptions,
+    builder: B,
+    build: impl FnOnce(B) -> Result<T, tenure::Error>,
+) -> PyResult<T> {
+    options.apply(builder).and_then(build).map_err(|e| py_error(py, &e))
 }
 
 /// A lock's resolved configuration as Python sees it: worker, lease_duration, retry_interval,
@@ -130,12 +148,8 @@ pub(crate) fn reconfigured(
     retry_jitter: Option<f64>,
     backend_timeout: Option<f64>,
 ) -> PyResult<tenure::LockConfig> {
-    let mut b = current.to_builder();
-    crate::set_seconds!(py, b, lease_duration, retry_interval, backend_timeout);
-    if let Some(v) = retry_jitter {
-        b = b.retry_jitter(v);
-    }
-    b.build(&mut rand::rng()).map_err(|e| py_error(py, &e))
+    let options = lock_options(py, None, lease_duration, retry_interval, retry_jitter, backend_timeout, None, None)?;
+    options.reconfigure(current).map_err(|e| py_error(py, &e))
 }
 
 /// One holder of a lock: its own ownership token per acquisition.

@@ -9,7 +9,7 @@ use tenure_tokio::Tokio;
 use crate::backend::Backend;
 use crate::bridge::{Fail, awaitable};
 use crate::lock::{Holder, config_of, reconfigured};
-use crate::{lock_settings, py_error, runtime};
+use crate::{py_error, runtime};
 
 /// A read-write lock on a backend, configured as grelmicro's `ReadWriteLock(...)` is.
 #[pyclass(frozen, module = "tenure._tenure")]
@@ -34,19 +34,18 @@ impl ReadWriteLock {
         env_prefix: Option<&str>,
         env_load: Option<bool>,
     ) -> PyResult<Self> {
-        let mut builder = tenure::ReadWriteLock::builder(name, runtime()).shared_backend(backend.read_write(py)?);
-        lock_settings!(
+        let options = crate::lock::lock_options(
             py,
-            builder,
             worker,
             lease_duration,
             retry_interval,
             retry_jitter,
             backend_timeout,
             env_prefix,
-            env_load
-        );
-        Ok(Self { inner: builder.build().map_err(|e| py_error(py, &e))? })
+            env_load,
+        )?;
+        let builder = tenure::ReadWriteLock::builder(name, runtime()).shared_backend(backend.read_write(py)?);
+        Ok(Self { inner: crate::lock::built(py, &options, builder, |b| b.build())? })
     }
 
     /// The lock name.

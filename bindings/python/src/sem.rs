@@ -11,7 +11,7 @@ use crate::backend::Backend;
 use crate::bridge::{Fail, awaitable};
 use crate::calls::{bounded, lease};
 use crate::lock::{Holder, config_of, reconfigured};
-use crate::{lock_settings, py_error, runtime};
+use crate::{py_error, runtime};
 
 /// A semaphore's state as Python receives it: `(permits, holders, waiting, fence)`.
 type StateTuple = (u32, usize, usize, u64);
@@ -51,19 +51,18 @@ impl Semaphore {
             );
             py_error(py, &tenure::Error::Settings(e))
         })?;
-        let mut builder = tenure::Semaphore::builder(name, permits, runtime()).shared_backend(backend.semaphore(py)?);
-        lock_settings!(
+        let options = crate::lock::lock_options(
             py,
-            builder,
             worker,
             lease_duration,
             retry_interval,
             retry_jitter,
             backend_timeout,
             env_prefix,
-            env_load
-        );
-        Ok(Self { inner: builder.build().map_err(|e| py_error(py, &e))? })
+            env_load,
+        )?;
+        let builder = tenure::Semaphore::builder(name, permits, runtime()).shared_backend(backend.semaphore(py)?);
+        Ok(Self { inner: crate::lock::built(py, &options, builder, |b| b.build())? })
     }
 
     /// The semaphore's name.

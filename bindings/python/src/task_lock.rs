@@ -4,12 +4,13 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use tenure::binding::{self, Spelling, Unit};
 use tenure_tokio::Tokio;
 
 use crate::backend::Backend;
 use crate::bridge::{Fail, awaitable};
 use crate::thread::block;
-use crate::{common_settings, py_error, runtime};
+use crate::{py_error, runtime};
 
 /// A task lock on a backend, configured as grelmicro's `TaskLock(...)` is.
 #[pyclass(frozen, module = "tenure._tenure")]
@@ -33,10 +34,13 @@ impl TaskLock {
         env_prefix: Option<&str>,
         env_load: Option<bool>,
     ) -> PyResult<Self> {
-        let mut builder = tenure::TaskLock::builder(name, runtime()).shared_backend(backend.lock.clone());
-        common_settings!(py, builder, worker, lease_duration, backend_timeout, env_prefix, env_load);
-        crate::set_seconds!(py, builder, min_hold_duration);
-        Ok(Self { inner: builder.build().map_err(|e| py_error(py, &e))? })
+        let fail = |e: tenure::Error| py_error(py, &e);
+        let given = [min_hold_duration, lease_duration, backend_timeout];
+        let given = binding::TaskLockOptions::from_numbers(Unit::Seconds, Spelling::Snake, given).map_err(fail)?;
+        let (worker, env_prefix) = (worker.map(str::to_owned), env_prefix.map(str::to_owned));
+        let options = binding::TaskLockOptions { worker, env_prefix, env_load, ..given };
+        let builder = tenure::TaskLock::builder(name, runtime()).shared_backend(backend.lock.clone());
+        Ok(Self { inner: options.apply(builder).and_then(tenure::TaskLockBuilder::build).map_err(fail)? })
     }
 
     /// The resolved configuration (seconds as floats).
@@ -59,10 +63,10 @@ impl TaskLock {
         lease_duration: Option<f64>,
         backend_timeout: Option<f64>,
     ) -> PyResult<()> {
-        let mut b = self.inner.config().to_builder();
-        crate::set_seconds!(py, b, min_hold_duration, lease_duration, backend_timeout);
-        let config = b.build(&mut rand::rng()).map_err(|e| py_error(py, &e))?;
-        self.inner.reconfigure(config).map_err(|e| py_error(py, &e))
+        let fail = |e: tenure::Error| py_error(py, &e);
+        let given = [min_hold_duration, lease_duration, backend_timeout];
+        let given = binding::TaskLockOptions::from_numbers(Unit::Seconds, Spelling::Snake, given).map_err(fail)?;
+        self.inner.reconfigure(given.reconfigure(&self.inner.config()).map_err(fail)?).map_err(fail)
     }
 
     /// Takes the lock or fails at once (`WouldBlockError`): an awaitable of a [`TaskGuard`].

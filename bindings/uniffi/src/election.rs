@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use futures_lite::StreamExt as _;
+use tenure::binding::{self, Spelling, Unit};
 use tenure::{Metadata, Runtime};
 use tenure_tokio::Tokio;
 
-use crate::seconds::{optional, seconds, secs, with_common, with_seconds};
+use crate::seconds::{optional, seconds, secs};
 use crate::store::Store;
 use crate::{TenureError, block, process_runtime, runtime};
 
@@ -116,6 +117,14 @@ pub trait LeadershipListener: Send + Sync {
     fn on_change(&self, leading: bool) -> Result<(), ListenerError>;
 }
 
+/// The settings `o` gives, from seconds, checked (the metadata is set apart).
+fn election_options(o: &ElectionOptions) -> Result<binding::ElectionOptions, TenureError> {
+    let given = [o.lease_duration, o.renew_deadline, o.retry_interval, o.backend_timeout, o.error_interval];
+    let given = binding::ElectionOptions::from_numbers(Unit::Seconds, Spelling::Camel, given)?;
+    let (worker, env_prefix) = (o.worker.clone(), o.env_prefix.clone());
+    Ok(binding::ElectionOptions { worker, retry_jitter: o.retry_jitter, env_prefix, env_load: o.env_load, ..given })
+}
+
 /// A leader election on a store.
 #[derive(uniffi::Object)]
 pub struct LeaderElection {
@@ -133,7 +142,7 @@ impl LeaderElection {
     pub fn new(name: String, store: Arc<Store>, options: Option<ElectionOptions>) -> Result<Arc<Self>, TenureError> {
         let o = options.unwrap_or_default();
         let builder = tenure::LeaderElection::builder(&name, runtime()).shared_backend(store.inner.elections());
-        let mut builder = with_seconds!(with_common!(builder, o, retry_jitter), o, lease_duration: "leaseDuration", renew_deadline: "renewDeadline", retry_interval: "retryInterval", backend_timeout: "backendTimeout", error_interval: "errorInterval");
+        let mut builder = election_options(&o)?.apply(builder)?;
         if let Some(metadata) = o.metadata {
             builder = builder.metadata(Metadata::try_from(metadata.into_iter().collect::<BTreeMap<_, _>>())?);
         }
@@ -167,11 +176,7 @@ impl LeaderElection {
     /// Applies the durations and jitter of `options` at the loop's next turn (the worker and
     /// metadata stay).
     pub fn reconfigure(&self, options: ElectionOptions) -> Result<(), TenureError> {
-        let mut b = with_seconds!(self.inner.config().to_builder(), options, lease_duration: "leaseDuration", renew_deadline: "renewDeadline", retry_interval: "retryInterval", backend_timeout: "backendTimeout", error_interval: "errorInterval");
-        if let Some(j) = options.retry_jitter {
-            b = b.retry_jitter(j);
-        }
-        Ok(self.inner.reconfigure(b.build(&mut rand::rng())?)?)
+        Ok(self.inner.reconfigure(election_options(&options)?.reconfigure(&self.inner.config())?)?)
     }
 
     /// Starts the election loop in the background (false if it runs already); `listener`, if

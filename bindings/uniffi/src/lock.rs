@@ -6,7 +6,8 @@ use std::sync::Arc;
 use tenure_tokio::Tokio;
 
 use crate::guard::LockGuard;
-use crate::seconds::{secs, with_common, with_seconds};
+use tenure::binding::{self, Spelling, Unit};
+
 use crate::store::Store;
 use crate::{TenureError, runtime};
 
@@ -49,13 +50,17 @@ pub struct LockSettings {
 
 /// A lock configuration's settings, in seconds (a lock's, a read-write lock's, a semaphore's).
 pub(crate) fn settings_of(c: &tenure::LockConfig) -> LockSettings {
-    LockSettings {
-        worker: c.worker().as_str().to_owned(),
-        lease_duration: secs(c.lease_duration()),
-        retry_interval: secs(c.retry_interval()),
-        retry_jitter: c.retry_jitter(),
-        backend_timeout: secs(c.backend_timeout()),
-    }
+    let (worker, [lease_duration, retry_interval, retry_jitter, backend_timeout]) =
+        binding::lock_settings(c, Unit::Seconds);
+    LockSettings { worker, lease_duration, retry_interval, retry_jitter, backend_timeout }
+}
+
+/// The settings `o` gives, from seconds, checked: a settings error names the Kotlin option.
+pub(crate) fn lock_options(o: &LockOptions) -> Result<binding::LockOptions, TenureError> {
+    let given = [o.lease_duration, o.retry_interval, o.backend_timeout];
+    let given = binding::LockOptions::from_numbers(Unit::Seconds, Spelling::Camel, given)?;
+    let (worker, env_prefix) = (o.worker.clone(), o.env_prefix.clone());
+    Ok(binding::LockOptions { worker, retry_jitter: o.retry_jitter, env_prefix, env_load: o.env_load, ..given })
 }
 
 /// `current` with the durations and jitter of `options` (the worker stays), checked.
@@ -63,11 +68,7 @@ pub(crate) fn reconfigured(
     current: &tenure::LockConfig,
     options: &LockOptions,
 ) -> Result<tenure::LockConfig, TenureError> {
-    let mut b = with_seconds!(current.to_builder(), options, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
-    if let Some(j) = options.retry_jitter {
-        b = b.retry_jitter(j);
-    }
-    Ok(b.build(&mut rand::rng())?)
+    Ok(lock_options(options)?.reconfigure(current)?)
 }
 
 /// The acquires of a primitive whose acquire gives one [`LockGuard`] (`Lock`, `Semaphore`):
@@ -162,8 +163,7 @@ impl Lock {
     pub fn new(name: String, store: Arc<Store>, options: Option<LockOptions>) -> Result<Arc<Self>, TenureError> {
         let o = options.unwrap_or_default();
         let builder = tenure::Lock::builder(&name, runtime()).shared_backend(store.inner.locks());
-        let builder = with_seconds!(with_common!(builder, o, retry_jitter), o, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
-        Ok(Arc::new(Self { inner: builder.build()? }))
+        Ok(Arc::new(Self { inner: lock_options(&o)?.apply(builder)?.build()? }))
     }
 }
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 use tenure_tokio::Tokio;
 
 use crate::guard::LockGuard;
-use crate::lock::LockOptions;
-use crate::seconds::{seconds, with_common, with_seconds};
+use crate::lock::{LockOptions, lock_options};
+use crate::seconds::seconds;
 use crate::store::Store;
 use crate::{TenureError, block, runtime};
 
@@ -67,8 +67,7 @@ impl ReadWriteLock {
         let o = options.unwrap_or_default();
         let backend = tenure::binding::read_write_backend(&store.inner)?;
         let builder = tenure::ReadWriteLock::builder(&name, runtime()).shared_backend(backend);
-        let builder = with_seconds!(with_common!(builder, o, retry_jitter), o, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
-        Ok(Arc::new(Self { inner: builder.build()? }))
+        Ok(Arc::new(Self { inner: lock_options(&o)?.apply(builder)?.build()? }))
     }
 
     /// Takes the write side (`write`) or a read side, waiting as long as it takes. Cancelling
@@ -145,8 +144,7 @@ impl Semaphore {
         let o = options.unwrap_or_default();
         let backend = tenure::binding::semaphore_backend(&store.inner)?;
         let builder = tenure::Semaphore::builder(&name, permits, runtime()).shared_backend(backend);
-        let builder = with_seconds!(with_common!(builder, o, retry_jitter), o, lease_duration: "leaseDuration", retry_interval: "retryInterval", backend_timeout: "backendTimeout");
-        Ok(Arc::new(Self { inner: builder.build()? }))
+        Ok(Arc::new(Self { inner: lock_options(&o)?.apply(builder)?.build()? }))
     }
 
     /// How many holders it admits at once.

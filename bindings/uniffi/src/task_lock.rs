@@ -4,10 +4,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use tenure::binding::{self, Spelling, Unit};
 use tenure_tokio::Tokio;
 
 use crate::guard::fence;
-use crate::seconds::{secs, with_common, with_seconds};
+use crate::seconds::secs;
 use crate::store::Store;
 use crate::{TenureError, block, runtime};
 
@@ -44,6 +45,18 @@ pub struct TaskLockSettings {
     pub backend_timeout: f64,
 }
 
+/// The settings `o` gives, from seconds, checked.
+fn task_lock_options(o: &TaskLockOptions) -> Result<binding::TaskLockOptions, TenureError> {
+    let given = [o.min_hold_duration, o.lease_duration, o.backend_timeout];
+    let given = binding::TaskLockOptions::from_numbers(Unit::Seconds, Spelling::Camel, given)?;
+    Ok(binding::TaskLockOptions {
+        worker: o.worker.clone(),
+        env_prefix: o.env_prefix.clone(),
+        env_load: o.env_load,
+        ..given
+    })
+}
+
 /// A task lock on a store.
 #[derive(uniffi::Object)]
 pub struct TaskLock {
@@ -55,10 +68,8 @@ impl TaskLock {
     /// The task lock `name` on `store`.
     #[uniffi::constructor(default(options = None))]
     pub fn new(name: String, store: Arc<Store>, options: Option<TaskLockOptions>) -> Result<Arc<Self>, TenureError> {
-        let o = options.unwrap_or_default();
         let builder = tenure::TaskLock::builder(&name, runtime()).shared_backend(store.inner.locks());
-        let builder = with_seconds!(with_common!(builder, o), o, min_hold_duration: "minHoldDuration", lease_duration: "leaseDuration", backend_timeout: "backendTimeout");
-        Ok(Arc::new(Self { inner: builder.build()? }))
+        Ok(Arc::new(Self { inner: task_lock_options(&options.unwrap_or_default())?.apply(builder)?.build()? }))
     }
 
     /// The task lock name.
@@ -79,8 +90,7 @@ impl TaskLock {
 
     /// Applies the durations of `options` from the next run on (the worker stays).
     pub fn reconfigure(&self, options: TaskLockOptions) -> Result<(), TenureError> {
-        let b = with_seconds!(self.inner.config().to_builder(), options, min_hold_duration: "minHoldDuration", lease_duration: "leaseDuration", backend_timeout: "backendTimeout");
-        Ok(self.inner.reconfigure(b.build(&mut rand::rng())?)?)
+        Ok(self.inner.reconfigure(task_lock_options(&options)?.reconfigure(&self.inner.config())?)?)
     }
 
     /// Starts a run, or fails at once with `WouldBlock` (another worker's run, or this window's

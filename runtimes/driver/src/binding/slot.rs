@@ -55,10 +55,21 @@ impl<R: Runtime> std::fmt::Debug for LeaseSlot<R> {
 impl<R: Runtime> LeaseSlot<R> {
     /// The slot of a lease just acquired.
     pub fn new(guard: LockGuard<R>) -> Self {
+        let (name, fence) = (guard.name().as_str().to_owned(), guard.fencing_token());
+        Self::holding(name, fence, Held::Guard(guard))
+    }
+
+    /// The slot of a lease already kept alive.
+    pub fn kept(kept: KeepAlive<LockGuard<R>>) -> Self {
+        let (name, fence) = (kept.guard().name().as_str().to_owned(), kept.fencing_token());
+        Self::holding(name, fence, Held::Kept(kept))
+    }
+
+    fn holding(name: String, fence: FencingToken, held: Held<R>) -> Self {
         let inner = Inner {
-            name: guard.name().as_str().to_owned(),
-            fence: guard.fencing_token(),
-            held: Mutex::new(Held::Guard(guard)),
+            name,
+            fence,
+            held: Mutex::new(held),
             released: AtomicBool::new(false),
             released_event: Event::new(),
         };
