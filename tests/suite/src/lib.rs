@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc, missing_docs, unreachable_pub)]
 
 pub mod bench;
+pub mod binding;
 pub mod blocking;
 pub mod config;
 pub mod coordination;
@@ -110,6 +111,10 @@ macro_rules! suite {
             sem::sem_another_permit_count_is_refused_while_the_name_is_in_use,
             sem::sem_an_expired_permit_frees_its_place_and_a_kept_one_does_not,
             sem::sem_names_counts_and_settings_are_checked,
+            binding::binding_slot_release_beats_the_loss_its_stop_shows,
+            binding::binding_slot_loss_at_the_maximum_hold_is_a_lost_error_with_its_cause,
+            binding::binding_slot_refuses_a_downgrade_while_kept_and_downgrades_otherwise,
+            binding::binding_options_apply_to_every_builder_and_name_a_bad_setting_as_spelt,
         );
     };
     (@tests $runtime:expr, $block_on:expr; $($module:ident :: $test:ident),* $(,)?) => {

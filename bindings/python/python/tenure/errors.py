@@ -9,7 +9,7 @@ a `RuntimeError`. Tenure's own classes sit under the reference class a grelmicro
 
 The classes are those of the core's error table (`tenure_core::error::table`): the Rust core
 reports each failure by its class there and a stable `code`, never by its message text, and
-`_from_rust` raises the class of that name. A cross-binding test checks every class, its parents
+`_from_table` raises the class of that name. A cross-binding test checks every class, its parents
 and its fields against the table.
 """
 
