@@ -15,6 +15,7 @@ test programs, as scripts/test-kotlin.sh --build prints it.)
 
 import builtins
 import json
+import os
 import subprocess
 import sys
 
@@ -76,7 +77,7 @@ def main():
     coded = {row["code"]: row for row in table.values() if row["code"]}
     for language, table_json in (
         ("node", subprocess.run(["node", "-p", "JSON.stringify(require('tenure')._errorTable())"], check=True,
-                                capture_output=True, text=True, env={"NODE_PATH": node_path, "PATH": "/usr/bin:/bin"}).stdout),
+                                capture_output=True, text=True, env={**os.environ, "NODE_PATH": node_path}).stdout),
         ("jvm", subprocess.run(["java", "-cp", kotlin_cp, "tenure.test.ErrorDumpKt", "--table"], check=True,
                                capture_output=True, text=True).stdout),
     ):
@@ -85,7 +86,7 @@ def main():
     codes = list(coded)
     seen = {
         "python": [python_sees(code) for code in codes],
-        "node": lines(["node", "-e", NODE, *codes], env={"NODE_PATH": node_path, "PATH": "/usr/bin:/bin"}),
+        "node": lines(["node", "-e", NODE, *codes], env={**os.environ, "NODE_PATH": node_path}),
         "jvm": lines(["java", "-cp", kotlin_cp, "tenure.test.ErrorDumpKt", *codes]),
     }
     problems = []

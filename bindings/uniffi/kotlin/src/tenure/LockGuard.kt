@@ -95,7 +95,7 @@ class LockGuard internal constructor(private val raw: Ffi) : AutoCloseable {
     internal fun lostError(): TenureException =
         try {
             call { raw.lostError() }
-            IllegalStateException("the native layer did not report the lost lease as an error (a bug)").let { throw it }
+            throw IllegalStateException("the native layer did not report the lost lease as an error (a bug)")
         } catch (e: TenureException) {
             e
         }
