@@ -135,6 +135,16 @@ stage_lint() {
   done
   echo ok
 
+  step "the driver knows the store traits and no store: no store crate in its tree, no store named in its sources"
+  local stores named
+  stores=$(sed -n 's/^name = "\(.*\)"$/\1/p' backends/*/Cargo.toml | sort -u)
+  tree=$(cargo tree -e normal --prefix none --format '{p}' -p tenure)
+  extra=$(awk '{print $1}' <<< "$tree" | sort -u | grep -Fxf <(echo "$stores") || true)
+  [ -z "$extra" ] || die "the driver (tenure) depends on $extra"
+  named=$(grep -rniwE 'redis|valkey|postgres|postgresql|etcd|sqlite|tenure_(sqlite|redis|postgres|etcd|open|store)' runtimes/driver/src || true)
+  [ -z "$named" ] || die "the driver's sources name a store (its place is the store's crate, tenure-store or tenure-open): $named"
+  echo ok
+
   step "no protobuf compiler: nothing any front end builds runs prost-build, tonic-build or a bundled protoc"
   for package in tenure-cli tenure-open tenure-python tenure-node tenure-uniffi; do
     tree=$(cargo tree -e normal,build --prefix none --format '{p}' -p "$package")

@@ -1,7 +1,7 @@
 //! Which store a command talks to: a URL (`--backend`, else `TENURE_BACKEND`), or the default
 //! SQLite file in the user's state directory. `tenure-open` reads and opens it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use tenure_open::{Keywords, OpenError, Target, resolve_url, shown_url};
 pub(crate) use tenure_open::{Store, StoreKind};
@@ -25,9 +25,7 @@ pub(crate) fn target(url: &str) -> Result<Target, Failure> {
 pub(crate) async fn open(backend: Option<&str>) -> Result<Store, Failure> {
     let url = url(backend)?;
     let target = target(&url)?;
-    if let Target::Sqlite(options) = &target
-        && let Some(dir) = options.path().parent().filter(|d| !d.as_os_str().is_empty())
-    {
+    if let Some(dir) = target.file().and_then(Path::parent).filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| Failure::store(format!("cannot create {} for the SQLite store: {e}", dir.display())))?;
     }

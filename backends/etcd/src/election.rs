@@ -17,8 +17,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::client::{Compare, CompareOp, KeyValue, Txn, TxnOp, TxnResponse};
 use serde::{Deserialize, Serialize};
-use tenure::backend::{LeaderElectionOperations, Wake, Wakeup};
+use tenure::backend::{LeaderElectionOperations, Wakeup};
 use tenure_core::{BackendError, BackendErrorKind, LeaderRecord, Metadata, WallTime};
+use tenure_store::Wake;
 
 use crate::EtcdBackend;
 use crate::contender::{Beside, Held, Taken, by_age, direct, ranges};

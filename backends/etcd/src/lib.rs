@@ -33,6 +33,7 @@ mod health;
 mod inspect;
 mod known;
 mod lease;
+mod open;
 mod options;
 mod pb;
 mod rw;
@@ -47,11 +48,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use client::{Client, ConnectOptions, KeyValue};
-use tenure::backend::{LockOperations, Wake, Wakeup};
+use tenure::backend::{LockOperations, Wakeup};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken};
+use tenure_store::Wake;
 
 use call::{failed, on_tokio};
 use contender::{Beside, Held, Taken};
+pub use open::SCHEMES;
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, EtcdOptions};
 
 /// How often a connection with calls or a watch open is pinged: etcd closes a connection pinged

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use tenure::backend::{StoreKind, percent_decode, shown_url, url_seconds as seconds};
+use tenure_store::{percent_decode, scheme_in, url_seconds as seconds};
+
+use crate::open::{SCHEMES, shown_url};
 use tenure_core::SettingsError;
 
 /// How long connecting may take by default.
@@ -58,7 +60,7 @@ impl EtcdOptions {
         let shown = shown_url(url);
         let (scheme, rest) = url.split_once("://").ok_or_else(|| bad_url(format!("{shown} is not an etcd:// URL")))?;
         let scheme = scheme.to_ascii_lowercase();
-        if !StoreKind::Etcd.accepts(&scheme) {
+        if !scheme_in(SCHEMES, &scheme) {
             return Err(bad_url(format!("{shown} is not an etcd:// URL")));
         }
         let secure = scheme == "etcds";

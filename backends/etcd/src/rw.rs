@@ -20,8 +20,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use tenure::backend::{ReadWriteOperations, Wake, Wakeup};
+use tenure::backend::{ReadWriteOperations, Wakeup};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, RwState, WriteGrant};
+use tenure_store::Wake;
 
 use crate::EtcdBackend;
 use crate::txn::{KeysView, Leased, LeasedPut, Plan, hex, unhex};

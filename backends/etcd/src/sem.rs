@@ -15,8 +15,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use tenure::backend::{SemaphoreOperations, Wake, Wakeup};
+use tenure::backend::{SemaphoreOperations, Wakeup};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, PermitAnswer, SemState};
+use tenure_store::Wake;
 
 use crate::EtcdBackend;
 use crate::txn::{KeysView, Leased, LeasedPut, Plan, hex, unhex};

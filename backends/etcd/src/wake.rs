@@ -10,8 +10,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tenure::backend::WaitQueues;
 use tenure_core::BackendError;
+use tenure_store::WaitQueues;
 
 use crate::call::{failed, tokio_handle};
 use crate::client::{Client, WatchStream, is_deletion};

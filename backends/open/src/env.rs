@@ -21,7 +21,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use tenure::backend::{StoreKind, percent_encode, url_seconds};
+use tenure_store::{percent_encode, url_seconds};
+
+use crate::StoreKind;
 use tenure_core::{EnvVars, SettingsError};
 
 /// Settings given in code beside (or instead of) a URL, as grelmicro's providers take them;
@@ -54,7 +56,7 @@ pub struct Keywords {
 impl std::fmt::Debug for Keywords {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Keywords")
-            .field("url", &self.url.as_deref().map(tenure::backend::shown_url))
+            .field("url", &self.url.as_deref().map(crate::shown_url))
             .field("host", &self.host)
             .field("port", &self.port)
             .field("db", &self.db)
@@ -77,19 +79,11 @@ pub fn resolve_url(
     prefix: &str,
     vars: &EnvVars,
 ) -> Result<String, SettingsError> {
-    let env = Env { prefix, vars };
-    match kind {
-        StoreKind::Memory => Ok("memory:".into()),
-        StoreKind::Sqlite => sqlite(keywords, &env),
-        StoreKind::Redis => redis(keywords, &env),
-        StoreKind::Postgres => postgres(keywords, &env),
-        StoreKind::Etcd => etcd(keywords, &env),
-        other => Err(SettingsError::field("kind", format!("the {other} store takes no settings yet"))),
-    }
+    (kind.entry().settings)(keywords, &Env { prefix, vars })
 }
 
 /// The variables under one prefix.
-struct Env<'a> {
+pub(crate) struct Env<'a> {
     prefix: &'a str,
     vars: &'a EnvVars,
 }
@@ -146,7 +140,7 @@ fn authority_host(host: &str) -> String {
     if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_owned() }
 }
 
-fn redis(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError> {
+pub(crate) fn redis(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError> {
     let (url, fallback) = match address(keywords, env)? {
         Address::Url(url) => {
             let from_env = keywords.url.is_none();
@@ -219,7 +213,7 @@ fn with_password(url: String, password: Option<&str>, source: &str) -> Result<St
 /// An etcd cluster: a URL, else one member's host (more members only through a URL), port
 /// (2379), user and password, given in code or as `ETCD_*` variables (Tenure's own names:
 /// grelmicro has no etcd store).
-fn etcd(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError> {
+pub(crate) fn etcd(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError> {
     let (host, fallback) = match address(keywords, env)? {
         Address::Url(url) => return Ok(url),
         Address::Host(host, from_env) => (host, from_env.then_some(env)),
@@ -251,7 +245,7 @@ fn given_or<T: std::str::FromStr>(
     }
 }
 
-fn postgres(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError> {
+pub(crate) fn postgres(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError> {
     let mut url = match address(keywords, env)? {
         Address::Url(url) => url,
         Address::Host(host, from_env) => {
@@ -290,7 +284,7 @@ fn postgres(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError>
     Ok(url)
 }
 
-fn sqlite(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError> {
+pub(crate) fn sqlite(keywords: &Keywords, env: &Env<'_>) -> Result<String, SettingsError> {
     let path = match (&keywords.path, env.get("PATH")) {
         (Some(path), _) => path.clone(),
         (None, Some(path)) => PathBuf::from(path),
@@ -410,9 +404,8 @@ mod tests {
         let lone = url(&none, &[("ETCD_HOST", "e1"), ("ETCD_PASSWORD", "secret")]).expect_err("no user");
         assert!(lone.to_string().contains("needs its user") && !lone.to_string().contains("secret"), "{lone}");
         assert_eq!(url(&none, &[]).expect_err("neither").field_name(), Some("ETCD_URL"));
-        let Ok(crate::Target::Etcd(_)) = crate::Target::from_url(&url(&given, &[]).expect("keywords")) else {
-            panic!("the URL made is one etcd reads")
-        };
+        let target = crate::Target::from_url(&url(&given, &[]).expect("keywords")).expect("a URL etcd reads");
+        assert_eq!(target.kind(), StoreKind::Etcd);
     }
 
     #[test]
@@ -450,13 +443,10 @@ mod tests {
     #[test]
     fn a_postgres_password_from_the_environment_is_never_shown() {
         let env = [("pg_host", "db"), ("PG_USER", "app"), ("PG_PASSWORD", "p@ss:w/rd"), ("PG_DB", "main")];
-        let Ok(crate::Target::Postgres(options)) =
-            crate::Target::from_settings(StoreKind::Postgres, &Keywords::default(), "PG_", &vars(&env))
-        else {
-            panic!("PG_HOST names a PostgreSQL server")
-        };
-        assert_eq!(options.shown_url(), "postgresql://app:***@db:5432/main");
-        let shown = format!("{options:?}");
+        let target = crate::Target::from_settings(StoreKind::Postgres, &Keywords::default(), "PG_", &vars(&env))
+            .expect("PG_HOST names a PostgreSQL server");
+        let shown = format!("{target:?}");
+        assert!(shown.contains("postgresql://app:***@db:5432/main"), "{shown}");
         assert!(!shown.contains("p%40ss") && !shown.contains("p@ss"), "{shown}");
     }
 

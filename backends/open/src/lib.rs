@@ -7,7 +7,7 @@
 //!
 //! - [`open`] takes a URL: `memory:`, `sqlite:///abs/path.db`, `redis://…`, `rediss://…`,
 //!   `redis+cluster://…`, `redis+sentinel://…`, `postgresql://…`, `etcd://…` (every scheme is
-//!   in [`SCHEMES`], the one table).
+//!   in [`STORES`], the one table of stores).
 //! - [`Target::from_env`] reads grelmicro's variables (`REDIS_URL` xor `REDIS_HOST` + `PORT`,
 //!   `DB`, `PASSWORD`; `POSTGRES_URL` xor `POSTGRES_HOST` + `PORT`, `DB`/`DATABASE`, `USER`,
 //!   `PASSWORD`, `COMMAND_TIMEOUT`; `SQLITE_PATH`, `SQLITE_SYNCHRONOUS`; and Tenure's own
@@ -32,15 +32,17 @@
 #![deny(missing_docs)]
 
 mod env;
+mod kind;
+pub mod reach;
 mod store;
 mod target;
 
 pub use env::{Keywords, resolve_url};
+pub use kind::{Entry, STORES, StoreKind, shown_url};
 pub use store::Store;
 pub use target::Target;
-pub use tenure::OpenError;
-pub use tenure::backend::{SCHEMES, StoreKind, shown_url};
 pub use tenure::net::Net;
+pub use tenure_store::OpenError;
 
 /// Opens the store `url` names (see [`Target::from_url`]) on `runtime` (see [`Target::open`]).
 pub async fn open(url: &str, runtime: impl Net) -> Result<Store, OpenError> {

@@ -1,37 +1,27 @@
 //! A store named but not yet opened: the URL read into the options of its kind.
 
+use std::path::Path;
+use std::sync::Arc;
+
 use tenure::MemoryBackend;
-use tenure::backend::{SCHEMES, StoreKind, shown_url};
 use tenure::net::Net;
 use tenure_core::{EnvVars, SettingsError};
+use tenure_store::{OpenFuture, OpenStore, StoreOptions};
 
 use crate::env::{Keywords, resolve_url};
+use crate::kind::{STORES, StoreKind, shown_url};
 use crate::{OpenError, Store};
 
 /// A store to open: its kind and options, read from a URL or the environment and checked, with
 /// nothing connected yet.
 #[derive(Clone, Debug)]
-#[non_exhaustive]
-#[allow(clippy::large_enum_variant)] // made once per open; boxing would only burden matches on it
-pub enum Target {
-    /// The in-process store (`memory:`): one per open.
-    Memory,
-    /// A SQLite file.
-    #[cfg(feature = "backend-sqlite")]
-    Sqlite(tenure_sqlite::SqliteOptions),
-    /// A Redis or Valkey server or cluster.
-    #[cfg(feature = "backend-redis")]
-    Redis(tenure_redis::RedisOptions),
-    /// A PostgreSQL database.
-    #[cfg(feature = "backend-postgres")]
-    Postgres(tenure_postgres::PostgresOptions),
-    /// An etcd cluster.
-    #[cfg(feature = "backend-etcd")]
-    Etcd(tenure_etcd::EtcdOptions),
+pub struct Target {
+    kind: StoreKind,
+    options: Arc<dyn StoreOptions>,
 }
 
 impl Target {
-    /// Reads `url`: its scheme picks the store ([`SCHEMES`], any case), the store reads the rest.
+    /// Reads `url`: its scheme picks the store ([`STORES`], any case), the store reads the rest.
     /// An unknown scheme, or one of a store this build leaves out, is refused with the list of
     /// what is known; the error's field names the part of the URL that is wrong.
     pub fn from_url(url: &str) -> Result<Self, SettingsError> {
@@ -42,18 +32,8 @@ impl Target {
         // The stores read their scheme in lower case.
         let (scheme, rest) = url.split_once(':').unwrap_or((url, ""));
         let url = format!("{}:{rest}", scheme.to_ascii_lowercase());
-        match kind {
-            StoreKind::Memory if rest.is_empty() || rest == "//" => Ok(Self::Memory),
-            StoreKind::Memory => Err(SettingsError::field(
-                "url",
-                format!("{} takes nothing after the scheme: write memory:", shown_url(&url)),
-            )),
-            StoreKind::Sqlite => sqlite(&url),
-            StoreKind::Redis => redis(&url),
-            StoreKind::Postgres => postgres(&url),
-            StoreKind::Etcd => etcd(&url),
-            _ => Err(not_built(kind, &url)),
-        }
+        let read = kind.entry().read.ok_or_else(|| unknown_scheme(&url))?;
+        Ok(Self { kind, options: Arc::from(read(&url)?) })
     }
 
     /// The store grelmicro's variables name for `kind` (`prefix` is grelmicro's `env_prefix`:
@@ -75,104 +55,53 @@ impl Target {
 
     /// The kind of store.
     pub fn kind(&self) -> StoreKind {
-        match self {
-            Self::Memory => StoreKind::Memory,
-            #[cfg(feature = "backend-sqlite")]
-            Self::Sqlite(_) => StoreKind::Sqlite,
-            #[cfg(feature = "backend-redis")]
-            Self::Redis(_) => StoreKind::Redis,
-            #[cfg(feature = "backend-postgres")]
-            Self::Postgres(_) => StoreKind::Postgres,
-            #[cfg(feature = "backend-etcd")]
-            Self::Etcd(_) => StoreKind::Etcd,
-        }
+        self.kind
+    }
+
+    /// The file the store lives in (a SQLite file; not `sqlite::memory:`), if it lives in one.
+    pub fn file(&self) -> Option<&Path> {
+        self.options.file()
     }
 
     /// Connects (or opens the file) and prepares the store, on `runtime`: the network stores
     /// connect with its sockets and timers and run their connections as its tasks (a host's own
-    /// event loop can be the [`Net`]); SQLite keeps a thread of its own.
+    /// event loop can be the [`Net`]); SQLite keeps a thread of its own, etcd's client runs on
+    /// tokio (where it is polled, else on a runtime of its own).
     pub async fn open(self, runtime: impl Net) -> Result<Store, OpenError> {
-        #[cfg(not(any(feature = "backend-redis", feature = "backend-postgres")))]
-        drop(runtime);
-        Ok(match self {
-            Self::Memory => Store::Memory(MemoryBackend::new()),
-            #[cfg(feature = "backend-sqlite")]
-            Self::Sqlite(options) => Store::Sqlite(options.open().await?),
-            #[cfg(feature = "backend-redis")]
-            Self::Redis(options) => Store::Redis(options.open(runtime).await?),
-            #[cfg(feature = "backend-postgres")]
-            Self::Postgres(options) => Store::Postgres(options.open(runtime).await?),
-            // etcd's client runs on tokio: where it is polled, else on a runtime of its own.
-            #[cfg(feature = "backend-etcd")]
-            Self::Etcd(options) => {
-                Store::Etcd(tenure_etcd::EtcdBackend::open(options).await.map_err(OpenError::Store)?)
-            }
-        })
+        let store = self.options.open(Arc::new(runtime)).await?;
+        Ok(Store::new(self.kind, store))
     }
 }
 
-#[cfg(feature = "backend-sqlite")]
-fn sqlite(url: &str) -> Result<Target, SettingsError> {
-    tenure_sqlite::SqliteOptions::from_url(url).map(Target::Sqlite)
-}
+/// The options of `memory:`: a new in-process store per open.
+#[derive(Debug)]
+pub(crate) struct Memory;
 
-#[cfg(not(feature = "backend-sqlite"))]
-fn sqlite(url: &str) -> Result<Target, SettingsError> {
-    Err(not_built(StoreKind::Sqlite, url))
-}
-
-#[cfg(feature = "backend-redis")]
-fn redis(url: &str) -> Result<Target, SettingsError> {
-    tenure_redis::RedisOptions::from_url(url).map(Target::Redis)
-}
-
-#[cfg(not(feature = "backend-redis"))]
-fn redis(url: &str) -> Result<Target, SettingsError> {
-    Err(not_built(StoreKind::Redis, url))
-}
-
-#[cfg(feature = "backend-etcd")]
-fn etcd(url: &str) -> Result<Target, SettingsError> {
-    tenure_etcd::EtcdOptions::from_url(url).map(Target::Etcd)
-}
-
-#[cfg(not(feature = "backend-etcd"))]
-fn etcd(url: &str) -> Result<Target, SettingsError> {
-    Err(not_built(StoreKind::Etcd, url))
-}
-
-#[cfg(feature = "backend-postgres")]
-fn postgres(url: &str) -> Result<Target, SettingsError> {
-    tenure_postgres::PostgresOptions::from_url(url).map(Target::Postgres)
-}
-
-#[cfg(not(feature = "backend-postgres"))]
-fn postgres(url: &str) -> Result<Target, SettingsError> {
-    Err(not_built(StoreKind::Postgres, url))
-}
-
-/// Whether this build can open `kind`.
-#[allow(clippy::match_like_matches_macro)] // `cfg!` arms, one per feature
-fn built(kind: StoreKind) -> bool {
-    match kind {
-        StoreKind::Memory => true,
-        StoreKind::Sqlite => cfg!(feature = "backend-sqlite"),
-        StoreKind::Redis => cfg!(feature = "backend-redis"),
-        StoreKind::Postgres => cfg!(feature = "backend-postgres"),
-        StoreKind::Etcd => cfg!(feature = "backend-etcd"),
-        _ => false,
+impl StoreOptions for Memory {
+    fn open(&self, _runtime: Arc<dyn Net>) -> OpenFuture<'_> {
+        Box::pin(async { Ok(Arc::new(MemoryBackend::new()) as Arc<dyn OpenStore>) })
     }
 }
 
 /// The schemes this build opens, for messages: `memory:, sqlite:, redis:, …`.
 fn known() -> String {
-    let schemes: Vec<String> = SCHEMES
+    let schemes: Vec<String> = STORES
         .iter()
-        .filter(|(kind, _)| built(*kind))
-        .flat_map(|(_, schemes)| schemes.iter())
+        .flat_map(|entry| entry.schemes.iter())
         .map(|scheme| format!("{}:", scheme.replace("+*", "+driver")))
         .collect();
     schemes.join(", ")
+}
+
+/// The stores this build leaves out, with the feature that builds each in: empty, or
+/// `; this build leaves out redis (cargo feature backend-redis), …`.
+fn left_out() -> String {
+    let out: Vec<String> = STORES
+        .iter()
+        .filter(|entry| !entry.built())
+        .map(|entry| format!("{} (cargo feature {})", entry.name, entry.feature.unwrap_or("?")))
+        .collect();
+    if out.is_empty() { String::new() } else { format!("; this build leaves out {}", out.join(", ")) }
 }
 
 fn unknown_scheme(url: &str) -> SettingsError {
@@ -180,17 +109,7 @@ fn unknown_scheme(url: &str) -> SettingsError {
         Some((scheme, _)) if !scheme.is_empty() => format!("the scheme {scheme:?} of {}", shown_url(url)),
         _ => format!("{} has no scheme and", shown_url(url)),
     };
-    SettingsError::field("url", format!("{what} names no store Tenure knows (known: {})", known()))
-}
-
-fn not_built(kind: StoreKind, url: &str) -> SettingsError {
-    let why = match kind {
-        StoreKind::Sqlite | StoreKind::Redis | StoreKind::Postgres | StoreKind::Etcd => {
-            format!("this build leaves out the {kind} store (cargo feature backend-{kind})")
-        }
-        _ => format!("the {kind} store is not part of Tenure yet"),
-    };
-    SettingsError::field("url", format!("{}: {why}; this build opens {}", shown_url(url), known()))
+    SettingsError::field("url", format!("{what} names no store Tenure knows (known: {}){}", known(), left_out()))
 }
 
 #[cfg(test)]

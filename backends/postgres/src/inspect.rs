@@ -19,7 +19,7 @@ impl PostgresBackend {
                 let key: String = record::column(row, 0, "a lock", "name")?;
                 let fence: i64 = record::column(row, 1, &key, "fence")?;
                 // A row grelmicro's upgrade gave fence 0 has issued none yet.
-                let fence = (fence != 0).then(|| tenure::backend::record::fence(&key, fence)).transpose()?;
+                let fence = (fence != 0).then(|| tenure_store::record::fence(&key, fence)).transpose()?;
                 let holder: Option<String> = record::column(row, 2, &key, "token")?;
                 let expires_at: Option<Instant> = record::column(row, 3, &key, "expire_at")?;
                 Ok(LockState { fence, holder, expires_at: expires_at.map(|i| i.0), key })

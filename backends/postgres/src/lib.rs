@@ -70,6 +70,7 @@
 mod batch;
 mod connect;
 mod inspect;
+mod open;
 mod options;
 mod queue;
 mod record;
@@ -84,16 +85,18 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rustls::ClientConfig;
-pub use tenure::OpenError;
-use tenure::backend::record::{fence, metadata_json};
 use tenure::backend::{
-    BackendFuture, Entry, LeaderElectionOperations, LockOperations, ReadWriteLockBackend, ScheduleBackend,
-    SemaphoreBackend, WaitQueues, Wake, Wakeup,
+    BackendFuture, LeaderElectionOperations, LockOperations, ReadWriteLockBackend, ScheduleBackend, SemaphoreBackend,
+    Wakeup,
 };
 use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata};
+pub use tenure_store::OpenError;
+use tenure_store::record::{fence, metadata_json};
+use tenure_store::{Entry, WaitQueues, Wake};
 
 use connect::{Connected, Listener, Session};
+pub use open::SCHEMES;
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, PostgresOptions, SslMode};
 use sql::Texts;
 use tenure::net::{Net, within};
@@ -371,7 +374,7 @@ impl Inner {
         let listener: Listener = Arc::new(move |message| {
             let Some(queues) = queues.upgrade() else { return };
             match message {
-                Some((channel, payload)) if channel == grants => match tenure::backend::grant(payload.as_bytes()) {
+                Some((channel, payload)) if channel == grants => match tenure_store::grant(payload.as_bytes()) {
                     Ok((name, token, fence)) => {
                         if !queues.granted(&name, &token, fence) {
                             tracing::debug!(name, fence = fence.get(), "a hand-off reached no waiter here");
@@ -414,7 +417,7 @@ impl PostgresOptions {
         let connections = self.connections;
         let inner = Arc::new(Inner {
             net: Arc::new(runtime),
-            texts: Texts::new(&self, &tenure::backend::route_id()),
+            texts: Texts::new(&self, &tenure_store::route_id()),
             rw_texts: rw::Texts::new(&self.rwlock_table, self.notify),
             sem_texts: sem::Texts::new(&self.semaphore_table, self.notify),
             tls,

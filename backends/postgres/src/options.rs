@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tenure::backend::{StoreKind, percent_decode, shown_url, url_seconds};
+use tenure_store::{percent_decode, scheme_in, url_seconds};
+
+use crate::open::{SCHEMES, shown_url};
 use tenure_core::SettingsError;
 use tokio_postgres::Config;
 
@@ -81,7 +83,7 @@ impl PostgresOptions {
     pub fn from_url(url: &str) -> Result<Self, SettingsError> {
         let (scheme, rest) = url.split_once("://").ok_or_else(|| not_postgres(url))?;
         let scheme = scheme.to_ascii_lowercase();
-        if !StoreKind::Postgres.accepts(&scheme) {
+        if !scheme_in(SCHEMES, &scheme) {
             return Err(not_postgres(url));
         }
         let (base, query) = rest.split_once('?').unwrap_or((rest, ""));

@@ -18,7 +18,7 @@
 //!   answers NULL.
 //! - `<locks>_queue_release(name, token)` frees the token's lease, takes it out of the queue,
 //!   then hands a free lock to the oldest live waiter (the next fence, that waiter's lease) and
-//!   notifies `<fence>:<name length>:<name><token>` on its route ([`tenure::backend::grant`]);
+//!   notifies `<fence>:<name length>:<name><token>` on its route ([`tenure_store::grant`]);
 //!   with nobody queued it announces the release on [`crate::sql::CHANNEL`] as before. On a
 //!   name nobody queues on, the function call and one index probe cost about 30 µs more than
 //!   grelmicro's release statement on this machine (`pgbench`, interleaved).
@@ -123,7 +123,7 @@ pub(crate) fn release(locks: &str) -> String {
     format!("SELECT {locks}_queue_release($1, $2)")
 }
 
-/// The channel a backend's grants are notified on, for its `route` ([`tenure::backend::route_id`]).
+/// The channel a backend's grants are notified on, for its `route` ([`tenure_store::route_id`]).
 pub(crate) fn grant_channel(route: &str) -> String {
     format!("tenure_granted_{route}")
 }

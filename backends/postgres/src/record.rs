@@ -3,8 +3,8 @@
 use std::error::Error;
 use std::time::Duration;
 
-use tenure::backend::record::{malformed, metadata_from_json};
 use tenure_core::{BackendError, LeaderRecord, WallTime};
+use tenure_store::record::{malformed, metadata_from_json};
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Type};
 

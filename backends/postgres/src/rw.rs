@@ -15,9 +15,10 @@
 
 use std::time::Duration;
 
-use tenure::backend::record::fence;
-use tenure::backend::{ReadWriteOperations, Wake, Wakeup};
+use tenure::backend::{ReadWriteOperations, Wakeup};
 use tenure_core::{BackendError, FencingToken, RwState, WriteGrant};
+use tenure_store::Wake;
+use tenure_store::record::fence;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, Statement};
 
@@ -291,7 +292,7 @@ impl PostgresBackend {
         for row in acquired? {
             let place: i64 = record::column(&row, 0, name, "batch place")?;
             let place = usize::try_from(place).map_err(|_| {
-                tenure::backend::record::malformed(format!(
+                tenure_store::record::malformed(format!(
                     "a batch of read acquisitions on {name} answered a negative place"
                 ))
             })?;
@@ -341,7 +342,7 @@ fn place_number(place: usize) -> i64 {
 /// A generation read from column `at` of `row` (none if NULL).
 fn generation(row: Option<&Row>, name: &str, at: usize) -> Result<Option<FencingToken>, BackendError> {
     let g: Option<i64> = row.map(|r| record::column(r, at, name, "generation")).transpose()?.flatten();
-    g.map(|g| tenure::backend::record::generation(name, g)).transpose()
+    g.map(|g| tenure_store::record::generation(name, g)).transpose()
 }
 
 /// The error of a batch answering a call with another call's kind of answer (a bug).

@@ -11,9 +11,10 @@
 
 use std::time::Duration;
 
-use tenure::backend::record::{fence, generation, malformed};
-use tenure::backend::{SemaphoreOperations, Wake, Wakeup};
+use tenure::backend::{SemaphoreOperations, Wakeup};
 use tenure_core::{BackendError, PermitAnswer, SemState};
+use tenure_store::Wake;
+use tenure_store::record::{fence, generation, malformed};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, Statement};
 

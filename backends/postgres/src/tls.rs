@@ -10,8 +10,8 @@ use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
-use tenure::tls::Unchecked;
 use tenure_core::SettingsError;
+use tenure_store::tls::Unchecked;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_postgres::tls::{ChannelBinding, TlsConnect};
 
@@ -48,7 +48,7 @@ pub(crate) fn client_config(options: &PostgresOptions) -> Result<Option<Arc<Clie
 /// The roots to verify against: `sslrootcert` (a PEM file, or `system`), else the system's.
 fn roots(options: &PostgresOptions) -> Result<RootCertStore, SettingsError> {
     let file = options.root_certificate.as_deref().filter(|path| path.as_os_str() != "system");
-    tenure::tls::roots(file, "sslrootcert")
+    tenure_store::tls::roots(file, "sslrootcert")
 }
 
 /// `verify-ca` and `verify-full`: the chain is checked; the name only for `verify-full`.

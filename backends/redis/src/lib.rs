@@ -112,6 +112,7 @@ mod connection;
 mod dial;
 mod frame;
 mod inspect;
+mod open;
 mod options;
 mod queue;
 mod record;
@@ -130,16 +131,17 @@ use std::time::Duration;
 use redis::aio::ConnectionManagerConfig;
 use redis::cluster::ClusterClientBuilder;
 use redis::{Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, ProtocolVersion, RedisError, TlsCertificates};
-pub use tenure::OpenError;
 use tenure::backend::{
     BackendFuture, LeaderElectionOperations, LockOperations, ReadWriteLockBackend, ScheduleBackend, SemaphoreBackend,
     Wakeup,
 };
 use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, SettingsError};
+pub use tenure_store::OpenError;
 
 use connection::Connection;
 use dial::{Dial, Dialed, Target};
+pub use open::SCHEMES;
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REPLICA_TIMEOUT, RedisOptions};
 use replicas::{Confirm, Grant};
 use scripts::Scripts;

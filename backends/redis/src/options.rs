@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tenure::backend::{StoreKind, percent_decode, shown_url, url_seconds as seconds};
+use tenure_store::{percent_decode, scheme_in, url_seconds as seconds};
+
+use crate::open::{SCHEMES, shown_url};
 use tenure_core::SettingsError;
 
 use crate::sentinel::{self, Sentinels};
@@ -62,7 +64,7 @@ impl RedisOptions {
         let (base, query) = base.split_once('?').unwrap_or((base, ""));
         let scheme = base.split_once("://").map(|(s, _)| s).unwrap_or_default();
         let scheme = scheme.to_ascii_lowercase();
-        if !StoreKind::Redis.accepts(&scheme) {
+        if !scheme_in(SCHEMES, &scheme) {
             return Err(bad_url(format!(
                 "{} is not a redis://, rediss://, redis+unix://, redis+cluster://, redis+sentinel:// or \
                  rediss+sentinel:// URL",

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-pub(crate) use tenure::backend::record::{fence, metadata_json};
-use tenure::backend::record::{malformed, metadata_from_json};
 use tenure_core::{BackendError, FencingToken, LeaderRecord, WallTime};
+pub(crate) use tenure_store::record::{fence, metadata_json};
+use tenure_store::record::{malformed, metadata_from_json};
 
 /// A lock value split at its first `:` into fence and holder token.
 pub(crate) fn lock_value<'v>(name: &str, value: &'v str) -> Result<(FencingToken, &'v str), BackendError> {

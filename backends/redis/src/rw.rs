@@ -11,9 +11,9 @@
 use std::time::Duration;
 
 use redis::{Script, ScriptInvocation};
-use tenure::backend::record::generation;
 use tenure::backend::{ReadWriteOperations, Wakeup};
 use tenure_core::{BackendError, FencingToken, RwState, WriteGrant};
+use tenure_store::record::generation;
 
 use crate::replicas::{self, Grant};
 use crate::wake::Wake;

@@ -149,7 +149,7 @@ impl RedisBackend {
 
 /// A stored permit count read back, checked.
 fn permits_of(name: &str, stored: i64) -> Result<u32, BackendError> {
-    u32::try_from(stored).map_err(|_| tenure::backend::record::malformed(format!("{name} stores {stored} permits")))
+    u32::try_from(stored).map_err(|_| tenure_store::record::malformed(format!("{name} stores {stored} permits")))
 }
 
 impl SemaphoreOperations for RedisBackend {
@@ -212,7 +212,7 @@ impl SemaphoreOperations for RedisBackend {
             .invoke_async(&mut con)
             .await
             .map_err(|e| error("semaphore state", name, &e))?;
-        let fence = tenure::backend::record::generation(name, fence)?.get();
+        let fence = tenure_store::record::generation(name, fence)?.get();
         Ok(SemState { permits: permits_of(name, permits)?, holders, waiting, fence })
     }
 

@@ -16,9 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::{ErrorKind, RedisError, RedisResult, Value};
-use tenure::backend::percent_decode;
 use tenure::net::{Net, Socket, within};
 use tenure_core::SettingsError;
+use tenure_store::percent_decode;
 
 use crate::tls::Tls;
 use crate::wire::Wire;

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
 use tenure::net::Socket;
-use tenure::tls::Unchecked;
 use tenure_core::SettingsError;
+use tenure_store::tls::Unchecked;
 
 /// How a connection's TLS is made.
 #[derive(Clone)]
@@ -31,7 +31,7 @@ impl Tls {
             let unchecked = Unchecked(provider);
             builder.dangerous().with_custom_certificate_verifier(Arc::new(unchecked)).with_no_client_auth()
         } else {
-            builder.with_root_certificates(tenure::tls::roots(root, "tls_root_cert")?).with_no_client_auth()
+            builder.with_root_certificates(tenure_store::tls::roots(root, "tls_root_cert")?).with_no_client_auth()
         };
         Ok(Self { connector: tokio_rustls::TlsConnector::from(Arc::new(config)) })
     }

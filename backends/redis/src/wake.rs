@@ -17,8 +17,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use redis::{Msg, PushInfo, PushKind};
-pub(crate) use tenure::backend::Wake;
-use tenure::backend::{WaitQueues, Wakeup};
+use tenure::backend::Wakeup;
+use tenure_store::WaitQueues;
+pub(crate) use tenure_store::Wake;
 
 use crate::connection::Connection;
 
@@ -42,7 +43,7 @@ impl Subscriptions {
     pub(crate) fn new(key_prefix: &str) -> Self {
         Self {
             channel_prefix: format!("{key_prefix}tenure:released:"),
-            grant_channel: format!("{key_prefix}tenure:granted:{}", tenure::backend::route_id()),
+            grant_channel: format!("{key_prefix}tenure:granted:{}", tenure_store::route_id()),
             grants_subscribed: AtomicBool::new(false),
             queues: Arc::new(WaitQueues::new()),
             redials: AtomicU64::new(0),
@@ -64,7 +65,7 @@ impl Subscriptions {
                 PushKind::Message => {
                     let Some(message) = Msg::from_push_info(push) else { return Ok(()) };
                     if message.get_channel_name() == this.grant_channel {
-                        match tenure::backend::grant(message.get_payload_bytes()) {
+                        match tenure_store::grant(message.get_payload_bytes()) {
                             Ok((name, token, fence)) => {
                                 if !this.queues.granted(&name, &token, fence) {
                                     tracing::debug!(name, fence = fence.get(), "a hand-off reached no waiter here");

@@ -294,7 +294,7 @@ async fn the_master_is_found_and_used_over_tls() {
     assert!(untrusted.to_lowercase().contains("certificate"), "{untrusted}");
     let missing = RedisOptions::from_url(&format!("{}?tls_root_cert=/nonexistent/ca.pem", group.url())).expect("url");
     match missing.open(Tokio::current()).await.expect_err("no such root file") {
-        tenure::backend::OpenError::Settings(e) => {
+        tenure_store::OpenError::Settings(e) => {
             assert_eq!(e.field_name(), Some("tls_root_cert"));
             assert!(e.to_string().contains("/nonexistent/ca.pem"), "{e}");
         }

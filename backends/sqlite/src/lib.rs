@@ -37,6 +37,7 @@
 #![deny(missing_docs)]
 
 mod db;
+mod open;
 mod options;
 mod time;
 
@@ -46,7 +47,6 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use futures_channel::oneshot;
-pub use tenure::OpenError;
 use tenure::backend::{
     BackendFuture, LeaderElectionOperations, LockOperations, ReadWriteLockBackend, ReadWriteOperations, ReleaseSignals,
     ScheduleBackend, SemaphoreBackend, SemaphoreOperations, Wakeup,
@@ -55,8 +55,10 @@ use tenure::{Inspect, LeaderState, LockState};
 use tenure_core::{
     BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, PermitAnswer, RwState, SemState, WriteGrant,
 };
+pub use tenure_store::OpenError;
 
 use db::Db;
+pub use open::SCHEMES;
 pub use options::{DEFAULT_BUSY_TIMEOUT, SqliteOptions, Synchronous};
 
 /// A job for the connection's thread.

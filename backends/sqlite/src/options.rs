@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tenure::backend::percent_decode;
 use tenure_core::{SettingsError, WallTime};
+use tenure_store::percent_decode;
 
 use crate::time::{self, Clock};
 

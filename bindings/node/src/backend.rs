@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use napi::Env;
 use napi_derive::napi;
-use tenure::MemoryBackend;
 use tenure::Provider;
 use tenure::backend::user::UserStore;
 use tenure::backend::{LeaderElectionBackend, LockBackend, ReadWriteLockBackend, SemaphoreBackend};
@@ -106,7 +105,7 @@ pub fn version() -> &'static str {
 /// A store in this process's memory.
 #[napi]
 pub fn memory_backend() -> Backend {
-    Backend::new(Store::Memory(MemoryBackend::new()))
+    Backend::new(Store::memory())
 }
 
 /// Opens the store at `url` (`memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`,
@@ -119,7 +118,7 @@ pub fn open_backend<'env>(env: &'env Env, url: String) -> napi::Result<Settled<'
     promise(env, async move { Ok(Backend::new(target.open(dial).await?)) })
 }
 
-/// The driver's judgement of backends' reach (`tenure::reach::judge`): `['fine']`,
+/// The store opener's judgement of backends' reach (`tenure_open::reach::judge`): `['fine']`,
 /// `['refused', message]` or `['warned', message, unknownEnvironmentMessage?]`. `backends` are
 /// `[label, scope]` pairs.
 #[napi]
@@ -129,7 +128,7 @@ pub fn judge_reach(
     requires: String,
     environment: Option<String>,
 ) -> napi::Result<Vec<String>> {
-    use tenure::reach::{Reach, Verdict, judge};
+    use tenure_open::reach::{Reach, Verdict, judge};
     let reach = |text: &str| {
         Reach::parse(text).ok_or_else(|| {
             Fail::Core(tenure::Error::Settings(tenure::core::SettingsError::field(

@@ -32,11 +32,11 @@ impl From<tenure::Error> for Fail {
     }
 }
 
-impl From<tenure::OpenError> for Fail {
-    fn from(e: tenure::OpenError) -> Self {
+impl From<tenure_open::OpenError> for Fail {
+    fn from(e: tenure_open::OpenError) -> Self {
         match e {
-            tenure::OpenError::Settings(e) => Self::Core(tenure::Error::Settings(e)),
-            tenure::OpenError::Store(e) => Self::Store(e),
+            tenure_open::OpenError::Settings(e) => Self::Core(tenure::Error::Settings(e)),
+            tenure_open::OpenError::Store(e) => Self::Store(e),
             other => Self::Store(BackendError::new(BackendErrorKind::Other, other.to_string())),
         }
     }

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use tenure::MemoryBackend;
 use tenure::Provider;
 use tenure::backend::{LeaderElectionBackend, LockBackend, ReadWriteLockBackend, ScheduleBackend, SemaphoreBackend};
 use tenure::core::SettingsError;
@@ -131,7 +130,7 @@ pub(crate) fn user_backend(wrapper: Py<PyAny>, label: String, fences: &Fences) -
 /// A private in-process store.
 #[pyfunction]
 pub(crate) fn memory_backend() -> Backend {
-    Backend::new(Store::Memory(MemoryBackend::new()))
+    Backend::new(Store::memory())
 }
 
 /// Opens the store at `url`; an awaitable of a [`Backend`]. A plain `redis://` connection is
@@ -201,12 +200,8 @@ pub(crate) fn store_url(
 /// The file a `sqlite:` URL names (`None` for `sqlite::memory:` and other stores).
 #[pyfunction]
 pub(crate) fn sqlite_file(py: Python<'_>, url: &str) -> PyResult<Option<String>> {
-    match Target::from_url(url).map_err(|e| settings(py, e))? {
-        Target::Sqlite(options) if options.path().as_os_str() != ":memory:" => {
-            Ok(Some(options.path().to_string_lossy().into_owned()))
-        }
-        _ => Ok(None),
-    }
+    let target = Target::from_url(url).map_err(|e| settings(py, e))?;
+    Ok(target.file().map(|file| file.to_string_lossy().into_owned()))
 }
 
 fn settings(py: Python<'_>, e: SettingsError) -> PyErr {

@@ -229,7 +229,7 @@ fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// The driver's judgement of backends' reach ([`tenure::reach::judge`]): `("fine", None, None)`,
+/// The store opener's judgement of backends' reach ([`tenure_open::reach::judge`]): `("fine", None, None)`,
 /// `("refused", message, None)` or `("warned", message, unknown_environment_message)`. Every
 /// reach named is one of `process`, `host`, `cluster`.
 #[pyfunction]
@@ -239,7 +239,7 @@ fn judge_reach(
     requires: &str,
     environment: Option<&str>,
 ) -> PyResult<(&'static str, Option<String>, Option<String>)> {
-    use tenure::reach::{Reach, Verdict, judge};
+    use tenure_open::reach::{Reach, Verdict, judge};
     let reach = |text: &str| {
         Reach::parse(text).ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("unknown reach {text:?}")))
     };

@@ -86,11 +86,11 @@ impl From<BackendError> for TenureError {
     }
 }
 
-impl From<tenure::OpenError> for TenureError {
-    fn from(e: tenure::OpenError) -> Self {
+impl From<tenure_open::OpenError> for TenureError {
+    fn from(e: tenure_open::OpenError) -> Self {
         match e {
-            tenure::OpenError::Settings(e) => tenure::Error::Settings(e).into(),
-            tenure::OpenError::Store(e) => e.into(),
+            tenure_open::OpenError::Settings(e) => tenure::Error::Settings(e).into(),
+            tenure_open::OpenError::Store(e) => e.into(),
             other => BackendError::new(BackendErrorKind::Other, other.to_string()).into(),
         }
     }

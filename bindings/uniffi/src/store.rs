@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use tenure::MemoryBackend;
-use tenure::backend::StoreKind;
-use tenure_open::Target;
+use tenure_open::{STORES, Target};
 
 use crate::{TenureError, block, runtime};
 
@@ -34,15 +32,14 @@ fn url_target(url: &str) -> Result<Target, TenureError> {
 /// The target grelmicro's variables name for a store of `kind` (`redis`, `postgres`, `sqlite`,
 /// `etcd`), read with `prefix` (the kind's own, `REDIS_` and so on, when `None`).
 fn env_target(kind: &str, prefix: Option<String>) -> Result<Target, TenureError> {
-    let unknown = || {
-        tenure::core::SettingsError::field(
-            "kind",
-            format!("kind must be one of redis, postgres, sqlite, etcd, not {kind:?}"),
-        )
+    // The stores grelmicro's variables can name: those of the table with a prefix.
+    let named = || STORES.iter().filter(|entry| !entry.env_prefix.is_empty());
+    let Some(entry) = named().find(|entry| entry.name == kind) else {
+        let kinds: Vec<&str> = named().map(|entry| entry.name).collect();
+        let text = format!("kind must be one of {}, not {kind:?}", kinds.join(", "));
+        return Err(tenure::core::SettingsError::field("kind", text).into());
     };
-    let kind = StoreKind::from_name(kind).filter(|k| *k != StoreKind::Memory).ok_or_else(unknown)?;
-    let prefix = prefix.unwrap_or_else(|| format!("{}_", kind.name().to_uppercase()));
-    Ok(Target::from_env(kind, &prefix)?)
+    Ok(Target::from_env(entry.kind, prefix.as_deref().unwrap_or(entry.env_prefix))?)
 }
 
 #[uniffi::export]
@@ -50,7 +47,7 @@ impl Store {
     /// A store in this process's memory: its locks exclude within the process only.
     #[uniffi::constructor]
     pub fn memory() -> Arc<Self> {
-        Self::new(tenure_open::Store::Memory(MemoryBackend::new()))
+        Self::new(tenure_open::Store::memory())
     }
 
     /// Opens the store `url` names. A bad URL is a `SettingsValidation` error naming the part

@@ -44,7 +44,7 @@ pub trait Provider {
     }
 }
 
-/// A store that serves all three kinds — the memory backend, SQLite, Redis — is its own
+/// A store that serves all three kinds (every store Tenure ships, the memory backend too) is its own
 /// provider: each slot gets a clone (clones share the store).
 impl<T> Provider for T
 where

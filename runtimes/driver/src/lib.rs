@@ -26,16 +26,13 @@ mod lock;
 pub mod log;
 pub mod net;
 mod observe;
-pub mod reach;
 pub mod runtime;
 mod task_lock;
-#[cfg(feature = "rustls")]
-pub mod tls;
 
 use std::time::Duration;
 
 pub use backend::{
-    BackendFuture, Inspect, LeaderElectionBackend, LeaderState, LockBackend, LockState, MemoryBackend, OpenError,
+    BackendFuture, Inspect, LeaderElectionBackend, LeaderState, LockBackend, LockState, MemoryBackend,
     ReadWriteLockBackend, ReleaseSignals, ScheduleBackend, SemaphoreBackend, Signal, Wakeup,
 };
 pub use blocking::{BlockingLock, BlockingLockGuard, BlockingLockHolder, BlockingTaskLock, BlockingTaskLockGuard};

@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use tenure::backend::record::generation;
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, RwState, WriteGrant};
+use tenure_store::record::generation;
 
 use super::{Db, error, exists, expire_after};
 use crate::time;

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use tenure::backend::record::{fence as fence_of, generation};
 use tenure_core::{BackendError, BackendErrorKind, PermitAnswer, SemState};
+use tenure_store::record::{fence as fence_of, generation};
 
 use super::{Db, error, exists, expire_after};
 use crate::time;

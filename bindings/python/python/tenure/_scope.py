@@ -28,7 +28,7 @@ def required(requires: Optional[str]) -> str:
 
 def check(owner: str, backends: list[Any], requires: str) -> None:
     """Warns or raises, as `GREL_ENVIRONMENT` says, for the backends that fall short (the driver
-    judges: `tenure::reach`)."""
+    judges: `tenure_open::reach`)."""
     judged = [(_label(b), b.scope) for b in backends if isinstance(getattr(b, "scope", None), str) and b.scope in RANK]
     verdict, message, unknown = _tenure.judge_reach(owner, judged, requires, os.environ.get("GREL_ENVIRONMENT"))
     if verdict == "refused":

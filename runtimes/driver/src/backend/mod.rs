@@ -14,15 +14,10 @@
 //! need no such care; the simulator, tests/sim, found what happens without it.)
 
 mod contract;
-mod grant;
 mod memory;
-mod open;
-pub mod record;
 mod rw;
-mod scheme;
 mod sem;
 pub mod user;
-mod wait;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -35,14 +30,10 @@ use event_listener::{Event, EventListener};
 pub use contract::{
     LeaderElectionBackend, LeaderElectionCalls, LeaderElectionOperations, LockBackend, LockCalls, LockOperations,
 };
-pub use grant::{grant, route_id};
 pub use memory::MemoryBackend;
-pub use open::{OpenError, percent_decode, percent_encode, shown_url, url_seconds};
 pub use rw::{ReadWriteCalls, ReadWriteLockBackend, ReadWriteOperations};
-pub use scheme::{SCHEMES, StoreKind};
 pub use sem::{SemaphoreBackend, SemaphoreCalls, SemaphoreOperations};
 use tenure_core::{BackendError, FencingToken, LeaderRecord, WallTime};
-pub use wait::{Entry, WaitQueues, Wake};
 
 /// The future a backend method returns.
 pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BackendError>> + Send + 'a>>;

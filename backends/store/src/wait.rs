@@ -22,7 +22,7 @@ use event_listener::{Event, EventListener};
 
 use tenure_core::FencingToken;
 
-use super::Wakeup;
+use tenure::backend::Wakeup;
 
 /// Who a release wakes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

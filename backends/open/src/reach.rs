@@ -1,5 +1,6 @@
 //! Backend reach (grelmicro 0.44's scopes): how far a backend's exclusion reaches — `process`
-//! (memory), `host` (SQLite), `cluster` (Redis, PostgreSQL) — against how far a coordination
+//! (memory), `host` (SQLite), `cluster` (Redis, PostgreSQL, etcd), as [`STORES`](crate::STORES)
+//! gives each store's — against how far a coordination
 //! component requires (default `cluster`). A backend that falls short is refused when
 //! `GREL_ENVIRONMENT` is `staging` or `production`, passes silently in `development` and `test`,
 //! and is warned about when the variable is unset or unknown. The bindings ask [`judge`] and
@@ -14,7 +15,7 @@ pub enum Reach {
     Process,
     /// One machine (a SQLite file).
     Host,
-    /// Every machine that reaches the store (Redis, PostgreSQL).
+    /// Every machine that reaches the store (Redis, PostgreSQL, etcd).
     Cluster,
 }
 
@@ -62,6 +63,17 @@ pub enum Verdict {
     },
 }
 
+/// The stores that reach `requires` or further, as a person names them: `Redis, PostgreSQL or etcd`.
+fn reaching(requires: Reach) -> String {
+    let titles: Vec<&str> =
+        crate::STORES.iter().filter(|entry| entry.reach >= requires).map(|entry| entry.title).collect();
+    match titles.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => "none".to_owned(),
+    }
+}
+
 const STRICT: [&str; 2] = ["staging", "production"];
 const QUIET: [&str; 2] = ["development", "test"];
 
@@ -93,13 +105,10 @@ pub fn judge(owner: &str, backends: &[(String, Reach)], requires: Reach, environ
     let verb = if pairs.len() == 1 { "reaches" } else { "reach" };
     let bound = format!("{owner} requires scope '{requires}', but {} {verb} only scope {provide}", and(&names));
     if STRICT.contains(&environment.as_str()) {
-        let reach = if requires == Reach::Cluster {
-            "a Redis or PostgreSQL backend"
-        } else {
-            "an SQLite, Redis or PostgreSQL backend"
-        };
         return Verdict::Refused(format!(
-            "{bound} in environment '{environment}'. Use {reach}, or pass requires= to say what reach you want."
+            "{bound} in environment '{environment}'. Use a backend that reaches scope '{requires}' ({}), or pass \
+             requires= to say what reach you want.",
+            reaching(requires)
         ));
     }
     let unknown_environment = (!environment.is_empty()).then(|| {
@@ -150,8 +159,8 @@ mod tests {
             verdict,
             Verdict::Refused(
                 "Coordination('default') requires scope 'cluster', but MemoryProvider and SQLiteProvider reach only \
-                 scope 'process' and 'host' in environment 'production'. Use a Redis or PostgreSQL backend, or pass \
-                 requires= to say what reach you want."
+                 scope 'process' and 'host' in environment 'production'. Use a backend that reaches scope \
+                 'cluster' (Redis, PostgreSQL or etcd), or pass requires= to say what reach you want."
                     .to_owned()
             )
         );

@@ -1,4 +1,5 @@
-//! What stores share for opening: the error of an open, and the decoding of their URLs.
+//! What stores share for opening: the error of an open, the schemes of their URLs, their
+//! parameters' decoding, and the one masking of the passwords in them.
 
 use std::time::Duration;
 
@@ -96,13 +97,16 @@ pub fn url_seconds(field: &str, text: &str) -> Result<Duration, SettingsError> {
 /// - everything before the last `@` is the user part: a plain user name (`app@`) stays, the rest
 ///   of a `user:…` part is hidden, and a user part that is not plain is hidden whole;
 /// - text whose scheme is not a store's and has no `://` shows only that scheme.
-pub fn shown_url(url: &str) -> String {
+///
+/// `known` tells a store's scheme (in lower case) from other text: `tenure_open::shown_url` knows
+/// every store's, a store its own ([`scheme_in`] its list).
+pub fn shown_url(url: &str, known: impl Fn(&str) -> bool) -> String {
     let Some((scheme, rest)) = url.split_once(':') else {
         return "(a value without a scheme)".into();
     };
     let (prefix, rest) = match rest.strip_prefix("//") {
         Some(rest) => (format!("{scheme}://"), rest),
-        None if super::StoreKind::of_url(url).is_some() => (format!("{scheme}:"), rest),
+        None if known(&scheme.to_ascii_lowercase()) => (format!("{scheme}:"), rest),
         None => return format!("{scheme}:***"),
     };
     let rest = hide_parameters(rest);
@@ -114,6 +118,15 @@ pub fn shown_url(url: &str) -> String {
         _ => "***".to_owned(),
     };
     format!("{prefix}{user}@{host}")
+}
+
+/// Whether `scheme` (lower case) is one of `schemes`: an entry ending in `+*` also takes a
+/// `+driver` suffix, as SQLAlchemy writes `postgresql+asyncpg`.
+pub fn scheme_in(schemes: &[&str], scheme: &str) -> bool {
+    schemes.iter().any(|entry| match entry.strip_suffix('*') {
+        Some(stem) => scheme.strip_prefix(stem).is_some_and(|driver| !driver.is_empty()),
+        None => scheme == *entry,
+    })
 }
 
 /// `text` with the value of every `password=`, `sslpassword=` and `sentinel_password=` parameter hidden (to the next
@@ -171,8 +184,15 @@ mod tests {
             ("p4ss:word", "p4ss:***"),
             ("hunter2", "(a value without a scheme)"),
         ] {
-            assert_eq!(shown_url(url), shown, "{url}");
+            assert_eq!(shown_url(url, |s| scheme_in(&["redis", "rediss", "postgres*", "sqlite"], s)), shown, "{url}");
         }
+    }
+
+    #[test]
+    fn schemes_with_a_driver_suffix() {
+        let schemes = ["postgresql", "postgresql+*"];
+        assert!(scheme_in(&schemes, "postgresql") && scheme_in(&schemes, "postgresql+asyncpg"));
+        assert!(!scheme_in(&schemes, "postgresql+") && !scheme_in(&schemes, "postgres"));
     }
 
     #[test]
