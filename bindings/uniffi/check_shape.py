@@ -3,7 +3,7 @@
 No Swift toolchain runs on this machine kind, so the Swift bindings are only generated; this
 compares them with the Kotlin ones (which the Kotlin tests exercise): the same objects with the
 same constructors and methods (names, parameter names, async or not), the same records with the
-same fields, the same enums and error variants with the same fields. Prints what differs and
+same fields, the same enums (a variant's fields too) and error variants with the same fields. Prints what differs and
 exits 1 if anything does.
 
 Usage: python3 check_shape.py GENERATED_KOTLIN.kt GENERATED_SWIFT.swift
@@ -46,6 +46,10 @@ def kotlin_shape(text):
         shape[f"record {name}"] = set(re.findall(r"va[rl] `(\w+)`", body))
     for name, body in re.findall(r"^enum class (\w+)\s*(?:\(.*?\))?\s*\{\n(.*?)^\}", text, re.M | re.S):
         shape[f"enum {name}"] = {lower_first(c.title().replace("_", "")) for c in re.findall(r"^    ([A-Z_]+)[,;]", body, re.M)}
+    # Enums whose variants carry fields: a sealed class of data classes.
+    for name, body in re.findall(r"^sealed class (\w+) \{\n(.*?)^\}", text, re.M | re.S):
+        variants = re.findall(rf"^    data class (\w+)\(\n(.*?)\) : {name}\(\)", body, re.M | re.S)
+        shape[f"enum {name}"] = {(lower_first(v), tuple(re.findall(r"val `(\w+)`", f))) for v, f in variants}
     for name, body in re.findall(r"^sealed class (\w+)Exception: kotlin.Exception\(\) \{\n(.*?)^    companion object", text, re.M | re.S):
         variants = re.findall(r"^    class (\w+)\(\n(.*?)\) : ", body, re.M | re.S)
         shape[f"error {name}"] = {(v, tuple(re.findall(r"val `(\w+)`", f))) for v, f in variants}
@@ -70,7 +74,11 @@ def swift_shape(text):
     for name, body in re.findall(r"^public struct (\w+): Equatable, Hashable \{\n(.*?)^\}", text, re.M | re.S):
         shape[f"record {name}"] = set(re.findall(r"^    public var (\w+):", body, re.M))
     for name, body in re.findall(r"^public enum (\w+): Equatable, Hashable \{\n(.*?)^\}", text, re.M | re.S):
-        shape[f"enum {name}"] = set(re.findall(r"^    case (\w+)$", body, re.M))
+        fielded = re.findall(r"^    case (\w+)\((.*?)\n\s*\)", body, re.M | re.S)
+        if fielded:
+            shape[f"enum {name}"] = {(v, tuple(re.findall(r"(\w+): ", f))) for v, f in fielded}
+        else:
+            shape[f"enum {name}"] = set(re.findall(r"^    case (\w+)$", body, re.M))
     for name, body in re.findall(r"^public (?:indirect )?\n?enum (\w+)Error: Swift\.Error[^{]*\{\n(.*?)^\}", text, re.M | re.S):
         variants = re.findall(r"^    case (\w+)\((.*?)\n\s*\)", body, re.M | re.S)
         shape[f"error {name}"] = {(v, tuple(re.findall(r"(\w+): ", f))) for v, f in variants}

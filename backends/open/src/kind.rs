@@ -36,8 +36,6 @@ pub struct Entry {
     pub kind: StoreKind,
     /// Its short name (`redis`), as the CLI, the bindings and messages write it.
     pub name: &'static str,
-    /// Its name as a person writes it (`Redis`).
-    pub title: &'static str,
     /// Its URL schemes (lower case; an entry ending in `+*` also takes a `+driver` suffix, as
     /// SQLAlchemy writes `postgresql+asyncpg`); none when this build leaves the store out.
     pub schemes: &'static [&'static str],
@@ -88,7 +86,6 @@ pub static STORES: &[Entry] = &[
     Entry {
         kind: StoreKind::Memory,
         name: "memory",
-        title: "memory",
         schemes: &["memory"],
         reach: Reach::Process,
         feature: None,
@@ -99,7 +96,6 @@ pub static STORES: &[Entry] = &[
     Entry {
         kind: StoreKind::Sqlite,
         name: "sqlite",
-        title: "SQLite",
         schemes: schemes!("backend-sqlite", tenure_sqlite::SCHEMES),
         reach: Reach::Host,
         feature: Some("backend-sqlite"),
@@ -110,7 +106,6 @@ pub static STORES: &[Entry] = &[
     Entry {
         kind: StoreKind::Redis,
         name: "redis",
-        title: "Redis",
         schemes: schemes!("backend-redis", tenure_redis::SCHEMES),
         reach: Reach::Cluster,
         feature: Some("backend-redis"),
@@ -121,7 +116,6 @@ pub static STORES: &[Entry] = &[
     Entry {
         kind: StoreKind::Postgres,
         name: "postgres",
-        title: "PostgreSQL",
         schemes: schemes!("backend-postgres", tenure_postgres::SCHEMES),
         reach: Reach::Cluster,
         feature: Some("backend-postgres"),
@@ -132,7 +126,6 @@ pub static STORES: &[Entry] = &[
     Entry {
         kind: StoreKind::Etcd,
         name: "etcd",
-        title: "etcd",
         schemes: schemes!("backend-etcd", tenure_etcd::SCHEMES),
         reach: Reach::Cluster,
         feature: Some("backend-etcd"),

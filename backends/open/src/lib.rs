@@ -31,12 +31,14 @@
 
 #![deny(missing_docs)]
 
+mod backends;
 mod env;
 mod kind;
 pub mod reach;
 mod store;
 mod target;
 
+pub use backends::{Backends, Origin};
 pub use env::{Keywords, resolve_url};
 pub use kind::{Entry, STORES, StoreKind, shown_url};
 pub use store::Store;

@@ -1,61 +1,17 @@
 //! The stores, opened from a URL through `tenure-open` (the one scheme table).
 
-use std::sync::Arc;
-
 use napi::Env;
 use napi_derive::napi;
-use tenure::Provider;
-use tenure::backend::user::UserStore;
-use tenure::backend::{LeaderElectionBackend, LockBackend, ReadWriteLockBackend, SemaphoreBackend};
-use tenure_open::{Store, Target};
+use tenure_open::{Backends, Origin, Store, Target};
 
 use crate::event_loop::{Inbox, JsDial};
 use crate::fail::{Fail, sync};
 use crate::promise::{Settled, promise};
-use crate::user::JsHost;
 
-/// An open store: a built-in one, or a backend a user wrote in JavaScript.
+/// An open store: a built-in one, or a backend a user wrote in JavaScript (with the reach it
+/// declares, `scope`, if any).
 #[napi]
-pub struct Backend {
-    pub(crate) lock: Arc<dyn LockBackend>,
-    pub(crate) leader: Arc<dyn LeaderElectionBackend>,
-    /// Its read-write locks and semaphores (a built-in store's; not a backend written in
-    /// JavaScript).
-    read_write: Option<Arc<dyn ReadWriteLockBackend>>,
-    semaphore: Option<Arc<dyn SemaphoreBackend>>,
-    kind: Kind,
-}
-
-enum Kind {
-    Store(Store),
-    /// A user's backend, and the reach it declares (`scope`), if any.
-    User(Option<String>),
-}
-
-impl Backend {
-    fn new(store: Store) -> Self {
-        let (read_write, semaphore) = (store.read_write_lock_backend(), store.semaphore_backend());
-        Self { lock: store.locks(), leader: store.elections(), read_write, semaphore, kind: Kind::Store(store) }
-    }
-
-    pub(crate) fn user(store: UserStore<JsHost>, scope: Option<String>) -> Self {
-        let (lock, leader) = (Arc::new(store.clone()), Arc::new(store.clone()));
-        let (read_write, semaphore) = (Some(Arc::new(store.clone()) as _), Some(Arc::new(store) as _));
-        Self { lock, leader, read_write, semaphore, kind: Kind::User(scope) }
-    }
-
-    /// Its read-write locks, or the error naming the missing slot.
-    pub(crate) fn read_write(&self) -> Result<Arc<dyn ReadWriteLockBackend>, Fail> {
-        let missing = tenure::Error::BackendMissing { slot: tenure::core::BackendSlot::ReadWriteLock };
-        self.read_write.clone().ok_or(Fail::Core(missing))
-    }
-
-    /// Its semaphores, or the error naming the missing slot.
-    pub(crate) fn semaphore(&self) -> Result<Arc<dyn SemaphoreBackend>, Fail> {
-        let missing = tenure::Error::BackendMissing { slot: tenure::core::BackendSlot::Semaphore };
-        self.semaphore.clone().ok_or(Fail::Core(missing))
-    }
-}
+pub struct Backend(pub(crate) Backends<Option<String>>);
 
 #[napi]
 impl Backend {
@@ -63,19 +19,16 @@ impl Backend {
     /// JavaScript).
     #[napi(getter)]
     pub fn kind(&self) -> String {
-        match &self.kind {
-            Kind::Store(store) => store.kind().to_string(),
-            Kind::User(_) => "user".to_owned(),
-        }
+        self.0.kind()
     }
 
     /// How far its locks exclude: `process` (memory), `host` (SQLite) or `cluster`; a user's
     /// backend's declared `scope`, or `null` if it declares none.
     #[napi(getter)]
     pub fn scope(&self) -> Option<String> {
-        match &self.kind {
-            Kind::Store(store) => Some(store.kind().reach().to_string()),
-            Kind::User(scope) => scope.clone(),
+        match self.0.origin() {
+            Origin::User(scope) => scope.clone(),
+            Origin::Store(_) => self.0.reach(),
         }
     }
 
@@ -83,10 +36,7 @@ impl Backend {
     /// the user's to close.
     #[napi]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, ()>> {
-        let store = match &self.kind {
-            Kind::Store(store) => Some(store.clone()),
-            Kind::User(_) => None,
-        };
+        let store = self.0.closer();
         promise(env, async move {
             match store {
                 Some(store) => store.close().await.map_err(Fail::Store),
@@ -105,7 +55,7 @@ pub fn version() -> &'static str {
 /// A store in this process's memory.
 #[napi]
 pub fn memory_backend() -> Backend {
-    Backend::new(Store::memory())
+    Backend(Backends::store(Store::memory()))
 }
 
 /// Opens the store at `url` (`memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`,
@@ -115,7 +65,7 @@ pub fn memory_backend() -> Backend {
 pub fn open_backend<'env>(env: &'env Env, url: String) -> napi::Result<Settled<'env, Backend>> {
     let target = sync(Target::from_url(&url).map_err(|e| Fail::Core(tenure::Error::Settings(e))))?;
     let dial = JsDial::new(Inbox::of(env.raw())?);
-    promise(env, async move { Ok(Backend::new(target.open(dial).await?)) })
+    promise(env, async move { Ok(Backend(Backends::store(target.open(dial).await?))) })
 }
 
 /// The store opener's judgement of backends' reach (`tenure_open::reach::judge`): `['fine']`,

@@ -90,7 +90,8 @@ impl Election {
     pub fn new(name: String, backend: &Backend, options: Option<ElectionOptions>) -> napi::Result<Self> {
         sync((|| {
             let o = options.unwrap_or_default();
-            let b = tenure::LeaderElection::builder(&name, crate::runtime()).shared_backend(backend.leader.clone());
+            let b =
+                tenure::LeaderElection::builder(&name, crate::runtime()).shared_backend(backend.0.slots().election()?);
             let mut b = election_options(&o)?.apply(b)?;
             if let Some(metadata) = o.metadata {
                 b = b.metadata(Metadata::try_from(metadata.into_iter().collect::<std::collections::BTreeMap<_, _>>())?);

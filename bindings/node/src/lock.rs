@@ -156,7 +156,7 @@ impl Lock {
     }
 
     fn build(name: &str, backend: &Backend, o: LockOptions) -> Result<Self, Fail> {
-        let builder = tenure::Lock::builder(name, crate::runtime()).shared_backend(backend.lock.clone());
+        let builder = tenure::Lock::builder(name, crate::runtime()).shared_backend(backend.0.slots().lock()?);
         Ok(Self { inner: lock_options(&o)?.apply(builder)?.build()? })
     }
 }

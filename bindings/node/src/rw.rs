@@ -37,7 +37,8 @@ impl ReadWriteLock {
     }
 
     fn build(name: &str, backend: &Backend, o: LockOptions) -> Result<Self, Fail> {
-        let builder = tenure::ReadWriteLock::builder(name, crate::runtime()).shared_backend(backend.read_write()?);
+        let builder =
+            tenure::ReadWriteLock::builder(name, crate::runtime()).shared_backend(backend.0.slots().read_write()?);
         Ok(Self { inner: lock_options(&o)?.apply(builder)?.build()? })
     }
 

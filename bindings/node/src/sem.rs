@@ -46,7 +46,7 @@ impl Semaphore {
 
     fn build(name: &str, permits: f64, backend: &Backend, o: LockOptions) -> Result<Self, Fail> {
         let builder = tenure::Semaphore::builder(name, permit_count(permits)?, crate::runtime())
-            .shared_backend(backend.semaphore()?);
+            .shared_backend(backend.0.slots().semaphore()?);
         Ok(Self { inner: lock_options(&o)?.apply(builder)?.build()? })
     }
 

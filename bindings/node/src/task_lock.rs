@@ -49,7 +49,7 @@ impl TaskLock {
     #[napi(constructor)]
     pub fn new(name: String, backend: &Backend, options: Option<TaskLockOptions>) -> napi::Result<Self> {
         sync((|| {
-            let b = tenure::TaskLock::builder(&name, crate::runtime()).shared_backend(backend.lock.clone());
+            let b = tenure::TaskLock::builder(&name, crate::runtime()).shared_backend(backend.0.slots().lock()?);
             Ok(Self { inner: task_lock_options(&options.unwrap_or_default())?.apply(b)?.build()? })
         })())
     }

@@ -19,6 +19,9 @@ use tenure::core::time::{WallTime, ceil_micros};
 use tenure::core::{BackendError, BackendErrorKind, Metadata};
 use tenure::host::Home;
 
+use tenure::Slots;
+use tenure_open::Backends;
+
 use crate::backend::Backend;
 use crate::election::LeaderRecord;
 use crate::event_loop::Inbox;
@@ -102,17 +105,7 @@ impl Host for JsHost {
 
     /// JavaScript's names: `acquireOrRenew`, `acquireRead`, `cancelIntent`, ...
     fn method_name(method: Method) -> &'static str {
-        match method {
-            Method::AcquireOrRenew => "acquireOrRenew",
-            Method::AcquireRead => "acquireRead",
-            Method::AcquireWrite => "acquireWrite",
-            Method::ReleaseRead => "releaseRead",
-            Method::ReleaseWrite => "releaseWrite",
-            Method::CancelIntent => "cancelIntent",
-            Method::OwnedRead => "ownedRead",
-            Method::OwnedWrite => "ownedWrite",
-            other => other.user_name(),
-        }
+        method.camel_name()
     }
 
     fn cancel(&self, abort: Abort) {
@@ -150,7 +143,8 @@ pub fn user_backend(
     scope: Option<String>,
 ) -> napi::Result<Backend> {
     let host = JsHost { run: Arc::new(run.create_ref()?), home: Inbox::of(env.raw())?, label: label.clone() };
-    Ok(Backend::user(user::UserStore::new(host, label, fences.0.clone()), scope))
+    let store = user::UserStore::new(host, label, fences.0.clone());
+    Ok(Backend(Backends::user(Slots::all(store), scope)))
 }
 
 /// The end of one call: one of `fence`, `flag`, `record`, `generation`, `write`, `rwState`,

@@ -4,47 +4,24 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use tenure::Provider;
+use tenure::Slots;
 use tenure::backend::{LeaderElectionBackend, LockBackend, ReadWriteLockBackend, ScheduleBackend, SemaphoreBackend};
 use tenure::core::SettingsError;
-use tenure_open::{Keywords, OpenError, Store, StoreKind, Target};
+use tenure_open::{Backends, Keywords, OpenError, Origin, Store, StoreKind, Target};
 
 use crate::bridge::{Fail, awaitable};
 use crate::user::{Fences, UserStore, user_store};
 
 /// An open store: a built-in one, or a backend a user wrote in Python.
 #[pyclass(frozen, weakref, module = "tenure._tenure")]
-pub(crate) struct Backend {
-    pub(crate) lock: Arc<dyn LockBackend>,
-    pub(crate) leader: Arc<dyn LeaderElectionBackend>,
-    /// Its read-write locks, if it serves them.
-    read_write: Option<Arc<dyn ReadWriteLockBackend>>,
-    /// Its semaphores, if it serves them.
-    semaphore: Option<Arc<dyn SemaphoreBackend>>,
-    kind: Kind,
-}
-
-enum Kind {
-    Store(Store),
-    User(UserStore),
-}
-
-impl Backend {
-    fn new(store: Store) -> Self {
-        let (read_write, semaphore) = (store.read_write_lock_backend(), store.semaphore_backend());
-        Self { lock: store.locks(), leader: store.elections(), read_write, semaphore, kind: Kind::Store(store) }
-    }
-}
+pub(crate) struct Backend(Backends<UserStore>);
 
 #[pymethods]
 impl Backend {
     /// Closes the store (SQLite vacates expired leases); later calls fail. A user's backend is
     /// the user's to close.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let store = match &self.kind {
-            Kind::Store(store) => Some(store.clone()),
-            Kind::User(_) => None,
-        };
+        let store = self.0.closer();
         awaitable(py, async move {
             match store {
                 Some(store) => store.close().await.map_err(|e| Fail::Connection(e.to_string())),
@@ -68,52 +45,60 @@ impl Backend {
     /// Whether it serves read-write locks.
     #[getter]
     fn serves_read_write(&self) -> bool {
-        self.read_write.is_some()
+        self.0.slots().read_write.is_some()
     }
 
     /// Whether it serves semaphores.
     #[getter]
     fn serves_semaphores(&self) -> bool {
-        self.semaphore.is_some()
+        self.0.slots().semaphore.is_some()
     }
 
     /// Whether calls made off any loop have a loop to run on (always, for a built-in store).
     fn has_loop(&self) -> bool {
-        match &self.kind {
-            Kind::User(user) => user.host().has_home(),
-            Kind::Store(_) => true,
+        match self.0.origin() {
+            Origin::User(user) => user.host().has_home(),
+            Origin::Store(_) => true,
         }
     }
 
     /// For a user's backend: makes the running loop of this thread the one its calls run on
     /// when they are made off any loop (`from_thread`, background work).
     fn attach_loop(&self, event_loop: &Bound<'_, PyAny>) -> PyResult<()> {
-        match &self.kind {
-            Kind::User(user) => user.host().attach(event_loop),
-            Kind::Store(_) => Ok(()),
+        match self.0.origin() {
+            Origin::User(user) => user.host().attach(event_loop),
+            Origin::Store(_) => Ok(()),
         }
     }
 }
 
 impl Backend {
+    /// Its locks and task locks, or the error a `Coordination` without them raises.
+    pub(crate) fn locks(&self, py: Python<'_>) -> PyResult<Arc<dyn LockBackend>> {
+        self.0.slots().lock().map_err(|e| crate::py_error(py, &e))
+    }
+
+    /// Its elections, or the error a `Coordination` without them raises.
+    pub(crate) fn elections(&self, py: Python<'_>) -> PyResult<Arc<dyn LeaderElectionBackend>> {
+        self.0.slots().election().map_err(|e| crate::py_error(py, &e))
+    }
+
     /// Its read-write locks, or the error a `Coordination` without them raises.
     pub(crate) fn read_write(&self, py: Python<'_>) -> PyResult<Arc<dyn ReadWriteLockBackend>> {
-        let missing = tenure::Error::BackendMissing { slot: tenure::core::BackendSlot::ReadWriteLock };
-        self.read_write.clone().ok_or_else(|| crate::py_error(py, &missing))
+        self.0.slots().read_write().map_err(|e| crate::py_error(py, &e))
     }
 
     /// Its semaphores, or the error a `Coordination` without them raises.
     pub(crate) fn semaphore(&self, py: Python<'_>) -> PyResult<Arc<dyn SemaphoreBackend>> {
-        let missing = tenure::Error::BackendMissing { slot: tenure::core::BackendSlot::Semaphore };
-        self.semaphore.clone().ok_or_else(|| crate::py_error(py, &missing))
+        self.0.slots().semaphore().map_err(|e| crate::py_error(py, &e))
     }
 
     fn schedule(&self) -> PyResult<Arc<dyn ScheduleBackend>> {
-        let store = match &self.kind {
-            Kind::Store(store) => store.schedule_backend(),
-            Kind::User(_) => None,
-        };
-        store.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("this backend serves no schedule claims"))
+        self.0
+            .slots()
+            .schedule
+            .clone()
+            .ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("this backend serves no schedule claims"))
     }
 }
 
@@ -122,15 +107,13 @@ impl Backend {
 #[pyfunction]
 pub(crate) fn user_backend(wrapper: Py<PyAny>, label: String, fences: &Fences) -> Backend {
     let user = user_store(wrapper, label, fences);
-    let (lock, leader) = (Arc::new(user.clone()), Arc::new(user.clone()));
-    let (read_write, semaphore) = (Some(Arc::new(user.clone()) as _), Some(Arc::new(user.clone()) as _));
-    Backend { lock, leader, read_write, semaphore, kind: Kind::User(user) }
+    Backend(Backends::user(Slots::all(user.clone()), user))
 }
 
 /// A private in-process store.
 #[pyfunction]
 pub(crate) fn memory_backend() -> Backend {
-    Backend::new(Store::memory())
+    Backend(Backends::store(Store::memory()))
 }
 
 /// Opens the store at `url`; an awaitable of a [`Backend`]. A plain `redis://` connection is
@@ -145,7 +128,7 @@ pub(crate) fn open_backend<'py>(py: Python<'py>, url: &str) -> PyResult<Bound<'p
             OpenError::Settings(e) => Fail::Core(tenure::Error::Settings(e)),
             other => Fail::Connection(other.to_string()),
         })?;
-        Ok(Backend::new(store))
+        Ok(Backend(Backends::store(store)))
     })
 }
 

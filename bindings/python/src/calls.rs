@@ -70,7 +70,7 @@ pub(crate) fn lock_acquire<'py>(
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
     bounded(py, timeout, || {
-        let call = backend.lock.acquire(name, token, lease(py, duration)?);
+        let call = backend.locks(py)?.acquire(name, token, lease(py, duration)?);
         Ok(async move { call.await.map(|f| f.map(|f| f.get())) })
     })
 }
@@ -84,7 +84,7 @@ pub(crate) fn lock_release<'py>(
     token: &str,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    bounded(py, timeout, || Ok(LockCalls::release(&*backend.lock, name, token)))
+    bounded(py, timeout, || Ok(LockCalls::release(&*backend.locks(py)?, name, token)))
 }
 
 /// `LockBackend.locked`.
@@ -95,7 +95,7 @@ pub(crate) fn lock_locked<'py>(
     name: &str,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    bounded(py, timeout, || Ok(backend.lock.locked(name)))
+    bounded(py, timeout, || Ok(backend.locks(py)?.locked(name)))
 }
 
 /// `LockBackend.owned`.
@@ -107,7 +107,7 @@ pub(crate) fn lock_owned<'py>(
     token: &str,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    bounded(py, timeout, || Ok(backend.lock.owned(name, token)))
+    bounded(py, timeout, || Ok(backend.locks(py)?.owned(name, token)))
 }
 
 /// `LeaderElectionBackend.acquire_or_renew`: the record after the call.
@@ -123,7 +123,7 @@ pub(crate) fn leader_acquire_or_renew<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     bounded(py, timeout, || {
         let metadata = Metadata::try_from(metadata).map_err(|e| crate::py_error(py, &e))?;
-        let call = backend.leader.acquire_or_renew(name, token, lease(py, duration)?, &metadata);
+        let call = backend.elections(py)?.acquire_or_renew(name, token, lease(py, duration)?, &metadata);
         Ok(async move { call.await.map(record_tuple) })
     })
 }
@@ -137,7 +137,7 @@ pub(crate) fn leader_release<'py>(
     token: &str,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    bounded(py, timeout, || Ok(LeaderElectionCalls::release(&*backend.leader, name, token)))
+    bounded(py, timeout, || Ok(LeaderElectionCalls::release(&*backend.elections(py)?, name, token)))
 }
 
 /// `LeaderElectionBackend.get`: the live record, if any.
@@ -149,7 +149,7 @@ pub(crate) fn leader_get<'py>(
     timeout: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
     bounded(py, timeout, || {
-        let call = backend.leader.get(name);
+        let call = backend.elections(py)?.get(name);
         Ok(async move { call.await.map(|r| r.map(record_tuple)) })
     })
 }

@@ -48,7 +48,7 @@ impl LeaderElection {
         let given = binding::ElectionOptions::from_numbers(Unit::Seconds, Spelling::Snake, given).map_err(fail)?;
         let (worker, env_prefix) = (worker.map(str::to_owned), env_prefix.map(str::to_owned));
         let options = binding::ElectionOptions { worker, retry_jitter, env_prefix, env_load, ..given };
-        let builder = tenure::LeaderElection::builder(name, runtime()).shared_backend(backend.leader.clone());
+        let builder = tenure::LeaderElection::builder(name, runtime()).shared_backend(backend.elections(py)?);
         let mut builder = options.apply(builder).map_err(fail)?;
         if let Some(metadata) = metadata {
             builder = builder.metadata(Metadata::try_from(metadata).map_err(|e| py_error(py, &e))?);

@@ -47,7 +47,7 @@ impl Lock {
             env_prefix,
             env_load,
         )?;
-        let builder = tenure::Lock::builder(name, runtime()).shared_backend(backend.lock.clone());
+        let builder = tenure::Lock::builder(name, runtime()).shared_backend(backend.locks(py)?);
         Ok(Self { inner: crate::lock::built(py, &options, builder, |b| b.build())? })
     }
 

@@ -39,7 +39,7 @@ impl TaskLock {
         let given = binding::TaskLockOptions::from_numbers(Unit::Seconds, Spelling::Snake, given).map_err(fail)?;
         let (worker, env_prefix) = (worker.map(str::to_owned), env_prefix.map(str::to_owned));
         let options = binding::TaskLockOptions { worker, env_prefix, env_load, ..given };
-        let builder = tenure::TaskLock::builder(name, runtime()).shared_backend(backend.lock.clone());
+        let builder = tenure::TaskLock::builder(name, runtime()).shared_backend(backend.locks(py)?);
         Ok(Self { inner: options.apply(builder).and_then(tenure::TaskLockBuilder::build).map_err(fail)? })
     }
 

@@ -16,7 +16,8 @@ use crate::{TenureError, process_runtime, runtime};
 /// it from the runtime's threads, as they cross to the JVM's).
 #[uniffi::export]
 pub fn bench_rust_cycles(store: Arc<Store>, name: String, cycles: u32, in_task: bool) -> Result<f64, TenureError> {
-    let lock = tenure::Lock::builder(&name, runtime()).shared_backend(store.inner.locks()).env_load(false).build()?;
+    let lock =
+        tenure::Lock::builder(&name, runtime()).shared_backend(store.inner.slots().lock()?).env_load(false).build()?;
     let cycle = async move {
         let start = Instant::now();
         for _ in 0..cycles {

@@ -141,7 +141,7 @@ impl LeaderElection {
     #[uniffi::constructor(default(options = None))]
     pub fn new(name: String, store: Arc<Store>, options: Option<ElectionOptions>) -> Result<Arc<Self>, TenureError> {
         let o = options.unwrap_or_default();
-        let builder = tenure::LeaderElection::builder(&name, runtime()).shared_backend(store.inner.elections());
+        let builder = tenure::LeaderElection::builder(&name, runtime()).shared_backend(store.inner.slots().election()?);
         let mut builder = election_options(&o)?.apply(builder)?;
         if let Some(metadata) = o.metadata {
             builder = builder.metadata(Metadata::try_from(metadata.into_iter().collect::<BTreeMap<_, _>>())?);

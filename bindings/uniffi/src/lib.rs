@@ -23,6 +23,7 @@
 
 #[cfg(feature = "bench")]
 mod bench;
+mod coordination;
 mod election;
 mod error;
 mod guard;
@@ -32,6 +33,7 @@ mod rw;
 mod seconds;
 mod store;
 mod task_lock;
+mod user;
 
 use std::future::Future;
 use tenure::Runtime;

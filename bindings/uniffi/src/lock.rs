@@ -162,7 +162,7 @@ impl Lock {
     #[uniffi::constructor(default(options = None))]
     pub fn new(name: String, store: Arc<Store>, options: Option<LockOptions>) -> Result<Arc<Self>, TenureError> {
         let o = options.unwrap_or_default();
-        let builder = tenure::Lock::builder(&name, runtime()).shared_backend(store.inner.locks());
+        let builder = tenure::Lock::builder(&name, runtime()).shared_backend(store.inner.slots().lock()?);
         Ok(Arc::new(Self { inner: lock_options(&o)?.apply(builder)?.build()? }))
     }
 }

@@ -65,7 +65,7 @@ impl ReadWriteLock {
     #[uniffi::constructor(default(options = None))]
     pub fn new(name: String, store: Arc<Store>, options: Option<LockOptions>) -> Result<Arc<Self>, TenureError> {
         let o = options.unwrap_or_default();
-        let backend = tenure::binding::read_write_backend(&store.inner)?;
+        let backend = store.inner.slots().read_write()?;
         let builder = tenure::ReadWriteLock::builder(&name, runtime()).shared_backend(backend);
         Ok(Arc::new(Self { inner: lock_options(&o)?.apply(builder)?.build()? }))
     }
@@ -142,7 +142,7 @@ impl Semaphore {
         options: Option<LockOptions>,
     ) -> Result<Arc<Self>, TenureError> {
         let o = options.unwrap_or_default();
-        let backend = tenure::binding::semaphore_backend(&store.inner)?;
+        let backend = store.inner.slots().semaphore()?;
         let builder = tenure::Semaphore::builder(&name, permits, runtime()).shared_backend(backend);
         Ok(Arc::new(Self { inner: lock_options(&o)?.apply(builder)?.build()? }))
     }

@@ -3,20 +3,25 @@
 
 use std::sync::Arc;
 
-use tenure_open::{STORES, Target};
+use tenure::Slots;
+use tenure::backend::user::{Fences, UserStore};
+use tenure_open::reach::Reach;
+use tenure_open::{Backends, Origin, STORES, Target};
 
+use crate::user::{JvmHost, UserCalls};
 use crate::{TenureError, block, runtime};
 
-/// An open store: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`, `etcd://…`.
-/// Locks, task locks and elections made on it share its connection (or file, or memory).
+/// An open store: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`, `etcd://…`,
+/// or a backend a user wrote in Kotlin or Java (with the reach it declares, if any). Locks, task
+/// locks and elections made on it share its connection (or file, or memory).
 #[derive(uniffi::Object)]
 pub struct Store {
-    pub(crate) inner: tenure_open::Store,
+    pub(crate) inner: Backends<Option<String>>,
 }
 
 impl Store {
-    fn new(inner: tenure_open::Store) -> Arc<Self> {
-        Arc::new(Self { inner })
+    fn new(store: tenure_open::Store) -> Arc<Self> {
+        Arc::new(Self { inner: Backends::store(store) })
     }
 
     async fn open_target(target: Result<Target, TenureError>) -> Result<Arc<Self>, TenureError> {
@@ -78,20 +83,58 @@ impl Store {
         block("Store.fromEnvBlocking", Self::from_env(kind, prefix))
     }
 
-    /// The kind of store: `memory`, `sqlite`, `redis`, `postgres` or `etcd`.
-    pub fn kind(&self) -> String {
-        self.inner.kind().to_string()
+    /// A backend written in Kotlin or Java, called through `calls` (the Kotlin layer's caller of
+    /// its methods), named `label` in messages: its lock calls serve locks and task locks if
+    /// `locks`, its election calls serve elections if `elections`. `scope` is the reach it
+    /// declares (`process`, `host` or `cluster`), if any.
+    #[uniffi::constructor(default(scope = None))]
+    pub fn custom(
+        label: String,
+        calls: Box<dyn UserCalls>,
+        locks: bool,
+        elections: bool,
+        scope: Option<String>,
+    ) -> Result<Arc<Self>, TenureError> {
+        if !locks && !elections {
+            let text = format!("{label} serves neither lock calls nor election calls: give one or both");
+            return Err(tenure::core::SettingsError::field("locks", text).into());
+        }
+        if let Some(scope) = scope.as_deref()
+            && Reach::parse(scope).is_none()
+        {
+            let text = format!("scope must be 'process', 'host' or 'cluster', not {scope:?}");
+            return Err(tenure::core::SettingsError::field("scope", text).into());
+        }
+        let store = UserStore::new(JvmHost::new(calls, label.clone()), label, Fences::default());
+        let mut slots = Slots::default();
+        slots.lock = locks.then(|| Arc::new(store.clone()) as _);
+        slots.election = elections.then(|| Arc::new(store) as _);
+        Ok(Arc::new(Self { inner: Backends::user(slots, scope) }))
     }
 
-    /// How far its locks exclude: `process` (memory), `host` (SQLite) or `cluster`.
-    pub fn scope(&self) -> String {
-        self.inner.kind().reach().to_string()
+    /// The kind of store: `memory`, `sqlite`, `redis`, `postgres`, `etcd`, or `user` (written in
+    /// Kotlin or Java).
+    pub fn kind(&self) -> String {
+        self.inner.kind()
+    }
+
+    /// How far its locks exclude: `process` (memory), `host` (SQLite) or `cluster`; a user's
+    /// backend's declared scope, or none.
+    pub fn scope(&self) -> Option<String> {
+        match self.inner.origin() {
+            Origin::User(scope) => scope.clone(),
+            Origin::Store(_) => self.inner.reach(),
+        }
     }
 
     /// Closes the store for every lock made on it: their later calls fail, with a
-    /// `STORE_CLOSED` store failure behind the error. SQLite first vacates expired leases.
+    /// `STORE_CLOSED` store failure behind the error. SQLite first vacates expired leases. A
+    /// user's backend is the user's to close.
     pub async fn shutdown(&self) -> Result<(), TenureError> {
-        Ok(self.inner.close().await?)
+        match self.inner.closer() {
+            Some(store) => Ok(store.close().await?),
+            None => Ok(()),
+        }
     }
 
     /// [`Store::shutdown`], blocking the calling thread.

@@ -68,7 +68,7 @@ impl TaskLock {
     /// The task lock `name` on `store`.
     #[uniffi::constructor(default(options = None))]
     pub fn new(name: String, store: Arc<Store>, options: Option<TaskLockOptions>) -> Result<Arc<Self>, TenureError> {
-        let builder = tenure::TaskLock::builder(&name, runtime()).shared_backend(store.inner.locks());
+        let builder = tenure::TaskLock::builder(&name, runtime()).shared_backend(store.inner.slots().lock()?);
         Ok(Arc::new(Self { inner: task_lock_options(&options.unwrap_or_default())?.apply(builder)?.build()? }))
     }
 

@@ -16,6 +16,7 @@
 //! AdmissionError
 //! └─ WouldBlockError         WouldBlock
 //!    └─ LockTimeoutError     Timeout            (also a timeout error)
+//! BackendScopeError          BackendScope
 //! OutOfContextError          OutOfContext
 //! └─ BackendNotOpenError     NotOpen
 //! SettingsValidationError    Settings           (also a value error)
@@ -131,6 +132,13 @@ pub enum Error {
     #[error("{message}")]
     OutOfContext {
         /// What was asked, and how to fix it.
+        message: String,
+    },
+    /// A backend reaches less far (one process, one host) than its coordination component
+    /// requires, where `GREL_ENVIRONMENT` is `staging` or `production`.
+    #[error("{message}")]
+    BackendScope {
+        /// Which backends fall short, where, and what to do.
         message: String,
     },
     /// A setting, a name, an environment variable or a stored value is invalid.
@@ -256,6 +264,7 @@ impl Error {
             Self::WouldBlock { .. } => "WOULD_BLOCK",
             Self::Timeout { .. } => "LOCK_TIMEOUT",
             Self::OutOfContext { .. } => "OUT_OF_CONTEXT",
+            Self::BackendScope { .. } => "BACKEND_SCOPE",
             Self::Settings(_) => "SETTINGS_INVALID",
             Self::WrongConfigType { .. } => "CONFIG_TYPE",
             Self::Deadlock { .. } => "EVENT_LOOP_DEADLOCK",

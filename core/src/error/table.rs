@@ -106,6 +106,7 @@ pub const CLASSES: &[ErrorClass] = &[
     class("Admission", None, "Tenure", &[], &[]),
     class("WouldBlock", Some("WOULD_BLOCK"), "Admission", &[Name], &["RuntimeError"]),
     class("LockTimeout", Some("LOCK_TIMEOUT"), "WouldBlock", &[Name, Timeout], &["TimeoutError"]),
+    class("BackendScope", Some("BACKEND_SCOPE"), "Tenure", &[], &["RuntimeError"]),
     class("OutOfContext", Some("OUT_OF_CONTEXT"), "Tenure", &[], &["RuntimeError"]),
     class("BackendNotOpen", Some("BACKEND_NOT_OPEN"), "OutOfContext", &[], &[]),
     class("SettingsValidation", Some("SETTINGS_INVALID"), "Tenure", &[Setting], &["ValueError"]),
@@ -174,6 +175,11 @@ impl Error {
             Error::OwnedCheck { name: name(), cause: cause() },
             Error::WouldBlock { name: name(), reason: WouldBlockReason::LockHeld },
             Error::Timeout { name: name(), timeout: Duration::from_millis(1500) },
+            Error::BackendScope {
+                message: "Coordination('default') requires scope 'cluster', but the memory store reaches only \
+                          scope 'process' in environment 'production'."
+                    .into(),
+            },
             Error::OutOfContext { message: "No backend resolved in this scope.".into() },
             Error::NotOpen { what: "the backend".into() },
             Error::Settings(SettingsError::field("lease_duration", "lease_duration must be greater than 0")),

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use tenure_core::{BackendSlot, Error};
+use tenure_core::Error;
 
 use crate::backend::{
     LeaderElectionBackend, LockBackend, MemoryBackend, ReadWriteLockBackend, ScheduleBackend, SemaphoreBackend,
@@ -12,6 +12,7 @@ use crate::backend::{
 use crate::election::LeaderElectionBuilder;
 use crate::lock::{LockBuilder, ReadWriteLockBuilder, SemaphoreBuilder};
 use crate::runtime::Runtime;
+use crate::slots::Slots;
 use crate::task_lock::TaskLockBuilder;
 use crate::{LeaderElection, Lock, ReadWriteLock, Semaphore, TaskLock};
 
@@ -86,18 +87,13 @@ where
 pub struct Coordination<R: Runtime> {
     name: String,
     runtime: R,
-    lock: Option<Arc<dyn LockBackend>>,
-    election: Option<Arc<dyn LeaderElectionBackend>>,
-    schedule: Option<Arc<dyn ScheduleBackend>>,
-    read_write: Option<Arc<dyn ReadWriteLockBackend>>,
-    semaphore: Option<Arc<dyn SemaphoreBackend>>,
+    slots: Slots,
 }
 
 impl<R: Runtime> Coordination<R> {
     /// A component named `default` with no backends.
     pub fn new(runtime: R) -> Self {
-        let (lock, election, schedule, read_write, semaphore) = (None, None, None, None, None);
-        Self { name: "default".into(), runtime, lock, election, schedule, read_write, semaphore }
+        Self { name: "default".into(), runtime, slots: Slots::default() }
     }
 
     /// A component with one in-process [`MemoryBackend`] in every slot.
@@ -115,46 +111,42 @@ impl<R: Runtime> Coordination<R> {
     /// Fills every slot `provider` serves (replacing what was there).
     #[must_use]
     pub fn source(mut self, provider: &dyn Provider) -> Self {
-        self.lock = provider.lock_backend().or(self.lock);
-        self.election = provider.leader_election_backend().or(self.election);
-        self.schedule = provider.schedule_backend().or(self.schedule);
-        self.read_write = provider.read_write_lock_backend().or(self.read_write);
-        self.semaphore = provider.semaphore_backend().or(self.semaphore);
+        self.slots = Slots::of(provider).or(self.slots);
         self
     }
 
     /// Sets the lock slot.
     #[must_use]
     pub fn with_lock_backend(mut self, backend: Arc<dyn LockBackend>) -> Self {
-        self.lock = Some(backend);
+        self.slots.lock = Some(backend);
         self
     }
 
     /// Sets the leader-election slot.
     #[must_use]
     pub fn with_leader_election_backend(mut self, backend: Arc<dyn LeaderElectionBackend>) -> Self {
-        self.election = Some(backend);
+        self.slots.election = Some(backend);
         self
     }
 
     /// Sets the schedule slot.
     #[must_use]
     pub fn with_schedule_backend(mut self, backend: Arc<dyn ScheduleBackend>) -> Self {
-        self.schedule = Some(backend);
+        self.slots.schedule = Some(backend);
         self
     }
 
     /// Sets the read-write lock slot.
     #[must_use]
     pub fn with_read_write_lock_backend(mut self, backend: Arc<dyn ReadWriteLockBackend>) -> Self {
-        self.read_write = Some(backend);
+        self.slots.read_write = Some(backend);
         self
     }
 
     /// Sets the semaphore slot.
     #[must_use]
     pub fn with_semaphore_backend(mut self, backend: Arc<dyn SemaphoreBackend>) -> Self {
-        self.semaphore = Some(backend);
+        self.slots.semaphore = Some(backend);
         self
     }
 
@@ -168,29 +160,34 @@ impl<R: Runtime> Coordination<R> {
         &self.runtime
     }
 
+    /// The backend of each slot.
+    pub fn slots(&self) -> &Slots {
+        &self.slots
+    }
+
     /// The lock backend, or [`Error::BackendMissing`].
     pub fn lock_backend(&self) -> Result<Arc<dyn LockBackend>, Error> {
-        self.lock.clone().ok_or(Error::BackendMissing { slot: BackendSlot::Lock })
+        self.slots.lock()
     }
 
     /// The leader-election backend, or [`Error::BackendMissing`].
     pub fn leader_election_backend(&self) -> Result<Arc<dyn LeaderElectionBackend>, Error> {
-        self.election.clone().ok_or(Error::BackendMissing { slot: BackendSlot::LeaderElection })
+        self.slots.election()
     }
 
     /// The schedule backend, or [`Error::BackendMissing`].
     pub fn schedule_backend(&self) -> Result<Arc<dyn ScheduleBackend>, Error> {
-        self.schedule.clone().ok_or(Error::BackendMissing { slot: BackendSlot::Schedule })
+        self.slots.schedule()
     }
 
     /// The read-write lock backend, or [`Error::BackendMissing`].
     pub fn read_write_lock_backend(&self) -> Result<Arc<dyn ReadWriteLockBackend>, Error> {
-        self.read_write.clone().ok_or(Error::BackendMissing { slot: BackendSlot::ReadWriteLock })
+        self.slots.read_write()
     }
 
     /// The semaphore backend, or [`Error::BackendMissing`].
     pub fn semaphore_backend(&self) -> Result<Arc<dyn SemaphoreBackend>, Error> {
-        self.semaphore.clone().ok_or(Error::BackendMissing { slot: BackendSlot::Semaphore })
+        self.slots.semaphore()
     }
 
     /// A [`Semaphore`] builder of `permits` permits bound to the semaphore backend.
@@ -221,14 +218,7 @@ impl<R: Runtime> Coordination<R> {
 
 impl<R: Runtime> std::fmt::Debug for Coordination<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Coordination")
-            .field("name", &self.name)
-            .field("lock", &self.lock.is_some())
-            .field("leader_election", &self.election.is_some())
-            .field("schedule", &self.schedule.is_some())
-            .field("read_write_lock", &self.read_write.is_some())
-            .field("semaphore", &self.semaphore.is_some())
-            .finish()
+        f.debug_struct("Coordination").field("name", &self.name).field("slots", &self.slots).finish()
     }
 }
 

@@ -9,6 +9,8 @@
 //!   to the home ([`Home::post`]), which wakes the loop.
 //! - A [`Watched`] socket is read by the loop's readiness callback into a buffer, and written
 //!   straight from whichever thread writes (it is non-blocking).
+//! - [`Direct`] is the home of a host without a loop (the JVM package): work runs where it is
+//!   posted, so the user-written backends of `backend::user` serve such a host too.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -138,6 +140,32 @@ fn nested(f: impl FnOnce()) {
     DEPTH.set(DEPTH.get() + 1);
     let _leave = Leave;
     f();
+}
+
+/// The home of a host without an event loop of its own (the JVM package, whose calls are
+/// coroutines that any thread may start): work runs at once, on the thread that posts it. No
+/// [`LoopTask`] runs on it.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Direct;
+
+impl Home for Direct {
+    /// Whichever thread asks: work made inside a scope runs at its end, other work at once.
+    fn thread(&self) -> ThreadId {
+        thread::current().id()
+    }
+
+    fn post(&self, work: Work) {
+        scope(|| work.run());
+    }
+
+    fn enter(&self, poll: &mut dyn FnMut()) {
+        poll();
+    }
+
+    /// Nothing waits on this thread for a loop: the future is dropped here.
+    fn drop_later(&self, future: Task) {
+        drop(future);
+    }
 }
 
 /// A future run on a loop's thread (see the module).

@@ -27,6 +27,7 @@ pub mod log;
 pub mod net;
 mod observe;
 pub mod runtime;
+mod slots;
 mod task_lock;
 
 use std::time::Duration;
@@ -45,6 +46,7 @@ pub use lock::{
     SemaphoreBuilder, SemaphoreGuard, WriteGuard, WriteSide,
 };
 pub use runtime::Runtime;
+pub use slots::Slots;
 pub use task_lock::{TaskLock, TaskLockBuilder, TaskLockGuard};
 /// The sans-IO core, for what this crate does not re-export.
 pub use tenure_core as core;

@@ -202,7 +202,7 @@ class BackendScopeError(TenureError, RuntimeError):
     """A backend reaches less far than its `Coordination` requires, in a `staging` or
     `production` environment (`GREL_ENVIRONMENT`)."""
 
-    code = "backend-scope"
+    code = "BACKEND_SCOPE"
 
 
 class TenureConfigWarning(UserWarning):

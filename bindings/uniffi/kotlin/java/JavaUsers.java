@@ -1,9 +1,13 @@
 // Tenure from Java, written the way Java users write it: try-with-resources guards, blocking
-// calls with java.time.Duration, the exception hierarchy, a leadership listener as a lambda.
+// calls with java.time.Duration, the exception hierarchy, a leadership listener as a lambda, and
+// a store of one's own written as plain blocking methods (a table a ShedLock user already has).
 // Usage: java -cp … JavaUsers STORE_URL (exits nonzero on a failed check)
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import tenure.BlockingLockBackend;
 import tenure.ElectionOptions;
 import tenure.LeaderElection;
 import tenure.Lock;
@@ -20,6 +24,36 @@ import tenure.TenureException;
 import tenure.WouldBlockException;
 
 public final class JavaUsers {
+    /** Locks in a map, as a Java user writes them over a table of their own. */
+    static final class MapLocks implements BlockingLockBackend {
+        private final Map<String, String> holders = new HashMap<>();
+        private final Map<String, Long> fences = new HashMap<>();
+
+        @Override
+        public synchronized Long acquire(String name, String token, Duration duration) {
+            String holder = holders.get(name);
+            if (holder != null && !holder.equals(token)) return null;
+            if (holder == null) fences.merge(name, 1L, Long::sum);
+            holders.put(name, token);
+            return fences.get(name);
+        }
+
+        @Override
+        public synchronized boolean release(String name, String token) {
+            return holders.remove(name, token);
+        }
+
+        @Override
+        public synchronized boolean locked(String name) {
+            return holders.containsKey(name);
+        }
+
+        @Override
+        public synchronized boolean owned(String name, String token) {
+            return token.equals(holders.get(name));
+        }
+    }
+
     private static void check(boolean condition, String what) {
         if (!condition) throw new AssertionError(what);
     }
@@ -83,6 +117,18 @@ public final class JavaUsers {
             }
             for (int i = 0; i < 100 && heard.size() < 2; i++) Thread.sleep(20);
             check(heard.equals(List.of(true, false)), "the listener heard " + heard);
+        }
+        try (Store own = Store.customBlocking(new MapLocks())) {
+            Lock lock = new Lock("export", own);
+            long first;
+            try (LockGuard guard = lock.acquireBlocking(Duration.ofSeconds(5))) {
+                first = guard.getFencingToken();
+                check(lock.lockedBlocking(), "held on my store, but not locked");
+            }
+            try (LockGuard again = lock.acquireBlocking(Duration.ofSeconds(5))) {
+                check(again.getFencingToken() == first + 1, "my store's fence did not grow");
+            }
+            check(own.getKind().equals("user") && own.getScope() == null, "kind and scope of my store");
         }
         System.out.println("java: every check passed");
     }

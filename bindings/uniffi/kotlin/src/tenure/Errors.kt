@@ -20,6 +20,12 @@ class StoreException internal constructor(message: String, code: String) : Tenur
 class SettingsValidationException internal constructor(message: String, val field: String?) :
     TenureException(message, "SETTINGS_INVALID")
 
+/**
+ * A store reaches less far (`process`, `host`) than its [Coordination] requires, where
+ * `GREL_ENVIRONMENT` is `staging` or `production`.
+ */
+class BackendScopeException internal constructor(message: String) : TenureException(message, "BACKEND_SCOPE")
+
 /** No store could be resolved. */
 open class OutOfContextException internal constructor(message: String, code: String = "OUT_OF_CONTEXT") :
     TenureException(message, code)
@@ -120,6 +126,7 @@ private fun Ffi.Failure.byClass(): TenureException {
         "LockOwnedCheck" -> backend(::LockOwnedCheckException)
         "WouldBlock" -> WouldBlockException(reason, lockName)
         "LockTimeout" -> LockTimeoutException(reason, lockName, (timeout ?: 0.0).toSeconds())
+        "BackendScope" -> BackendScopeException(reason)
         "OutOfContext" -> OutOfContextException(reason)
         "BackendNotOpen" -> BackendNotOpenException(reason)
         "SettingsValidation" -> SettingsValidationException(reason, field)

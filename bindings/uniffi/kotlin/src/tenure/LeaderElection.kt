@@ -104,6 +104,11 @@ class LeaderElection @JvmOverloads constructor(name: String, store: Store, optio
     AutoCloseable {
     private val raw: Ffi = call { Ffi(name, store.raw, options.raw()) }
 
+    /** The election [name] on the election store of the enclosing [Coordination.run]. */
+    @JvmOverloads
+    constructor(name: String, options: ElectionOptions = ElectionOptions()) :
+        this(name, Coordination.ambient(Coordination.ELECTION), options)
+
     /** The election name. */
     val name: String get() = raw.name()
 

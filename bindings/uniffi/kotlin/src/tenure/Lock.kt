@@ -91,6 +91,10 @@ class Lock private constructor(private val raw: Ffi) :
     @JvmOverloads
     constructor(name: String, store: Store, options: LockOptions = LockOptions()) : this(call { Ffi(name, store.raw, options.raw()) })
 
+    /** The lock [name] on the lock store of the enclosing [Coordination.run]. */
+    @JvmOverloads
+    constructor(name: String, options: LockOptions = LockOptions()) : this(name, Coordination.ambient(Coordination.LOCK), options)
+
     override suspend fun take(timeout: Double?) = if (timeout == null) raw.acquire() else raw.acquireTimeout(timeout)
 
     override fun takeBlocking(timeout: Double?) = if (timeout == null) raw.acquireBlocking() else raw.acquireTimeoutBlocking(timeout)

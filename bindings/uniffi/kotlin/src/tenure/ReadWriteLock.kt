@@ -25,6 +25,11 @@ class ReadWriteLock private constructor(private val raw: Ffi) :
     @JvmOverloads
     constructor(name: String, store: Store, options: LockOptions = LockOptions()) : this(call { Ffi(name, store.raw, options.raw()) })
 
+    /** The read-write lock [name] on the store of the enclosing [Coordination.run]. */
+    @JvmOverloads
+    constructor(name: String, options: LockOptions = LockOptions()) :
+        this(name, Coordination.ambient(Coordination.READ_WRITE), options)
+
     /** The read side: many holders at once, each guard's [LockGuard.fencingToken] the generation read. */
     @JvmField
     val read = Side(write = false)

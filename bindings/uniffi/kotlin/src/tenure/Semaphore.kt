@@ -27,6 +27,11 @@ class Semaphore private constructor(private val raw: Ffi) :
         call { Ffi(name, if (permits < 0) 0u else permits.toUInt(), store.raw, options.raw()) },
     )
 
+    /** The semaphore [name] of [permits] permits on the store of the enclosing [Coordination.run]. */
+    @JvmOverloads
+    constructor(name: String, permits: Int, options: LockOptions = LockOptions()) :
+        this(name, permits, Coordination.ambient(Coordination.SEMAPHORE), options)
+
     /** How many holders it admits at once. */
     val permits: Int get() = raw.permits().toInt()
 

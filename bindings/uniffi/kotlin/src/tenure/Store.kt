@@ -16,13 +16,16 @@ import tenure.ffi.Store as Ffi
  * ```
  */
 class Store private constructor(internal val raw: Ffi) : AutoCloseable {
-    /** The kind of store: `memory`, `sqlite`, `redis`, `postgres` or `etcd`. */
+    /** The kind of store: `memory`, `sqlite`, `redis`, `postgres`, `etcd`, or `user` ([custom]). */
     val kind: String get() = raw.kind()
 
-    /** How far its locks exclude: `process` (memory), `host` (SQLite) or `cluster`. */
-    val scope: String get() = raw.scope()
+    /**
+     * How far its locks exclude: `process` (memory), `host` (SQLite) or `cluster`; for a store of
+     * your own ([custom]), the scope it declares, or `null`.
+     */
+    val scope: String? get() = raw.scope()
 
-    /** Closes the store (SQLite first vacates expired leases); later calls on it fail. */
+    /** Closes the store (SQLite first vacates expired leases); later calls on it fail. A store of your own is yours to close. */
     suspend fun shutdown() = call { raw.shutdown() }
 
     /** Closes the store, blocking the calling thread: see [shutdown]. */
@@ -35,6 +38,45 @@ class Store private constructor(internal val raw: Ffi) : AutoCloseable {
             Threads.ensure()
             TenureLogging.install()
         }
+
+        /**
+         * A store you write: its [locks] calls serve locks and task locks, its [elections] calls
+         * serve leader elections (give one or both). Tenure calls it as it calls its own stores:
+         * each call is bounded by the lock's or election's `backendTimeout` and its coroutine is
+         * cancelled when the caller gives up; an answer of the wrong shape or range (a fencing token
+         * that is not positive, or lower than one it answered before for the name) fails the
+         * operation with a [StoreException], and so does a method that throws (the message names
+         * the backend, the method and the exception's class, never its message). [scope] declares
+         * how far its locks exclude (`process`, `host` or `cluster`); [label] names it in messages
+         * (its class name by default).
+         *
+         * ```
+         * val store = Store.custom(locks = MyLocks(dataSource))
+         * Lock("nightly-export", store).withLock { token -> export(token) }
+         * ```
+         */
+        @JvmStatic
+        @JvmOverloads
+        fun custom(
+            locks: LockBackend? = null,
+            elections: LeaderElectionBackend? = null,
+            scope: String? = null,
+            label: String? = null,
+        ): Store = Store(customStore(locks, elections, scope, label ?: nameOf(locks ?: elections)))
+
+        /** [custom] for Java: a store whose calls are plain blocking methods, run on `Dispatchers.IO`. */
+        @JvmStatic
+        @JvmOverloads
+        fun customBlocking(
+            locks: BlockingLockBackend? = null,
+            elections: BlockingLeaderElectionBackend? = null,
+            scope: String? = null,
+            label: String? = null,
+        ): Store = Store(customStore(locks?.suspending(), elections?.suspending(), scope, label ?: nameOf(locks ?: elections)))
+
+        internal fun of(raw: Ffi) = Store(raw)
+
+        private fun nameOf(backend: Any?) = backend?.let { it::class.simpleName }
 
         /** A store in this process's memory: its locks exclude within the process only. */
         @JvmStatic
@@ -80,6 +122,10 @@ internal object Threads {
             tenure.ffi.uniffiCallbackInterfaceLeadershipListener.uniffiFree,
             tenure.ffi.uniffiCallbackInterfaceLogSink.record,
             tenure.ffi.uniffiCallbackInterfaceLogSink.uniffiFree,
+            tenure.ffi.uniffiCallbackInterfaceUserCalls.call,
+            tenure.ffi.uniffiCallbackInterfaceUserCalls.uniffiFree,
+            tenure.ffi.uniffiCallbackInterfaceUserCalls.uniffiClone,
+            tenure.ffi.uniffiForeignFutureDroppedCallbackImpl,
         )) {
             Native.setCallbackThreadInitializer(callback, daemon)
         }

@@ -54,6 +54,11 @@ data class TaskLockSettings(
 class TaskLock @JvmOverloads constructor(name: String, store: Store, options: TaskLockOptions = TaskLockOptions()) {
     private val raw: Ffi = call { Ffi(name, store.raw, options.raw()) }
 
+    /** The task lock [name] on the lock store of the enclosing [Coordination.run]. */
+    @JvmOverloads
+    constructor(name: String, options: TaskLockOptions = TaskLockOptions()) :
+        this(name, Coordination.ambient(Coordination.LOCK), options)
+
     /** The task lock name. */
     val name: String get() = raw.name()
 

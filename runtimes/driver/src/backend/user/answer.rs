@@ -34,9 +34,12 @@ impl Answer {
         self.method
     }
 
-    /// Answers a fencing token (or none).
+    /// Answers a fencing token (or none); one that is not a positive count below 2^63 is refused.
     pub fn fence(&self, fence: Option<u64>) {
-        self.reply(Shape::Fence, StoreReply::Fence(fence.map(FencingToken::new)));
+        match fence {
+            Some(fence) if !(1..=MAX_FENCE).contains(&fence) => self.out_of_range("a", fence),
+            fence => self.reply(Shape::Fence, StoreReply::Fence(fence.map(FencingToken::new))),
+        }
     }
 
     /// Answers a flag.
@@ -44,8 +47,13 @@ impl Answer {
         self.reply(Shape::Flag, StoreReply::Flag(flag));
     }
 
-    /// Answers a leader record (none: no leader, for `get`).
+    /// Answers a leader record (none: no leader, for `get`); its transitions count is below 2^63.
     pub fn record(&self, record: Option<LeaderRecord>) {
+        if let Some(record) = &record
+            && record.transitions > MAX_FENCE
+        {
+            return self.wrong(format!("a record whose transitions is {}: a count below 2**63", record.transitions));
+        }
         match (self.method.shape(), record) {
             (Shape::Record, Some(record)) => self.send(Ok(StoreReply::Leader(record))),
             (Shape::MaybeRecord, record) => self.send(Ok(StoreReply::MaybeLeader(record))),

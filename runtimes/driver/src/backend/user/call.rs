@@ -116,6 +116,22 @@ impl Method {
         }
     }
 
+    /// The name in camel case, as JavaScript, Kotlin and Java objects have it (`acquireOrRenew`,
+    /// `cancelIntent`, `release` for every release but a read-write lock's).
+    pub fn camel_name(self) -> &'static str {
+        match self {
+            Self::AcquireOrRenew => "acquireOrRenew",
+            Self::AcquireRead => "acquireRead",
+            Self::AcquireWrite => "acquireWrite",
+            Self::ReleaseRead => "releaseRead",
+            Self::ReleaseWrite => "releaseWrite",
+            Self::CancelIntent => "cancelIntent",
+            Self::OwnedRead => "ownedRead",
+            Self::OwnedWrite => "ownedWrite",
+            other => other.user_name(),
+        }
+    }
+
     /// What it answers.
     pub fn shape(self) -> Shape {
         match self {

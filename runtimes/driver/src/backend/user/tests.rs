@@ -267,7 +267,7 @@ fn a_writers_fence_below_one_answered_before_is_refused_but_permits_may_answer_o
 fn answers_out_of_range_or_inconsistent_are_errors_naming_what() {
     let (host, home, store) = setup();
     type Answers = Box<dyn FnOnce(&Answer)>;
-    let cases: [(StoreOp, Answers, &str); 9] = [
+    let cases: [(StoreOp, Answers, &str); 12] = [
         (
             StoreOp::RwState { key: key("rwlock:doc") },
             Box::new(|a| a.rw_state(RwState { generation: 0, writing: true, readers: 0, waiting_writers: 0 })),
@@ -289,6 +289,23 @@ fn answers_out_of_range_or_inconsistent_are_errors_naming_what() {
             "acquire_write answered a write grant's fencing token 0",
         ),
         (permit("semaphore:p", "a"), Box::new(|a| a.permit(Some(1), 0)), "acquire answered a permit count of 0"),
+        (acquire("lock:cart", "z"), Box::new(|a| a.fence(Some(0))), "acquire answered a fencing token 0"),
+        (
+            StoreOp::LeaderGet { key: key("leader:svc") },
+            Box::new(|a| {
+                let at = tenure_core::time::WallTime::from_unix_micros(0);
+                a.record(Some(tenure_core::LeaderRecord {
+                    holder: "w".to_owned(),
+                    lease_duration: Duration::from_secs(1),
+                    acquired_at: at,
+                    renewed_at: at,
+                    transitions: u64::MAX,
+                    metadata: tenure_core::Metadata::default(),
+                }));
+            }),
+            "get answered a record whose transitions is 18446744073709551615",
+        ),
+        (acquire("lock:cart", "z"), Box::new(|a| a.fence(Some(1 << 63))), "a fencing token 9223372036854775808"),
         (
             permit("semaphore:p", "a"),
             Box::new(|a| a.permit(Some(1 << 63), 3)),

@@ -13,6 +13,8 @@ fun main(args: Array<String>) {
     errorTests(suite)
     firstLinesTests(suite)
     sentinelTests(suite)
+    userBackendTests(suite)
+    coordinationTests(suite)
     val failed = runBlocking { suite.run(args.firstOrNull()) }
     Stores.closeAll()
     exitProcess(if (failed == 0) 0 else 1)

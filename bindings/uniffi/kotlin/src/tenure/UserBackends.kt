@@ -1,0 +1,148 @@
+// Backends written in Kotlin or Java: grelmicro's lock calls and election calls, which the
+// driver calls like a built-in store's (tenure::backend::user): it checks every answer's shape
+// and range, refuses a fencing token that goes back, and bounds each call by `backendTimeout`,
+// cancelling the coroutine of a call it gives up. This file only forwards calls and converts
+// values.
+package tenure
+
+import kotlin.coroutines.cancellation.CancellationException
+import kotlin.time.Duration
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.runInterruptible
+import tenure.ffi.UserAnswer
+import tenure.ffi.UserCallArgs
+import tenure.ffi.UserCallException
+import tenure.ffi.UserCalls
+import tenure.ffi.LeaderRecord as FfiRecord
+
+/**
+ * The lock calls of a store you write (grelmicro's `LockBackend`), for locks and task locks.
+ * Names come with their kind prefix (`lock:orders`); tokens are opaque.
+ */
+interface LockBackend {
+    /**
+     * Takes [name] for [token] for [duration], or renews it when [token] holds it: the fencing
+     * token (a positive count that never goes back for a name, also across expiry and release),
+     * or `null` when another token holds it.
+     */
+    suspend fun acquire(name: String, token: String, duration: Duration): Long?
+
+    /** Frees [name] if [token] holds it; whether it did. */
+    suspend fun release(name: String, token: String): Boolean
+
+    /** Whether any token holds [name]. */
+    suspend fun locked(name: String): Boolean
+
+    /** Whether [token] holds [name]. */
+    suspend fun owned(name: String, token: String): Boolean
+}
+
+/**
+ * The election calls of a store you write (grelmicro's `LeaderElectionBackend`). A class that
+ * implements [LockBackend] too has one `release` for both, as in grelmicro: names carry their
+ * kind (`lock:orders`, `leader:scheduler`).
+ */
+interface LeaderElectionBackend {
+    /**
+     * Makes [token] the leader of [name] for [duration] if nobody leads or it leads already
+     * (renewing), and answers the record as it stands: [token]'s, or the current leader's.
+     */
+    suspend fun acquireOrRenew(name: String, token: String, duration: Duration, metadata: Map<String, String>): LeaderRecord
+
+    /** Ends [token]'s leadership of [name]; whether it led. */
+    suspend fun release(name: String, token: String): Boolean
+
+    /** The record of [name]'s leader, or `null` when nobody leads. */
+    suspend fun get(name: String): LeaderRecord?
+}
+
+/**
+ * [LockBackend] for Java: plain blocking methods (JDBC, an HTTP client), run on
+ * `Dispatchers.IO`. A call the driver gives up interrupts its thread.
+ */
+interface BlockingLockBackend {
+    fun acquire(name: String, token: String, duration: java.time.Duration): Long?
+    fun release(name: String, token: String): Boolean
+    fun locked(name: String): Boolean
+    fun owned(name: String, token: String): Boolean
+}
+
+/** [LeaderElectionBackend] for Java: plain blocking methods, run on `Dispatchers.IO`. */
+interface BlockingLeaderElectionBackend {
+    fun acquireOrRenew(name: String, token: String, duration: java.time.Duration, metadata: Map<String, String>): LeaderRecord
+    fun release(name: String, token: String): Boolean
+    fun get(name: String): LeaderRecord?
+}
+
+internal fun BlockingLockBackend.suspending() = object : LockBackend {
+    override suspend fun acquire(name: String, token: String, duration: Duration) =
+        blocking { this@suspending.acquire(name, token, duration.toJava()) }
+    override suspend fun release(name: String, token: String) = blocking { this@suspending.release(name, token) }
+    override suspend fun locked(name: String) = blocking { this@suspending.locked(name) }
+    override suspend fun owned(name: String, token: String) = blocking { this@suspending.owned(name, token) }
+    override fun toString() = this@suspending.toString()
+}
+
+internal fun BlockingLeaderElectionBackend.suspending() = object : LeaderElectionBackend {
+    override suspend fun acquireOrRenew(name: String, token: String, duration: Duration, metadata: Map<String, String>) =
+        blocking { this@suspending.acquireOrRenew(name, token, duration.toJava(), metadata) }
+    override suspend fun release(name: String, token: String) = blocking { this@suspending.release(name, token) }
+    override suspend fun get(name: String) = blocking { this@suspending.get(name) }
+    override fun toString() = this@suspending.toString()
+}
+
+private suspend fun <T> blocking(call: () -> T): T = runInterruptible(Dispatchers.IO) { call() }
+
+private fun Duration.toJava(): java.time.Duration = java.time.Duration.ofNanos(inWholeNanoseconds)
+
+/**
+ * The native layer's caller of a user's methods: one call per coroutine, cancelled when the
+ * driver gives it up. What a method throws reaches the driver as its class name only (its
+ * message could hold a token).
+ */
+internal class UserBackendCalls(
+    private val locks: LockBackend?,
+    private val elections: LeaderElectionBackend?,
+) : UserCalls {
+    override suspend fun call(method: String, args: UserCallArgs): UserAnswer = try {
+        answer(method, args)
+    } catch (e: CancellationException) {
+        throw e
+    } catch (e: Exception) {
+        throw UserCallException.Raised(e.javaClass.name)
+    }
+
+    private suspend fun answer(method: String, args: UserCallArgs): UserAnswer {
+        val (name, token) = args.name to args.token.orEmpty()
+        return when (method) {
+            "acquire" -> UserAnswer.Fence(locks().acquire(name, token, args.lease!!.toSeconds()))
+            "release" -> UserAnswer.Flag(locks().release(name, token))
+            "locked" -> UserAnswer.Flag(locks().locked(name))
+            "owned" -> UserAnswer.Flag(locks().owned(name, token))
+            "acquire_or_renew" -> UserAnswer.Record(
+                elections().acquireOrRenew(name, token, args.lease!!.toSeconds(), args.metadata.orEmpty()).raw(),
+            )
+            "leader_release" -> UserAnswer.Flag(elections().release(name, token))
+            "get" -> UserAnswer.Record(elections().get(name)?.raw())
+            else -> error("the native library asked for $method, which this Kotlin layer does not know")
+        }
+    }
+
+    // The native layer calls only what the store was made with.
+    private fun locks() = checkNotNull(locks) { "no lock calls" }
+    private fun elections() = checkNotNull(elections) { "no election calls" }
+}
+
+private fun LeaderRecord.raw() =
+    FfiRecord(holder, leaseDuration.seconds(), acquiredAt, renewedAt, transitions.toULong(), metadata)
+
+/** A store of your own from its lock calls and its election calls; see [Store.custom]. */
+internal fun customStore(
+    locks: LockBackend?,
+    elections: LeaderElectionBackend?,
+    scope: String?,
+    label: String?,
+): tenure.ffi.Store {
+    val name = label ?: "UserBackend"
+    return call { tenure.ffi.Store.custom(name, UserBackendCalls(locks, elections), locks != null, elections != null, scope) }
+}

@@ -1,0 +1,155 @@
+//! Backends written by users in Kotlin or Java: grelmicro's lock calls (`acquire`, `release`,
+//! `locked`, `owned`) and election calls (`acquireOrRenew`, `release`, `get`), run by the driver's
+//! `tenure::backend::user` like a built-in store: the answers' shapes and ranges checked, a
+//! fencing token that goes back refused, and a call the driver gives up (after `backendTimeout`,
+//! or a cancelled caller) cancelled, which cancels the user's coroutine. The Kotlin layer's
+//! `UserBackendCalls` calls the user's methods; this file converts values.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tenure::backend::user::{self, Call, Host, Method};
+use tenure::core::time::WallTime;
+use tenure::core::{BackendError, Metadata};
+use tenure::host::{Direct, Home};
+use tokio::task::AbortHandle;
+
+use crate::election::LeaderRecord;
+
+/// The arguments of one call of a user's method.
+#[derive(Debug, Clone, uniffi::Record)]
+pub struct UserCallArgs {
+    /// The lock or election name, with its kind prefix (`lock:orders`).
+    pub name: String,
+    /// The caller's token (none for `locked` and `get`).
+    pub token: Option<String>,
+    /// The lease asked for, in seconds (`acquire`, `acquireOrRenew`).
+    pub lease: Option<f64>,
+    /// The leader's metadata (`acquireOrRenew`).
+    pub metadata: Option<HashMap<String, String>>,
+}
+
+/// What a user's method answered.
+#[derive(Debug, Clone, uniffi::Enum)]
+pub enum UserAnswer {
+    /// A fencing token, or none when another token holds the lock (`acquire`).
+    Fence { fence: Option<i64> },
+    /// A flag (`release`, `locked`, `owned`, an election's `release`).
+    Flag { flag: bool },
+    /// A leader record (`acquireOrRenew`), or none when nobody leads (`get`).
+    Record { record: Option<LeaderRecord> },
+}
+
+/// Why a user's method failed: the class of what it threw. Its message is left out (it could
+/// hold a token).
+#[derive(Debug, thiserror::Error, uniffi::Error)]
+pub enum UserCallError {
+    #[error("raised {class_name}")]
+    Raised { class_name: String },
+}
+
+impl From<uniffi::UnexpectedUniFFICallbackError> for UserCallError {
+    /// Its reason is the thrown value's text: left out as well.
+    fn from(_: uniffi::UnexpectedUniFFICallbackError) -> Self {
+        Self::Raised { class_name: "an exception the Kotlin layer did not catch".to_owned() }
+    }
+}
+
+/// The Kotlin layer's caller of a user's methods.
+#[uniffi::export(callback_interface)]
+#[async_trait::async_trait]
+pub trait UserCalls: Send + Sync {
+    /// Calls the user's `method` (the driver's unique name: `acquire`, `release`, `locked`,
+    /// `owned`, `acquire_or_renew`, `leader_release`, `get`) with `args`, as a coroutine that a
+    /// given-up call cancels.
+    async fn call(&self, method: String, args: UserCallArgs) -> Result<UserAnswer, UserCallError>;
+}
+
+/// Where a user's Kotlin or Java backend runs: its calls are coroutines started from the
+/// runtime's threads.
+pub(crate) struct JvmHost {
+    calls: Arc<dyn UserCalls>,
+    label: String,
+}
+
+impl JvmHost {
+    pub(crate) fn new(calls: Box<dyn UserCalls>, label: String) -> Self {
+        Self { calls: Arc::from(calls), label }
+    }
+}
+
+impl Host for JvmHost {
+    type Running = AbortHandle;
+
+    fn home(&self) -> Result<Arc<dyn Home>, BackendError> {
+        Ok(Arc::new(Direct))
+    }
+
+    fn start(&self, call: Call, answer: user::Answer) -> Option<AbortHandle> {
+        let label = format!("{}.{}", self.label, Self::method_name(call.method));
+        let args = UserCallArgs {
+            name: call.name,
+            token: call.token,
+            lease: call.lease.map(crate::seconds::secs),
+            metadata: call.metadata.map(|m| m.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect()),
+        };
+        let (calls, method) = (self.calls.clone(), call.method.as_str().to_owned());
+        let task = crate::process_runtime().spawn(async move {
+            match calls.call(method, args).await {
+                Ok(answered) => deliver(&answer, answered),
+                Err(UserCallError::Raised { class_name }) => answer.fail(format!("{label} raised {class_name}")),
+            }
+        });
+        Some(task.abort_handle())
+    }
+
+    fn cancel(&self, running: AbortHandle) {
+        running.abort();
+    }
+
+    /// Kotlin's and Java's names: `acquireOrRenew`, and `release` for the election's.
+    fn method_name(method: Method) -> &'static str {
+        method.camel_name()
+    }
+}
+
+/// Hands `answered` to the driver, which checks its shape and range.
+fn deliver(answer: &user::Answer, answered: UserAnswer) {
+    match answered {
+        UserAnswer::Fence { fence: None } => answer.fence(None),
+        UserAnswer::Fence { fence: Some(fence) } => match u64::try_from(fence) {
+            Ok(fence) => answer.fence(Some(fence)),
+            Err(_) => answer.unreadable(format!("{} answered a negative fencing token", answer.method().camel_name())),
+        },
+        UserAnswer::Flag { flag } => answer.flag(flag),
+        UserAnswer::Record { record } => match record.map(core_record).transpose() {
+            Ok(record) => answer.record(record),
+            Err(why) => answer.unreadable(why),
+        },
+    }
+}
+
+/// A record in the core's units, checked.
+fn core_record(r: LeaderRecord) -> Result<tenure::LeaderRecord, String> {
+    let lease = Duration::try_from_secs_f64(r.lease_duration)
+        .map_err(|_| "a record whose leaseDuration is not a finite number of seconds >= 0".to_owned())?;
+    let metadata = Metadata::try_from(r.metadata.into_iter().collect::<BTreeMap<_, _>>()).map_err(|e| e.to_string())?;
+    Ok(tenure::LeaderRecord {
+        holder: r.holder,
+        lease_duration: lease,
+        acquired_at: wall(r.acquired_at, "acquiredAt")?,
+        renewed_at: wall(r.renewed_at, "renewedAt")?,
+        transitions: r.transitions,
+        metadata,
+    })
+}
+
+/// `t` as the core's wall time (µs since the epoch), if it is within its range.
+fn wall(t: SystemTime, field: &str) -> Result<WallTime, String> {
+    let micros = match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_micros()).ok(),
+        Err(before) => i64::try_from(before.duration().as_micros()).ok().map(|m| -m),
+    };
+    micros.map(WallTime::from_unix_micros).ok_or_else(|| format!("a record whose {field} is out of range"))
+}
