@@ -4,18 +4,15 @@
 
 use std::ffi::{c_int, c_void};
 use std::io;
-use std::net::{Shutdown, TcpStream};
+use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 use std::thread;
 use std::time::Duration;
 
-use tenure::host::{Home, LoopTask, Watched, Work};
+use tenure::host::{Home, LoopStream, LoopTask, Watch, Watched, Work};
 use tenure::net::{Net, NetFuture, Socket};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::inbox::Inbox;
 use super::uv::{self, Handle};
@@ -43,7 +40,7 @@ impl Net for JsDial {
             }
             let socket = stream.into_std()?;
             socket.set_nonblocking(true)?;
-            let stream = LoopStream::register(&home, socket);
+            let stream = register(&home, socket);
             let spawn_home = home.clone();
             let spawn = move |driver| LoopTask::spawn(spawn_home, driver);
             Ok(Socket::new(stream, spawn, move || home.is_alive()))
@@ -61,12 +58,8 @@ impl Net for JsDial {
     }
 }
 
-/// A socket its loop watches (a libuv poll handle): the poll callback reads what arrives into a
+/// A socket its loop watches (a libuv poll handle): the poll callback reads what arrives into the
 /// buffer and wakes the reader; writes go straight to the (non-blocking) socket, from any thread.
-struct LoopStream {
-    shared: Arc<Shared>,
-}
-
 struct Shared {
     watched: Watched,
     home: Arc<Inbox>,
@@ -159,41 +152,27 @@ fn poll_closed(data: *mut c_void) {
     Inbox::closed(Arc::as_ptr(&home));
 }
 
-impl LoopStream {
-    /// Watches `socket` on `home`'s loop (from its thread, or posted there).
-    fn register(home: &Arc<Inbox>, socket: TcpStream) -> Self {
-        let shared = Arc::new(Shared { watched: Watched::new(socket), home: home.clone(), handle: Mutex::new(None) });
-        shared.on_loop(Shared::watch);
-        Self { shared }
-    }
+/// Watches `socket` on `home`'s loop (from its thread, or posted there).
+fn register(home: &Arc<Inbox>, socket: TcpStream) -> LoopStream<PollWatch> {
+    let shared = Arc::new(Shared { watched: Watched::new(socket), home: home.clone(), handle: Mutex::new(None) });
+    shared.on_loop(Shared::watch);
+    LoopStream::new(PollWatch(shared))
 }
 
-impl AsyncRead for LoopStream {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        self.shared.watched.poll_read(cx, buf)
-    }
-}
+/// How libuv's poll handle watches a socket (see [`Shared`]).
+struct PollWatch(Arc<Shared>);
 
-impl AsyncWrite for LoopStream {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.shared.watched.poll_write(cx, buf, || self.shared.on_loop(Shared::want_write))
+impl Watch for PollWatch {
+    fn watched(&self) -> &Watched {
+        &self.0.watched
     }
 
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
+    fn want_write(&self) {
+        self.0.on_loop(Shared::want_write);
     }
 
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let _ = self.shared.watched.socket().shutdown(Shutdown::Write);
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl Drop for LoopStream {
-    /// Stops watching the socket on the loop's thread; the descriptor stays open until libuv let
-    /// go of it, so a new socket reusing the number is never watched by mistake.
-    fn drop(&mut self) {
-        let _ = self.shared.watched.socket().shutdown(Shutdown::Both);
-        self.shared.on_loop(|shared| shared.stop());
+    /// libuv lets go of the descriptor before the last reference closes it.
+    fn stop(&self) {
+        self.0.on_loop(|shared| shared.stop());
     }
 }

@@ -2,19 +2,16 @@
 //! PostgreSQL): the package hands its loop to them as their runtime ([`Net`]).
 
 use std::io;
-use std::net::{Shutdown, TcpStream};
+use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 use std::thread;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use tenure::host::{Home, LoopTask, Watched, Work, scope};
+use tenure::host::{Home, LoopStream, LoopTask, Watch, Watched, Work, scope};
 use tenure::net::{Net, NetFuture, Socket};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::task::{Inbox, with_loop};
 use tenure_tokio::Tokio;
@@ -56,7 +53,7 @@ impl Net for LoopDial {
             };
             let socket = stream.into_std()?;
             socket.set_nonblocking(true)?;
-            let stream = LoopStream::register(&home, socket);
+            let stream = register(&home, socket);
             let spawn_home = home.clone();
             let spawn = move |driver| LoopTask::spawn(spawn_home, driver);
             Ok(Socket::new(stream, spawn, move || home.is_alive()))
@@ -74,25 +71,25 @@ impl Net for LoopDial {
     }
 }
 
-/// A socket the event loop's selector watches: its callback reads what arrives into a buffer
-/// and wakes the reader; writes go straight to the (non-blocking) socket.
-struct LoopStream {
+/// How the event loop's selector watches a socket: its `Readable` callback reads what arrives
+/// into the buffer, a `Writable` one waits for room after a write would have blocked.
+struct SelectorWatch {
     shared: Arc<Watched>,
     home: Arc<Inbox>,
 }
 
-impl LoopStream {
-    /// Watches `socket` on `home`'s loop (from its thread, or posted there).
-    fn register(home: &Arc<Inbox>, socket: TcpStream) -> Self {
-        let stream = Self { shared: Arc::new(Watched::new(socket)), home: home.clone() };
-        let readable = Readable(stream.shared.clone());
-        stream.on_loop(move |_, event_loop| {
-            let fd = readable.0.socket().as_raw_fd();
-            event_loop.call_method1("add_reader", (fd, readable)).map(drop)
-        });
-        stream
-    }
+/// Watches `socket` on `home`'s loop (from its thread, or posted there).
+fn register(home: &Arc<Inbox>, socket: TcpStream) -> LoopStream<SelectorWatch> {
+    let watch = SelectorWatch { shared: Arc::new(Watched::new(socket)), home: home.clone() };
+    let readable = Readable(watch.shared.clone());
+    watch.on_loop(move |_, event_loop| {
+        let fd = readable.0.socket().as_raw_fd();
+        event_loop.call_method1("add_reader", (fd, readable)).map(drop)
+    });
+    LoopStream::new(watch)
+}
 
+impl SelectorWatch {
     /// Runs `f` with the loop on its thread: now if this is it, else posted there.
     fn on_loop(&self, f: impl FnOnce(Python<'_>, &Bound<'_, PyAny>) -> PyResult<()> + Send + 'static) {
         if thread::current().id() != self.home.thread {
@@ -104,6 +101,30 @@ impl LoopStream {
             if let Err(e) = done {
                 tracing::debug!(error = %e, "a socket's event loop call failed");
             }
+        });
+    }
+}
+
+impl Watch for SelectorWatch {
+    fn watched(&self) -> &Watched {
+        &self.shared
+    }
+
+    fn want_write(&self) {
+        let shared = self.shared.clone();
+        self.on_loop(move |_, event_loop| {
+            let fd = shared.socket().as_raw_fd();
+            event_loop.call_method1("add_writer", (fd, Writable(shared))).map(drop)
+        });
+    }
+
+    /// The selector lets go of the descriptor before the last reference closes it.
+    fn stop(&self) {
+        let shared = self.shared.clone();
+        self.on_loop(move |_, event_loop| {
+            let fd = shared.socket().as_raw_fd();
+            event_loop.call_method1("remove_reader", (fd,))?;
+            event_loop.call_method1("remove_writer", (fd,)).map(drop)
         });
     }
 }
@@ -136,46 +157,5 @@ impl Writable {
         event_loop.call_method1("remove_writer", (self.0.socket().as_raw_fd(),))?;
         scope(|| self.0.write_ready());
         Ok(())
-    }
-}
-
-impl AsyncRead for LoopStream {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        self.shared.poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for LoopStream {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.shared.poll_write(cx, buf, || {
-            let shared = self.shared.clone();
-            self.on_loop(move |_, event_loop| {
-                let fd = shared.socket().as_raw_fd();
-                event_loop.call_method1("add_writer", (fd, Writable(shared))).map(drop)
-            });
-        })
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let _ = self.shared.socket().shutdown(Shutdown::Write);
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl Drop for LoopStream {
-    /// Stops watching the socket on the loop's thread, then closes it: the descriptor stays
-    /// open until the selector let go of it, so a new socket reusing the number is never hit.
-    fn drop(&mut self) {
-        let _ = self.shared.socket().shutdown(Shutdown::Both);
-        let shared = self.shared.clone();
-        self.on_loop(move |_, event_loop| {
-            let fd = shared.socket().as_raw_fd();
-            event_loop.call_method1("remove_reader", (fd,))?;
-            event_loop.call_method1("remove_writer", (fd,)).map(drop)
-        });
     }
 }

@@ -2,9 +2,10 @@
 //! binding converts units and wires its language's cancellation, and decides nothing:
 //! [`LeaseSlot`], the acquisition a guard object holds; and [`LockOptions`], a lock's settings as
 //! a front end gives them, in its [`Unit`]. The error table every binding raises its classes from
-//! is the core's (`tenure_core::error::table`); the backends of a binding's store object, with
-//! the errors naming a missing one, are `tenure_open::Backends`; a host with an event loop of
-//! its own runs on `crate::host`, and a user's backend on `crate::backend::user`.
+//! is the core's (`tenure_core::error::table`); the backends of a binding's store object are a
+//! [`Slots`](crate::Slots), whose getters name a missing one (the store opener keeps them with
+//! where they came from); a host with an event loop of its own runs on `crate::host`, and a
+//! user's backend on `crate::backend::user`.
 
 mod options;
 mod slot;
