@@ -1,8 +1,9 @@
 //! Backends written by users in Kotlin or Java: grelmicro's lock calls (`acquire`, `release`,
 //! `locked`, `owned`) and election calls (`acquireOrRenew`, `release`, `get`), run by the driver's
 //! `tenure::backend::user` like a built-in store: the answers' shapes and ranges checked, a
-//! fencing token that goes back refused, and a call the driver gives up (after `backendTimeout`,
-//! or a cancelled caller) cancelled, which cancels the user's coroutine. The Kotlin layer's
+//! fencing token that goes back refused, a call past `backendTimeout` failed (its late answer
+//! settled, a late grant given back), and a call the driver stops waiting for (a minute later)
+//! cancelled, which cancels the user's coroutine. The Kotlin layer's
 //! `UserBackendCalls` calls the user's methods; this file converts values.
 
 use std::collections::{BTreeMap, HashMap};

@@ -42,11 +42,13 @@ class Store private constructor(internal val raw: Ffi) : AutoCloseable {
         /**
          * A store you write: its [locks] calls serve locks and task locks, its [elections] calls
          * serve leader elections (give one or both). Tenure calls it as it calls its own stores:
-         * each call is bounded by the lock's or election's `backendTimeout` and its coroutine is
-         * cancelled when the caller gives up; an answer of the wrong shape or range (a fencing token
-         * that is not positive, or lower than one it answered before for the name) fails the
-         * operation with a [StoreException], and so does a method that throws (the message names
-         * the backend, the method and the exception's class, never its message). [scope] declares
+         * a call that has not answered within the lock's or election's `backendTimeout` fails the
+         * operation, and what it answers later is settled (a late grant given back; a coroutine
+         * still running a minute later is cancelled); an answer of the wrong shape or range (a
+         * fencing token that is not positive, or lower than one it answered before for the name)
+         * fails the operation with a [StoreException] as its cause, and so does a method that
+         * throws (the message names the backend, the method and the exception's class, never its
+         * message). [scope] declares
          * how far its locks exclude (`process`, `host` or `cluster`); [label] names it in messages
          * (its class name by default).
          *
