@@ -162,13 +162,14 @@ fn unsigned(value: &BigInt) -> Option<u64> {
 
 #[napi]
 impl UserAnswer {
-    /// A fencing token (checked: positive, below 2^63), or `null` when another token holds it.
+    /// A fencing token (the driver checks it is positive and below 2^63), or `null` when another
+    /// token holds it.
     #[napi]
     pub fn fence(&self, fence: Option<BigInt>) {
         match fence.as_ref().map(unsigned) {
             None => self.0.fence(None),
-            Some(Some(fence)) if fence > 0 && i64::try_from(fence).is_ok() => self.0.fence(Some(fence)),
-            Some(_) => self.0.unreadable("a fencing token out of range"),
+            Some(Some(fence)) => self.0.fence(Some(fence)),
+            Some(None) => self.0.unreadable("a fencing token out of range"),
         }
     }
 

@@ -88,7 +88,7 @@ class MapBackend : LockBackend, LeaderElectionBackend {
     }
 }
 
-/** A lock backend whose `acquire` answers [fence] whatever is asked. */
+/** A lock backend whose `acquire` answers what [fences] gives, whatever is asked. */
 private class Answering(private val fences: () -> Long?) : LockBackend {
     override suspend fun acquire(name: String, token: String, duration: Duration) = fences()
     override suspend fun release(name: String, token: String) = true
@@ -189,14 +189,17 @@ fun userBackendTests(suite: Suite) {
 
     suite.test("user backend: a blocking Java backend's calls run on the IO threads, and a late grant is given back") {
         val backend = MapBackend()
-        val threads = java.util.Collections.synchronizedSet(mutableSetOf<String>())
+        // Eight calls that each block until all eight are inside: only the IO dispatcher (64
+        // threads) holds them at once; the default one has as many threads as cores.
+        val together = java.util.concurrent.CountDownLatch(8)
         val store = Store.customBlocking(locks = object : BlockingLockBackend {
-            private fun <T> on(call: suspend () -> T): T {
-                threads += Thread.currentThread().name
-                return kotlinx.coroutines.runBlocking { call() }
-            }
+            private fun <T> on(call: suspend () -> T): T = kotlinx.coroutines.runBlocking { call() }
             override fun acquire(name: String, token: String, duration: java.time.Duration): Long? {
                 if (name.endsWith("slow")) Thread.sleep(1_000)
+                if (name.contains("together")) {
+                    together.countDown()
+                    check(together.await(20, java.util.concurrent.TimeUnit.SECONDS)) { "the calls did not run at once" }
+                }
                 return on { backend.acquire(name, token, duration.toMillis().milliseconds) }
             }
             override fun release(name: String, token: String) = on { backend.release(name, token) }
@@ -206,10 +209,15 @@ fun userBackendTests(suite: Suite) {
         val guard = Lock("report", store).acquire()
         assertEquals(1L, guard.fencingToken, "the first fence")
         guard.release()
-        check(threads.all { it.startsWith("DefaultDispatcher-worker") }) { "ran on $threads" }
+        val fences = withContext(Dispatchers.Default) {
+            List(8) { i ->
+                async { Lock("together-$i", store, LockOptions(backendTimeout = 30.seconds)).withLock { token -> token } }
+            }.awaitAll()
+        }
+        assertEquals(List(8) { 1L }, fences, "eight calls blocked at once, each granted")
         val slow = Lock("report-slow", store, LockOptions(backendTimeout = 200.milliseconds))
         assertEquals("STORE_TIMEOUT", failure { slow.acquireBlocking() }.code, "code")
-        eventually(what = "the late grant is given back") { backend.granted.get() == 2 && !backend.locked("lock:report-slow") }
+        eventually(what = "the late grant is given back") { backend.granted.get() == 10 && !backend.locked("lock:report-slow") }
     }
 
     suite.test("user backend: a store without lock or election calls says which is missing") {
