@@ -128,10 +128,11 @@ class LeaderElection extends EventEmitter {
   /**
    * Waits for leadership, then runs `fn(signal)`; `signal` aborts with a `WouldBlockError`
    * ("Not leader", the core's) the moment leadership is lost, or with the reason of the
-   * `signal` given here. Resolves to what `fn` returns. With `repeat`, runs `fn` again after each
-   * completion and after each re-election, until `signal` aborts, the election stops
-   * (`ELECTION_STOPPED`) or `fn` throws other than its signal's reason: the promise then
-   * rejects with that.
+   * `signal` given here. Resolves to what `fn` returns, or to `undefined` when `fn` throws its
+   * signal's reason on a loss (grelmicro's `lead` returns `None` for work cancelled by a loss).
+   * With `repeat`, runs `fn` again after each completion and after each re-election, until
+   * `signal` aborts, the election stops (`ELECTION_STOPPED`) or `fn` throws other than its
+   * signal's reason: the promise then rejects with that.
    */
   async lead(fn, { signal, repeat = false } = {}) {
     if (typeof fn !== 'function') throw new TypeError('lead(fn): fn must be a function');
@@ -150,7 +151,9 @@ class LeaderElection extends EventEmitter {
         if (!repeat) return result;
       } catch (error) {
         const lost = controller.signal.aborted && error === controller.signal.reason && !signal?.aborted;
-        if (!repeat || !lost) throw error;
+        if (!lost) throw error;
+        // Work that ended on the loss, as grelmicro's cancelled work: nothing, or again.
+        if (!repeat) return undefined;
       } finally {
         watch.cancel();
         if (signal) signal.removeEventListener('abort', onAbort);

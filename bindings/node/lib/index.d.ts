@@ -291,7 +291,11 @@ export interface ReadWriteLockState {
   waitingWriters: number;
 }
 
-/** A read-write lock, as grelmicro 0.44's: readers share, a writer writes alone. */
+/**
+ * A read-write lock, as grelmicro 0.44's: readers share, a writer writes alone. The work of a
+ * side's `using` block is one caller: asking there for the write side while reading rejects with
+ * `LockUpgradeError` (it would wait for itself), asking again for a side with `LockReentrantError`.
+ */
 export declare class ReadWriteLock {
   constructor(name: string, backend: Backend | ReadWriteLockBackend, options?: LockOptions);
   constructor(name: string, options?: LockOptions);
@@ -359,10 +363,11 @@ export declare class LeaderElection {
   waitLoseLeader(options?: { signal?: AbortSignal }): Promise<void>;
   /**
    * Runs `fn` once leading; its signal aborts (a `WouldBlockError`) when leadership is lost.
+   * Resolves to what `fn` returns, or `undefined` when it threw its signal's reason on a loss.
    * With `repeat`, runs it again after each completion and each re-election, until `signal`
    * aborts, the election stops or `fn` throws.
    */
-  lead<T>(fn: (signal: AbortSignal) => Promise<T> | T, options?: { signal?: AbortSignal; repeat?: boolean }): Promise<T>;
+  lead<T>(fn: (signal: AbortSignal) => Promise<T> | T, options?: { signal?: AbortSignal; repeat?: boolean }): Promise<T | undefined>;
   on(event: 'leader' | 'follower', listener: () => void): this;
   once(event: 'leader' | 'follower', listener: () => void): this;
   off(event: 'leader' | 'follower', listener: () => void): this;

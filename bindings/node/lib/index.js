@@ -4,6 +4,7 @@
 // classes of `./errors`, an `AbortSignal` on every wait, `lock.using(fn)` with a signal that
 // aborts when the lease is lost, and `await using` on handles. Durations are milliseconds.
 
+const { AsyncLocalStorage } = require('node:async_hooks');
 const { Alive, endQuietly, native, errors, asyncDispose, settle, now, waitUnless, version } = require('./call');
 const { LeaderElection } = require('./election');
 const { TaskLock, TaskRun } = require('./task_lock');
@@ -303,19 +304,46 @@ class Semaphore extends Leasing {
 }
 
 /**
+ * The read-write locks held by the work of each `using` block of a side, and each one's caller (a
+ * native pair of holders): inside the block, that caller asks. The driver's rule then refuses a
+ * reader asking to write (`LockUpgradeError`: it would wait for itself) and a second lease
+ * (`LockReentrantError`). Outside any block each acquire is a caller of its own.
+ */
+const callers = new AsyncLocalStorage();
+
+/** A side of a read-write lock: a `Leasing` whose acquires go through the current caller. */
+class Side extends Leasing {
+  #lock;
+
+  constructor(lock, write, Handle) {
+    const caller = () => callers.getStore()?.get(lock) ?? lock.holders();
+    super(lock, (t, c) => caller().acquire(write, t, c), () => caller().tryAcquire(write), Handle);
+    this.#lock = lock;
+  }
+
+  /** `Leasing.using`, its work one caller of the lock: it may not take the other side meanwhile. */
+  using(fn, options) {
+    const held = callers.getStore();
+    if (held?.has(this.#lock)) return super.using(fn, options);
+    return callers.run(new Map(held).set(this.#lock, this.#lock.holders()), () => super.using(fn, options));
+  }
+}
+
+/**
  * A read-write lock, as grelmicro 0.44's: any number of readers (`lock.read`) or one writer
  * (`lock.write`), writer-preferring. Each side waits, tries, and runs `using(fn)` as a lock does;
  * a read handle carries the `generation` read, a write handle its `fencingToken`, `poisoned` and
- * `downgrade()`.
+ * `downgrade()`. Inside a side's `using` block, asking for the write side while reading rejects
+ * with `LockUpgradeError`, and asking again for a side with `LockReentrantError`.
  */
 class ReadWriteLock extends Configured {
   constructor(name, backend, options) {
     const lock = now(() => new native.ReadWriteLock(name, ...resolve('readWriteLock', backend, options)));
     super(lock);
     /** The read side. */
-    this.read = new Leasing(lock, (t, c) => lock.acquire(false, t, c), () => lock.tryAcquire(false), ReadHandle);
+    this.read = new Side(lock, false, ReadHandle);
     /** The write side. */
-    this.write = new Leasing(lock, (t, c) => lock.acquire(true, t, c), () => lock.tryAcquire(true), WriteHandle);
+    this.write = new Side(lock, true, WriteHandle);
     Object.freeze(this);
   }
 

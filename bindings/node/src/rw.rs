@@ -1,5 +1,6 @@
 //! `ReadWriteLock`: many readers or one writer, each acquire a [`Guard`] of one side (the same
-//! guard a lock's acquire gives; a writer's also downgrades and tells `poisoned`).
+//! guard a lock's acquire gives; a writer's also downgrades and tells `poisoned`), taken through
+//! a caller's pair of holders.
 
 use napi::Env;
 use napi::bindgen_prelude::BigInt;
@@ -42,43 +43,10 @@ impl ReadWriteLock {
         Ok(Self { inner: lock_options(&o)?.apply(builder)?.build()? })
     }
 
-    /// Takes the write side (`write`) or a read side, waiting up to `timeout` ms (forever without
-    /// one), unless `cancel` fires first (a writer then withdraws its intent).
+    /// A new caller's pair of holders, one per side (what `using` runs its work as).
     #[napi]
-    pub fn acquire<'env>(
-        &self,
-        env: &'env Env,
-        write: bool,
-        timeout: Option<f64>,
-        cancel: Option<&Cancel>,
-    ) -> napi::Result<Settled<'env, Guard>> {
-        let timeout = sync(optional("timeout", timeout))?;
-        let lock = self.inner.clone();
-        let call = async move {
-            let guard = match (write, timeout) {
-                (true, Some(timeout)) => lock.write().acquire_timeout(timeout).await?.into_lock_guard(),
-                (true, None) => lock.write().acquire().await?.into_lock_guard(),
-                (false, Some(timeout)) => lock.read().acquire_timeout(timeout).await?.into_lock_guard(),
-                (false, None) => lock.read().acquire().await?.into_lock_guard(),
-            };
-            Ok(Guard::new(guard))
-        };
-        promise(env, unless(cancel, call))
-    }
-
-    /// One attempt at the write side (`write`) or a read side: a `WOULD_BLOCK` failure if the
-    /// other side (or another writer) holds it; a writer's keeps no intent.
-    #[napi]
-    pub fn try_acquire<'env>(&self, env: &'env Env, write: bool) -> napi::Result<Settled<'env, Guard>> {
-        let lock = self.inner.clone();
-        promise(env, async move {
-            let guard = if write {
-                lock.write().acquire_nowait().await?.into_lock_guard()
-            } else {
-                lock.read().acquire_nowait().await?.into_lock_guard()
-            };
-            Ok(Guard::new(guard))
-        })
+    pub fn holders(&self) -> ReadWriteHolders {
+        ReadWriteHolders(self.inner.holders())
     }
 
     /// What holds the lock now.
@@ -99,3 +67,34 @@ impl ReadWriteLock {
 }
 
 crate::lock::configured!(ReadWriteLock);
+
+/// One caller's holders of both sides, which refuse an upgrade (`LockUpgradeError`) and a
+/// second lease (`LockReentrantError`): the driver's rule.
+#[napi]
+pub struct ReadWriteHolders(tenure::ReadWriteHolders<Tokio>);
+
+#[napi]
+impl ReadWriteHolders {
+    /// Takes the write side (`write`) or a read side, waiting up to `timeout` ms (forever without
+    /// one), unless `cancel` fires first (a writer then withdraws its intent).
+    #[napi]
+    pub fn acquire<'env>(
+        &self,
+        env: &'env Env,
+        write: bool,
+        timeout: Option<f64>,
+        cancel: Option<&Cancel>,
+    ) -> napi::Result<Settled<'env, Guard>> {
+        let timeout = sync(optional("timeout", timeout))?;
+        let holders = self.0.clone();
+        promise(env, unless(cancel, async move { Ok(Guard::new(holders.acquire(write, timeout).await?)) }))
+    }
+
+    /// One attempt at the write side (`write`) or a read side: a `WOULD_BLOCK` failure if the
+    /// other side (or another writer) holds it; a writer's keeps no intent.
+    #[napi]
+    pub fn try_acquire<'env>(&self, env: &'env Env, write: bool) -> napi::Result<Settled<'env, Guard>> {
+        let holders = self.0.clone();
+        promise(env, async move { Ok(Guard::new(holders.acquire_nowait(write).await?)) })
+    }
+}

@@ -59,6 +59,23 @@ for (const [kind, backend] of Object.entries(stores)) {
       assert.equal(election.isRunning, false);
     });
 
+    test('lead() resolves to nothing when the work ends on the loss, as grelmicro\'s lead', async () => {
+      const election = new LeaderElection(fresh('lost'), backend, fast);
+      election.start();
+      let stopping;
+      const result = await election.lead(async (signal) => {
+        stopping = election.stop();
+        await once(signal, 'abort');
+        throw signal.reason;
+      });
+      await stopping;
+      assert.equal(result, undefined);
+      const failing = new LeaderElection(fresh('fails'), backend, fast);
+      failing.start();
+      await assert.rejects(failing.lead(async () => { throw new Error('the work failed'); }), { message: 'the work failed' });
+      await failing.stop();
+    });
+
     test('lead({ repeat }) runs the work again after each completion, until its signal aborts', async () => {
       const election = new LeaderElection(fresh('repeat'), backend, fast);
       election.start();

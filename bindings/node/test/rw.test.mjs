@@ -1,7 +1,8 @@
 // Read-write locks on every store, as grelmicro 0.44's users write them, in Node's idioms.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LockTimeoutError, ReadWriteLock, WouldBlockError, memoryBackend } from 'tenure';
+import { LockReentrantError, LockTimeoutError, LockUpgradeError, ReadWriteLock, WouldBlockError, memoryBackend } from 'tenure';
 import { fresh, openStores, sleep } from './stores.mjs';
 
 const stores = await openStores(after);
@@ -44,6 +45,28 @@ for (const [kind, backend] of Object.entries(stores)) {
       await assert.rejects(lock.write.tryAcquire(), WouldBlockError);
       await (await lock.read.acquire()).release();
       await read.release();
+    });
+
+    test('inside a side\'s using block, asking to write while reading is an upgrade error', async () => {
+      const lock = new ReadWriteLock(fresh('upgrade'), backend, { retryInterval: 10 });
+      // Another caller: code bound to the context outside the block is another reader.
+      const outside = AsyncLocalStorage.bind(() => lock.read.acquire());
+      const generation = await lock.read.using(async () => {
+        await assert.rejects(lock.write.acquire({ timeout: 2000 }), (e) => e instanceof LockUpgradeError && e.name === 'LockUpgradeError' && /upgrade/.test(e.message));
+        await assert.rejects(lock.read.acquire(), LockReentrantError);
+        assert.equal((await lock.state()).waitingWriters, 0, 'refused before asking the store');
+        await (await outside()).release();
+        return (await lock.state()).generation;
+      });
+      assert.equal(generation, 0n);
+      const token = await lock.write.using(async (signal, handle) => {
+        await assert.rejects(lock.write.tryAcquire(), LockReentrantError);
+        await assert.rejects(lock.read.tryAcquire(), LockReentrantError, 'a writer does not also read');
+        return handle.fencingToken;
+      });
+      assert.equal(token, 1n);
+      const writer = await lock.write.acquire();
+      await writer.release();
     });
   });
 }

@@ -37,7 +37,7 @@ export async function quickStart(url: string): Promise<bigint> {
   await using election = new LeaderElection('svc', backend, { leaseDuration: 15_000, metadata: { zone: 'a' } });
   election.on('leader', () => console.log('leading')).on('follower', () => console.log('following'));
   election.start();
-  const done: string = await election.lead(async (signal) => (signal.aborted ? 'lost' : 'done'));
+  const done: string | undefined = await election.lead(async (signal) => (signal.aborted ? 'lost' : 'done'));
   const holder: string | undefined = election.record?.holder;
   if (done === holder) election.unref();
   {

@@ -193,6 +193,7 @@ fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lock::Lock>()?;
     m.add_class::<lock::Holder>()?;
     m.add_class::<rw_lock::ReadWriteLock>()?;
+    m.add_class::<rw_lock::ReadWriteHolders>()?;
     m.add_class::<sem::Semaphore>()?;
     m.add_class::<task_lock::TaskLock>()?;
     m.add_class::<task_lock::TaskGuard>()?;

@@ -1,6 +1,6 @@
-//! `ReadWriteLock`: the driver's read-write lock, whose two sides hand out the same per-task
-//! [`Holder`]s a `Lock` does. The Python side keeps which side each task holds (so that a task
-//! reading and asking to write gets `LockUpgradeError`, as in grelmicro).
+//! `ReadWriteLock`: the driver's read-write lock, which hands each task (or thread) a pair of
+//! holders, one per side, that refuse an upgrade (`LockUpgradeError`) and a second lease
+//! (`LockReentrantError`), as grelmicro's; each side's holder is the [`Holder`] a `Lock` gives.
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -74,16 +74,10 @@ impl ReadWriteLock {
         self.inner.reconfigure(config).map_err(|e| py_error(py, &e))
     }
 
-    /// A new holder of the write side (`write`) or the read side: a task's, or with `thread` a
-    /// thread's.
-    #[pyo3(signature = (*, write, thread=false))]
-    fn holder(&self, write: bool, thread: bool) -> Holder {
-        Holder::new(match (write, thread) {
-            (true, false) => self.inner.write().holder(),
-            (true, true) => self.inner.write().thread_holder(),
-            (false, false) => self.inner.read().holder(),
-            (false, true) => self.inner.read().thread_holder(),
-        })
+    /// A new pair of holders, one per side: a task's, or with `thread` a thread's.
+    #[pyo3(signature = (*, thread=false))]
+    fn holders(&self, thread: bool) -> ReadWriteHolders {
+        ReadWriteHolders(if thread { self.inner.thread_holders() } else { self.inner.holders() })
     }
 
     /// The lock's state: `(generation, writing, readers, waiting_writers)`.
@@ -93,5 +87,25 @@ impl ReadWriteLock {
             let s = lock.state().await.map_err(Fail::from)?;
             Ok((s.generation, s.writing, s.readers, s.waiting_writers))
         })
+    }
+}
+
+/// One task's (or thread's) holders of both sides, and the driver's rule that binds them.
+#[pyclass(frozen, module = "tenure._tenure")]
+pub(crate) struct ReadWriteHolders(tenure::ReadWriteHolders<Tokio>);
+
+#[pymethods]
+impl ReadWriteHolders {
+    /// The holder of the write side (`write`) or of the read side.
+    #[pyo3(signature = (*, write))]
+    fn holder(&self, write: bool) -> Holder {
+        Holder::new(self.0.holder(write).clone())
+    }
+
+    /// Refuses to ask for a side while holding one: `LockUpgradeError` for a reader asking to
+    /// write, `LockReentrantError` otherwise.
+    #[pyo3(signature = (*, write))]
+    fn check(&self, py: Python<'_>, write: bool) -> PyResult<()> {
+        self.0.check(write).map_err(|e| py_error(py, &e))
     }
 }

@@ -47,18 +47,6 @@ pub struct ReadWriteLock {
     inner: tenure::ReadWriteLock<Tokio>,
 }
 
-impl ReadWriteLock {
-    async fn take(&self, write: bool, timeout: Option<Duration>) -> Result<Arc<LockGuard>, TenureError> {
-        let guard = match (write, timeout) {
-            (true, Some(t)) => self.inner.write().acquire_timeout(t).await?.into_lock_guard(),
-            (true, None) => self.inner.write().acquire().await?.into_lock_guard(),
-            (false, Some(t)) => self.inner.read().acquire_timeout(t).await?.into_lock_guard(),
-            (false, None) => self.inner.read().acquire().await?.into_lock_guard(),
-        };
-        Ok(LockGuard::new(guard))
-    }
-}
-
 #[uniffi::export]
 impl ReadWriteLock {
     /// The read-write lock `name` on `store`.
@@ -70,41 +58,9 @@ impl ReadWriteLock {
         Ok(Arc::new(Self { inner: lock_options(&o)?.apply(builder)?.build()? }))
     }
 
-    /// Takes the write side (`write`) or a read side, waiting as long as it takes. Cancelling
-    /// the call withdraws a writer's intent.
-    pub async fn acquire(&self, write: bool) -> Result<Arc<LockGuard>, TenureError> {
-        self.take(write, None).await
-    }
-
-    /// [`ReadWriteLock::acquire`], blocking the calling thread.
-    pub fn acquire_blocking(&self, write: bool) -> Result<Arc<LockGuard>, TenureError> {
-        block("ReadWriteLock.acquireBlocking", self.acquire(write))
-    }
-
-    /// [`ReadWriteLock::acquire`] up to `timeout` seconds: `LockTimeout` if it does not come.
-    pub async fn acquire_timeout(&self, write: bool, timeout: f64) -> Result<Arc<LockGuard>, TenureError> {
-        self.take(write, Some(seconds("timeout", timeout)?)).await
-    }
-
-    /// [`ReadWriteLock::acquire_timeout`], blocking the calling thread.
-    pub fn acquire_timeout_blocking(&self, write: bool, timeout: f64) -> Result<Arc<LockGuard>, TenureError> {
-        block("ReadWriteLock.acquireBlocking", self.acquire_timeout(write, timeout))
-    }
-
-    /// One attempt at the write side (`write`) or a read side: `WouldBlock` if the other side
-    /// (or another writer) holds it; a writer's keeps no intent.
-    pub async fn try_acquire(&self, write: bool) -> Result<Arc<LockGuard>, TenureError> {
-        let guard = if write {
-            self.inner.write().acquire_nowait().await?.into_lock_guard()
-        } else {
-            self.inner.read().acquire_nowait().await?.into_lock_guard()
-        };
-        Ok(LockGuard::new(guard))
-    }
-
-    /// [`ReadWriteLock::try_acquire`], blocking the calling thread.
-    pub fn try_acquire_blocking(&self, write: bool) -> Result<Arc<LockGuard>, TenureError> {
-        block("ReadWriteLock.tryAcquireBlocking", self.try_acquire(write))
+    /// A new caller's pair of holders, one per side (what a side's `withLock` runs its work as).
+    pub fn holders(&self) -> Arc<ReadWriteHolders> {
+        Arc::new(ReadWriteHolders(self.inner.holders()))
     }
 
     /// What holds the lock now.
@@ -121,6 +77,52 @@ impl ReadWriteLock {
     /// [`ReadWriteLock::state`], blocking the calling thread.
     pub fn state_blocking(&self) -> Result<ReadWriteLockState, TenureError> {
         block("ReadWriteLock.stateBlocking", self.state())
+    }
+}
+
+/// One caller's holders of both sides, which refuse an upgrade (`LockUpgrade`) and a second
+/// lease (`LockReentrant`): the driver's rule.
+#[derive(uniffi::Object)]
+pub struct ReadWriteHolders(tenure::ReadWriteHolders<Tokio>);
+
+impl ReadWriteHolders {
+    async fn take(&self, write: bool, timeout: Option<Duration>) -> Result<Arc<LockGuard>, TenureError> {
+        Ok(LockGuard::new(self.0.acquire(write, timeout).await?))
+    }
+}
+
+#[uniffi::export]
+impl ReadWriteHolders {
+    /// Takes the write side (`write`) or a read side, waiting as long as it takes. Cancelling
+    /// the call withdraws a writer's intent.
+    pub async fn acquire(&self, write: bool) -> Result<Arc<LockGuard>, TenureError> {
+        self.take(write, None).await
+    }
+
+    /// [`ReadWriteHolders::acquire`], blocking the calling thread.
+    pub fn acquire_blocking(&self, write: bool) -> Result<Arc<LockGuard>, TenureError> {
+        block("ReadWriteLock.acquireBlocking", self.acquire(write))
+    }
+
+    /// [`ReadWriteHolders::acquire`] up to `timeout` seconds: `LockTimeout` if it does not come.
+    pub async fn acquire_timeout(&self, write: bool, timeout: f64) -> Result<Arc<LockGuard>, TenureError> {
+        self.take(write, Some(seconds("timeout", timeout)?)).await
+    }
+
+    /// [`ReadWriteHolders::acquire_timeout`], blocking the calling thread.
+    pub fn acquire_timeout_blocking(&self, write: bool, timeout: f64) -> Result<Arc<LockGuard>, TenureError> {
+        block("ReadWriteLock.acquireBlocking", self.acquire_timeout(write, timeout))
+    }
+
+    /// One attempt at the write side (`write`) or a read side: `WouldBlock` if the other side
+    /// (or another writer) holds it; a writer's keeps no intent.
+    pub async fn try_acquire(&self, write: bool) -> Result<Arc<LockGuard>, TenureError> {
+        Ok(LockGuard::new(self.0.acquire_nowait(write).await?))
+    }
+
+    /// [`ReadWriteHolders::try_acquire`], blocking the calling thread.
+    pub fn try_acquire_blocking(&self, write: bool) -> Result<Arc<LockGuard>, TenureError> {
+        block("ReadWriteLock.tryAcquireBlocking", self.try_acquire(write))
     }
 }
 

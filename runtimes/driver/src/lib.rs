@@ -42,8 +42,8 @@ pub use election::{LeaderElection, LeaderElectionBuilder, LeaderGuard};
 pub use env::process_env;
 pub use keep_alive::{KeepAlive, KeepAliveEnd, Keepable};
 pub use lock::{
-    Lock, LockBuilder, LockGuard, LockHolder, ReadGuard, ReadSide, ReadWriteLock, ReadWriteLockBuilder, Semaphore,
-    SemaphoreBuilder, SemaphoreGuard, WriteGuard, WriteSide,
+    Lock, LockBuilder, LockGuard, LockHolder, ReadGuard, ReadSide, ReadWriteHolders, ReadWriteLock,
+    ReadWriteLockBuilder, Semaphore, SemaphoreBuilder, SemaphoreGuard, WriteGuard, WriteSide,
 };
 pub use runtime::Runtime;
 pub use slots::Slots;
@@ -51,9 +51,9 @@ pub use task_lock::{TaskLock, TaskLockBuilder, TaskLockGuard};
 /// The sans-IO core, for what this crate does not re-export.
 pub use tenure_core as core;
 pub use tenure_core::{
-    BackendError, BackendErrorKind, EnvOptions, EnvVars, Error, FencingToken, LeaderElectionConfig, LeaderRecord,
-    LockConfig, LockHandle, Metadata, Name, PermitAnswer, RwState, SemState, StoreOp, StoreReply, TaskLockConfig,
-    Timestamp, Token, WorkerId,
+    Access, BackendError, BackendErrorKind, EnvOptions, EnvVars, Error, FencingToken, LeaderElectionConfig,
+    LeaderRecord, LockConfig, LockHandle, Metadata, Name, PermitAnswer, RwState, SemState, StoreOp, StoreReply,
+    TaskLockConfig, Timestamp, Token, WorkerId,
 };
 
 /// How long a store call nobody waits for any more (an abandoned request, a release handed over

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use tenure::{Error, FencingToken, MemoryBackend, ReadWriteLock, Runtime, RwState};
+use tenure::{Access, Error, FencingToken, MemoryBackend, ReadWriteLock, Runtime, RwState};
 
 use crate::support::{eventually, eventually_async, ms, sleep};
 
@@ -175,4 +175,28 @@ pub async fn rw_names_and_settings_come_from_their_own_variables<R: Runtime>(rt:
     assert!(ReadWriteLock::builder("bad name", rt.clone()).backend(MemoryBackend::new()).build().is_err());
     let missing = ReadWriteLock::builder("doc", rt).env_load(false).build().unwrap_err();
     assert!(matches!(missing, Error::OutOfContext { .. }) && missing.to_string().contains("ReadWriteLock('doc')"));
+}
+
+pub async fn rw_one_callers_holders_refuse_an_upgrade_and_a_second_lease<R: Runtime>(rt: R) {
+    let lock = rw(&rt, MemoryBackend::new(), "doc", ms(2000));
+    let caller = lock.holders();
+    let reading = caller.acquire(false, None).await.unwrap();
+    assert_eq!(caller.held(), Some(Access::Read));
+    let upgrade = caller.acquire(true, Some(ms(50))).await.unwrap_err();
+    assert!(matches!(upgrade, Error::Upgrade { ref name } if name == "doc"), "{upgrade}");
+    assert_eq!(lock.state().await.unwrap().waiting_writers, 0, "refused before it asked the store");
+    assert!(matches!(caller.acquire_nowait(false).await, Err(Error::Reentrant { .. })));
+    // Another caller is another reader.
+    lock.holders().acquire_nowait(false).await.unwrap().release().await.unwrap();
+    reading.release().await.unwrap();
+    assert_eq!(caller.held(), None, "released, it may ask again");
+    let writing = caller.acquire(true, None).await.unwrap();
+    assert!(matches!(caller.check(true), Err(Error::Reentrant { .. })));
+    assert!(matches!(caller.check(false), Err(Error::Reentrant { .. })), "a writer does not also read");
+    let mut downgraded = writing;
+    downgraded.downgrade().await.unwrap();
+    assert_eq!(caller.held(), Some(Access::Read), "a writer that downgraded reads");
+    assert!(matches!(caller.check(true), Err(Error::Upgrade { .. })));
+    downgraded.release().await.unwrap();
+    assert!(caller.check(true).is_ok());
 }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::Duration;
 
-use tenure::host::{Home, LoopStream, LoopTask, Watch, Watched, Work};
+use tenure::host::{Home, LoopStream, Watch, Watched, Work, loop_socket};
 use tenure::net::{Net, NetFuture, Socket};
 
 use super::inbox::Inbox;
@@ -38,12 +38,7 @@ impl Net for JsDial {
             if !home.is_alive() {
                 return Ok(Socket::new(stream, |driver| drop(crate::process_runtime().spawn(driver)), || true));
             }
-            let socket = stream.into_std()?;
-            socket.set_nonblocking(true)?;
-            let stream = register(&home, socket);
-            let spawn_home = home.clone();
-            let spawn = move |driver| LoopTask::spawn(spawn_home, driver);
-            Ok(Socket::new(stream, spawn, move || home.is_alive()))
+            loop_socket(home, stream.into_std()?, register, Inbox::is_alive)
         })
     }
 

@@ -20,7 +20,7 @@ from tenure._config import ReadWriteLockConfig
 from tenure._durations import Seconds, positive, seconds
 from tenure._primitive import Primitive
 from tenure._process import generation
-from tenure.errors import LockAcquireError, LockNotOwnedError, LockReentrantError, LockUpgradeError
+from tenure.errors import LockAcquireError, LockNotOwnedError
 
 
 @dataclass(frozen=True)
@@ -192,11 +192,11 @@ class ReadWriteLock(Primitive):
             retry_jitter=retry_jitter,
             backend_timeout=backend_timeout,
         )
-        #: What each task holds (in this process), and its holders of each side (`True`: the
-        #: write side) on the native lock of now.
+        #: What each task holds (in this process), and its pair of holders (one per side, which
+        #: refuse an upgrade and a second lease) on the native lock of now.
         self._held: weakref.WeakKeyDictionary[Any, _Guard] = weakref.WeakKeyDictionary()
         self._held_in = generation()
-        self._holders: weakref.WeakKeyDictionary[Any, dict[bool, Any]] = weakref.WeakKeyDictionary()
+        self._holders: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self.read = ReadMode(self)
         self.write = WriteMode(self)
 
@@ -221,15 +221,6 @@ def downgraded(mode: Any, guard: WriteGuard, answer: tuple[str, str, int]) -> Re
     guard._spend()
     _, token, generation_read = answer
     return ReadGuard(mode._lock.read, guard._holder, guard.name, token, generation_read)
-
-
-def refuse(mode: Any, held: Optional[_Guard]) -> None:
-    """`LockUpgradeError` for a reader asking to write, `LockReentrantError` for asking again."""
-    if held is None:
-        return
-    if mode._write and isinstance(held, ReadGuard):
-        raise LockUpgradeError(name=mode.name)
-    raise LockReentrantError(name=mode.name)
 
 
 class _Mode:
@@ -267,14 +258,13 @@ class _Mode:
         return task
 
     def _holder(self, task: Any) -> Any:
+        """The task's holder of this side, after the driver's check that the task may ask for it."""
         native = self._lock._built()
-        sides = self._lock._holders.get(task)
-        if sides is None:
-            sides = self._lock._holders[task] = {}
-        holder = sides.get(self._write)
-        if holder is None:
-            holder = sides[self._write] = native.holder(write=self._write)
-        return holder
+        holders = self._lock._holders.get(task)
+        if holders is None:
+            holders = self._lock._holders[task] = native.holders()
+        holders.check(write=self._write)
+        return holders.holder(write=self._write)
 
     def _granted(self, holder: Any, answer: tuple[str, str, int]) -> _Guard:
         name, token, fence = answer
@@ -284,7 +274,6 @@ class _Mode:
 
     async def _acquire(self, nowait: bool, timeout: Optional[float]) -> Any:
         task = self._task()
-        refuse(self, self._lock._held.get(task))
         holder = self._holder(task)
         answer = await (holder.acquire_nowait() if nowait else holder.acquire(timeout))
         guard = self._lock._held[task] = self._granted(holder, answer)

@@ -11,15 +11,16 @@ from typing import Any, Optional
 
 from tenure._durations import Seconds, seconds
 from tenure._process import generation
-from tenure._rw_lock import ReadGuard, WriteGuard, _Guard, _Mode, downgraded, refuse
+from tenure._rw_lock import ReadGuard, WriteGuard, _Guard, _Mode, downgraded
 from tenure._thread import _refuse_on_loop
 from tenure.errors import LockNotOwnedError
 
 
 class _Threads:
     """What the threads of one read-write lock hold (in this process: a forked child starts
-    afresh), and their holders per side on the lock's native object of now (a rebuilt one — a
-    new backend — makes new holders; a guard keeps its own). Keyed by thread id with the thread
+    afresh), and their pairs of holders (one per side, which refuse an upgrade and a second
+    lease) on the lock's native object of now (a rebuilt one — a new backend — makes new
+    holders; a guard keeps its own). Keyed by thread id with the thread
     itself, as `_thread.ThreadLockAdapter` does: a thread id is reused once its thread ended, and
     a newcomer never inherits what a thread that ended held."""
 
@@ -27,7 +28,7 @@ class _Threads:
         self.native: Any = None
         self.generation = generation()
         self.held: dict[int, tuple[weakref.ref[threading.Thread], _Guard]] = {}
-        self.holders: dict[tuple[int, bool], tuple[weakref.ref[threading.Thread], Any]] = {}
+        self.holders: dict[int, tuple[weakref.ref[threading.Thread], Any]] = {}
         self.guard = threading.Lock()
 
     def mine(self) -> Optional[_Guard]:
@@ -68,21 +69,20 @@ class _ThreadSide:
         return f"ReadWriteLock.{'write' if self._mode._write else 'read'}.from_thread.{what}"
 
     def _holder(self, threads: _Threads) -> Any:
-        me, key = threading.current_thread(), (threading.get_ident(), self._mode._write)
+        """The thread's holder of this side, after the driver's check that it may ask for it."""
+        me, key = threading.current_thread(), threading.get_ident()
         with threads.guard:
             known = threads.holders.get(key)
-            if known is not None and known[0]() is me:
-                return known[1]
-            # Threads that ended leave their holders behind: drop them.
-            threads.holders = {k: h for k, h in threads.holders.items() if h[0]() is not None}
-            holder = threads.native.holder(write=self._mode._write, thread=True)
-            threads.holders[key] = (weakref.ref(me), holder)
-            return holder
+            if known is None or known[0]() is not me:
+                # Threads that ended leave their holders behind: drop them.
+                threads.holders = {k: h for k, h in threads.holders.items() if h[0]() is not None}
+                known = threads.holders[key] = (weakref.ref(me), threads.native.holders(thread=True))
+        known[1].check(write=self._mode._write)
+        return known[1].holder(write=self._mode._write)
 
     def _acquire(self, what: str, nowait: bool, timeout: Optional[float]) -> Any:
         _refuse_on_loop(self._label(what))
         threads = _threads(self._mode)
-        refuse(self._mode, threads.mine())
         holder = self._holder(threads)
         answer = holder.acquire_nowait_blocking() if nowait else holder.acquire_blocking(timeout)
         guard = self._mode._granted(holder, answer)

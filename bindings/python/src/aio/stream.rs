@@ -10,7 +10,7 @@ use std::thread;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use tenure::host::{Home, LoopStream, LoopTask, Watch, Watched, Work, scope};
+use tenure::host::{Home, LoopStream, Watch, Watched, Work, loop_socket, scope};
 use tenure::net::{Net, NetFuture, Socket};
 
 use super::task::{Inbox, with_loop};
@@ -51,12 +51,7 @@ impl Net for LoopDial {
             let Some(home) = home else {
                 return Ok(Socket::new(stream, |driver| drop(tokio::spawn(driver)), || true));
             };
-            let socket = stream.into_std()?;
-            socket.set_nonblocking(true)?;
-            let stream = register(&home, socket);
-            let spawn_home = home.clone();
-            let spawn = move |driver| LoopTask::spawn(spawn_home, driver);
-            Ok(Socket::new(stream, spawn, move || home.is_alive()))
+            loop_socket(home, stream.into_std()?, register, Inbox::is_alive)
         })
     }
 

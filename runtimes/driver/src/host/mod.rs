@@ -24,7 +24,7 @@ use std::thread::{self, ThreadId};
 
 mod socket;
 
-pub use socket::{LoopStream, Watch, Watched};
+pub use socket::{LoopStream, Watch, Watched, loop_socket};
 
 /// A future a [`LoopTask`] runs.
 pub type Task = Pin<Box<dyn Future<Output = ()> + Send>>;

@@ -5,13 +5,31 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::pin::Pin;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use super::{Home, LoopTask};
+use crate::net::Socket;
+
 /// The read buffer's capacity kept once it is empty (a burst's peak is given back).
 const KEPT_BUFFER: usize = 16 * 1024;
+
+/// The socket of a store's TCP connection that `home`'s loop runs: `stream` made non-blocking and
+/// watched there (`watch` gives the binding's [`Watch`] of it), the connection's driver a task of
+/// the loop, and the connection usable while `alive` says the loop is.
+pub fn loop_socket<H: Home, W: Watch>(
+    home: Arc<H>,
+    stream: TcpStream,
+    watch: impl FnOnce(&Arc<H>, TcpStream) -> LoopStream<W>,
+    alive: impl Fn(&H) -> bool + Send + Sync + 'static,
+) -> io::Result<Socket> {
+    stream.set_nonblocking(true)?;
+    let stream = watch(&home, stream);
+    let spawn_home: Arc<dyn Home> = home.clone();
+    Ok(Socket::new(stream, move |driver| LoopTask::spawn(spawn_home, driver), move || alive(&home)))
+}
 
 /// A non-blocking TCP socket whose readiness a loop watches (see the module): the binding's
 /// readiness callbacks call [`Self::read_ready`] and [`Self::write_ready`], its stream's

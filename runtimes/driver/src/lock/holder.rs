@@ -96,6 +96,11 @@ impl<R: Runtime> LockHolder<R> {
         self.cell.lock().poisoned()
     }
 
+    /// Which lease this holder takes (a side's holder that downgraded reads).
+    pub fn access(&self) -> Access {
+        self.cell.lock().access()
+    }
+
     /// Whether this holder may act as the owner now: it holds a lease whose validity (counted
     /// from the request's send, less a drift allowance) has not run out.
     pub fn is_held(&self) -> bool {

@@ -4,6 +4,7 @@ mod builder;
 mod guard;
 mod holder;
 mod rw;
+mod rw_holders;
 mod sem;
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -14,6 +15,7 @@ pub use guard::LockGuard;
 pub use holder::LockHolder;
 pub(crate) use holder::{ask, ask_answer, stopped};
 pub use rw::{ReadGuard, ReadSide, ReadWriteLock, ReadWriteLockBuilder, WriteGuard, WriteSide};
+pub use rw_holders::ReadWriteHolders;
 pub use sem::{Semaphore, SemaphoreBuilder, SemaphoreGuard};
 
 /// A store serving another primitive's operations (`$backend`), as the backend of lock holders

@@ -161,7 +161,10 @@ abstract class Acquirable internal constructor() {
      * suspension) and `withLock` throws a [LockLostException] saying why.
      */
     suspend fun <T> withLock(timeout: Duration? = null, maxHold: Duration? = null, block: suspend (fencingToken: Long) -> T): T =
-        acquire(timeout).holdFor(maxHold, block)
+        scoped { acquire(timeout).holdFor(maxHold, block) }
+
+    /** Runs [block] as the caller a `withLock` acquires and works as (a side of a read-write lock: one). */
+    internal open suspend fun <T> scoped(block: suspend () -> T): T = block()
 }
 
 /**

@@ -1,5 +1,10 @@
 package tenure
 
+import kotlin.coroutines.AbstractCoroutineContextElement
+import kotlin.coroutines.CoroutineContext
+import kotlinx.coroutines.currentCoroutineContext
+import kotlinx.coroutines.withContext
+import tenure.ffi.ReadWriteHolders
 import tenure.ffi.ReadWriteLock as Ffi
 
 /** A read-write lock's state: the last write's fencing token, whether a writer writes, how many read, how many writers wait. */
@@ -11,7 +16,10 @@ private fun tenure.ffi.ReadWriteLockState.kotlin() =
 /**
  * A read-write lock (grelmicro 0.44's `ReadWriteLock`): many readers at once, or one writer
  * with a fencing token. A writer waiting holds new readers back; a writer whose predecessor let
- * its lease lapse is told so ([LockGuard.poisoned]). Each acquire is its own holder.
+ * its lease lapse is told so ([LockGuard.poisoned]). Each acquire is its own holder, but the
+ * work of a side's [Acquirable.withLock] is one: asking there for the write side while reading
+ * throws [LockUpgradeException] (it would wait for itself), asking again for a side
+ * [LockReentrantException].
  *
  * ```
  * val doc = ReadWriteLock("doc", store)
@@ -44,20 +52,33 @@ class ReadWriteLock private constructor(private val raw: Ffi) :
     /** [state], blocking the calling thread. */
     fun stateBlocking(): ReadWriteLockState = call { raw.stateBlocking() }.kotlin()
 
-    /** One side of the lock: its acquires, as a [Lock]'s. */
+    /** One side of the lock: its acquires, as a [Lock]'s, through the caller of now. */
     inner class Side internal constructor(private val write: Boolean) : Acquirable() {
+        /** The pair of holders of the enclosing `withLock`'s work, else a new caller's. */
+        private suspend fun caller() = currentCoroutineContext()[Callers]?.pairs?.get(raw) ?: raw.holders()
+
         override suspend fun take(timeout: Double?) =
-            if (timeout == null) raw.acquire(write) else raw.acquireTimeout(write, timeout)
+            caller().let { if (timeout == null) it.acquire(write) else it.acquireTimeout(write, timeout) }
 
         override fun takeBlocking(timeout: Double?) =
-            if (timeout == null) raw.acquireBlocking(write) else raw.acquireTimeoutBlocking(write, timeout)
+            raw.holders().let { if (timeout == null) it.acquireBlocking(write) else it.acquireTimeoutBlocking(write, timeout) }
 
-        override suspend fun attempt() = raw.tryAcquire(write)
+        override suspend fun attempt() = caller().tryAcquire(write)
 
-        override fun attemptBlocking() = raw.tryAcquireBlocking(write)
+        override fun attemptBlocking() = raw.holders().tryAcquireBlocking(write)
+
+        override suspend fun <T> scoped(block: suspend () -> T): T {
+            val held = currentCoroutineContext()[Callers]?.pairs.orEmpty()
+            return if (raw in held) block() else withContext(Callers(held + (raw to raw.holders()))) { block() }
+        }
 
         override fun toString() = "ReadWriteLock($name).${if (write) "write" else "read"}"
     }
 
     override fun toString() = "ReadWriteLock($name)"
+}
+
+/** The read-write locks the work of a side's `withLock` holds, each with its caller (a pair of holders). */
+private class Callers(val pairs: Map<Ffi, ReadWriteHolders>) : AbstractCoroutineContextElement(Callers) {
+    companion object Key : CoroutineContext.Key<Callers>
 }

@@ -6,6 +6,8 @@ import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.async
 import kotlinx.coroutines.coroutineScope
 import tenure.LockOptions
+import tenure.LockReentrantException
+import tenure.LockUpgradeException
 import tenure.ReadWriteLock
 import tenure.ReadWriteLockState
 import tenure.Semaphore
@@ -38,6 +40,20 @@ fun readWriteSemaphoreTests(suite: Suite) {
                 next.release()
                 assertEquals(ReadWriteLockState(generation, false, 0, 0), doc.state(), "state once everyone left")
             }
+        }
+
+        suite.test("$kind: the work of a side's withLock is one caller: asking to write while reading is an upgrade error") {
+            val doc = ReadWriteLock(Stores.fresh("rw"), Stores.of(kind), quick)
+            doc.read.withLock { generation ->
+                assertEquals(0L, generation, "a name never written")
+                val e = assertThrows<LockUpgradeException> { doc.write.acquire(timeout = 2.seconds) }
+                assertEquals(doc.name, e.lockName, "the lock named")
+                assertThrows<LockReentrantException> { doc.read.tryAcquire() }
+                assertEquals(0, doc.state().waitingWriters, "refused before asking the store")
+                doc.read.acquireBlocking().close() // a blocking call is a caller of its own
+            }
+            doc.write.withLock { assertThrows<LockReentrantException> { doc.write.tryAcquire() } }
+            doc.write.acquire().release()
         }
 
         suite.test("$kind: a semaphore of two admits two fenced holders, and a third gets in when one leaves") {
