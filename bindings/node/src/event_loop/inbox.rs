@@ -6,12 +6,12 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::{self, ThreadId};
 
 use napi::sys;
 
-use tenure::host::{Home, Task, Work, scope};
+use tenure::host::{Home, Mailbox, Task, Work, scope};
 
 use super::uv::Handle;
 
@@ -22,7 +22,7 @@ thread_local! {
 
 /// A JavaScript thread's inbox (see the module).
 pub(crate) struct Inbox {
-    queue: Mutex<Queue>,
+    queue: Mailbox,
     wake: OnceLock<Handle>,
     /// The loop's thread.
     pub(crate) thread: ThreadId,
@@ -42,13 +42,6 @@ pub(crate) struct Inbox {
 
 /// A socket's poll handle, and what closes it (given the handle's data).
 type Watched = (Handle, fn(*mut c_void));
-
-#[derive(Default)]
-struct Queue {
-    items: Vec<Work>,
-    /// The environment is gone: nothing is queued or sent any more.
-    closed: bool,
-}
 
 // The raw pointers are the environment's and its loop's, used on their thread only; other
 // threads only queue items and send the async handle (thread-safe), under the queue's lock.
@@ -79,7 +72,7 @@ impl Inbox {
             check(sys::napi_async_init(env, resource, name, &mut context), "make an async context")?;
         }
         let inbox = Arc::new(Self {
-            queue: Mutex::new(Queue::default()),
+            queue: Mailbox::default(),
             wake: OnceLock::new(),
             thread: thread::current().id(),
             env,
@@ -111,13 +104,9 @@ impl Inbox {
         HOME.with_borrow(|home| home.as_ref().filter(|i| i.is_alive()).cloned())
     }
 
-    fn queue(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Whether the environment still lives.
     pub(crate) fn is_alive(&self) -> bool {
-        !self.queue().closed
+        !self.queue.is_closed()
     }
 
     pub(crate) fn event_loop(&self) -> *mut sys::uv_loop_s {
@@ -199,12 +188,7 @@ impl Inbox {
     /// handle is closed; Node waits for the last close.
     fn tear_down(&self, remove: sys::napi_async_cleanup_hook_handle) {
         *self.remove.lock().unwrap_or_else(PoisonError::into_inner) = Some(remove as usize);
-        let items = {
-            let mut queue = self.queue();
-            queue.closed = true;
-            std::mem::take(&mut queue.items)
-        };
-        items.into_iter().for_each(Work::discard);
+        self.queue.close();
         HOME.with_borrow_mut(|home| {
             if home.as_ref().is_some_and(|h| std::ptr::eq(Arc::as_ptr(h), self)) {
                 *home = None;
@@ -229,15 +213,9 @@ impl Home for Inbox {
 
     /// Hands `work` to the loop's thread; a torn-down environment's work is dropped instead.
     fn post(&self, work: Work) {
-        let mut queue = self.queue();
-        if queue.closed {
-            drop(queue);
-            work.discard();
-            return;
-        }
-        let send = queue.items.is_empty();
-        queue.items.push(work);
-        if send && let Some(wake) = self.wake.get() {
+        if self.queue.post(work)
+            && let Some(wake) = self.wake.get()
+        {
             wake.send();
         }
     }
@@ -255,7 +233,7 @@ impl Home for Inbox {
 /// The async handle's callback: runs what other threads posted.
 unsafe extern "C" fn on_wake(handle: *mut c_void) {
     let inbox = unsafe { &*Handle::data_of(handle).cast::<Inbox>() };
-    let items = std::mem::take(&mut inbox.queue().items);
+    let items = inbox.queue.take();
     if items.is_empty() {
         return;
     }

@@ -13,6 +13,7 @@ __all__ = [
     "Kept",
     "LeaderElection",
     "Lock",
+    "ReadWriteHolders",
     "ReadWriteLock",
     "Semaphore",
     "TaskGuard",

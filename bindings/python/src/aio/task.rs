@@ -5,11 +5,11 @@ use std::cell::RefCell;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 use std::thread::{self, ThreadId};
 
 use pyo3::prelude::*;
-use tenure::host::{Home, Task, Work, scope};
+use tenure::host::{Home, Mailbox, Task, Work, scope};
 
 /// Work for the loop's thread, posted from elsewhere: a closure given the loop.
 pub(crate) type LoopCall = Box<dyn FnOnce(Python<'_>, &Bound<'_, PyAny>) -> PyResult<()> + Send>;
@@ -44,8 +44,8 @@ pub(crate) fn start(event_loop: &Bound<'_, PyAny>, future: Task) -> PyResult<Arc
 /// watches (one byte is written when the queue stops being empty). Posting never touches the
 /// interpreter.
 pub(crate) struct Inbox {
-    /// The posted work, and whether the loop let go of the inbox (nothing is queued then).
-    queue: Mutex<(Vec<Work>, bool)>,
+    /// The posted work, until the loop lets go of the inbox.
+    queue: Mailbox,
     bell: UnixStream,
     /// The loop's thread.
     pub(crate) thread: ThreadId,
@@ -68,7 +68,7 @@ impl Inbox {
         bell.set_nonblocking(true)?;
         let watched = Arc::new(());
         let inbox = Arc::new(Self {
-            queue: Mutex::new((Vec::new(), false)),
+            queue: Mailbox::default(),
             bell,
             thread: thread::current().id(),
             watched: Arc::downgrade(&watched),
@@ -90,19 +90,12 @@ impl Inbox {
     pub(crate) fn is_alive(&self) -> bool {
         self.watched.strong_count() > 0
     }
-
-    /// Takes what was posted; `close` also refuses what is posted from now on.
-    fn take(&self, close: bool) -> Vec<Work> {
-        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        queue.1 |= close;
-        std::mem::take(&mut queue.0)
-    }
 }
 
 impl Drop for InboxReader {
     /// The loop let go of the inbox (it is closed): what was posted meanwhile never runs.
     fn drop(&mut self) {
-        self.inbox.take(true).into_iter().for_each(Work::discard);
+        self.inbox.queue.close();
     }
 }
 
@@ -119,7 +112,7 @@ impl InboxReader {
     fn __call__(&self) {
         let mut drained = [0u8; 64];
         while matches!((&self.ring).read(&mut drained), Ok(n) if n > 0) {}
-        let items = self.inbox.take(false);
+        let items = self.inbox.queue.take();
         scope(|| items.into_iter().for_each(Work::run));
     }
 }
@@ -131,16 +124,7 @@ impl Home for Inbox {
 
     /// Hands `work` to the loop's thread; a closed loop's work is dropped instead.
     fn post(&self, work: Work) {
-        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        if queue.1 {
-            drop(queue);
-            work.discard();
-            return;
-        }
-        let ring = queue.0.is_empty();
-        queue.0.push(work);
-        drop(queue);
-        if ring {
+        if self.queue.post(work) {
             // A full socket buffer already holds a ring.
             let _ = (&self.bell).write(&[1]);
         }

@@ -85,6 +85,49 @@ impl Work {
     }
 }
 
+/// The work other threads posted for a loop's thread, until the loop lets go of it: what a
+/// binding's [`Home::post`] queues before it wakes its loop (the queue is then drained there).
+#[derive(Debug, Default)]
+pub struct Mailbox {
+    /// The posted work, and whether the loop let go (nothing is queued then).
+    queue: Mutex<(Vec<Work>, bool)>,
+}
+
+impl Mailbox {
+    /// Queues `work`, or discards it once closed: whether the loop must be woken (the queue was
+    /// empty, so no wake-up is on its way).
+    pub fn post(&self, work: Work) -> bool {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        if queue.1 {
+            drop(queue);
+            work.discard();
+            return false;
+        }
+        queue.0.push(work);
+        queue.0.len() == 1
+    }
+
+    /// Takes what was posted, to run it on the loop's thread.
+    pub fn take(&self) -> Vec<Work> {
+        std::mem::take(&mut self.queue.lock().unwrap_or_else(PoisonError::into_inner).0)
+    }
+
+    /// The loop let go: what was posted is discarded, and so is what is posted from now on.
+    pub fn close(&self) {
+        let items = {
+            let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+            queue.1 = true;
+            std::mem::take(&mut queue.0)
+        };
+        items.into_iter().for_each(Work::discard);
+    }
+
+    /// Whether the loop let go.
+    pub fn is_closed(&self) -> bool {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner).1
+    }
+}
+
 thread_local! {
     /// How many scopes are open on this thread.
     static DEPTH: Cell<u32> = const { Cell::new(0) };
