@@ -84,19 +84,21 @@ impl Store {
     }
 
     /// A backend written in Kotlin or Java, called through `calls` (the Kotlin layer's caller of
-    /// its methods), named `label` in messages: its lock calls serve locks and task locks if
-    /// `locks`, its election calls serve elections if `elections`. `scope` is the reach it
-    /// declares (`process`, `host` or `cluster`), if any.
+    /// its methods), named `label` in messages, serving the kinds of call `serves` names (lock
+    /// calls serve locks and task locks). `scope` is the reach it declares (`process`, `host` or
+    /// `cluster`), if any.
     #[uniffi::constructor(default(scope = None))]
     pub fn custom(
         label: String,
         calls: Box<dyn UserCalls>,
-        locks: bool,
-        elections: bool,
+        serves: CustomCalls,
         scope: Option<String>,
     ) -> Result<Arc<Self>, TenureError> {
-        if !locks && !elections {
-            let text = format!("{label} serves neither lock calls nor election calls: give one or both");
+        let CustomCalls { locks, elections, read_write_locks, semaphores } = serves;
+        if !(locks || elections || read_write_locks || semaphores) {
+            let text = format!(
+                "{label} serves neither lock calls nor election calls, nor read-write lock or semaphore calls: give at least one kind"
+            );
             return Err(tenure::core::SettingsError::field("locks", text).into());
         }
         if let Some(scope) = scope.as_deref()
@@ -108,7 +110,9 @@ impl Store {
         let store = UserStore::new(JvmHost::new(calls, label.clone()), label, Fences::default());
         let mut slots = Slots::default();
         slots.lock = locks.then(|| Arc::new(store.clone()) as _);
-        slots.election = elections.then(|| Arc::new(store) as _);
+        slots.election = elections.then(|| Arc::new(store.clone()) as _);
+        slots.read_write = read_write_locks.then(|| Arc::new(store.clone()) as _);
+        slots.semaphore = semaphores.then(|| Arc::new(store) as _);
         Ok(Arc::new(Self { inner: Backends::user(slots, scope) }))
     }
 
@@ -141,4 +145,13 @@ impl Store {
     pub fn shutdown_blocking(&self) -> Result<(), TenureError> {
         block("Store.close", self.shutdown())
     }
+}
+
+/// Which calls a backend written in Kotlin or Java serves.
+#[derive(Debug, Clone, Copy, uniffi::Record)]
+pub struct CustomCalls {
+    pub locks: bool,
+    pub elections: bool,
+    pub read_write_locks: bool,
+    pub semaphores: bool,
 }

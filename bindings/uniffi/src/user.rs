@@ -1,5 +1,6 @@
 //! Backends written by users in Kotlin or Java: grelmicro's lock calls (`acquire`, `release`,
-//! `locked`, `owned`) and election calls (`acquireOrRenew`, `release`, `get`), run by the driver's
+//! `locked`, `owned`), election calls (`acquireOrRenew`, `release`, `get`) and read-write lock
+//! calls (`acquireRead`, `acquireWrite`, …), and Tenure's semaphore calls, run by the driver's
 //! `tenure::backend::user` like a built-in store: the answers' shapes and ranges checked, a
 //! fencing token that goes back refused, a call past `backendTimeout` failed (its late answer
 //! settled, a late grant given back), and a call the driver stops waiting for (a minute later)
@@ -17,6 +18,7 @@ use tenure::host::{Direct, Home};
 use tokio::task::AbortHandle;
 
 use crate::election::LeaderRecord;
+use crate::rw::{ReadWriteLockState, SemaphoreState};
 
 /// The arguments of one call of a user's method.
 #[derive(Debug, Clone, uniffi::Record)]
@@ -29,6 +31,13 @@ pub struct UserCallArgs {
     pub lease: Option<f64>,
     /// The leader's metadata (`acquireOrRenew`).
     pub metadata: Option<HashMap<String, String>>,
+    /// Whether a refused writer keeps an intent (`acquireWrite`).
+    pub intent: Option<bool>,
+    /// The permit count (a semaphore's `acquire`).
+    pub permits: Option<u32>,
+    /// How long a refused contender keeps its place in line, in seconds (a semaphore's
+    /// `acquire`; none when it keeps none).
+    pub wait: Option<f64>,
 }
 
 /// What a user's method answered.
@@ -40,6 +49,16 @@ pub enum UserAnswer {
     Flag { flag: bool },
     /// A leader record (`acquireOrRenew`), or none when nobody leads (`get`).
     Record { record: Option<LeaderRecord> },
+    /// The generation read, or none when refused (`acquireRead`, `downgrade`).
+    Generation { generation: Option<i64> },
+    /// A write grant's fencing token and poison, or none when refused (`acquireWrite`).
+    Write { fence: Option<i64>, poisoned: bool },
+    /// A read-write lock's state.
+    RwState { state: ReadWriteLockState },
+    /// A semaphore's permit (none: refused) and the stored permit count (`acquire`).
+    Permit { fence: Option<i64>, permits: u32 },
+    /// A semaphore's state.
+    SemState { state: SemaphoreState },
 }
 
 /// Why a user's method failed: the class of what it threw. Its message is left out (it could
@@ -94,11 +113,14 @@ impl Host for JvmHost {
             token: call.token,
             lease: call.lease.map(crate::seconds::secs),
             metadata: call.metadata.map(|m| m.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect()),
+            intent: call.intent,
+            permits: call.permits,
+            wait: call.wait.map(crate::seconds::secs),
         };
         let (calls, method) = (self.calls.clone(), call.method.as_str().to_owned());
         let task = crate::process_runtime().spawn(async move {
             match calls.call(method, args).await {
-                Ok(answered) => deliver(&answer, answered),
+                Ok(answered) => deliver(&answer, answered, &label),
                 Err(UserCallError::Raised { class_name }) => answer.fail(format!("{label} raised {class_name}")),
             }
         });
@@ -115,20 +137,55 @@ impl Host for JvmHost {
     }
 }
 
-/// Hands `answered` to the driver, which checks its shape and range.
-fn deliver(answer: &user::Answer, answered: UserAnswer) {
+/// Hands `answered` (by `label`, the backend's method) to the driver, which checks its shape and
+/// range.
+fn deliver(answer: &user::Answer, answered: UserAnswer, label: &str) {
+    let refused = |what: &str| answer.unreadable(format!("{label} answered a negative {what}"));
     match answered {
-        UserAnswer::Fence { fence: None } => answer.fence(None),
-        UserAnswer::Fence { fence: Some(fence) } => match u64::try_from(fence) {
-            Ok(fence) => answer.fence(Some(fence)),
-            Err(_) => answer.unreadable(format!("{} answered a negative fencing token", answer.method().camel_name())),
+        UserAnswer::Fence { fence } => match unsigned(fence) {
+            Some(fence) => answer.fence(fence),
+            None => refused("fencing token"),
         },
         UserAnswer::Flag { flag } => answer.flag(flag),
         UserAnswer::Record { record } => match record.map(core_record).transpose() {
             Ok(record) => answer.record(record),
             Err(why) => answer.unreadable(why),
         },
+        UserAnswer::Generation { generation } => match unsigned(generation) {
+            Some(generation) => answer.generation(generation),
+            None => refused("generation"),
+        },
+        UserAnswer::Write { fence, poisoned } => match unsigned(fence) {
+            Some(fence) => answer.write(fence.map(|fence| (fence, poisoned))),
+            None => refused("fencing token"),
+        },
+        UserAnswer::RwState { state: s } => match u64::try_from(s.generation) {
+            Ok(generation) => answer.rw_state(tenure::RwState {
+                generation,
+                writing: s.writing,
+                readers: s.readers as usize,
+                waiting_writers: s.waiting_writers as usize,
+            }),
+            Err(_) => refused("generation"),
+        },
+        UserAnswer::Permit { fence, permits } => match unsigned(fence) {
+            Some(fence) => answer.permit(fence, permits),
+            None => refused("fencing token"),
+        },
+        UserAnswer::SemState { state: s } => match u64::try_from(s.fence) {
+            Ok(fence) => {
+                let (holders, waiting) = (s.holders as usize, s.waiting as usize);
+                answer.sem_state(tenure::SemState { permits: s.permits, holders, waiting, fence });
+            }
+            Err(_) => refused("fence"),
+        },
     }
+}
+
+/// An optional count as the core's: `None` if it is negative.
+#[allow(clippy::option_option)] // absent, or present and out of range
+fn unsigned(value: Option<i64>) -> Option<Option<u64>> {
+    value.map_or(Some(None), |v| u64::try_from(v).ok().map(Some))
 }
 
 /// A record in the core's units, checked.

@@ -41,7 +41,8 @@ class Store private constructor(internal val raw: Ffi) : AutoCloseable {
 
         /**
          * A store you write: its [locks] calls serve locks and task locks, its [elections] calls
-         * serve leader elections (give one or both). Tenure calls it as it calls its own stores:
+         * serve leader elections, its [readWriteLocks] calls read-write locks and its [semaphores]
+         * calls semaphores (give any of them). Tenure calls it as it calls its own stores:
          * a call that has not answered within the lock's or election's `backendTimeout` fails the
          * operation, and what it answers later is settled (a late grant given back; a coroutine
          * still running a minute later is cancelled); an answer of the wrong shape or range (a
@@ -64,7 +65,11 @@ class Store private constructor(internal val raw: Ffi) : AutoCloseable {
             elections: LeaderElectionBackend? = null,
             scope: String? = null,
             label: String? = null,
-        ): Store = Store(customStore(locks, elections, scope, label ?: nameOf(locks ?: elections)))
+            readWriteLocks: ReadWriteLockBackend? = null,
+            semaphores: SemaphoreBackend? = null,
+        ): Store = Store(
+            customStore(locks, elections, readWriteLocks, semaphores, scope, label ?: nameOf(locks ?: elections ?: readWriteLocks ?: semaphores)),
+        )
 
         /** [custom] for Java: a store whose calls are plain blocking methods, run on `Dispatchers.IO`. */
         @JvmStatic
@@ -74,7 +79,7 @@ class Store private constructor(internal val raw: Ffi) : AutoCloseable {
             elections: BlockingLeaderElectionBackend? = null,
             scope: String? = null,
             label: String? = null,
-        ): Store = Store(customStore(locks?.suspending(), elections?.suspending(), scope, label ?: nameOf(locks ?: elections)))
+        ): Store = Store(customStore(locks?.suspending(), elections?.suspending(), null, null, scope, label ?: nameOf(locks ?: elections)))
 
         internal fun of(raw: Ffi) = Store(raw)
 

@@ -1,4 +1,5 @@
-// Backends written in Kotlin or Java: grelmicro's lock calls and election calls, which the
+// Backends written in Kotlin or Java: grelmicro's lock, election and read-write lock calls and
+// Tenure's semaphore calls, which the
 // driver calls like a built-in store's (tenure::backend::user): it checks every answer's shape
 // and range, refuses a fencing token that goes back, and bounds each call by `backendTimeout`,
 // cancelling the coroutine of a call it gives up. This file only forwards calls and converts
@@ -13,7 +14,10 @@ import tenure.ffi.UserAnswer
 import tenure.ffi.UserCallArgs
 import tenure.ffi.UserCallException
 import tenure.ffi.UserCalls
+import tenure.ffi.CustomCalls
 import tenure.ffi.LeaderRecord as FfiRecord
+import tenure.ffi.ReadWriteLockState as FfiRwState
+import tenure.ffi.SemaphoreState as FfiSemState
 
 /**
  * The lock calls of a store you write (grelmicro's `LockBackend`), for locks and task locks.
@@ -54,6 +58,54 @@ interface LeaderElectionBackend {
 
     /** The record of [name]'s leader, or `null` when nobody leads. */
     suspend fun get(name: String): LeaderRecord?
+}
+
+/** A write grant, as a [ReadWriteLockBackend]'s `acquireWrite` answers it. */
+data class WriteGrant(
+    /** Strictly increasing per name, across every write. */
+    val fencingToken: Long,
+    /** The writer before this one let its lease run out without releasing. */
+    val poisoned: Boolean,
+)
+
+/**
+ * The read-write lock calls of a store you write (grelmicro 0.44's `ReadWriteLockBackend`).
+ * Names come as `rwlock:doc`. [acquireRead] answers the generation read (the fencing token of
+ * the last write, 0 before the first), or `null` while a writer holds or waits with a live
+ * intent; [acquireWrite] a grant, or `null`, keeping an intent for [duration] iff `intent`;
+ * [downgrade] turns [token]'s write lease into a read lease and answers the generation.
+ */
+interface ReadWriteLockBackend {
+    suspend fun acquireRead(name: String, token: String, duration: Duration): Long?
+    suspend fun acquireWrite(name: String, token: String, duration: Duration, intent: Boolean): WriteGrant?
+    suspend fun releaseRead(name: String, token: String): Boolean
+    suspend fun releaseWrite(name: String, token: String): Boolean
+    suspend fun cancelIntent(name: String, token: String): Boolean
+    suspend fun downgrade(name: String, token: String, duration: Duration): Long?
+    suspend fun state(name: String): ReadWriteLockState
+    suspend fun ownedRead(name: String, token: String): Boolean
+    suspend fun ownedWrite(name: String, token: String): Boolean
+}
+
+/** A semaphore's permit, as a [SemaphoreBackend]'s `acquire` answers it. */
+data class Permit(
+    /** The permit's fencing token (strictly increasing per name), or `null` when refused. */
+    val fencingToken: Long?,
+    /** The permit count stored for the name (the one asked, unless another is in use). */
+    val permits: Int,
+)
+
+/**
+ * The semaphore calls of a store you write (Tenure's; grelmicro has none). Names come as
+ * `semaphore:pool`. [acquire] renews [token]'s permit (same fencing token) or grants one with the
+ * next fencing token while fewer than the stored count hold; [wait] is how long a refused
+ * contender may keep a place in line (`null`: none), which a store may ignore.
+ */
+interface SemaphoreBackend {
+    suspend fun acquire(name: String, token: String, duration: Duration, permits: Int, wait: Duration?): Permit
+    suspend fun release(name: String, token: String): Boolean
+    suspend fun owned(name: String, token: String): Boolean
+    suspend fun state(name: String): SemaphoreState
 }
 
 /**
@@ -103,6 +155,8 @@ private fun Duration.toJava(): java.time.Duration = java.time.Duration.ofNanos(i
 internal class UserBackendCalls(
     private val locks: LockBackend?,
     private val elections: LeaderElectionBackend?,
+    private val readWriteLocks: ReadWriteLockBackend?,
+    private val semaphores: SemaphoreBackend?,
 ) : UserCalls {
     override suspend fun call(method: String, args: UserCallArgs): UserAnswer = try {
         answer(method, args)
@@ -114,6 +168,7 @@ internal class UserBackendCalls(
 
     private suspend fun answer(method: String, args: UserCallArgs): UserAnswer {
         val (name, token) = args.name to args.token.orEmpty()
+        val lease by lazy { args.lease!!.toSeconds() }
         return when (method) {
             "acquire" -> UserAnswer.Fence(locks().acquire(name, token, args.lease!!.toSeconds()))
             "release" -> UserAnswer.Flag(locks().release(name, token))
@@ -124,6 +179,25 @@ internal class UserBackendCalls(
             )
             "leader_release" -> UserAnswer.Flag(elections().release(name, token))
             "get" -> UserAnswer.Record(elections().get(name)?.raw())
+            "acquire_read" -> UserAnswer.Generation(rw().acquireRead(name, token, lease))
+            "acquire_write" -> rw().acquireWrite(name, token, lease, args.intent ?: true)
+                .let { UserAnswer.Write(it?.fencingToken, it?.poisoned ?: false) }
+            "release_read" -> UserAnswer.Flag(rw().releaseRead(name, token))
+            "release_write" -> UserAnswer.Flag(rw().releaseWrite(name, token))
+            "cancel_intent" -> UserAnswer.Flag(rw().cancelIntent(name, token))
+            "downgrade" -> UserAnswer.Generation(rw().downgrade(name, token, lease))
+            "rw_state" -> rw().state(name).let {
+                UserAnswer.RwState(FfiRwState(it.generation, it.writing, it.readers.count(), it.waitingWriters.count()))
+            }
+            "owned_read" -> UserAnswer.Flag(rw().ownedRead(name, token))
+            "owned_write" -> UserAnswer.Flag(rw().ownedWrite(name, token))
+            "sem_acquire" -> semaphores().acquire(name, token, lease, args.permits!!.toInt(), args.wait?.toSeconds())
+                .let { UserAnswer.Permit(it.fencingToken, it.permits.count()) }
+            "sem_release" -> UserAnswer.Flag(semaphores().release(name, token))
+            "sem_owned" -> UserAnswer.Flag(semaphores().owned(name, token))
+            "sem_state" -> semaphores().state(name).let {
+                UserAnswer.SemState(FfiSemState(it.permits.count(), it.holders.count(), it.waiting.count(), it.fence))
+            }
             else -> error("the native library asked for $method, which this Kotlin layer does not know")
         }
     }
@@ -131,18 +205,26 @@ internal class UserBackendCalls(
     // The native layer calls only what the store was made with.
     private fun locks() = checkNotNull(locks) { "no lock calls" }
     private fun elections() = checkNotNull(elections) { "no election calls" }
+    private fun rw() = checkNotNull(readWriteLocks) { "no read-write lock calls" }
+    private fun semaphores() = checkNotNull(semaphores) { "no semaphore calls" }
 }
+
+/** A count a user's store answered, as the native layer's: a negative one is refused there as out of range. */
+private fun Int.count(): UInt = if (this < 0) UInt.MAX_VALUE else toUInt()
 
 private fun LeaderRecord.raw() =
     FfiRecord(holder, leaseDuration.seconds(), acquiredAt, renewedAt, transitions.toULong(), metadata)
 
-/** A store of your own from its lock calls and its election calls; see [Store.custom]. */
+/** A store of your own from its calls of each kind; see [Store.custom]. */
 internal fun customStore(
     locks: LockBackend?,
     elections: LeaderElectionBackend?,
+    readWriteLocks: ReadWriteLockBackend?,
+    semaphores: SemaphoreBackend?,
     scope: String?,
     label: String?,
 ): tenure.ffi.Store {
-    val name = label ?: "UserBackend"
-    return call { tenure.ffi.Store.custom(name, UserBackendCalls(locks, elections), locks != null, elections != null, scope) }
+    val calls = UserBackendCalls(locks, elections, readWriteLocks, semaphores)
+    val serves = CustomCalls(locks != null, elections != null, readWriteLocks != null, semaphores != null)
+    return call { tenure.ffi.Store.custom(label ?: "UserBackend", calls, serves, scope) }
 }

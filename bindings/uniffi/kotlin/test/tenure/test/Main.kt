@@ -14,6 +14,7 @@ fun main(args: Array<String>) {
     firstLinesTests(suite)
     sentinelTests(suite)
     userBackendTests(suite)
+    userReadWriteTests(suite)
     coordinationTests(suite)
     val failed = runBlocking { suite.run(args.firstOrNull()) }
     Stores.closeAll()

@@ -11,15 +11,21 @@ import tenure.LockUpgradeException
 import tenure.ReadWriteLock
 import tenure.ReadWriteLockState
 import tenure.Semaphore
+import tenure.Store
 import tenure.SettingsValidationException
 import tenure.WouldBlockException
 
 private val quick = LockOptions(leaseDuration = 30.seconds, retryInterval = 20.milliseconds)
 
+/** A read-write lock store written in Kotlin ([MapReadWrite]), beside the built-in stores. */
+private val kotlinWritten by lazy { Store.custom(readWriteLocks = MapReadWrite(), label = "MapReadWrite") }
+
+private suspend fun readWriteStore(kind: String) = if (kind == "kotlin-written") kotlinWritten else Stores.of(kind)
+
 fun readWriteSemaphoreTests(suite: Suite) {
-    for (kind in Stores.kinds) {
+    for (kind in Stores.kinds + "kotlin-written") {
         suite.test("$kind: readers share a read-write lock; a waiting writer holds new readers back, then writes with a higher fence") {
-            val doc = ReadWriteLock(Stores.fresh("rw"), Stores.of(kind), quick)
+            val doc = ReadWriteLock(Stores.fresh("rw"), readWriteStore(kind), quick)
             val first = doc.read.acquire()
             val second = doc.read.tryAcquire()
             assertEquals(2, doc.state().readers, "readers")
@@ -43,7 +49,7 @@ fun readWriteSemaphoreTests(suite: Suite) {
         }
 
         suite.test("$kind: the work of a side's withLock is one caller: asking to write while reading is an upgrade error") {
-            val doc = ReadWriteLock(Stores.fresh("rw"), Stores.of(kind), quick)
+            val doc = ReadWriteLock(Stores.fresh("rw"), readWriteStore(kind), quick)
             doc.read.withLock { generation ->
                 assertEquals(0L, generation, "a name never written")
                 val e = assertThrows<LockUpgradeException> { doc.write.acquire(timeout = 2.seconds) }
@@ -56,6 +62,7 @@ fun readWriteSemaphoreTests(suite: Suite) {
             doc.write.acquire().release()
         }
 
+        if (kind == "kotlin-written") continue
         suite.test("$kind: a semaphore of two admits two fenced holders, and a third gets in when one leaves") {
             val exports = Semaphore(Stores.fresh("sem"), 2, Stores.of(kind), quick)
             assertEquals(2, exports.permits, "permits")
