@@ -296,6 +296,24 @@ def test_threads_read_together_and_write_alone(store):
     run(main())
 
 
+def test_a_task_holding_a_lease_keeps_its_rule_when_another_backend_is_resolved():
+    async def main():
+        async with Coordination(MemoryProvider()):
+            lock = ReadWriteLock("doc", env_load=False)
+            async with lock.read:
+                # Another component's store: the lock is rebuilt on it, and the task still reads.
+                async with Coordination(MemoryProvider()):
+                    with pytest.raises(LockUpgradeError):
+                        await lock.write.acquire(timeout=10)
+                    with pytest.raises(LockReentrantError):
+                        await lock.read.acquire()
+            async with Coordination(MemoryProvider()):
+                async with lock.write as guard:
+                    assert guard.fencing_token == 1, "a task holding nothing asks the store of now"
+
+    run(main())
+
+
 def test_a_coordination_serves_read_write_locks():
     async def main():
         async with Coordination(MemoryProvider()) as coordination:

@@ -18,7 +18,6 @@ use tenure::host::{Direct, Home};
 use tokio::task::AbortHandle;
 
 use crate::election::LeaderRecord;
-use crate::rw::{ReadWriteLockState, SemaphoreState};
 
 /// The arguments of one call of a user's method.
 #[derive(Debug, Clone, uniffi::Record)]
@@ -53,12 +52,12 @@ pub enum UserAnswer {
     Generation { generation: Option<i64> },
     /// A write grant's fencing token and poison, or none when refused (`acquireWrite`).
     Write { fence: Option<i64>, poisoned: bool },
-    /// A read-write lock's state.
-    RwState { state: ReadWriteLockState },
+    /// A read-write lock's state (counts as the user's store answered them, checked here).
+    RwState { generation: i64, writing: bool, readers: i64, waiting_writers: i64 },
     /// A semaphore's permit (none: refused) and the stored permit count (`acquire`).
-    Permit { fence: Option<i64>, permits: u32 },
+    Permit { fence: Option<i64>, permits: i64 },
     /// A semaphore's state.
-    SemState { state: SemaphoreState },
+    SemState { permits: i64, holders: i64, waiting: i64, fence: i64 },
 }
 
 /// Why a user's method failed: the class of what it threw. Its message is left out (it could
@@ -159,26 +158,26 @@ fn deliver(answer: &user::Answer, answered: UserAnswer, label: &str) {
             Some(fence) => answer.write(fence.map(|fence| (fence, poisoned))),
             None => refused("fencing token"),
         },
-        UserAnswer::RwState { state: s } => match u64::try_from(s.generation) {
-            Ok(generation) => answer.rw_state(tenure::RwState {
-                generation,
-                writing: s.writing,
-                readers: s.readers as usize,
-                waiting_writers: s.waiting_writers as usize,
-            }),
-            Err(_) => refused("generation"),
-        },
-        UserAnswer::Permit { fence, permits } => match unsigned(fence) {
-            Some(fence) => answer.permit(fence, permits),
-            None => refused("fencing token"),
-        },
-        UserAnswer::SemState { state: s } => match u64::try_from(s.fence) {
-            Ok(fence) => {
-                let (holders, waiting) = (s.holders as usize, s.waiting as usize);
-                answer.sem_state(tenure::SemState { permits: s.permits, holders, waiting, fence });
+        UserAnswer::RwState { generation, writing, readers, waiting_writers } => {
+            match (u64::try_from(generation), usize::try_from(readers), usize::try_from(waiting_writers)) {
+                (Ok(generation), Ok(readers), Ok(waiting_writers)) => {
+                    answer.rw_state(tenure::RwState { generation, writing, readers, waiting_writers });
+                }
+                _ => refused("count in a state"),
             }
-            Err(_) => refused("fence"),
+        }
+        UserAnswer::Permit { fence, permits } => match (unsigned(fence), u32::try_from(permits)) {
+            (Some(fence), Ok(permits)) => answer.permit(fence, permits),
+            _ => refused("fencing token or permit count"),
         },
+        UserAnswer::SemState { permits, holders, waiting, fence } => {
+            match (u32::try_from(permits), usize::try_from(holders), usize::try_from(waiting), u64::try_from(fence)) {
+                (Ok(permits), Ok(holders), Ok(waiting), Ok(fence)) => {
+                    answer.sem_state(tenure::SemState { permits, holders, waiting, fence });
+                }
+                _ => refused("count in a state"),
+            }
+        }
     }
 }
 

@@ -103,6 +103,7 @@ macro_rules! suite {
             rw::rw_an_expired_writer_poisons_the_next_grant,
             rw::rw_downgrade_keeps_writers_out_and_reads_the_write,
             rw::rw_one_callers_holders_refuse_an_upgrade_and_a_second_lease,
+            rw::rw_a_callers_lost_guard_keeps_its_side_until_released,
             rw::rw_a_downgrade_or_extend_without_the_lease_is_not_owned,
             rw::rw_a_release_wakes_a_waiting_writer_at_once,
             rw::rw_a_kept_write_lease_outlives_its_lease_with_one_fence,

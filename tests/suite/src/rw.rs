@@ -200,3 +200,21 @@ pub async fn rw_one_callers_holders_refuse_an_upgrade_and_a_second_lease<R: Runt
     downgraded.release().await.unwrap();
     assert!(caller.check(true).is_ok());
 }
+
+pub async fn rw_a_callers_lost_guard_keeps_its_side_until_released<R: Runtime>(rt: R) {
+    let backend = MemoryBackend::new();
+    let (short, lock) = (rw(&rt, backend.clone(), "doc", ms(30)), rw(&rt, backend, "doc", ms(2000)));
+    let caller = short.holders();
+    let mut lapsed = caller.acquire(true, None).await.unwrap();
+    lapsed.lost().await;
+    let other = lock.write().acquire().await.unwrap();
+    assert!(matches!(lapsed.extend().await, Err(Error::NotOwned { .. })), "another writer took it");
+    let again = caller.acquire_nowait(true).await.unwrap_err();
+    assert!(matches!(again, Error::Reentrant { .. }), "its guard is alive: {again}");
+    drop(lapsed);
+    other.release().await.unwrap();
+    eventually_async(&rt, "the side is free once its guard is gone", || async {
+        caller.acquire_nowait(true).await.map(drop).is_ok()
+    })
+    .await;
+}

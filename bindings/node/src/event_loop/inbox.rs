@@ -213,11 +213,11 @@ impl Home for Inbox {
 
     /// Hands `work` to the loop's thread; a torn-down environment's work is dropped instead.
     fn post(&self, work: Work) {
-        if self.queue.post(work)
-            && let Some(wake) = self.wake.get()
-        {
-            wake.send();
-        }
+        self.queue.post(work, || {
+            if let Some(wake) = self.wake.get() {
+                wake.send();
+            }
+        });
     }
 
     fn enter(&self, poll: &mut dyn FnMut()) {

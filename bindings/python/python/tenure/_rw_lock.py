@@ -193,19 +193,20 @@ class ReadWriteLock(Primitive):
             backend_timeout=backend_timeout,
         )
         #: What each task holds (in this process), and its pair of holders (one per side, which
-        #: refuse an upgrade and a second lease) on the native lock of now.
+        #: refuse an upgrade and a second lease) with the native lock it was made on.
         self._held: weakref.WeakKeyDictionary[Any, _Guard] = weakref.WeakKeyDictionary()
         self._held_in = generation()
-        self._holders: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._holders: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = weakref.WeakKeyDictionary()
         self.read = ReadMode(self)
         self.write = WriteMode(self)
 
     def _rebuilt(self) -> None:
-        # A guard keeps its holder: it can still be released after a new backend was resolved;
-        # after a fork, never (a child never releases its parent's leases).
-        self._holders = weakref.WeakKeyDictionary()
+        # A task keeps its pair of holders while it holds a lease (a new backend resolved meanwhile
+        # does not let it ask again); after a fork, never (a child never releases its parent's
+        # leases).
         if self._held_in != generation():
             self._held, self._held_in = weakref.WeakKeyDictionary(), generation()
+            self._holders = weakref.WeakKeyDictionary()
 
     @property
     def from_thread(self) -> Any:
@@ -260,11 +261,12 @@ class _Mode:
     def _holder(self, task: Any) -> Any:
         """The task's holder of this side, after the driver's check that the task may ask for it."""
         native = self._lock._built()
-        holders = self._lock._holders.get(task)
-        if holders is None:
-            holders = self._lock._holders[task] = native.holders()
-        holders.check(write=self._write)
-        return holders.holder(write=self._write)
+        known = self._lock._holders.get(task)
+        if known is None or (known[0] is not native and task not in self._lock._held):
+            # A task holding nothing takes its holders from the lock of now (a new backend).
+            known = self._lock._holders[task] = (native, native.holders())
+        known[1].check(write=self._write)
+        return known[1].holder(write=self._write)
 
     def _granted(self, holder: Any, answer: tuple[str, str, int]) -> _Guard:
         name, token, fence = answer
@@ -329,9 +331,11 @@ class _Mode:
         try:
             await guard._holder.release()
         except (LockNotOwnedError, asyncio.CancelledError):
-            # Not held any more; or cancelled, and the driver finishes the release in flight.
+            # Not held any more; or cancelled, and the driver finishes the release in flight (the
+            # task then asks with new holders: the old one may end up stale).
             guard._spend()
             self._lock._held.pop(task, None)
+            self._lock._holders.pop(task, None)
             raise
         guard._spend()
         self._lock._held.pop(task, None)

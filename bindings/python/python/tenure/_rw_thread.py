@@ -19,8 +19,8 @@ from tenure.errors import LockNotOwnedError
 class _Threads:
     """What the threads of one read-write lock hold (in this process: a forked child starts
     afresh), and their pairs of holders (one per side, which refuse an upgrade and a second
-    lease) on the lock's native object of now (a rebuilt one — a new backend — makes new
-    holders; a guard keeps its own). Keyed by thread id with the thread
+    lease) with the native lock each was made on (a thread holding nothing takes new ones from
+    a rebuilt lock — a new backend; a thread holding a lease keeps its own). Keyed by thread id with the thread
     itself, as `_thread.ThreadLockAdapter` does: a thread id is reused once its thread ended, and
     a newcomer never inherits what a thread that ended held."""
 
@@ -28,7 +28,7 @@ class _Threads:
         self.native: Any = None
         self.generation = generation()
         self.held: dict[int, tuple[weakref.ref[threading.Thread], _Guard]] = {}
-        self.holders: dict[int, tuple[weakref.ref[threading.Thread], Any]] = {}
+        self.holders: dict[int, tuple[weakref.ref[threading.Thread], Any, Any]] = {}
         self.guard = threading.Lock()
 
     def mine(self) -> Optional[_Guard]:
@@ -52,10 +52,9 @@ def _threads(mode: _Mode) -> _Threads:
         threads = lock.__dict__.setdefault("_threads", _Threads())
     native = lock._built()
     with threads.guard:
-        if threads.native is not native:
-            threads.native, threads.holders = native, {}
+        threads.native = native
         if threads.generation != generation():
-            threads.held, threads.generation = {}, generation()
+            threads.held, threads.holders, threads.generation = {}, {}, generation()
     return threads  # type: ignore[no-any-return]
 
 
@@ -73,12 +72,13 @@ class _ThreadSide:
         me, key = threading.current_thread(), threading.get_ident()
         with threads.guard:
             known = threads.holders.get(key)
-            if known is None or known[0]() is not me:
+            if known is None or known[0]() is not me or (known[1] is not threads.native and threads.mine() is None):
                 # Threads that ended leave their holders behind: drop them.
                 threads.holders = {k: h for k, h in threads.holders.items() if h[0]() is not None}
-                known = threads.holders[key] = (weakref.ref(me), threads.native.holders(thread=True))
-        known[1].check(write=self._mode._write)
-        return known[1].holder(write=self._mode._write)
+                native = threads.native
+                known = threads.holders[key] = (weakref.ref(me), native, native.holders(thread=True))
+        known[2].check(write=self._mode._write)
+        return known[2].holder(write=self._mode._write)
 
     def _acquire(self, what: str, nowait: bool, timeout: Optional[float]) -> Any:
         _refuse_on_loop(self._label(what))

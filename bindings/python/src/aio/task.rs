@@ -124,10 +124,8 @@ impl Home for Inbox {
 
     /// Hands `work` to the loop's thread; a closed loop's work is dropped instead.
     fn post(&self, work: Work) {
-        if self.queue.post(work) {
-            // A full socket buffer already holds a ring.
-            let _ = (&self.bell).write(&[1]);
-        }
+        // A full socket buffer already holds a ring.
+        self.queue.post(work, || drop((&self.bell).write(&[1])));
     }
 
     fn enter(&self, poll: &mut dyn FnMut()) {

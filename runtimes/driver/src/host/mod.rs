@@ -94,17 +94,20 @@ pub struct Mailbox {
 }
 
 impl Mailbox {
-    /// Queues `work`, or discards it once closed: whether the loop must be woken (the queue was
-    /// empty, so no wake-up is on its way).
-    pub fn post(&self, work: Work) -> bool {
+    /// Queues `work`, or discards it once closed, and calls `wake` if the queue was empty (no
+    /// wake-up is on its way). `wake` runs under the queue's lock, so [`Self::close`] never runs
+    /// meanwhile: a loop that lets go may free what `wake` uses once closed.
+    pub fn post(&self, work: Work, wake: impl FnOnce()) {
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         if queue.1 {
             drop(queue);
             work.discard();
-            return false;
+            return;
         }
         queue.0.push(work);
-        queue.0.len() == 1
+        if queue.0.len() == 1 {
+            wake();
+        }
     }
 
     /// Takes what was posted, to run it on the loop's thread.

@@ -96,6 +96,16 @@ impl<R: Runtime> LockHolder<R> {
         self.cell.lock().poisoned()
     }
 
+    /// What this holder's machine is doing.
+    pub fn phase(&self) -> tenure_core::LockPhase {
+        self.cell.lock().phase()
+    }
+
+    /// Whether a guard (or another clone) shares this holder.
+    pub(crate) fn is_shared(&self) -> bool {
+        Arc::strong_count(&self.cell) > 1
+    }
+
     /// Which lease this holder takes (a side's holder that downgraded reads).
     pub fn access(&self) -> Access {
         self.cell.lock().access()

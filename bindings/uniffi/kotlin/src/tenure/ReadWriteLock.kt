@@ -17,9 +17,9 @@ private fun tenure.ffi.ReadWriteLockState.kotlin() =
  * A read-write lock (grelmicro 0.44's `ReadWriteLock`): many readers at once, or one writer
  * with a fencing token. A writer waiting holds new readers back; a writer whose predecessor let
  * its lease lapse is told so ([LockGuard.poisoned]). Each acquire is its own holder, but the
- * work of a side's [Acquirable.withLock] is one: asking there for the write side while reading
- * throws [LockUpgradeException] (it would wait for itself), asking again for a side
- * [LockReentrantException].
+ * work of a side's [Acquirable.withLock] is one: a `suspend` acquire there of the write side
+ * while reading throws [LockUpgradeException] (it would wait for itself), one asking again for a
+ * side [LockReentrantException] (a blocking acquire is a caller of its own).
  *
  * ```
  * val doc = ReadWriteLock("doc", store)

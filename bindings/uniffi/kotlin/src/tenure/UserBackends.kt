@@ -16,8 +16,6 @@ import tenure.ffi.UserCallException
 import tenure.ffi.UserCalls
 import tenure.ffi.CustomCalls
 import tenure.ffi.LeaderRecord as FfiRecord
-import tenure.ffi.ReadWriteLockState as FfiRwState
-import tenure.ffi.SemaphoreState as FfiSemState
 
 /**
  * The lock calls of a store you write (grelmicro's `LockBackend`), for locks and task locks.
@@ -187,16 +185,16 @@ internal class UserBackendCalls(
             "cancel_intent" -> UserAnswer.Flag(rw().cancelIntent(name, token))
             "downgrade" -> UserAnswer.Generation(rw().downgrade(name, token, lease))
             "rw_state" -> rw().state(name).let {
-                UserAnswer.RwState(FfiRwState(it.generation, it.writing, it.readers.count(), it.waitingWriters.count()))
+                UserAnswer.RwState(it.generation, it.writing, it.readers.toLong(), it.waitingWriters.toLong())
             }
             "owned_read" -> UserAnswer.Flag(rw().ownedRead(name, token))
             "owned_write" -> UserAnswer.Flag(rw().ownedWrite(name, token))
             "sem_acquire" -> semaphores().acquire(name, token, lease, args.permits!!.toInt(), args.wait?.toSeconds())
-                .let { UserAnswer.Permit(it.fencingToken, it.permits.count()) }
+                .let { UserAnswer.Permit(it.fencingToken, it.permits.toLong()) }
             "sem_release" -> UserAnswer.Flag(semaphores().release(name, token))
             "sem_owned" -> UserAnswer.Flag(semaphores().owned(name, token))
             "sem_state" -> semaphores().state(name).let {
-                UserAnswer.SemState(FfiSemState(it.permits.count(), it.holders.count(), it.waiting.count(), it.fence))
+                UserAnswer.SemState(it.permits.toLong(), it.holders.toLong(), it.waiting.toLong(), it.fence)
             }
             else -> error("the native library asked for $method, which this Kotlin layer does not know")
         }
@@ -208,9 +206,6 @@ internal class UserBackendCalls(
     private fun rw() = checkNotNull(readWriteLocks) { "no read-write lock calls" }
     private fun semaphores() = checkNotNull(semaphores) { "no semaphore calls" }
 }
-
-/** A count a user's store answered, as the native layer's: a negative one is refused there as out of range. */
-private fun Int.count(): UInt = if (this < 0) UInt.MAX_VALUE else toUInt()
 
 private fun LeaderRecord.raw() =
     FfiRecord(holder, leaseDuration.seconds(), acquiredAt, renewedAt, transitions.toULong(), metadata)

@@ -17,6 +17,7 @@ import kotlinx.coroutines.sync.withLock
 import kotlinx.coroutines.withContext
 import tenure.LockAcquireException
 import tenure.LockOptions
+import tenure.LockOwnedCheckException
 import tenure.Permit
 import tenure.ReadWriteLock
 import tenure.ReadWriteLockBackend
@@ -148,9 +149,10 @@ class MapSemaphore : SemaphoreBackend {
     }
 }
 
-/** A read-write store whose reads answer a generation below zero. */
+/** A read-write store whose reads answer a generation below zero, and its state a count below zero. */
 private class NegativeGenerations(private val inner: ReadWriteLockBackend) : ReadWriteLockBackend by inner {
     override suspend fun acquireRead(name: String, token: String, duration: Duration): Long? = -1
+    override suspend fun state(name: String) = ReadWriteLockState(0, false, -2, 0)
 }
 
 fun userReadWriteTests(suite: Suite) {
@@ -174,6 +176,9 @@ fun userReadWriteTests(suite: Suite) {
         val e = assertThrows<LockAcquireException> { ReadWriteLock("doc", store, quick).read.tryAcquire() }
         val cause = e.cause as? StoreException ?: throw AssertionFailed("no store failure behind ${e.message}")
         check("acquireRead answered a negative generation" in cause.message.orEmpty()) { cause.message.orEmpty() }
-        check("Negative" in cause.message.orEmpty()) { "the store is named: ${cause.message}" }
+        check("Negative.acquireRead" in cause.message.orEmpty()) { "the store is named: ${cause.message}" }
+        val state = assertThrows<LockOwnedCheckException> { ReadWriteLock("doc", store, quick).state() }
+        val why = (state.cause as? StoreException)?.message.orEmpty()
+        check("Negative.state answered a negative count in a state" in why) { why }
     }
 }
