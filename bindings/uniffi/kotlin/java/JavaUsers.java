@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import tenure.BlockingLockBackend;
+import tenure.BlockingSemaphoreBackend;
 import tenure.ElectionOptions;
 import tenure.LeaderElection;
 import tenure.Lock;
@@ -15,6 +16,9 @@ import tenure.LockGuard;
 import tenure.LockNotOwnedException;
 import tenure.LockOptions;
 import tenure.LockTimeoutException;
+import tenure.Permit;
+import tenure.Semaphore;
+import tenure.SemaphoreState;
 import tenure.SettingsValidationException;
 import tenure.Store;
 import tenure.TaskLock;
@@ -51,6 +55,38 @@ public final class JavaUsers {
         @Override
         public synchronized boolean owned(String name, String token) {
             return token.equals(holders.get(name));
+        }
+    }
+
+    /** Permits kept in maps (no leases: enough for one run), fences growing per name. */
+    static final class MapPermits implements BlockingSemaphoreBackend {
+        private final Map<String, Map<String, Long>> holders = new HashMap<>();
+        private final Map<String, Long> fences = new HashMap<>();
+
+        @Override
+        public synchronized Permit acquire(String name, String token, Duration duration, int permits, Duration wait) {
+            Map<String, Long> held = holders.computeIfAbsent(name, n -> new HashMap<>());
+            if (held.containsKey(token)) return new Permit(held.get(token), permits);
+            if (held.size() >= permits) return new Permit(null, permits);
+            long fence = fences.merge(name, 1L, Long::sum);
+            held.put(token, fence);
+            return new Permit(fence, permits);
+        }
+
+        @Override
+        public synchronized boolean release(String name, String token) {
+            return holders.getOrDefault(name, Map.of()).remove(token) != null;
+        }
+
+        @Override
+        public synchronized boolean owned(String name, String token) {
+            return holders.getOrDefault(name, Map.of()).containsKey(token);
+        }
+
+        @Override
+        public synchronized SemaphoreState state(String name) {
+            int held = holders.getOrDefault(name, Map.of()).size();
+            return new SemaphoreState(held == 0 ? 0 : 2, held, 0, fences.getOrDefault(name, 0L));
         }
     }
 
@@ -129,6 +165,19 @@ public final class JavaUsers {
                 check(again.getFencingToken() == first + 1, "my store's fence did not grow");
             }
             check(own.getKind().equals("user") && own.getScope() == null, "kind and scope of my store");
+        }
+        try (Store permits = Store.customBlocking(null, null, null, null, null, new MapPermits())) {
+            Semaphore pool = new Semaphore("pool", 2, permits);
+            try (LockGuard a = pool.acquireBlocking(); LockGuard b = pool.acquireBlocking()) {
+                check(b.getFencingToken() == a.getFencingToken() + 1, "each permit its own fence");
+                try {
+                    pool.tryAcquireBlocking();
+                    throw new AssertionError("a third permit of two");
+                } catch (WouldBlockException e) {
+                    check(e.getCode().equals("WOULD_BLOCK"), "code " + e.getCode());
+                }
+            }
+            check(pool.stateBlocking().getFence() == 2, "my store's fence");
         }
         System.out.println("java: every check passed");
     }

@@ -79,7 +79,18 @@ class Store private constructor(internal val raw: Ffi) : AutoCloseable {
             elections: BlockingLeaderElectionBackend? = null,
             scope: String? = null,
             label: String? = null,
-        ): Store = Store(customStore(locks?.suspending(), elections?.suspending(), null, null, scope, label ?: nameOf(locks ?: elections)))
+            readWriteLocks: BlockingReadWriteLockBackend? = null,
+            semaphores: BlockingSemaphoreBackend? = null,
+        ): Store = Store(
+            customStore(
+                locks?.suspending(),
+                elections?.suspending(),
+                readWriteLocks?.suspending(),
+                semaphores?.suspending(),
+                scope,
+                label ?: nameOf(locks ?: elections ?: readWriteLocks ?: semaphores),
+            ),
+        )
 
         internal fun of(raw: Ffi) = Store(raw)
 

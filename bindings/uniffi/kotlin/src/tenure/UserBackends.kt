@@ -124,6 +124,52 @@ interface BlockingLeaderElectionBackend {
     fun get(name: String): LeaderRecord?
 }
 
+/** [ReadWriteLockBackend] for Java: plain blocking methods, run on `Dispatchers.IO`. */
+interface BlockingReadWriteLockBackend {
+    fun acquireRead(name: String, token: String, duration: java.time.Duration): Long?
+    fun acquireWrite(name: String, token: String, duration: java.time.Duration, intent: Boolean): WriteGrant?
+    fun releaseRead(name: String, token: String): Boolean
+    fun releaseWrite(name: String, token: String): Boolean
+    fun cancelIntent(name: String, token: String): Boolean
+    fun downgrade(name: String, token: String, duration: java.time.Duration): Long?
+    fun state(name: String): ReadWriteLockState
+    fun ownedRead(name: String, token: String): Boolean
+    fun ownedWrite(name: String, token: String): Boolean
+}
+
+/** [SemaphoreBackend] for Java: plain blocking methods, run on `Dispatchers.IO` (`wait` is `null` when none is kept). */
+interface BlockingSemaphoreBackend {
+    fun acquire(name: String, token: String, duration: java.time.Duration, permits: Int, wait: java.time.Duration?): Permit
+    fun release(name: String, token: String): Boolean
+    fun owned(name: String, token: String): Boolean
+    fun state(name: String): SemaphoreState
+}
+
+internal fun BlockingReadWriteLockBackend.suspending() = object : ReadWriteLockBackend {
+    private val b = this@suspending
+    override suspend fun acquireRead(name: String, token: String, duration: Duration) = blocking { b.acquireRead(name, token, duration.toJava()) }
+    override suspend fun acquireWrite(name: String, token: String, duration: Duration, intent: Boolean) =
+        blocking { b.acquireWrite(name, token, duration.toJava(), intent) }
+    override suspend fun releaseRead(name: String, token: String) = blocking { b.releaseRead(name, token) }
+    override suspend fun releaseWrite(name: String, token: String) = blocking { b.releaseWrite(name, token) }
+    override suspend fun cancelIntent(name: String, token: String) = blocking { b.cancelIntent(name, token) }
+    override suspend fun downgrade(name: String, token: String, duration: Duration) = blocking { b.downgrade(name, token, duration.toJava()) }
+    override suspend fun state(name: String) = blocking { b.state(name) }
+    override suspend fun ownedRead(name: String, token: String) = blocking { b.ownedRead(name, token) }
+    override suspend fun ownedWrite(name: String, token: String) = blocking { b.ownedWrite(name, token) }
+    override fun toString() = b.toString()
+}
+
+internal fun BlockingSemaphoreBackend.suspending() = object : SemaphoreBackend {
+    private val b = this@suspending
+    override suspend fun acquire(name: String, token: String, duration: Duration, permits: Int, wait: Duration?) =
+        blocking { b.acquire(name, token, duration.toJava(), permits, wait?.toJava()) }
+    override suspend fun release(name: String, token: String) = blocking { b.release(name, token) }
+    override suspend fun owned(name: String, token: String) = blocking { b.owned(name, token) }
+    override suspend fun state(name: String) = blocking { b.state(name) }
+    override fun toString() = b.toString()
+}
+
 internal fun BlockingLockBackend.suspending() = object : LockBackend {
     override suspend fun acquire(name: String, token: String, duration: Duration) =
         blocking { this@suspending.acquire(name, token, duration.toJava()) }

@@ -9,6 +9,10 @@ import kotlin.time.Duration
 import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.Duration.Companion.seconds
 import kotlin.time.toJavaDuration
+import kotlin.time.toKotlinDuration
+import kotlinx.coroutines.runBlocking
+import tenure.BlockingReadWriteLockBackend
+import tenure.WouldBlockException
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitAll
@@ -155,6 +159,21 @@ private class NegativeGenerations(private val inner: ReadWriteLockBackend) : Rea
     override suspend fun state(name: String) = ReadWriteLockState(0, false, -2, 0)
 }
 
+/** [MapReadWrite]'s calls as a Java user's blocking methods. */
+private class BlockingMapReadWrite(private val inner: MapReadWrite = MapReadWrite()) : BlockingReadWriteLockBackend {
+    private fun <T> wait(call: suspend MapReadWrite.() -> T): T = runBlocking { inner.call() }
+    override fun acquireRead(name: String, token: String, duration: java.time.Duration) = wait { acquireRead(name, token, duration.toKotlinDuration()) }
+    override fun acquireWrite(name: String, token: String, duration: java.time.Duration, intent: Boolean) =
+        wait { acquireWrite(name, token, duration.toKotlinDuration(), intent) }
+    override fun releaseRead(name: String, token: String) = wait { releaseRead(name, token) }
+    override fun releaseWrite(name: String, token: String) = wait { releaseWrite(name, token) }
+    override fun cancelIntent(name: String, token: String) = wait { cancelIntent(name, token) }
+    override fun downgrade(name: String, token: String, duration: java.time.Duration) = wait { downgrade(name, token, duration.toKotlinDuration()) }
+    override fun state(name: String) = wait { state(name) }
+    override fun ownedRead(name: String, token: String) = wait { ownedRead(name, token) }
+    override fun ownedWrite(name: String, token: String) = wait { ownedWrite(name, token) }
+}
+
 fun userReadWriteTests(suite: Suite) {
     val quick = LockOptions(retryInterval = 5.milliseconds)
 
@@ -169,6 +188,19 @@ fun userReadWriteTests(suite: Suite) {
         assertEquals((1L..5L).toList(), fences.sorted(), "each permit its own fencing token")
         assertEquals(2, backend.mostAtOnce.get(), "at most two at once")
         assertEquals(SemaphoreState(0, 0, 0, 5), pool.state(), "nobody holds")
+    }
+
+    suite.test("user backend: a blocking Java read-write store serves readers and a downgrading writer") {
+        val doc = ReadWriteLock("doc", Store.customBlocking(readWriteLocks = BlockingMapReadWrite()), quick)
+        doc.read.acquireBlocking().use { reader ->
+            assertEquals(0L, reader.fencingToken, "the generation of a name never written")
+            assertThrows<WouldBlockException> { doc.write.tryAcquireBlocking() }
+        }
+        val writer = doc.write.acquireBlocking()
+        assertEquals(1L, writer.fencingToken, "the first write")
+        assertEquals(1L, writer.downgradeBlocking(), "the generation read after the downgrade")
+        assertEquals(ReadWriteLockState(1, false, 1, 0), doc.stateBlocking(), "one reader, downgraded")
+        writer.close()
     }
 
     suite.test("user backend: a negative generation from a store written in Kotlin fails the acquire, naming the call") {
