@@ -1,0 +1,195 @@
+//! The checkers on small histories written out by hand: a valid one of each, and one per anomaly.
+
+use crate::{F, Kind, Verdict, mutex, ops, parse, set};
+
+/// A history from lines `process type f name [fence=N] [value=N] [values=a,b] time`.
+fn history(lines: &str) -> Vec<crate::Op> {
+    let json: Vec<String> = lines
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let (time, extra) = words[4..].split_last().expect("a time");
+            let mut fields = vec![
+                format!("\"process\": {}", words[0]),
+                format!("\"type\": \"{}\"", words[1]),
+                format!("\"f\": \"{}\"", words[2]),
+                format!("\"name\": \"{}\"", words[3]),
+                format!("\"time\": {time}"),
+            ];
+            for field in extra {
+                let (key, value) = field.split_once('=').expect("key=value");
+                let value = if key == "values" { format!("[{value}]") } else { value.to_owned() };
+                fields.push(format!("\"{key}\": {value}"));
+            }
+            format!("{{{}}}", fields.join(", "))
+        })
+        .collect();
+    ops(&parse(&json.join("\n")).expect("a history")).expect("paired")
+}
+
+fn kinds(verdict: &Verdict) -> Vec<&'static str> {
+    verdict.anomalies.iter().map(|a| a.kind).collect()
+}
+
+#[test]
+fn a_fenced_mutex_handed_over_in_order_is_valid() {
+    let ops = history(
+        "1 invoke acquire l 0
+         2 invoke acquire l 1
+         1 ok acquire l fence=1 2
+         1 invoke write l fence=1 3
+         1 ok write l fence=1 4
+         1 invoke release l 5
+         1 ok release l 6
+         2 ok acquire l fence=2 7
+         2 invoke write l fence=2 8
+         2 ok write l fence=2 9
+         3 invoke acquire l 10
+         3 info acquire l 11",
+    );
+    let verdict = mutex::check(&ops);
+    assert!(verdict.is_valid(), "{:?}", verdict.anomalies);
+    assert_eq!(verdict.checked, 2);
+    assert!(mutex::check_resource(&ops).is_valid());
+}
+
+#[test]
+fn a_lower_or_equal_fence_after_a_completed_grant_is_stale() {
+    let ops = history(
+        "1 invoke acquire l 0
+         1 ok acquire l fence=5 1
+         2 invoke acquire l 2
+         2 ok acquire l fence=5 3
+         3 invoke acquire l 4
+         3 ok acquire l fence=4 5",
+    );
+    let verdict = mutex::check(&ops);
+    assert_eq!(kinds(&verdict), ["stale-fence", "stale-fence", "duplicate-fence"]);
+    assert!(verdict.anomalies[0].message.contains("process 2 was granted fencing token 5 after process 1"));
+}
+
+#[test]
+fn concurrent_grants_may_come_in_either_order_but_never_share_a_fence() {
+    let ordered = history(
+        "1 invoke acquire l 0
+         2 invoke acquire l 1
+         2 ok acquire l fence=2 2
+         1 ok acquire l fence=1 3",
+    );
+    assert!(mutex::check(&ordered).is_valid(), "overlapping acquires bind no order");
+    let shared = history(
+        "1 invoke acquire l 0
+         2 invoke acquire l 1
+         2 ok acquire l fence=2 2
+         1 ok acquire l fence=2 3",
+    );
+    assert_eq!(kinds(&mutex::check(&shared)), ["duplicate-fence"]);
+}
+
+#[test]
+fn a_release_by_a_process_that_held_nothing_is_foreign() {
+    let ops = history(
+        "1 invoke acquire l 0
+         1 ok acquire l fence=1 1
+         2 invoke release l 2
+         2 ok release l 3
+         1 invoke release l 4
+         1 ok release l 5
+         3 invoke acquire l 6
+         3 info acquire l 7
+         3 invoke release l 8
+         3 ok release l 9",
+    );
+    let verdict = mutex::check(&ops);
+    assert_eq!(kinds(&verdict), ["foreign-release"], "an acquire of unknown outcome may hold");
+    assert_eq!(verdict.anomalies[0].ops, [1]);
+}
+
+/// Process 1 granted fence 1, then process 2 fence 2, whose write the resource accepted.
+const SECOND_HOLDER_WROTE: &str = "1 invoke acquire l 0
+    1 ok acquire l fence=1 1
+    2 invoke acquire l 2
+    2 ok acquire l fence=2 3
+    2 invoke write l fence=2 4
+    2 ok write l fence=2 5";
+
+#[test]
+fn the_resource_never_accepts_one_fence_from_two_holders_nor_an_older_one() {
+    let ops = history(&format!(
+        "{SECOND_HOLDER_WROTE}
+         1 invoke write l fence=1 6
+         1 ok write l fence=1 7
+         3 invoke write l fence=2 8
+         3 ok write l fence=2 9"
+    ));
+    let verdict = mutex::check_resource(&ops);
+    assert_eq!(kinds(&verdict), ["shared-fence", "ungranted-fence", "accepted-stale"]);
+    let refused = history(&format!("{SECOND_HOLDER_WROTE}\n1 invoke write l fence=1 6\n1 fail write l fence=1 7"));
+    assert!(mutex::check_resource(&refused).is_valid(), "a refused stale write is the fence working");
+}
+
+#[test]
+fn a_guarded_set_keeps_every_acknowledged_element() {
+    let ops = history(
+        "1 invoke add s value=1 0
+         1 ok add s value=1 1
+         2 invoke add s value=2 2
+         2 info add s value=2 3
+         3 invoke add s value=3 4
+         3 fail add s value=3 5
+         4 invoke read s 6
+         4 ok read s values=1 7",
+    );
+    let verdict = set::check(&ops);
+    assert!(verdict.is_valid(), "{:?}", verdict.anomalies);
+    assert_eq!(verdict.checked, 4);
+}
+
+#[test]
+fn a_lost_update_a_phantom_and_a_duplicate_are_caught() {
+    let ops = history(
+        "1 invoke add s value=1 0
+         1 ok add s value=1 1
+         2 invoke add s value=2 2
+         2 ok add s value=2 3
+         4 invoke read s 6
+         4 ok read s values=2,2,9 7",
+    );
+    let verdict = set::check(&ops);
+    assert_eq!(kinds(&verdict), ["lost", "duplicate", "phantom"]);
+    assert!(verdict.anomalies[0].message.contains("element 1, acknowledged to process 1"));
+    let unread = history("1 invoke add s value=1 0\n1 ok add s value=1 1");
+    assert_eq!(kinds(&set::check(&unread)), ["unread"]);
+}
+
+#[test]
+fn an_add_concurrent_with_the_read_may_be_missing() {
+    let ops = history(
+        "4 invoke read s 0
+         1 invoke add s value=1 1
+         1 ok add s value=1 2
+         4 ok read s values= 3",
+    );
+    assert!(set::check(&ops).is_valid());
+}
+
+#[test]
+fn histories_that_do_not_pair_are_refused() {
+    let events = parse(r#"{"process": 1, "type": "ok", "f": "acquire", "name": "l", "time": 0}"#).expect("an event");
+    assert!(ops(&events).is_err());
+    let err = parse("{\"process\": 1}").expect_err("no event");
+    assert!(err.to_string().starts_with("line 1 is no event"), "{err}");
+    let twice = [F::Acquire, F::Acquire].map(|f| crate::Event {
+        process: 1,
+        kind: Kind::Invoke,
+        f,
+        name: "l".into(),
+        fence: None,
+        value: None,
+        values: None,
+        time: 0,
+    });
+    assert!(ops(&twice).is_err(), "one operation at a time per process");
+}
