@@ -8,9 +8,17 @@
 //! [`history::ops`] pairs them into operations; the checkers in [`mutex`] and [`set`] return a
 //! [`Verdict`] naming the first anomalies found.
 
+mod clients;
 pub mod history;
 pub mod mutex;
+mod nemesis;
+mod record;
+mod report;
+pub mod run;
+mod serve;
+mod servers;
 pub mod set;
+mod stores;
 
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,7 @@ use crate::{Anomaly, Verdict};
 ///   granted, or of unknown outcome, since its last release).
 pub fn check(ops: &[Op]) -> Verdict {
     let mut verdict = Verdict::default();
-    for (name, granted) in by_name(ops, F::Acquire) {
+    for (name, granted) in by_name(ops, &[F::Acquire]) {
         verdict.checked += granted.len();
         for (before, after) in out_of_order(ops, &granted, true) {
             let (a, b) = (&ops[before], &ops[after]);
@@ -57,7 +57,7 @@ pub fn check(ops: &[Op]) -> Verdict {
     verdict
 }
 
-/// Judges the writes the fenced resource accepted (`write` ok) or refused (`write` fail):
+/// Judges the writes the fenced resource accepted (`write` or `add` ok) or refused (`fail`):
 /// - `shared-fence`: writes of two processes accepted under one fencing token of a name;
 /// - `ungranted-fence`: a write accepted under a fencing token its process was not granted;
 /// - `accepted-stale`: a write accepted under a fencing token lower than one accepted before it
@@ -69,7 +69,7 @@ pub fn check_resource(ops: &[Op]) -> Verdict {
         .filter(|op| op.f == F::Acquire && op.outcome == Outcome::Ok)
         .filter_map(|op| Some((op.process, op.name.as_str(), op.fence?)))
         .collect();
-    for (name, accepted) in by_name(ops, F::Write) {
+    for (name, accepted) in by_name(ops, &[F::Write, F::Add]) {
         verdict.checked += accepted.len();
         let mut writer: HashMap<u64, usize> = HashMap::new();
         for &i in &accepted {
@@ -107,11 +107,12 @@ pub fn check_resource(ops: &[Op]) -> Verdict {
     verdict
 }
 
-/// The operations `f` that succeeded with a fencing token, per name (names in first-seen order).
-fn by_name(ops: &[Op], f: F) -> Vec<(&str, Vec<usize>)> {
+/// The operations of one of `fs` that succeeded with a fencing token, per name (names in
+/// first-seen order).
+fn by_name<'a>(ops: &'a [Op], fs: &[F]) -> Vec<(&'a str, Vec<usize>)> {
     let mut names: Vec<(&str, Vec<usize>)> = Vec::new();
     for (i, op) in ops.iter().enumerate() {
-        if op.f != f || op.outcome != Outcome::Ok || op.fence.is_none() {
+        if !fs.contains(&op.f) || op.outcome != Outcome::Ok || op.fence.is_none() {
             continue;
         }
         match names.iter_mut().find(|(n, _)| *n == op.name) {

@@ -1,0 +1,200 @@
+//! The client processes of a run, each through one of Tenure's real front ends, all taking one
+//! lock in turn: the `tenure` command (one `tenure lock NAME -- tenure-jepsen section ...` per
+//! turn), and long-lived workers of the Python and npm packages (`clients/worker.py`,
+//! `clients/worker.cjs`). Each reports its operations to the harness (`serve`).
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::history::{F, Kind};
+use crate::record::Recorder;
+
+/// The front ends a client can use.
+pub(crate) const FRONTS: &[&str] = &["cli", "python", "node"];
+
+/// What every client of a run shares.
+#[derive(Clone)]
+pub(crate) struct Setup {
+    pub(crate) url: String,
+    pub(crate) name: String,
+    /// The harness's address (`serve`).
+    pub(crate) address: String,
+    /// The lease, in seconds.
+    pub(crate) lease: f64,
+    /// How long an acquire waits, in seconds.
+    pub(crate) timeout: f64,
+    /// The `tenure` command.
+    pub(crate) tenure: PathBuf,
+    /// This program (its `section` runs under `tenure lock`).
+    pub(crate) harness: PathBuf,
+    /// The Python interpreter with the `tenure` package.
+    pub(crate) python: PathBuf,
+    /// The `node_modules` folder holding the npm package.
+    pub(crate) node_path: Option<PathBuf>,
+    /// The folder of `worker.py` and `worker.cjs`.
+    pub(crate) workers: PathBuf,
+    /// Where each client's faked clock offset is written (`clock-N`), when clocks are faked.
+    pub(crate) clocks: Option<PathBuf>,
+    /// Where client processes' standard error goes (`client-N.log`).
+    pub(crate) logs: PathBuf,
+}
+
+/// libfaketime from Debian's `faketime` package.
+pub(crate) const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+/// Runs client `index` through `front` until `stop` is set, as process `index + 1` (a worker that
+/// died and was started again as `+ 100`). A process goes on after an operation of unknown
+/// outcome: the checkers let such an operation take effect at any time after it was invoked.
+pub(crate) fn drive(front: &str, index: u32, setup: &Setup, recorder: &Recorder, stop: &AtomicBool) {
+    let mut process = index + 1;
+    while !stop.load(Ordering::SeqCst) {
+        // A command-line turn's acquire begins when the command starts; a worker says it itself.
+        if front == "cli"
+            && let Err(problem) = recorder.invoke(process, F::Acquire, &setup.name)
+        {
+            recorder.problem(problem);
+            return;
+        }
+        let (child, cli) = match spawn(front, index, process, setup) {
+            Ok(child) => child,
+            Err(e) => {
+                recorder.problem(format!("client {index} ({front}) cannot start: {e}"));
+                return;
+            }
+        };
+        let pid = i32::try_from(child.id()).unwrap_or_default();
+        let code = watch(child, pid, cli, process, recorder, stop);
+        note(setup, index, &format!("tenure-jepsen: process {process} (pid {pid}) exited with {code:?}"));
+        let open = recorder.open(process);
+        let (kind, f) = ended(cli, code, open);
+        if let Some(f) = f {
+            if open.is_none() {
+                let _ = recorder.invoke(process, f, &setup.name);
+            }
+            if let Err(problem) = recorder.complete(process, kind, None) {
+                recorder.problem(problem);
+            }
+        }
+        recorder.unregister(process);
+        if !cli && !stop.load(Ordering::SeqCst) {
+            recorder.problem(format!("client {index} ({front}) exited with {code:?}; see client-{index}.log"));
+            process += 100;
+        } else if kind == Kind::Info {
+            // The store failed: the next turn waits a little, as the workers do.
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn log_of(setup: &Setup, index: u32) -> PathBuf {
+    setup.logs.join(format!("client-{index}.log"))
+}
+
+/// Adds a line to client `index`'s log.
+fn note(setup: &Setup, index: u32, line: &str) {
+    use std::io::Write as _;
+    let log = std::fs::File::options().create(true).append(true).open(log_of(setup, index));
+    if let Ok(mut log) = log {
+        let _ = writeln!(log, "{line}");
+    }
+}
+
+/// Waits for a client to exit, ending a long-lived worker once the run is over.
+fn watch(mut child: Child, pid: i32, cli: bool, process: u32, recorder: &Recorder, stop: &AtomicBool) -> Option<i32> {
+    if cli {
+        recorder.register(process, pid);
+    }
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status.code();
+        }
+        if !cli && stop.load(Ordering::SeqCst) {
+            let _ = child.kill();
+            return child.wait().ok().and_then(|s| s.code());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// How a client's open operation ends when its OS process exits with `code` (a command-line
+/// client's exit codes: 0 done, 75 held, 124 timed out, 70 the lease was lost), and which one
+/// it is if the section never said (a release the `tenure` command made on its own).
+fn ended(cli: bool, code: Option<i32>, open: Option<F>) -> (Kind, Option<F>) {
+    match (cli, open, code) {
+        (true, Some(F::Acquire), Some(75 | 124)) => (Kind::Fail, Some(F::Acquire)),
+        (true, Some(F::Release), Some(0)) => (Kind::Ok, Some(F::Release)),
+        (true, Some(F::Release) | None, Some(70)) => (Kind::Fail, Some(F::Release)),
+        (true, None, _) => (Kind::Info, Some(F::Release)),
+        (_, Some(f), _) => (Kind::Info, Some(f)),
+        (false, None, _) => (Kind::Info, None),
+    }
+}
+
+/// Starts one OS process of client `index` as `process`; whether it is a command-line turn.
+fn spawn(front: &str, index: u32, process: u32, setup: &Setup) -> std::io::Result<(Child, bool)> {
+    let lease = setup.lease.to_string();
+    let (mut command, cli) = match front {
+        "cli" => {
+            let mut command = Command::new(&setup.tenure);
+            command.arg("--backend").arg(&setup.url).args(["lock", &setup.name]);
+            command.args(["--timeout", &setup.timeout.to_string(), "--lease", &lease, "--"]);
+            command.arg(&setup.harness).args(["section", &setup.address, &process.to_string(), &setup.name]);
+            (command, true)
+        }
+        "python" => {
+            let mut command = Command::new(&setup.python);
+            command.arg(setup.workers.join("worker.py"));
+            (command, false)
+        }
+        "node" => {
+            let mut command = Command::new("node");
+            command.arg(setup.workers.join("worker.cjs"));
+            if let Some(path) = &setup.node_path {
+                command.env("NODE_PATH", path);
+            }
+            (command, false)
+        }
+        other => {
+            return Err(std::io::Error::other(format!("no front end {other:?} (they are: {})", FRONTS.join(", "))));
+        }
+    };
+    if !cli {
+        command.args([&setup.url, &setup.name, &setup.address, &process.to_string(), &lease]);
+        command.arg(setup.timeout.to_string());
+    }
+    if let Some(clocks) = &setup.clocks {
+        let file = clocks.join(format!("clock-{index}"));
+        if !file.exists() {
+            std::fs::write(&file, "+0\n")?;
+        }
+        command.env("LD_PRELOAD", FAKETIME).env("FAKETIME_TIMESTAMP_FILE", file);
+        command.env("FAKETIME_CACHE_DURATION", "1");
+    }
+    let log = std::fs::File::options().create(true).append(true).open(log_of(setup, index))?;
+    let child = command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).spawn()?;
+    Ok((child, cli))
+}
+
+/// Starts every client (`fronts`, each `per_front` times) on threads; they run until `stop`.
+pub(crate) fn start(
+    fronts: &[String],
+    per_front: u32,
+    setup: &Setup,
+    recorder: &Arc<Recorder>,
+    stop: &Arc<AtomicBool>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let mut threads = Vec::new();
+    let mut index = 0;
+    for front in fronts {
+        for _ in 0..per_front {
+            let (front, setup, recorder, stop) = (front.clone(), setup.clone(), recorder.clone(), stop.clone());
+            let i = index;
+            threads.push(std::thread::spawn(move || drive(&front, i, &setup, &recorder, &stop)));
+            index += 1;
+        }
+    }
+    threads
+}

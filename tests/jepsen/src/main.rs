@@ -1,0 +1,154 @@
+//! `tenure-jepsen`: runs client processes of Tenure's front ends against a store it starts, while
+//! a nemesis injects faults, records the history and judges it (see `docs/safety.md`).
+//!
+//!   tenure-jepsen run --store redis --nemesis pause --time 60 --out target/jepsen/redis-pause
+//!   tenure-jepsen check target/jepsen/redis-pause      (judges a recorded history again)
+//!
+//! Exit: 0 the history is valid (with `--expect KIND`: that anomaly was found), 1 it is not,
+//! 2 the run could not be made.
+
+// A program whose output is what it prints.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use clap::{Args, Parser, Subcommand};
+use tenure_jepsen::run::{self, Plan};
+
+#[derive(Parser)]
+#[command(name = "tenure-jepsen", about = "Histories of Tenure's clients against real stores under faults, judged")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// One run: start the store, the clients and the nemesis; record; judge; report.
+    Run(RunArgs),
+    /// Judge the history recorded in DIR again.
+    Check { dir: PathBuf },
+    /// Print the table of docs/safety.md for the runs in DIRS.
+    Table { dirs: Vec<PathBuf> },
+    /// (Run by `tenure lock` for a command-line client: the critical section of one turn.)
+    #[command(hide = true)]
+    Section { address: String, process: u32, name: String },
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// sqlite, redis, sentinel, postgres or etcd.
+    #[arg(long)]
+    store: String,
+    /// none, pause, clock, kill, freeze, failover (sentinel), leader, quorum (etcd).
+    #[arg(long, default_value = "none")]
+    nemesis: String,
+    /// Seconds the clients run.
+    #[arg(long, default_value_t = 30.0)]
+    time: f64,
+    /// The front ends of the clients, comma-separated: cli, python, node.
+    #[arg(long, default_value = "cli,python,node", value_delimiter = ',')]
+    fronts: Vec<String>,
+    /// Clients per front end.
+    #[arg(long, default_value_t = 1)]
+    per_front: u32,
+    /// The lease, in seconds.
+    #[arg(long, default_value_t = 1.0)]
+    lease: f64,
+    /// Where the history, the report and the timeline go.
+    #[arg(long, default_value = "target/jepsen/run")]
+    out: PathBuf,
+    /// The fenced resource accepts every token (a broken build, to show what fencing prevents).
+    #[arg(long)]
+    unfenced: bool,
+    /// Succeed only if this anomaly kind is found (checking that a broken build is caught).
+    #[arg(long)]
+    expect: Option<String>,
+    /// The `tenure` command.
+    #[arg(long, default_value = "target/debug/tenure")]
+    tenure: PathBuf,
+    /// A Python with the `tenure` package.
+    #[arg(long, default_value = "python3")]
+    python: PathBuf,
+    /// The node_modules folder holding the npm package.
+    #[arg(long)]
+    node_path: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let outcome = match Cli::parse().command {
+        Command::Run(args) => run_command(args),
+        Command::Check { dir } => run::check(&dir).map(|judged| {
+            print!("{}", judged.report);
+            judged.kinds.is_empty()
+        }),
+        Command::Table { dirs } => run::table(&dirs).map(|table| {
+            print!("{table}");
+            true
+        }),
+        Command::Section { address, process, name } => section(&address, process, &name).map(|()| true),
+    };
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(problem) => {
+            eprintln!("tenure-jepsen: {problem}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_command(args: RunArgs) -> Result<bool, String> {
+    let absolute = |p: &Path| std::path::absolute(p).map_err(|e| format!("{}: {e}", p.display()));
+    let workers = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients");
+    let plan = Plan {
+        store: args.store,
+        nemesis: args.nemesis,
+        time: std::time::Duration::try_from_secs_f64(args.time).map_err(|e| format!("--time {}: {e}", args.time))?,
+        fronts: args.fronts,
+        per_front: args.per_front,
+        lease: args.lease,
+        out: absolute(&args.out)?,
+        fenced: !args.unfenced,
+        tenure: absolute(&args.tenure)?,
+        harness: std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?,
+        python: args.python,
+        node_path: args.node_path.as_deref().map(absolute).transpose()?,
+        workers,
+    };
+    println!("{} …", run::title(&plan));
+    let judged = run::run(&plan, &Arc::new(AtomicBool::new(false)))?;
+    print!("{}", judged.report.split_once('\n').map_or("", |(_, rest)| rest));
+    println!("in {}", plan.out.display());
+    Ok(match &args.expect {
+        Some(kind) => judged.kinds.iter().any(|k| k == kind),
+        None => judged.kinds.is_empty(),
+    })
+}
+
+/// One command-line turn's critical section: says the fence `tenure lock` granted, reads the set,
+/// waits a little (so that a pause can fall between the read and the write), writes it back.
+fn section(address: &str, process: u32, name: &str) -> Result<(), String> {
+    let fence = std::env::var("TENURE_FENCING_TOKEN").map_err(|_| "TENURE_FENCING_TOKEN is not set")?;
+    let stream = std::net::TcpStream::connect(address).map_err(|e| format!("the harness at {address}: {e}"))?;
+    let mut out = stream.try_clone().map_err(|e| e.to_string())?;
+    let mut lines = BufReader::new(stream).lines();
+    let mut say = |line: String| -> Result<String, String> {
+        writeln!(out, "{line}").map_err(|e| e.to_string())?;
+        let answer = lines.next().ok_or("the harness hung up")?.map_err(|e| e.to_string())?;
+        if answer.starts_with("error") { Err(answer) } else { Ok(answer) }
+    };
+    say(format!("hello {process} {name} {}", std::process::id()))?;
+    say(format!("ok {fence}"))?;
+    let read = say(format!("read {fence}"))?;
+    let values = read.strip_prefix("values").unwrap_or_default().trim();
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
+    std::thread::sleep(std::time::Duration::from_millis(u64::from(nanos % 200)));
+    say(format!("add {fence} {values}"))?;
+    say("invoke release".into())?;
+    Ok(())
+}

@@ -1,0 +1,206 @@
+//! One run: the store, the harness's listener, the clients and the nemesis, for the time asked;
+//! then the final read, the checkers, and the report in the run's folder (`history.jsonl`,
+//! `faults.jsonl`, `report.txt`, `timeline.svg`, the clients' logs).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::clients::{self, Setup};
+use crate::history::{self, Event};
+use crate::nemesis::{self, Schedule};
+use crate::record::{Fault, Recorder};
+use crate::report;
+use crate::serve;
+use crate::stores::Store;
+
+/// What to run.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct Plan {
+    pub store: String,
+    pub nemesis: String,
+    pub time: Duration,
+    pub fronts: Vec<String>,
+    pub per_front: u32,
+    /// The lease, in seconds.
+    pub lease: f64,
+    pub out: PathBuf,
+    pub fenced: bool,
+    pub tenure: PathBuf,
+    pub harness: PathBuf,
+    pub python: PathBuf,
+    pub node_path: Option<PathBuf>,
+    pub workers: PathBuf,
+}
+
+/// Makes the run `plan` describes and judges it; `stop` ends it early.
+pub fn run(plan: &Plan, stop: &Arc<AtomicBool>) -> Result<Judged, String> {
+    let lease = Duration::try_from_secs_f64(plan.lease)
+        .ok()
+        .filter(|l| !l.is_zero())
+        .ok_or_else(|| format!("--lease {} is no positive number of seconds", plan.lease))?;
+    let _ = std::fs::remove_dir_all(&plan.out);
+    std::fs::create_dir_all(&plan.out).map_err(|e| format!("{}: {e}", plan.out.display()))?;
+    let plan_json = serde_json::to_string_pretty(plan).map_err(|e| e.to_string())?;
+    std::fs::write(plan.out.join("plan.json"), plan_json).map_err(|e| format!("plan.json: {e}"))?;
+    let recorder = Recorder::new(plan.fenced);
+    let address = serve::start(recorder.clone()).map_err(|e| format!("the harness's listener: {e}"))?;
+    let mut store = Store::start(&plan.store, &plan.out)?;
+    nemesis::check(&plan.nemesis, &store)?;
+    let clocks = (plan.nemesis == "clock").then(|| plan.out.join("clocks"));
+    if let Some(dir) = &clocks {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let setup = Setup {
+        url: store.url(),
+        name: "jepsen".into(),
+        address,
+        lease: plan.lease,
+        timeout: 3.0 * plan.lease,
+        tenure: plan.tenure.clone(),
+        harness: plan.harness.clone(),
+        python: plan.python.clone(),
+        node_path: plan.node_path.clone(),
+        workers: plan.workers.clone(),
+        clocks: clocks.clone(),
+        logs: plan.out.clone(),
+    };
+    let clients_stop = Arc::new(AtomicBool::new(false));
+    let clients = clients::start(&plan.fronts, plan.per_front, &setup, &recorder, &clients_stop);
+    let nemesis_stop = Arc::new(AtomicBool::new(false));
+    let schedule = Schedule {
+        quiet: Duration::from_secs(2),
+        length: Duration::from_secs(2),
+        lease,
+        clients: plan.fronts.len() * plan.per_front as usize,
+    };
+    let injecting = {
+        let (recorder, nemesis_stop, nemesis) = (recorder.clone(), nemesis_stop.clone(), plan.nemesis.clone());
+        std::thread::spawn(move || {
+            nemesis::run(&nemesis, &mut store, schedule, clocks.as_deref(), &recorder, &nemesis_stop);
+            store
+        })
+    };
+    let end = std::time::Instant::now() + plan.time;
+    while std::time::Instant::now() < end && !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    nemesis_stop.store(true, Ordering::SeqCst);
+    let store = injecting.join().map_err(|_| "the nemesis panicked")?;
+    // Healed: the clients go on a little before they stop, so that the end of the history shows
+    // the store serving again.
+    std::thread::sleep(2 * lease);
+    clients_stop.store(true, Ordering::SeqCst);
+    for client in clients {
+        client.join().map_err(|_| "a client's thread panicked")?;
+    }
+    recorder.final_reads(0);
+    drop(store);
+    let (events, faults) = (recorder.events(), recorder.faults());
+    write_lines(&plan.out.join("history.jsonl"), &events)?;
+    write_lines(&plan.out.join("faults.jsonl"), &faults)?;
+    let judged = judge(&plan.out, &title(plan), &events, &faults)?;
+    let problems = recorder.problems();
+    if !problems.is_empty() {
+        return Err(format!("{}the run had problems:\n  {}", judged.report, problems.join("\n  ")));
+    }
+    Ok(judged)
+}
+
+/// The first line of a run's report.
+pub fn title(plan: &Plan) -> String {
+    let fenced = if plan.fenced { "" } else { ", resource UNFENCED" };
+    format!(
+        "{} / {} / {} × {}, {:?}{fenced}",
+        plan.store,
+        plan.nemesis,
+        plan.fronts.join(","),
+        plan.per_front,
+        plan.time
+    )
+}
+
+/// Judges the history in `dir` again.
+pub fn check(dir: &Path) -> Result<Judged, String> {
+    let read =
+        |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| format!("{}: {e}", dir.join(name).display()));
+    let events = history::parse(&read("history.jsonl")?).map_err(|e| e.to_string())?;
+    let faults = read("faults.jsonl")?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<Fault>(l).map_err(|e| format!("faults.jsonl: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    judge(dir, &dir.display().to_string(), &events, &faults)
+}
+
+/// What the checkers made of a history.
+#[derive(Debug)]
+pub struct Judged {
+    /// The kinds of the anomalies found (empty: the history is valid).
+    pub kinds: Vec<String>,
+    /// The report in words (as in `report.txt`).
+    pub report: String,
+}
+
+/// Runs the checkers and writes `report.txt`, `totals.json` and `timeline.svg` in `dir`.
+fn judge(dir: &Path, title: &str, events: &[Event], faults: &[Fault]) -> Result<Judged, String> {
+    let ops = history::ops(events).map_err(|e| format!("the history does not pair: {e}"))?;
+    let verdicts = report::judge(&ops);
+    let summary = report::summary(&ops, faults, &verdicts);
+    let totals = serde_json::to_string_pretty(&report::totals(&ops, faults, &verdicts)).map_err(|e| e.to_string())?;
+    let write = |name: &str, text: String| std::fs::write(dir.join(name), text).map_err(|e| format!("{name}: {e}"));
+    let report = format!("{title}\n{summary}");
+    write("report.txt", report.clone())?;
+    write("totals.json", totals)?;
+    write("timeline.svg", report::timeline(title, &ops, faults, &verdicts))?;
+    let kinds = verdicts.iter().flat_map(|(_, v)| v.anomalies.iter().map(|a| a.kind.to_owned())).collect();
+    Ok(Judged { kinds, report })
+}
+
+/// The rows of docs/safety.md's table for the runs in `dirs` (their `plan.json` and `totals.json`).
+pub fn table(dirs: &[PathBuf]) -> Result<String, String> {
+    let mut text = String::from(
+        "| store | nemesis | clients | s | operations | granted | faults | overtaken | stale writes refused | unknown | mutex | resource | set |\n\
+         | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |\n",
+    );
+    for dir in dirs {
+        let read = |name: &str| {
+            std::fs::read_to_string(dir.join(name)).map_err(|e| format!("{}: {e}", dir.join(name).display()))
+        };
+        let plan: Plan = serde_json::from_str(&read("plan.json")?).map_err(|e| format!("plan.json: {e}"))?;
+        let totals: report::Totals =
+            serde_json::from_str(&read("totals.json")?).map_err(|e| format!("totals.json: {e}"))?;
+        let verdict = |checker: &str| match totals.anomalies.get(checker).filter(|k| !k.is_empty()) {
+            None => "valid".to_owned(),
+            Some(kinds) => kinds.iter().map(|(k, n)| format!("**{n} {k}**")).collect::<Vec<_>>().join(", "),
+        };
+        let nemesis = if plan.fenced { plan.nemesis.clone() } else { format!("{} (resource unfenced)", plan.nemesis) };
+        text.push_str(&format!(
+            "| {} | {nemesis} | {} × {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            plan.store,
+            plan.fronts.join(", "),
+            plan.per_front,
+            plan.time.as_secs(),
+            totals.operations,
+            totals.granted,
+            totals.faults,
+            totals.overtaken,
+            totals.refused,
+            totals.unknown,
+            verdict("mutex"),
+            verdict("resource"),
+            verdict("set"),
+        ));
+    }
+    Ok(text)
+}
+
+fn write_lines<T: serde::Serialize>(path: &Path, items: &[T]) -> Result<(), String> {
+    let mut text = String::new();
+    for item in items {
+        text.push_str(&serde_json::to_string(item).map_err(|e| e.to_string())?);
+        text.push('\n');
+    }
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}

@@ -1,0 +1,145 @@
+//! The stores a run starts on free ports, each with the faults it can suffer. The servers are the
+//! ones the stores' own fault tests start (their files are compiled in here, not copied).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tenure_conformance::faults::{self, Server as _};
+
+use crate::servers::{etcd, postgres as postgres_server, sentinel, server as redis_server};
+
+/// The stores a run can use.
+pub(crate) const KINDS: &[&str] = &["sqlite", "redis", "sentinel", "postgres", "etcd"];
+
+/// A running store.
+pub(crate) enum Store {
+    /// One SQLite file every client opens (the clients' clocks are the store's clock).
+    Sqlite(PathBuf),
+    /// One Redis server, fsync on every write.
+    Redis(redis_server::Server),
+    /// A Redis master with two replicas and three sentinels; clients connect through the
+    /// sentinels.
+    Sentinel(sentinel::Group),
+    /// One PostgreSQL server from `initdb`.
+    Postgres(postgres_server::Server),
+    /// Three etcd members.
+    Etcd(etcd::cluster::Cluster),
+}
+
+impl Store {
+    /// Starts the store `kind` (one of [`KINDS`]), its files under `dir`.
+    pub(crate) fn start(kind: &str, dir: &std::path::Path) -> Result<Self, String> {
+        Ok(match kind {
+            "sqlite" => Self::Sqlite(dir.join("locks.sqlite3")),
+            "redis" => Self::Redis(redis_server::Server::start()),
+            "sentinel" => Self::Sentinel(sentinel::Group::start(2, 3)),
+            "postgres" => Self::Postgres(postgres_server::Server::start()),
+            "etcd" => Self::Etcd(etcd::cluster::Cluster::start(3)),
+            other => return Err(format!("no store {other:?} (the stores: {})", KINDS.join(", "))),
+        })
+    }
+
+    /// The URL clients open.
+    pub(crate) fn url(&self) -> String {
+        match self {
+            Self::Sqlite(path) => format!("sqlite://{}", path.display()),
+            Self::Redis(server) => server.url(),
+            Self::Sentinel(group) => group.url(),
+            Self::Postgres(server) => server.url(),
+            Self::Etcd(cluster) => cluster.url("jepsen/"),
+        }
+    }
+
+    /// The store faults this store can suffer (see [`Store::inject`]).
+    pub(crate) fn faults(&self) -> &'static [&'static str] {
+        match self {
+            Self::Sqlite(_) => &[],
+            Self::Redis(_) | Self::Postgres(_) => &["kill", "freeze"],
+            Self::Sentinel(_) => &["failover"],
+            Self::Etcd(_) => &["kill", "freeze", "leader", "quorum"],
+        }
+    }
+
+    /// The one server of a single-server store.
+    fn single(&mut self) -> Option<&mut dyn faults::Server> {
+        match self {
+            Self::Redis(server) => Some(server),
+            Self::Postgres(server) => Some(server),
+            _ => None,
+        }
+    }
+
+    /// Injects `fault` for about `length`, then heals it; returns what was done, in words.
+    /// - `kill`: SIGKILL (one member of etcd), restarted after `length`;
+    /// - `freeze`: SIGSTOP (one member of etcd) for `length`, then SIGCONT;
+    /// - `failover`: the Redis master killed, the sentinels promote a replica, the old master
+    ///   comes back as a replica of it;
+    /// - `leader`: etcd's leader killed, restarted after `length`;
+    /// - `quorum`: two of etcd's three members killed (no quorum), restarted after `length`.
+    pub(crate) fn inject(&mut self, fault: &str, length: Duration, turn: usize) -> Result<String, String> {
+        let nap = || std::thread::sleep(length);
+        if let Some(server) = self.single() {
+            match fault {
+                "kill" => {
+                    server.kill9();
+                    nap();
+                    server.restart();
+                    return Ok("SIGKILL, restart".into());
+                }
+                "freeze" => {
+                    server.freeze();
+                    nap();
+                    server.thaw();
+                    return Ok("SIGSTOP, SIGCONT".into());
+                }
+                _ => {}
+            }
+        }
+        Ok(match (self, fault) {
+            (Self::Sentinel(group), "failover") => {
+                let old = group.master_port();
+                group.server(old).kill9();
+                let new = group.wait_for_new_master(old, Duration::from_secs(60));
+                group.server(old).restart_as_replica_of(new);
+                group.wait_for_synced_master(2, Duration::from_secs(60));
+                format!("master :{old} SIGKILL, :{new} promoted")
+            }
+            (Self::Etcd(cluster), "kill") => {
+                let member = turn % 3;
+                cluster.kill9(member);
+                nap();
+                cluster.restart(member);
+                cluster.wait_healthy();
+                format!("member {member} SIGKILL, restart")
+            }
+            (Self::Etcd(cluster), "freeze") => {
+                let member = turn % 3;
+                cluster.freeze(member);
+                nap();
+                cluster.thaw(member);
+                format!("member {member} SIGSTOP, SIGCONT")
+            }
+            (Self::Etcd(cluster), "leader") => {
+                let leader = cluster.leader();
+                cluster.kill9(leader);
+                nap();
+                cluster.restart(leader);
+                cluster.wait_healthy();
+                format!("leader {leader} SIGKILL, restart")
+            }
+            (Self::Etcd(cluster), "quorum") => {
+                let (a, b) = (turn % 3, (turn + 1) % 3);
+                cluster.kill9(a);
+                cluster.kill9(b);
+                nap();
+                cluster.restart(a);
+                cluster.restart(b);
+                cluster.wait_healthy();
+                format!("members {a} and {b} SIGKILL (no quorum), restart")
+            }
+            (store, fault) => {
+                return Err(format!("the store cannot suffer {fault:?} (it can: {})", store.faults().join(", ")));
+            }
+        })
+    }
+}
