@@ -10,25 +10,27 @@
 #
 # The Python package: TENURE_PYTHON (a Python with it installed), else a venv made from a fresh
 # wheel; the npm package: TENURE_NODE_PATH (a node_modules holding it), else installed from a
-# fresh pack. What the machine lacks (redis, PostgreSQL, etcd, libfaketime, node) is installed.
+# fresh pack. What the machine lacks (redis, PostgreSQL, etcd, libfaketime, nftables, node) is
+# installed. Partitions need root (cgroups and nftables rules).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # store nemesis [run options]: every row of docs/safety.md.
 rows=(
   "sqlite none" "sqlite pause" "sqlite clock"
-  "redis pause" "redis kill" "redis freeze" "redis clock"
-  "sentinel failover"
-  "postgres pause" "postgres kill" "postgres freeze"
-  "etcd pause" "etcd kill" "etcd freeze" "etcd leader" "etcd quorum"
+  "redis pause" "redis partition" "redis kill" "redis freeze" "redis clock"
+  "sentinel failover" "sentinel partition"
+  "postgres pause" "postgres partition" "postgres kill" "postgres freeze"
+  "etcd pause" "etcd partition" "etcd kill" "etcd freeze" "etcd leader" "etcd quorum"
   "redis pause --unfenced --expect lost --fronts python,node"
 )
-# The subset the test command runs: every store, a pause, a clock jump, the broken resource caught
+# The subset the test command runs: every store, a pause, a partition, a clock jump, the broken
+# resource caught
 # (by workers of the packages: a paused `tenure lock` stops its command when it wakes up, before
 # the command's stale write, so a broken resource is not always reached through the CLI).
 subset=(
-  "sqlite clock" "redis pause" "redis pause --unfenced --expect lost --fronts python,node"
-  "sentinel failover" "postgres kill" "etcd leader"
+  "sqlite clock" "redis partition" "redis pause --unfenced --expect lost --fronts python,node"
+  "sentinel failover" "postgres pause" "etcd leader"
 )
 
 apt_install() { apt-get update -qq && apt-get install -y -qq "$@" > /dev/null; }
@@ -36,6 +38,7 @@ command -v redis-server > /dev/null || apt_install redis-server redis-tools
 ls /usr/lib/postgresql/*/bin/initdb > /dev/null 2>&1 || apt_install postgresql postgresql-client
 command -v etcd > /dev/null && command -v etcdctl > /dev/null || apt_install etcd-server etcd-client
 [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || apt_install faketime
+command -v nft > /dev/null || apt_install nftables
 command -v node > /dev/null || apt_install nodejs npm
 
 cargo build -q -p tenure-cli -p tenure-jepsen

@@ -24,7 +24,7 @@ stages=(
   "node|the portable linux-x64-gnu addon and the packed npm packages, installed: the suite, tsc --strict, the README's example"
   "kotlin|the JVM package: the Kotlin suite on every store, a Java program, the README's Kotlin and Java examples, a JVM exiting mid-election, the Swift bindings' shape"
   "interop|grelmicro 0.44 (Python 3.14) beside the CLI on SQLite, and beside the CLI and the Python, Node and Kotlin packages on Redis and PostgreSQL; read-write locks and semaphores on all three; etcdctl beside them on etcd; every error code through the three packages; the Python suite's 3.14 part"
-  "jepsen|Jepsen-style runs (docs/safety.md): the CLI and the Python and npm packages on one lock of every store while a nemesis pauses a holder, jumps a client's clock, kills the store or fails it over; the fenced mutex, resource and set-full checkers; a resource without fencing caught losing data"
+  "jepsen|Jepsen-style runs (docs/safety.md): the CLI and the Python and npm packages on one lock of every store while a nemesis pauses a holder, cuts a client from the store, jumps a client's clock, kills the store's leader or fails it over; the fenced mutex, resource and set-full checkers; a resource without fencing caught losing data"
   "release|the release script's dry run: one version everywhere, cargo publish --dry-run, the sdist compiled offline"
   "demo|the main job (tenure demo on the default store) and the README's CLI example"
 )
@@ -79,6 +79,11 @@ need_postgres() {
   fi
   psql "$url" -Atc 'SHOW server_version'
   have_postgres=1
+}
+
+# nft: the Jepsen harness cuts clients from stores with nftables rules (its own tests too).
+need_nft() {
+  command -v nft > /dev/null || apt_install nftables
 }
 
 # etcd and etcdctl: the etcd store's tests start members of their own.
@@ -170,6 +175,7 @@ stage_rust() {
   need_redis
   need_postgres
   need_etcd
+  need_nft
   command -v cargo-nextest > /dev/null || cargo install -q cargo-nextest --locked
   step "tests (cargo nextest: each test in its own process, eight at a time; .config/nextest.toml)"
   cargo nextest run --workspace
@@ -315,6 +321,7 @@ stage_jepsen() {
   need_redis
   need_postgres
   need_etcd
+  need_nft
   wheel_artifact
   node_artifact
   local venv=target/jepsen-venv

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::history::{F, Kind};
+use crate::partition::Cut;
 use crate::record::Recorder;
 
 /// The front ends a client can use.
@@ -40,6 +41,8 @@ pub(crate) struct Setup {
     pub(crate) clocks: Option<PathBuf>,
     /// Where client processes' standard error goes (`client-N.log`).
     pub(crate) logs: PathBuf,
+    /// The cgroups clients run in, when the nemesis cuts them from the store.
+    pub(crate) cut: Option<Arc<Cut>>,
 }
 
 /// libfaketime from Debian's `faketime` package.
@@ -172,6 +175,9 @@ fn spawn(front: &str, index: u32, process: u32, setup: &Setup) -> std::io::Resul
         }
         command.env("LD_PRELOAD", FAKETIME).env("FAKETIME_TIMESTAMP_FILE", file);
         command.env("FAKETIME_CACHE_DURATION", "1");
+    }
+    if let Some(cut) = &setup.cut {
+        command = crate::partition::in_cgroup(&command, &cut.procs(index as usize));
     }
     let log = std::fs::File::options().create(true).append(true).open(log_of(setup, index))?;
     let child = command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).spawn()?;

@@ -12,6 +12,7 @@ mod clients;
 pub mod history;
 pub mod mutex;
 mod nemesis;
+mod partition;
 mod record;
 mod report;
 pub mod run;

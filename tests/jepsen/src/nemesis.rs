@@ -7,12 +7,15 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
+use crate::partition::Cut;
 use crate::record::{Recorder, signal};
 use crate::stores::Store;
 
-/// The nemeses: none; a holder paused (SIGSTOP) between its read and its write, past its lease; a client's clock jumped within or
+/// The nemeses: none; a holder paused (SIGSTOP) between its read and its write, past its lease;
+/// a client cut from the store (`partition`); a client's clock jumped within or
 /// beyond the lease; and the store faults of [`Store::inject`].
-pub(crate) const NEMESES: &[&str] = &["none", "pause", "clock", "kill", "freeze", "failover", "leader", "quorum"];
+pub(crate) const NEMESES: &[&str] =
+    &["none", "pause", "clock", "partition", "kill", "freeze", "failover", "leader", "quorum"];
 
 /// When faults come: `quiet` between them, each lasting `length` (a pause: `length` past the lease).
 #[derive(Clone, Copy, Debug)]
@@ -27,6 +30,10 @@ pub(crate) struct Schedule {
 pub(crate) fn check(nemesis: &str, store: &Store) -> Result<(), String> {
     match nemesis {
         "none" | "pause" | "clock" => Ok(()),
+        "partition" if store.ports().is_empty() => {
+            Err("the store has no network to cut (it can: none, pause, clock)".into())
+        }
+        "partition" => Ok(()),
         fault if store.faults().contains(&fault) => Ok(()),
         fault if NEMESES.contains(&fault) => Err(format!(
             "the store cannot suffer {fault:?} (it can: none, pause, clock, {})",
@@ -36,12 +43,20 @@ pub(crate) fn check(nemesis: &str, store: &Store) -> Result<(), String> {
     }
 }
 
-/// Injects `nemesis` on `schedule` until `stop`; `clocks` is the folder of the clients' faked clocks.
+/// What the nemesis acts on besides the store: the folder of the clients' faked clocks, the
+/// cgroups that cut clients from the store.
+#[derive(Debug, Default)]
+pub(crate) struct Levers<'a> {
+    pub(crate) clocks: Option<&'a Path>,
+    pub(crate) cut: Option<&'a Cut>,
+}
+
+/// Injects `nemesis` on `schedule` until `stop`.
 pub(crate) fn run(
     nemesis: &str,
     store: &mut Store,
     schedule: Schedule,
-    clocks: Option<&Path>,
+    levers: &Levers<'_>,
     recorder: &Recorder,
     stop: &AtomicBool,
 ) {
@@ -56,7 +71,8 @@ pub(crate) fn run(
         let start = recorder.now();
         let done = match nemesis {
             "pause" => pause(schedule, recorder),
-            "clock" => clock(schedule, turn, clocks),
+            "clock" => clock(schedule, turn, levers.clocks),
+            "partition" => partition(schedule, turn, levers.cut),
             fault => store.inject(fault, schedule.length, turn),
         };
         match done {
@@ -99,6 +115,16 @@ fn pause(schedule: Schedule, recorder: &Recorder) -> Result<String, String> {
     std::thread::sleep(length);
     signal(&pids, Signal::SIGCONT);
     Ok(format!("process {process} SIGSTOP after its read, for {:.1} s", length.as_secs_f64()))
+}
+
+/// Cuts one client (in turn) from the store for `length`, then heals.
+fn partition(schedule: Schedule, turn: usize, cut: Option<&Cut>) -> Result<String, String> {
+    let cut = cut.ok_or("the clients are in no cgroups to cut")?;
+    let client = turn % schedule.clients.max(1);
+    cut.cut(client)?;
+    std::thread::sleep(schedule.length);
+    cut.heal()?;
+    Ok(format!("client {client} cut from the store"))
 }
 
 /// Moves one client's clock (in turn) forward or back, within or beyond the lease, for `length`.

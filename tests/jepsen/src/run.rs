@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::clients::{self, Setup};
 use crate::history::{self, Event};
 use crate::nemesis::{self, Schedule};
+use crate::partition::Cut;
 use crate::record::{Fault, Recorder};
 use crate::report;
 use crate::serve;
@@ -49,6 +50,11 @@ pub fn run(plan: &Plan, stop: &Arc<AtomicBool>) -> Result<Judged, String> {
     let mut store = Store::start(&plan.store, &plan.out)?;
     nemesis::check(&plan.nemesis, &store)?;
     let clocks = (plan.nemesis == "clock").then(|| plan.out.join("clocks"));
+    let clients_count = plan.fronts.len() * plan.per_front as usize;
+    let cut = match plan.nemesis.as_str() {
+        "partition" => Some(Arc::new(Cut::new(clients_count, store.ports())?)),
+        _ => None,
+    };
     if let Some(dir) = &clocks {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
@@ -65,20 +71,18 @@ pub fn run(plan: &Plan, stop: &Arc<AtomicBool>) -> Result<Judged, String> {
         workers: plan.workers.clone(),
         clocks: clocks.clone(),
         logs: plan.out.clone(),
+        cut: cut.clone(),
     };
     let clients_stop = Arc::new(AtomicBool::new(false));
     let clients = clients::start(&plan.fronts, plan.per_front, &setup, &recorder, &clients_stop);
     let nemesis_stop = Arc::new(AtomicBool::new(false));
-    let schedule = Schedule {
-        quiet: Duration::from_secs(2),
-        length: Duration::from_secs(2),
-        lease,
-        clients: plan.fronts.len() * plan.per_front as usize,
-    };
+    let schedule =
+        Schedule { quiet: Duration::from_secs(2), length: Duration::from_secs(2), lease, clients: clients_count };
     let injecting = {
         let (recorder, nemesis_stop, nemesis) = (recorder.clone(), nemesis_stop.clone(), plan.nemesis.clone());
         std::thread::spawn(move || {
-            nemesis::run(&nemesis, &mut store, schedule, clocks.as_deref(), &recorder, &nemesis_stop);
+            let levers = nemesis::Levers { clocks: clocks.as_deref(), cut: cut.as_deref() };
+            nemesis::run(&nemesis, &mut store, schedule, &levers, &recorder, &nemesis_stop);
             store
         })
     };

@@ -50,6 +50,15 @@ impl Store {
         }
     }
 
+    /// The ports clients reach the store on (a Sentinel group's: the sentinels' and the servers').
+    pub(crate) fn ports(&self) -> Vec<u16> {
+        let mut ports = crate::partition::ports_of(&self.url());
+        if let Self::Sentinel(group) = self {
+            ports.extend(group.servers.iter().map(|s| s.port()));
+        }
+        ports
+    }
+
     /// The store faults this store can suffer (see [`Store::inject`]).
     pub(crate) fn faults(&self) -> &'static [&'static str] {
         match self {
