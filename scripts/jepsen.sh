@@ -22,15 +22,17 @@ rows=(
   "sentinel failover" "sentinel partition"
   "postgres pause" "postgres partition" "postgres kill" "postgres freeze"
   "etcd pause" "etcd partition" "etcd kill" "etcd freeze" "etcd leader" "etcd quorum"
+  "sqlite pause --permits 2" "redis pause --permits 2" "postgres pause --permits 2" "etcd pause --permits 2"
   "redis pause --unfenced --expect lost --fronts python,node"
+  "redis pause --permits 2 --unfenced --expect over-capacity --fronts python,node --per-front 2"
 )
 # The subset the test command runs: every store, a pause, a partition, a clock jump, the broken
 # resource caught
 # (by workers of the packages: a paused `tenure lock` stops its command when it wakes up, before
 # the command's stale write, so a broken resource is not always reached through the CLI).
 subset=(
-  "sqlite clock" "redis partition" "redis pause --unfenced --expect lost --fronts python,node"
-  "sentinel failover" "postgres pause" "etcd leader"
+  "sqlite clock" "redis partition" "redis pause" "redis pause --unfenced --expect lost --fronts python,node"
+  "sentinel failover" "postgres pause --permits 2" "etcd leader"
 )
 
 apt_install() { apt-get update -qq && apt-get install -y -qq "$@" > /dev/null; }
@@ -58,6 +60,7 @@ run() {
   shift 3
   local name=$store-$nemesis
   [[ " $* " != *" --unfenced "* ]] || name=$name-unfenced
+  [[ " $* " != *" --permits "* ]] || name=$name-semaphore
   echo "== $store / $nemesis / ${time}s $*"
   dirs+=("target/jepsen/$name")
   target/debug/tenure-jepsen run --store "$store" --nemesis "$nemesis" --time "$time" \

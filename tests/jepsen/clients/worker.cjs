@@ -2,11 +2,13 @@
 // written as a node-redlock user writes it: a Lock on an open store, acquire, the guarded work,
 // release, again and again. It tells the harness each operation (and reaches the fenced resource)
 // over one TCP connection: see src/serve.rs.
-// Usage: node worker.cjs URL NAME HARNESS_ADDRESS PROCESS LEASE_SECONDS TIMEOUT_SECONDS
+// With PERMITS above 0 it holds permits of a Semaphore of that many instead, and writes to the
+// resource as it enters and as it leaves.
+// Usage: node worker.cjs URL NAME HARNESS_ADDRESS PROCESS LEASE_SECONDS TIMEOUT_SECONDS PERMITS
 const net = require('node:net');
-const { openBackend, Lock, LockNotOwnedError, LockTimeoutError, TenureError } = require('tenure');
+const { openBackend, Lock, Semaphore, LockNotOwnedError, LockTimeoutError, TenureError } = require('tenure');
 
-const [url, name, address, processNumber, lease, timeout] = process.argv.slice(2);
+const [url, name, address, processNumber, lease, timeout, permits] = process.argv.slice(2);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // One request, one answer line, in turn.
@@ -43,7 +45,9 @@ function harness(addressText) {
   const say = harness(address);
   await say(`hello ${processNumber} ${name} ${process.pid}`);
   const backend = await openBackend(url);
-  const lock = new Lock(name, backend, { leaseDuration: Number(lease) * 1000, retryInterval: 50, envLoad: false });
+  const settings = { leaseDuration: Number(lease) * 1000, retryInterval: 50, envLoad: false };
+  const lock =
+    Number(permits) > 0 ? new Semaphore(name, Number(permits), backend, settings) : new Lock(name, backend, settings);
   for (;;) {
     await say('invoke acquire');
     let handle;
@@ -55,10 +59,17 @@ function harness(addressText) {
       if (!(error instanceof LockTimeoutError)) await sleep(100);
       continue;
     }
-    await say(`ok ${handle.fencingToken}`);
-    const values = (await say(`read ${handle.fencingToken}`)).split(' ').slice(1);
-    await sleep(Math.random() * 200);
-    await say(['add', String(handle.fencingToken), ...values].join(' '));
+    const fence = handle.fencingToken;
+    await say(`ok ${fence}`);
+    if (Number(permits) > 0) {
+      await say(`write ${fence}`); // in
+      await sleep(Math.random() * 200);
+      await say(`write ${fence}`); // out
+    } else {
+      const values = (await say(`read ${fence}`)).split(' ').slice(1);
+      await sleep(Math.random() * 200);
+      await say(['add', String(fence), ...values].join(' '));
+    }
     await say('invoke release');
     try {
       await handle.release();

@@ -3,7 +3,10 @@ user writes it: a `Lock` on a provider, `acquire`, the guarded work, `release`, 
 It tells the harness each operation (and reaches the fenced resource) over one TCP connection:
 see `src/serve.rs`.
 
-Usage: python worker.py URL NAME HARNESS_ADDRESS PROCESS LEASE_SECONDS TIMEOUT_SECONDS
+With PERMITS above 0 it holds permits of a `Semaphore` of that many instead, and writes to the
+resource as it enters and as it leaves.
+
+Usage: python worker.py URL NAME HARNESS_ADDRESS PROCESS LEASE_SECONDS TIMEOUT_SECONDS PERMITS
 """
 
 import asyncio
@@ -41,10 +44,14 @@ class Harness:
         return answer
 
 
-async def main(url: str, name: str, address: str, process: str, lease: str, timeout: str) -> None:
+async def main(url: str, name: str, address: str, process: str, lease: str, timeout: str, permits: str) -> None:
     harness = Harness(address, process, name)
     async with provider_for(url) as provider:
-        lock = tenure.Lock(name, backend=provider.lock(), lease_duration=float(lease), retry_interval=0.05, env_load=False)
+        settings = {"lease_duration": float(lease), "retry_interval": 0.05, "env_load": False}
+        if int(permits) > 0:
+            lock = tenure.Semaphore(name, int(permits), backend=provider.semaphore(), **settings)
+        else:
+            lock = tenure.Lock(name, backend=provider.lock(), **settings)
         while True:
             harness.say("invoke acquire")
             try:
@@ -56,10 +63,16 @@ async def main(url: str, name: str, address: str, process: str, lease: str, time
                 harness.say("info")  # the store failed: the lease may have been granted
                 await asyncio.sleep(0.1)
                 continue
-            harness.say(f"ok {handle.fencing_token}")
-            values = harness.say(f"read {handle.fencing_token}").split()[1:]
-            await asyncio.sleep(random.uniform(0, 0.2))
-            harness.say(" ".join(["add", str(handle.fencing_token), *values]))
+            fence = handle.fencing_token
+            harness.say(f"ok {fence}")
+            if int(permits) > 0:
+                harness.say(f"write {fence}")  # in
+                await asyncio.sleep(random.uniform(0, 0.2))
+                harness.say(f"write {fence}")  # out
+            else:
+                values = harness.say(f"read {fence}").split()[1:]
+                await asyncio.sleep(random.uniform(0, 0.2))
+                harness.say(" ".join(["add", str(fence), *values]))
             harness.say("invoke release")
             try:
                 await lock.release()

@@ -43,6 +43,8 @@ pub(crate) struct Setup {
     pub(crate) logs: PathBuf,
     /// The cgroups clients run in, when the nemesis cuts them from the store.
     pub(crate) cut: Option<Arc<Cut>>,
+    /// The permits of the semaphore the clients hold (none: they take a lock).
+    pub(crate) permits: Option<u32>,
 }
 
 /// libfaketime from Debian's `faketime` package.
@@ -139,12 +141,17 @@ fn ended(cli: bool, code: Option<i32>, open: Option<F>) -> (Kind, Option<F>) {
 /// Starts one OS process of client `index` as `process`; whether it is a command-line turn.
 fn spawn(front: &str, index: u32, process: u32, setup: &Setup) -> std::io::Result<(Child, bool)> {
     let lease = setup.lease.to_string();
+    let permits = setup.permits.unwrap_or(0).to_string();
     let (mut command, cli) = match front {
         "cli" => {
             let mut command = Command::new(&setup.tenure);
             command.arg("--backend").arg(&setup.url).args(["lock", &setup.name]);
-            command.args(["--timeout", &setup.timeout.to_string(), "--lease", &lease, "--"]);
-            command.arg(&setup.harness).args(["section", &setup.address, &process.to_string(), &setup.name]);
+            command.args(["--timeout", &setup.timeout.to_string(), "--lease", &lease]);
+            if let Some(permits) = setup.permits {
+                command.args(["--permits", &permits.to_string()]);
+            }
+            command.arg("--").arg(&setup.harness);
+            command.args(["section", &setup.address, &process.to_string(), &setup.name, &permits]);
             (command, true)
         }
         "python" => {
@@ -166,7 +173,7 @@ fn spawn(front: &str, index: u32, process: u32, setup: &Setup) -> std::io::Resul
     };
     if !cli {
         command.args([&setup.url, &setup.name, &setup.address, &process.to_string(), &lease]);
-        command.arg(setup.timeout.to_string());
+        command.arg(setup.timeout.to_string()).arg(&permits);
     }
     if let Some(clocks) = &setup.clocks {
         let file = clocks.join(format!("clock-{index}"));

@@ -16,6 +16,7 @@ mod partition;
 mod record;
 mod report;
 pub mod run;
+pub mod semaphore;
 mod serve;
 mod servers;
 pub mod set;

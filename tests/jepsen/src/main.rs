@@ -36,7 +36,7 @@ enum Command {
     Table { dirs: Vec<PathBuf> },
     /// (Run by `tenure lock` for a command-line client: the critical section of one turn.)
     #[command(hide = true)]
-    Section { address: String, process: u32, name: String },
+    Section { address: String, process: u32, name: String, permits: u32 },
 }
 
 #[derive(Args)]
@@ -59,6 +59,9 @@ struct RunArgs {
     /// The lease, in seconds.
     #[arg(long, default_value_t = 1.0)]
     lease: f64,
+    /// Hold permits of a semaphore of N (instead of a lock).
+    #[arg(long)]
+    permits: Option<u32>,
     /// Where the history, the report and the timeline go.
     #[arg(long, default_value = "target/jepsen/run")]
     out: PathBuf,
@@ -90,7 +93,9 @@ fn main() -> ExitCode {
             print!("{table}");
             true
         }),
-        Command::Section { address, process, name } => section(&address, process, &name).map(|()| true),
+        Command::Section { address, process, name, permits } => {
+            section(&address, process, &name, permits).map(|()| true)
+        }
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,
@@ -113,6 +118,7 @@ fn run_command(args: RunArgs) -> Result<bool, String> {
         per_front: args.per_front,
         lease: args.lease,
         out: absolute(&args.out)?,
+        permits: args.permits,
         fenced: !args.unfenced,
         tenure: absolute(&args.tenure)?,
         harness: std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?,
@@ -131,8 +137,9 @@ fn run_command(args: RunArgs) -> Result<bool, String> {
 }
 
 /// One command-line turn's critical section: says the fence `tenure lock` granted, reads the set,
-/// waits a little (so that a pause can fall between the read and the write), writes it back.
-fn section(address: &str, process: u32, name: &str) -> Result<(), String> {
+/// waits a little (so that a pause can fall between the read and the write), writes it back; a
+/// semaphore's holder (`permits` above 0) writes as it enters, waits, and writes as it leaves.
+fn section(address: &str, process: u32, name: &str, permits: u32) -> Result<(), String> {
     let fence = std::env::var("TENURE_FENCING_TOKEN").map_err(|_| "TENURE_FENCING_TOKEN is not set")?;
     let stream = std::net::TcpStream::connect(address).map_err(|e| format!("the harness at {address}: {e}"))?;
     let mut out = stream.try_clone().map_err(|e| e.to_string())?;
@@ -144,11 +151,18 @@ fn section(address: &str, process: u32, name: &str) -> Result<(), String> {
     };
     say(format!("hello {process} {name} {}", std::process::id()))?;
     say(format!("ok {fence}"))?;
-    let read = say(format!("read {fence}"))?;
-    let values = read.strip_prefix("values").unwrap_or_default().trim();
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
-    std::thread::sleep(std::time::Duration::from_millis(u64::from(nanos % 200)));
-    say(format!("add {fence} {values}"))?;
+    let nap = || std::thread::sleep(std::time::Duration::from_millis(u64::from(nanos % 200)));
+    if permits > 0 {
+        say(format!("write {fence}"))?;
+        nap();
+        say(format!("write {fence}"))?;
+    } else {
+        let read = say(format!("read {fence}"))?;
+        let values = read.strip_prefix("values").unwrap_or_default().trim();
+        nap();
+        say(format!("add {fence} {values}"))?;
+    }
     say("invoke release".into())?;
     Ok(())
 }

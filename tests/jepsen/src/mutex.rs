@@ -57,12 +57,29 @@ pub fn check(ops: &[Op]) -> Verdict {
     verdict
 }
 
-/// Judges the writes the fenced resource accepted (`write` or `add` ok) or refused (`fail`):
-/// - `shared-fence`: writes of two processes accepted under one fencing token of a name;
-/// - `ungranted-fence`: a write accepted under a fencing token its process was not granted;
+/// Judges the writes the fenced resource of a lock accepted (`write` or `add` ok) or refused
+/// (`fail`): [`owners`], and
 /// - `accepted-stale`: a write accepted under a fencing token lower than one accepted before it
 ///   was sent (the resource broke its own rule).
 pub fn check_resource(ops: &[Op]) -> Verdict {
+    let mut verdict = owners(ops);
+    for (name, accepted) in by_name(ops, &[F::Write, F::Add]) {
+        for (before, after) in out_of_order(ops, &accepted, false) {
+            let message = format!(
+                "{name}: the resource accepted fencing token {} after it had accepted {}",
+                fence(&ops[after]),
+                fence(&ops[before])
+            );
+            verdict.anomalies.push(Anomaly { kind: "accepted-stale", ops: vec![before, after], message });
+        }
+    }
+    verdict
+}
+
+/// Judges whose writes a fenced resource accepted (of a lock or of a semaphore's permits):
+/// - `shared-fence`: writes of two processes accepted under one fencing token of a name;
+/// - `ungranted-fence`: a write accepted under a fencing token its process was not granted.
+pub fn owners(ops: &[Op]) -> Verdict {
     let mut verdict = Verdict::default();
     let granted: HashSet<(u32, &str, u64)> = ops
         .iter()
@@ -94,14 +111,6 @@ pub fn check_resource(ops: &[Op]) -> Verdict {
                 );
                 verdict.anomalies.push(Anomaly { kind: "ungranted-fence", ops: vec![i], message });
             }
-        }
-        for (before, after) in out_of_order(ops, &accepted, false) {
-            let message = format!(
-                "{name}: the resource accepted fencing token {} after it had accepted {}",
-                fence(&ops[after]),
-                fence(&ops[before])
-            );
-            verdict.anomalies.push(Anomaly { kind: "accepted-stale", ops: vec![before, after], message });
         }
     }
     verdict

@@ -35,6 +35,8 @@ pub(crate) struct Recorder {
     start: Instant,
     /// Whether the resource checks fencing tokens (off only to show what fencing prevents).
     fenced: bool,
+    /// The permits of the semaphore the clients hold (1: a lock).
+    permits: usize,
     inner: Mutex<Inner>,
 }
 
@@ -55,16 +57,20 @@ struct Inner {
     problems: Vec<String>,
 }
 
-/// One name's set and the highest fencing token the resource accepted for it.
+/// One name's set and the highest fencing token the resource saw for it; for a semaphore, every
+/// token it saw and the holders that wrote.
 #[derive(Default)]
 struct Slot {
     highest: Option<u64>,
     values: Vec<u64>,
+    seen: std::collections::BTreeSet<u64>,
+    entered: std::collections::HashSet<(u32, u64)>,
 }
 
 impl Recorder {
-    pub(crate) fn new(fenced: bool) -> Arc<Self> {
-        Arc::new(Self { start: Instant::now(), fenced, inner: Mutex::default() })
+    /// The record of a run whose clients hold a lock (`permits` 1) or a semaphore's permits.
+    pub(crate) fn new(fenced: bool, permits: usize) -> Arc<Self> {
+        Arc::new(Self { start: Instant::now(), fenced, permits: permits.max(1), inner: Mutex::default() })
     }
 
     /// Nanoseconds since the run began.
@@ -102,16 +108,32 @@ impl Recorder {
     /// If the pause nemesis asked for it, `process` is stopped (SIGSTOP) before it gets the answer.
     pub(crate) fn read(&self, process: u32, name: &str, fence: u64) -> Vec<u64> {
         let mut inner = self.lock();
-        if let Some(tell) = inner.pause_next_reader.take() {
-            let pids = inner.pids.get(&process).cloned().unwrap_or_default();
-            signal(&pids, Signal::SIGSTOP);
-            let _ = tell.send((process, pids));
-        }
+        inner.pause_if_asked(process);
         let slot = inner.sets.entry(name.to_owned()).or_default();
         if self.fenced {
             slot.highest = slot.highest.max(Some(fence));
         }
         slot.values.clone()
+    }
+
+    /// `process` writes to the resource a semaphore guards, under `fence`, as it enters or leaves:
+    /// recorded as a `write` (invoked and completed at once), `ok` if accepted. A fenced resource
+    /// refuses a token older than the oldest of the `permits` highest it has seen. A holder's
+    /// first write stops it first if the pause nemesis asked (as a read of a lock's resource does).
+    pub(crate) fn write(&self, process: u32, name: &str, fence: u64) -> Result<bool, String> {
+        let mut inner = self.lock();
+        if inner.sets.entry(name.to_owned()).or_default().entered.insert((process, fence)) {
+            inner.pause_if_asked(process);
+        }
+        let time = self.now();
+        inner.invoke(process, F::Write, name, time, Some(fence), None)?;
+        let slot = inner.sets.entry(name.to_owned()).or_default();
+        let oldest_kept = slot.seen.iter().rev().nth(self.permits - 1).copied();
+        let accepted = !self.fenced || oldest_kept.is_none_or(|oldest| fence >= oldest);
+        slot.seen.insert(fence);
+        let kind = if accepted { Kind::Ok } else { Kind::Fail };
+        inner.complete(process, kind, Some(fence), None, time)?;
+        Ok(accepted)
     }
 
     /// Asks that the next process to read be stopped; it is named on the channel returned.
@@ -150,7 +172,9 @@ impl Recorder {
     /// The final read of every set, by `process` (the harness's own), once the clients stopped.
     pub(crate) fn final_reads(&self, process: u32) {
         let mut inner = self.lock();
-        let mut names: Vec<String> = inner.sets.keys().cloned().collect();
+        // (A semaphore's slot keeps no set.)
+        let mut names: Vec<String> =
+            inner.sets.iter().filter(|(_, s)| s.entered.is_empty()).map(|(n, _)| n.clone()).collect();
         names.sort();
         for name in names {
             let time = self.now();
@@ -202,6 +226,15 @@ impl Recorder {
 }
 
 impl Inner {
+    /// Stops `process` (every OS process of it) if the pause nemesis asked, and tells it so.
+    fn pause_if_asked(&mut self, process: u32) {
+        if let Some(tell) = self.pause_next_reader.take() {
+            let pids = self.pids.get(&process).cloned().unwrap_or_default();
+            signal(&pids, Signal::SIGSTOP);
+            let _ = tell.send((process, pids));
+        }
+    }
+
     fn invoke(
         &mut self,
         process: u32,

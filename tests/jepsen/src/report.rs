@@ -6,11 +6,19 @@ use std::fmt::Write as _;
 
 use crate::history::{F, Op, Outcome};
 use crate::record::Fault;
-use crate::{Verdict, mutex, set};
+use crate::{Verdict, mutex, semaphore, set};
 
-/// The verdict of every checker on `ops`, by checker name.
-pub(crate) fn judge(ops: &[Op]) -> Vec<(&'static str, Verdict)> {
-    vec![("mutex", mutex::check(ops)), ("resource", mutex::check_resource(ops)), ("set", set::check(ops))]
+/// The verdict of every checker on `ops` of a lock, or of a semaphore of `permits`, by checker
+/// name.
+pub(crate) fn judge(ops: &[Op], permits: Option<u32>) -> Vec<(&'static str, Verdict)> {
+    match permits {
+        None => vec![("mutex", mutex::check(ops)), ("resource", mutex::check_resource(ops)), ("set", set::check(ops))],
+        Some(n) => vec![
+            ("grants", mutex::check(ops)),
+            ("resource", mutex::owners(ops)),
+            ("capacity", semaphore::check(ops, n as usize)),
+        ],
+    }
 }
 
 /// What a run amounts to, in numbers (`totals.json`; `tenure-jepsen table` makes the rows of
@@ -31,7 +39,7 @@ pub(crate) struct Totals {
 }
 
 /// The totals of a judged history.
-pub(crate) fn totals(ops: &[Op], faults: &[Fault], verdicts: &[(&str, Verdict)]) -> Totals {
+pub(crate) fn totals(ops: &[Op], faults: &[Fault], verdicts: &[(&str, Verdict)], permits: Option<u32>) -> Totals {
     let count = |f: F, outcome: Outcome| ops.iter().filter(|op| op.f == f && op.outcome == outcome).count();
     let mut anomalies: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     for (checker, verdict) in verdicts {
@@ -43,23 +51,24 @@ pub(crate) fn totals(ops: &[Op], faults: &[Fault], verdicts: &[(&str, Verdict)])
     Totals {
         operations: ops.len(),
         granted: count(F::Acquire, Outcome::Ok),
-        refused: count(F::Add, Outcome::Fail),
+        refused: count(F::Add, Outcome::Fail) + count(F::Write, Outcome::Fail),
         unknown: ops.iter().filter(|op| op.outcome == Outcome::Info).count(),
         faults: faults.len(),
-        overtaken: overlaps(ops),
+        // (N holders of a semaphore are inside at once by right.)
+        overtaken: if permits.is_some() { 0 } else { overlaps(ops) },
         anomalies,
     }
 }
 
 /// The report in words: totals, then each checker's verdict with its first anomalies.
-pub(crate) fn summary(ops: &[Op], faults: &[Fault], verdicts: &[(&str, Verdict)]) -> String {
+pub(crate) fn summary(ops: &[Op], faults: &[Fault], verdicts: &[(&str, Verdict)], permits: Option<u32>) -> String {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for op in ops {
         *counts.entry(format!("{:?} {:?}", op.f, op.outcome).to_lowercase()).or_default() += 1;
     }
     let mut text = format!("operations: {} ({})\n", ops.len(), join(&counts));
     let _ = writeln!(text, "faults: {}", faults.len());
-    let overlaps = overlaps(ops);
+    let overlaps = if permits.is_some() { 0 } else { overlaps(ops) };
     if overlaps > 0 {
         let _ = writeln!(
             text,

@@ -27,6 +27,8 @@ pub struct Plan {
     /// The lease, in seconds.
     pub lease: f64,
     pub out: PathBuf,
+    /// The clients hold permits of a semaphore of this many (none: a lock).
+    pub permits: Option<u32>,
     pub fenced: bool,
     pub tenure: PathBuf,
     pub harness: PathBuf,
@@ -45,7 +47,7 @@ pub fn run(plan: &Plan, stop: &Arc<AtomicBool>) -> Result<Judged, String> {
     std::fs::create_dir_all(&plan.out).map_err(|e| format!("{}: {e}", plan.out.display()))?;
     let plan_json = serde_json::to_string_pretty(plan).map_err(|e| e.to_string())?;
     std::fs::write(plan.out.join("plan.json"), plan_json).map_err(|e| format!("plan.json: {e}"))?;
-    let recorder = Recorder::new(plan.fenced);
+    let recorder = Recorder::new(plan.fenced, plan.permits.map_or(1, |n| n as usize));
     let address = serve::start(recorder.clone()).map_err(|e| format!("the harness's listener: {e}"))?;
     let mut store = Store::start(&plan.store, &plan.out)?;
     nemesis::check(&plan.nemesis, &store)?;
@@ -72,6 +74,7 @@ pub fn run(plan: &Plan, stop: &Arc<AtomicBool>) -> Result<Judged, String> {
         clocks: clocks.clone(),
         logs: plan.out.clone(),
         cut: cut.clone(),
+        permits: plan.permits,
     };
     let clients_stop = Arc::new(AtomicBool::new(false));
     let clients = clients::start(&plan.fronts, plan.per_front, &setup, &recorder, &clients_stop);
@@ -104,7 +107,7 @@ pub fn run(plan: &Plan, stop: &Arc<AtomicBool>) -> Result<Judged, String> {
     let (events, faults) = (recorder.events(), recorder.faults());
     write_lines(&plan.out.join("history.jsonl"), &events)?;
     write_lines(&plan.out.join("faults.jsonl"), &faults)?;
-    let judged = judge(&plan.out, &title(plan), &events, &faults)?;
+    let judged = judge(&plan.out, &title(plan), &events, &faults, plan.permits)?;
     let problems = recorder.problems();
     if !problems.is_empty() {
         return Err(format!("{}the run had problems:\n  {}", judged.report, problems.join("\n  ")));
@@ -115,8 +118,9 @@ pub fn run(plan: &Plan, stop: &Arc<AtomicBool>) -> Result<Judged, String> {
 /// The first line of a run's report.
 pub fn title(plan: &Plan) -> String {
     let fenced = if plan.fenced { "" } else { ", resource UNFENCED" };
+    let primitive = plan.permits.map_or("a lock".into(), |n| format!("a semaphore of {n}"));
     format!(
-        "{} / {} / {} × {}, {:?}{fenced}",
+        "{} / {} / {} × {} on {primitive}, {:?}{fenced}",
         plan.store,
         plan.nemesis,
         plan.fronts.join(","),
@@ -135,7 +139,9 @@ pub fn check(dir: &Path) -> Result<Judged, String> {
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str::<Fault>(l).map_err(|e| format!("faults.jsonl: {e}")))
         .collect::<Result<Vec<_>, _>>()?;
-    judge(dir, &dir.display().to_string(), &events, &faults)
+    // A semaphore's run says so in its plan.
+    let plan: Option<Plan> = read("plan.json").ok().and_then(|text| serde_json::from_str(&text).ok());
+    judge(dir, &dir.display().to_string(), &events, &faults, plan.and_then(|p| p.permits))
 }
 
 /// What the checkers made of a history.
@@ -148,11 +154,12 @@ pub struct Judged {
 }
 
 /// Runs the checkers and writes `report.txt`, `totals.json` and `timeline.svg` in `dir`.
-fn judge(dir: &Path, title: &str, events: &[Event], faults: &[Fault]) -> Result<Judged, String> {
+fn judge(dir: &Path, title: &str, events: &[Event], faults: &[Fault], permits: Option<u32>) -> Result<Judged, String> {
     let ops = history::ops(events).map_err(|e| format!("the history does not pair: {e}"))?;
-    let verdicts = report::judge(&ops);
-    let summary = report::summary(&ops, faults, &verdicts);
-    let totals = serde_json::to_string_pretty(&report::totals(&ops, faults, &verdicts)).map_err(|e| e.to_string())?;
+    let verdicts = report::judge(&ops, permits);
+    let summary = report::summary(&ops, faults, &verdicts, permits);
+    let totals =
+        serde_json::to_string_pretty(&report::totals(&ops, faults, &verdicts, permits)).map_err(|e| e.to_string())?;
     let write = |name: &str, text: String| std::fs::write(dir.join(name), text).map_err(|e| format!("{name}: {e}"));
     let report = format!("{title}\n{summary}");
     write("report.txt", report.clone())?;

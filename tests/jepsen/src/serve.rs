@@ -8,6 +8,7 @@
 //! | `ok [FENCE]`/`fail`/`info` | `ok`                   | completes the open invocation              |
 //! | `read FENCE`             | `values V...`            | the set, read under FENCE                  |
 //! | `add FENCE V...`         | `accepted N`/`refused N` | writes back the set read with element N    |
+//! | `write FENCE`            | `accepted`/`refused`     | a semaphore holder enters or leaves        |
 //!
 //! A line the harness cannot take is answered `error ...` and noted as a problem of the run.
 
@@ -88,6 +89,10 @@ fn answer(recorder: &Recorder, session: &mut Option<Session>, line: &str) -> Res
             let (value, accepted) = recorder.add(process, name, fence, read)?;
             Ok(format!("{} {value}", if accepted { "accepted" } else { "refused" }))
         }
+        ["write", fence] => {
+            let accepted = recorder.write(process, name, number(Some(fence))?)?;
+            Ok(if accepted { "accepted" } else { "refused" }.into())
+        }
         _ => Err("unknown request".into()),
     }
 }
@@ -115,7 +120,7 @@ mod tests {
 
     #[test]
     fn the_resource_refuses_a_stale_fence_and_the_record_shows_it() {
-        let recorder = Recorder::new(true);
+        let recorder = Recorder::new(true, 1);
         let address = super::start(recorder.clone()).expect("listening");
         let first = ["hello 1 a 11", "invoke acquire", "ok 5", "read 5"];
         assert_eq!(client(&address, &first), ["ok", "ok", "ok", "values"]);
@@ -138,7 +143,7 @@ mod tests {
 
     #[test]
     fn the_next_reader_is_stopped_before_its_answer_when_the_nemesis_asks() {
-        let recorder = Recorder::new(true);
+        let recorder = Recorder::new(true, 1);
         let address = super::start(recorder.clone()).expect("listening");
         let mut child = std::process::Command::new("sleep").arg("60").spawn().expect("sleep");
         let told = recorder.pause_next_reader();
@@ -153,9 +158,45 @@ mod tests {
         let _ = child.wait();
     }
 
+    /// Three holders of a semaphore of 2 permits enter in turn, then leave in turn. The first one's
+    /// leaving write is refused by a fenced resource (two newer tokens were seen); an unfenced one
+    /// takes it, and the capacity checker sees three inside at once.
+    fn semaphore(fenced: bool) -> (Vec<String>, crate::Verdict) {
+        let recorder = Recorder::new(fenced, 2);
+        let address = super::start(recorder.clone()).expect("listening");
+        let mut answers = Vec::new();
+        for p in 1..=3 {
+            answers.extend(client(
+                &address,
+                &[&format!("hello {p} s"), "invoke acquire", &format!("ok {p}"), &format!("write {p}")],
+            ));
+        }
+        for p in 1..=3 {
+            answers.extend(client(&address, &[&format!("hello {p} s"), &format!("write {p}")]));
+        }
+        let ops = ops(&recorder.events()).expect("paired");
+        assert!(mutex::check(&ops).is_valid() && mutex::owners(&ops).is_valid());
+        (answers.into_iter().filter(|a| a != "ok").collect(), crate::semaphore::check(&ops, 2))
+    }
+
+    #[test]
+    fn a_fenced_semaphore_resource_refuses_the_oldest_of_three_and_stays_within_its_permits() {
+        let (answers, capacity) = semaphore(true);
+        assert_eq!(answers, ["accepted", "accepted", "accepted", "refused", "accepted", "accepted"]);
+        assert!(capacity.is_valid(), "{capacity:?}");
+    }
+
+    #[test]
+    fn an_unfenced_semaphore_resource_takes_three_holders_and_the_checker_says_so() {
+        let (answers, capacity) = semaphore(false);
+        assert!(answers.iter().all(|a| a == "accepted"), "{answers:?}");
+        let kinds: Vec<&str> = capacity.anomalies.iter().map(|a| a.kind).collect();
+        assert_eq!(kinds, ["over-capacity"]);
+    }
+
     #[test]
     fn an_unfenced_resource_loses_an_element_and_the_checkers_say_so() {
-        let recorder = Recorder::new(false);
+        let recorder = Recorder::new(false, 1);
         let address = super::start(recorder.clone()).expect("listening");
         client(&address, &["hello 1 a", "invoke acquire", "ok 5"]);
         client(&address, &["hello 2 a", "invoke acquire", "ok 6", "add 6"]);
