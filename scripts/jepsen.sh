@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Jepsen-style runs of Tenure: client processes of the `tenure` command and the Python and npm
-# packages take one lock on a store the harness starts, while a nemesis injects faults; the
+# Jepsen-style runs of Tenure: client processes of the `tenure` command and the Python, npm and
+# JVM packages take one lock (or a semaphore's permits) on a store the harness starts, while a nemesis injects faults; the
 # history is judged by the checkers (docs/safety.md). Each run goes to target/jepsen/NAME
 # (history.jsonl, faults.jsonl, report.txt, timeline.svg, the clients' logs).
 #
@@ -8,9 +8,11 @@
 #   scripts/jepsen.sh --subset      the bounded subset the test command runs
 #   scripts/jepsen.sh --all T       every row of docs/safety.md, T seconds each
 #
-# The Python package: TENURE_PYTHON (a Python with it installed), else a venv made from a fresh
+# The clients: the `tenure` command and the Python, npm and JVM packages, one process each. The
+# Python package: TENURE_PYTHON (a Python with it installed), else a venv made from a fresh
 # wheel; the npm package: TENURE_NODE_PATH (a node_modules holding it), else installed from a
-# fresh pack. What the machine lacks (redis, PostgreSQL, etcd, libfaketime, nftables, node) is
+# fresh pack; the JVM package: TENURE_KOTLIN_CP (its classpath with the harness's Kotlin client),
+# else built. What the machine lacks (redis, PostgreSQL, etcd, libfaketime, nftables, node) is
 # installed. Partitions need root (cgroups and nftables rules).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,12 +28,13 @@ rows=(
   "redis pause --unfenced --expect lost --fronts python,node"
   "redis pause --permits 2 --unfenced --expect over-capacity --fronts python,node --per-front 2"
 )
-# The subset the test command runs: every store, a pause, a partition, a clock jump, the broken
-# resource caught
+# The subset the test command runs: every store, a pause, a partition, a clock jump (the JVM's
+# first: it reproduces the clock that went back, below), the broken resource caught
 # (by workers of the packages: a paused `tenure lock` stops its command when it wakes up, before
 # the command's stale write, so a broken resource is not always reached through the CLI).
 subset=(
-  "sqlite clock" "redis partition" "redis pause" "redis pause --unfenced --expect lost --fronts python,node"
+  "sqlite clock --fronts jvm,cli,python,node" "redis partition" "redis pause"
+  "redis pause --unfenced --expect lost --fronts python,node"
   "sentinel failover" "postgres pause --permits 2" "etcd leader"
 )
 
@@ -53,6 +56,7 @@ if [ -z "$python" ]; then
   python=target/jepsen-venv/bin/python
 fi
 node_path=${TENURE_NODE_PATH:-$(scripts/test-node.sh --install | tail -1)}
+kotlin_cp=${TENURE_KOTLIN_CP:-$(scripts/test-kotlin.sh --build | tail -1)}
 
 # One run: store, nemesis, seconds, then options of `tenure-jepsen run`.
 run() {
@@ -61,10 +65,13 @@ run() {
   local name=$store-$nemesis
   [[ " $* " != *" --unfenced "* ]] || name=$name-unfenced
   [[ " $* " != *" --permits "* ]] || name=$name-semaphore
+  local fronts=(--fronts cli,python,node,jvm)
+  [[ " $* " != *" --fronts "* ]] || fronts=()
   echo "== $store / $nemesis / ${time}s $*"
   dirs+=("target/jepsen/$name")
   target/debug/tenure-jepsen run --store "$store" --nemesis "$nemesis" --time "$time" \
-    --python "$python" --node-path "$node_path" --out "target/jepsen/$name" "$@"
+    --python "$python" --node-path "$node_path" --kotlin-cp "$kotlin_cp" "${fronts[@]}" \
+    --out "target/jepsen/$name" "$@"
 }
 
 # Every row of a list, T seconds each; prints their table (docs/safety.md's, also in

@@ -20,9 +20,10 @@ out=target/kotlin/debug
 redis=${TENURE_REDIS_URL:-redis://127.0.0.1:6379}
 postgres=${TENURE_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/test}
 
-# The tests and the interop contender, compiled against the jar as a user's code would be.
+# The tests, the interop contenders and the Jepsen harness's client, compiled against the jar as
+# a user's code would be.
 rm -rf "$out/tests.jar" "$out/java"
-"$kotlinc" -nowarn -jvm-target 17 -cp "$cp" -d "$out/tests.jar" bindings/uniffi/kotlin/test tests/interop/kotlin_lock.kt tests/interop/kotlin_rw_sem.kt \
+"$kotlinc" -nowarn -jvm-target 17 -cp "$cp" -d "$out/tests.jar" bindings/uniffi/kotlin/test tests/interop/kotlin_lock.kt tests/interop/kotlin_rw_sem.kt tests/jepsen/clients/worker.kt \
   2>&1 | grep -v '^warning:' >&2 || true
 [ -f "$out/tests.jar" ] || { echo "kotlinc failed on the tests" >&2; exit 1; }
 javac -d "$out/java" -cp "$cp" bindings/uniffi/kotlin/java/JavaUsers.java

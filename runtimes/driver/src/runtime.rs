@@ -74,18 +74,29 @@ pub(crate) async fn sleep_until<R: Runtime>(runtime: &R, deadline: Option<Timest
 
 /// The process-wide monotonic clock: nanoseconds since the first time Tenure looked at it.
 pub mod clock {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
     use super::{Duration, Instant, OnceLock, Timestamp};
 
     static EPOCH: OnceLock<Instant> = OnceLock::new();
+    static LATEST: AtomicU64 = AtomicU64::new(0);
 
     fn epoch() -> Instant {
         *EPOCH.get_or_init(Instant::now)
     }
 
-    /// Now.
+    /// Now: never earlier than a `now` returned before, even if the OS clock went back (a
+    /// monotonic clock does not, but a faked one does: libfaketime, as the Jepsen runs' clock
+    /// jumps use it, moved every client's clock back and Tenure's debug builds stopped on the
+    /// core's check that time never goes back).
     pub fn now() -> Timestamp {
-        let elapsed = epoch().elapsed();
-        Timestamp::from_nanos(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX))
+        let elapsed = u64::try_from(epoch().elapsed().as_nanos()).unwrap_or(u64::MAX);
+        Timestamp::from_nanos(never_back(&LATEST, elapsed))
+    }
+
+    /// `reading`, or the latest of the readings before it if that is later.
+    pub(crate) fn never_back(latest: &AtomicU64, reading: u64) -> u64 {
+        latest.fetch_max(reading, Ordering::Relaxed).max(reading)
     }
 
     /// The [`Instant`] of `t`, for runtimes whose timers take one. Saturates far in the future.
@@ -126,4 +137,19 @@ macro_rules! runtime_aliases {
         /// A [`tenure::WriteGuard`] on this runtime.
         pub type WriteGuard = $crate::WriteGuard<$runtime>;
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU64;
+
+    use super::clock::never_back;
+
+    #[test]
+    fn the_clock_never_goes_back_when_the_os_clock_does() {
+        let latest = AtomicU64::new(0);
+        let readings = [5, 9, 3, 0, 12, 11];
+        let seen: Vec<u64> = readings.iter().map(|&r| never_back(&latest, r)).collect();
+        assert_eq!(seen, [5, 9, 9, 9, 12, 12]);
+    }
 }

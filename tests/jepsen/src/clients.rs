@@ -1,7 +1,7 @@
 //! The client processes of a run, each through one of Tenure's real front ends, all taking one
 //! lock in turn: the `tenure` command (one `tenure lock NAME -- tenure-jepsen section ...` per
-//! turn), and long-lived workers of the Python and npm packages (`clients/worker.py`,
-//! `clients/worker.cjs`). Each reports its operations to the harness (`serve`).
+//! turn), and long-lived workers of the Python, npm and JVM packages (`clients/worker.py`,
+//! `clients/worker.cjs`, `clients/worker.kt`). Each reports its operations to the harness (`serve`).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -14,7 +14,7 @@ use crate::partition::Cut;
 use crate::record::Recorder;
 
 /// The front ends a client can use.
-pub(crate) const FRONTS: &[&str] = &["cli", "python", "node"];
+pub(crate) const FRONTS: &[&str] = &["cli", "python", "node", "jvm"];
 
 /// What every client of a run shares.
 #[derive(Clone)]
@@ -35,6 +35,8 @@ pub(crate) struct Setup {
     pub(crate) python: PathBuf,
     /// The `node_modules` folder holding the npm package.
     pub(crate) node_path: Option<PathBuf>,
+    /// The classpath of the JVM package and `clients/worker.kt` (scripts/test-kotlin.sh --build).
+    pub(crate) kotlin_cp: Option<String>,
     /// The folder of `worker.py` and `worker.cjs`.
     pub(crate) workers: PathBuf,
     /// Where each client's faked clock offset is written (`clock-N`), when clocks are faked.
@@ -84,6 +86,10 @@ pub(crate) fn drive(front: &str, index: u32, setup: &Setup, recorder: &Recorder,
             }
         }
         recorder.unregister(process);
+        // The command's own exit codes, and 1 (the store failed); anything else is a crash.
+        if cli && !matches!(code, Some(0 | 1 | 70 | 75 | 124)) {
+            recorder.problem(format!("client {index} (cli) exited with {code:?}; see client-{index}.log"));
+        }
         if !cli && !stop.load(Ordering::SeqCst) {
             recorder.problem(format!("client {index} ({front}) exited with {code:?}; see client-{index}.log"));
             process += 100;
@@ -165,6 +171,14 @@ fn spawn(front: &str, index: u32, process: u32, setup: &Setup) -> std::io::Resul
             if let Some(path) = &setup.node_path {
                 command.env("NODE_PATH", path);
             }
+            (command, false)
+        }
+        "jvm" => {
+            let cp = setup.kotlin_cp.as_deref().ok_or_else(|| {
+                std::io::Error::other("the jvm front end needs the package's classpath (--kotlin-cp, TENURE_KOTLIN_CP)")
+            })?;
+            let mut command = Command::new("java");
+            command.args(["-cp", cp, "tenure.jepsen.WorkerKt"]);
             (command, false)
         }
         other => {

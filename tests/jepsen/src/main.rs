@@ -50,7 +50,7 @@ struct RunArgs {
     /// Seconds the clients run.
     #[arg(long, default_value_t = 30.0)]
     time: f64,
-    /// The front ends of the clients, comma-separated: cli, python, node.
+    /// The front ends of the clients, comma-separated: cli, python, node, jvm.
     #[arg(long, default_value = "cli,python,node", value_delimiter = ',')]
     fronts: Vec<String>,
     /// Clients per front end.
@@ -80,6 +80,9 @@ struct RunArgs {
     /// The node_modules folder holding the npm package.
     #[arg(long)]
     node_path: Option<PathBuf>,
+    /// The classpath of the JVM package and the harness's Kotlin client (scripts/test-kotlin.sh --build).
+    #[arg(long)]
+    kotlin_cp: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -124,6 +127,7 @@ fn run_command(args: RunArgs) -> Result<bool, String> {
         harness: std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?,
         python: args.python,
         node_path: args.node_path.as_deref().map(absolute).transpose()?,
+        kotlin_cp: args.kotlin_cp,
         workers,
     };
     println!("{} …", run::title(&plan));

@@ -34,6 +34,7 @@ pub struct Plan {
     pub harness: PathBuf,
     pub python: PathBuf,
     pub node_path: Option<PathBuf>,
+    pub kotlin_cp: Option<String>,
     pub workers: PathBuf,
 }
 
@@ -70,6 +71,7 @@ pub fn run(plan: &Plan, stop: &Arc<AtomicBool>) -> Result<Judged, String> {
         harness: plan.harness.clone(),
         python: plan.python.clone(),
         node_path: plan.node_path.clone(),
+        kotlin_cp: plan.kotlin_cp.clone(),
         workers: plan.workers.clone(),
         clocks: clocks.clone(),
         logs: plan.out.clone(),
