@@ -193,13 +193,13 @@ pub(crate) fn timeline(title: &str, ops: &[Op], faults: &[Fault], verdicts: &[(&
             }
         }
     }
+    let bottom = height - 8.0;
+    let _ = writeln!(svg, "<text x=\"{left}\" y=\"{bottom:.1}\">0 s</text>");
     let _ = writeln!(
         svg,
-        "<text x=\"{left}\" y=\"{:.1}\">0 s{:>width$}{:.1} s</text>\n</svg>",
-        height - 8.0,
-        "",
-        seconds(end),
-        width = 1
+        "<text x=\"{:.1}\" y=\"{bottom:.1}\" text-anchor=\"end\">{:.1} s</text>\n</svg>",
+        left + width,
+        seconds(end)
     );
     svg
 }

@@ -143,7 +143,8 @@ pub fn check(dir: &Path) -> Result<Judged, String> {
         .collect::<Result<Vec<_>, _>>()?;
     // A semaphore's run says so in its plan.
     let plan: Option<Plan> = read("plan.json").ok().and_then(|text| serde_json::from_str(&text).ok());
-    judge(dir, &dir.display().to_string(), &events, &faults, plan.and_then(|p| p.permits))
+    let heading = plan.as_ref().map_or_else(|| dir.display().to_string(), title);
+    judge(dir, &heading, &events, &faults, plan.and_then(|p| p.permits))
 }
 
 /// What the checkers made of a history.
@@ -174,8 +175,8 @@ fn judge(dir: &Path, title: &str, events: &[Event], faults: &[Fault], permits: O
 /// The rows of docs/safety.md's table for the runs in `dirs` (their `plan.json` and `totals.json`).
 pub fn table(dirs: &[PathBuf]) -> Result<String, String> {
     let mut text = String::from(
-        "| store | nemesis | clients | s | operations | granted | faults | overtaken | stale writes refused | unknown | mutex | resource | set |\n\
-         | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |\n",
+        "| store | holds | nemesis | clients | s | operations | granted | faults | overtaken | stale writes refused | unknown | grants | resource | set or capacity |\n\
+         | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |\n",
     );
     for dir in dirs {
         let read = |name: &str| {
@@ -188,9 +189,14 @@ pub fn table(dirs: &[PathBuf]) -> Result<String, String> {
             None => "valid".to_owned(),
             Some(kinds) => kinds.iter().map(|(k, n)| format!("**{n} {k}**")).collect::<Vec<_>>().join(", "),
         };
+        // The checkers of report::judge, by column.
+        let (holds, grants, last) = match plan.permits {
+            None => ("a lock".to_owned(), "mutex", "set"),
+            Some(n) => (format!("{n} permits"), "grants", "capacity"),
+        };
         let nemesis = if plan.fenced { plan.nemesis.clone() } else { format!("{} (resource unfenced)", plan.nemesis) };
         text.push_str(&format!(
-            "| {} | {nemesis} | {} × {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {holds} | {nemesis} | {} × {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             plan.store,
             plan.fronts.join(", "),
             plan.per_front,
@@ -201,9 +207,9 @@ pub fn table(dirs: &[PathBuf]) -> Result<String, String> {
             totals.overtaken,
             totals.refused,
             totals.unknown,
-            verdict("mutex"),
+            verdict(grants),
             verdict("resource"),
-            verdict("set"),
+            verdict(last),
         ));
     }
     Ok(text)
