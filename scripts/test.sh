@@ -24,7 +24,7 @@ stages=(
   "node|the portable linux-x64-gnu addon and the packed npm packages, installed: the suite, tsc --strict, the README's example"
   "kotlin|the JVM package: the Kotlin suite on every store, a Java program, the README's Kotlin and Java examples, a JVM exiting mid-election, the Swift bindings' shape"
   "interop|grelmicro 0.44 (Python 3.14) beside the CLI on SQLite, and beside the CLI and the Python, Node and Kotlin packages on Redis and PostgreSQL; read-write locks and semaphores on all three; etcdctl beside them on etcd; every error code through the three packages; the Python suite's 3.14 part"
-  "jepsen|Jepsen-style runs (docs/safety.md): the CLI and the Python, npm and JVM packages on one lock (and a semaphore) of every store while a nemesis pauses a holder, cuts a client from the store, jumps a client's clock, kills the store's leader or fails it over; the fenced mutex, resource, set-full and capacity checkers; a resource without fencing caught losing data"
+  "jepsen|Jepsen-style runs (docs/safety.md): the CLI and the Python, npm and JVM packages on one lock (and a semaphore) of every store while a nemesis pauses a holder, cuts a client from the store, jumps a client's clock, kills the store's leader or fails it over; the fenced mutex, resource, set and capacity checkers; a resource without fencing caught losing data"
   "release|the release script's dry run: one version everywhere, cargo publish --dry-run, the sdist compiled offline"
   "demo|the main job (tenure demo on the default store) and the README's CLI example"
 )

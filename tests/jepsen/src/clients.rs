@@ -75,6 +75,9 @@ pub(crate) fn drive(front: &str, index: u32, setup: &Setup, recorder: &Recorder,
         let pid = i32::try_from(child.id()).unwrap_or_default();
         let code = watch(child, pid, cli, process, recorder, stop);
         note(setup, index, &format!("tenure-jepsen: process {process} (pid {pid}) exited with {code:?}"));
+        if !recorder.settled(process, Duration::from_secs(10)) {
+            recorder.problem(format!("client {index} ({front}) exited, and its connection stayed open"));
+        }
         let open = recorder.open(process);
         let (kind, f) = ended(cli, code, open);
         if let Some(f) = f {
@@ -93,6 +96,7 @@ pub(crate) fn drive(front: &str, index: u32, setup: &Setup, recorder: &Recorder,
         if !cli && !stop.load(Ordering::SeqCst) {
             recorder.problem(format!("client {index} ({front}) exited with {code:?}; see client-{index}.log"));
             process += 100;
+            std::thread::sleep(Duration::from_millis(500));
         } else if kind == Kind::Info {
             // The store failed: the next turn waits a little, as the workers do.
             std::thread::sleep(Duration::from_millis(100));
@@ -131,12 +135,14 @@ fn watch(mut child: Child, pid: i32, cli: bool, process: u32, recorder: &Recorde
 }
 
 /// How a client's open operation ends when its OS process exits with `code` (a command-line
-/// client's exit codes: 0 done, 75 held, 124 timed out, 70 the lease was lost), and which one
-/// it is if the section never said (a release the `tenure` command made on its own).
+/// client's exit codes: 0 its command's, 75 held, 124 timed out, 70 the lease was lost), and
+/// which one it is if the section never said (a release the `tenure` command made on its own).
+/// A command-line release is of unknown outcome: the command's 0 says nothing of it.
 fn ended(cli: bool, code: Option<i32>, open: Option<F>) -> (Kind, Option<F>) {
     match (cli, open, code) {
         (true, Some(F::Acquire), Some(75 | 124)) => (Kind::Fail, Some(F::Acquire)),
-        (true, Some(F::Release), Some(0)) => (Kind::Ok, Some(F::Release)),
+        // `tenure lock` exits with its command's code even if ending the lease then failed.
+        (true, Some(F::Release), Some(0)) => (Kind::Info, Some(F::Release)),
         (true, Some(F::Release) | None, Some(70)) => (Kind::Fail, Some(F::Release)),
         (true, None, _) => (Kind::Info, Some(F::Release)),
         (_, Some(f), _) => (Kind::Info, Some(f)),

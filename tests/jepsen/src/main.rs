@@ -44,13 +44,14 @@ struct RunArgs {
     /// sqlite, redis, sentinel, postgres or etcd.
     #[arg(long)]
     store: String,
-    /// none, pause, clock, kill, freeze, failover (sentinel), leader, quorum (etcd).
+    /// none, pause, clock, partition, kill, freeze, failover (sentinel), leader, quorum (etcd).
     #[arg(long, default_value = "none")]
     nemesis: String,
     /// Seconds the clients run.
     #[arg(long, default_value_t = 30.0)]
     time: f64,
-    /// The front ends of the clients, comma-separated: cli, python, node, jvm.
+    /// The front ends of the clients, comma-separated: cli, python, node, jvm (jvm needs --kotlin-cp;
+    /// scripts/jepsen.sh runs all four).
     #[arg(long, default_value = "cli,python,node", value_delimiter = ',')]
     fronts: Vec<String>,
     /// Clients per front end.

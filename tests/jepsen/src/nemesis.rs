@@ -130,9 +130,11 @@ fn partition(schedule: Schedule, turn: usize, cut: Option<&Cut>) -> Result<Strin
 /// Moves one client's clock (in turn) forward or back, within or beyond the lease, for `length`.
 fn clock(schedule: Schedule, turn: usize, clocks: Option<&Path>) -> Result<String, String> {
     let clocks = clocks.ok_or("the clients' clocks are not faked")?;
-    let client = turn % schedule.clients.max(1);
+    // Each turn the next offset, and a client chosen so that every client meets every offset
+    // (the first: client 0, +3 leases).
+    let client = (turn + turn / 4) % schedule.clients.max(1);
     let lease = schedule.lease.as_secs_f64();
-    let offset = [3.0 * lease, -3.0 * lease, 0.5 * lease, -0.5 * lease][(turn / schedule.clients.max(1)) % 4];
+    let offset = [3.0 * lease, -3.0 * lease, 0.5 * lease, -0.5 * lease][turn % 4];
     let file = clocks.join(format!("clock-{client}"));
     let write = |spec: String| std::fs::write(&file, spec).map_err(|e| format!("{}: {e}", file.display()));
     write(format!("{offset:+.3}\n"))?;

@@ -50,6 +50,8 @@ struct Inner {
     faults: Vec<Fault>,
     /// The OS processes of each client process (a command-line client's lock and section).
     pids: HashMap<u32, Vec<i32>>,
+    /// How many connections each process has open (see `serve`).
+    connections: HashMap<u32, usize>,
     /// Set by the pause nemesis: the next process to read is stopped before it gets its answer,
     /// and told here.
     pause_next_reader: Option<std::sync::mpsc::Sender<(u32, Vec<i32>)>>,
@@ -193,6 +195,28 @@ impl Recorder {
         let pids = inner.pids.entry(process).or_default();
         if !pids.contains(&pid) {
             pids.push(pid);
+        }
+    }
+
+    /// Notes that a connection of `process` opened (`true`) or closed, every line of it handled.
+    pub(crate) fn connected(&self, process: u32, open: bool) {
+        let mut inner = self.lock();
+        let count = inner.connections.entry(process).or_default();
+        *count = if open { *count + 1 } else { count.saturating_sub(1) };
+    }
+
+    /// Waits (up to `within`) until every connection of `process` is closed and handled: an exited
+    /// client's last lines are recorded before its exit is. Whether they were.
+    pub(crate) fn settled(&self, process: u32, within: std::time::Duration) -> bool {
+        let deadline = Instant::now() + within;
+        loop {
+            if self.lock().connections.get(&process).is_none_or(|&n| n == 0) {
+                return true;
+            }
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
         }
     }
 

@@ -96,13 +96,20 @@ pub fn run(plan: &Plan, stop: &Arc<AtomicBool>) -> Result<Judged, String> {
         std::thread::sleep(Duration::from_millis(50));
     }
     nemesis_stop.store(true, Ordering::SeqCst);
-    let store = injecting.join().map_err(|_| "the nemesis panicked")?;
+    // (A nemesis that panicked — a store that did not come back in time — ends the run, but the
+    // clients are stopped first, and the history written.)
+    let store = injecting.join();
+    if store.is_err() {
+        recorder.problem("the nemesis panicked (see above): the store did not come back".into());
+    }
     // Healed: the clients go on a little before they stop, so that the end of the history shows
     // the store serving again.
     std::thread::sleep(2 * lease);
     clients_stop.store(true, Ordering::SeqCst);
     for client in clients {
-        client.join().map_err(|_| "a client's thread panicked")?;
+        if client.join().is_err() {
+            recorder.problem("a client's thread panicked".into());
+        }
     }
     recorder.final_reads(0);
     drop(store);

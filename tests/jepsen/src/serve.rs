@@ -41,16 +41,25 @@ struct Session {
 fn connection(recorder: &Recorder, stream: TcpStream) {
     let Ok(mut out) = stream.try_clone() else { return };
     let mut session: Option<Session> = None;
+    // Every line is handled, even once the client is gone (a process that exits while its last
+    // line waits for an answer): the client's exit is settled only when its connections are.
     for line in BufReader::new(stream).lines() {
-        let Ok(line) = line else { return };
+        let Ok(line) = line else { break };
+        let before = session.as_ref().map(|s| s.process);
         let answer = answer(recorder, &mut session, &line).unwrap_or_else(|problem| {
             let who = session.as_ref().map_or("a client".to_owned(), |s| format!("process {}", s.process));
             recorder.problem(format!("{who} sent {line:?}: {problem}"));
             format!("error {problem}")
         });
-        if writeln!(out, "{answer}").is_err() {
-            return;
+        let after = session.as_ref().map(|s| s.process);
+        if after != before {
+            before.into_iter().for_each(|p| recorder.connected(p, false));
+            after.into_iter().for_each(|p| recorder.connected(p, true));
         }
+        let _ = writeln!(out, "{answer}");
+    }
+    if let Some(session) = session {
+        recorder.connected(session.process, false);
     }
 }
 

@@ -1,5 +1,6 @@
-//! Jepsen's `set-full` for a set a lock guards, kept outside the store: each holder reads it,
-//! adds its element and writes it back under its fencing token.
+//! Jepsen's `set` checker (one final read; `set-full` would judge every read) for a set a lock
+//! guards, kept outside the store: each holder reads it, adds its element and writes it back
+//! under its fencing token.
 
 use std::collections::{HashMap, HashSet};
 
