@@ -174,7 +174,9 @@ pub(crate) async fn elect(backend: Option<&str>, args: ElectArgs) -> Result<i32,
             }
         }
         say!("leading election {}", args.name);
-        let env = [("TENURE_LEADER_NAME", args.name.clone())];
+        // (the term's fence, where the store keeps one: the command writes with it)
+        let mut env = vec![("TENURE_LEADER_NAME", args.name.clone())];
+        env.extend(election.fence().map(|fence| ("TENURE_FENCING_TOKEN", fence.to_string())));
         let mut running = match child::start(&args.command, &env) {
             Ok(running) => running,
             Err(failure) => {

@@ -254,11 +254,15 @@ fn elect_runs_the_command_while_leading_and_stops_it_on_loss() {
     let fast = ["--lease", "1", "--renew-deadline", "0.6", "--retry-interval", "0.1"];
     let mut args = vec!["elect", "svc"];
     args.extend(fast);
-    let script = format!("echo $TENURE_LEADER_NAME > {}", led.display());
+    let script = format!("echo $TENURE_LEADER_NAME $TENURE_FENCING_TOKEN > {}", led.display());
     args.extend(["--", "sh", "-c", &script]);
     let output = run(&url, &args);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
-    assert_eq!(std::fs::read_to_string(&led).expect("marker"), "svc\n");
+    assert_eq!(std::fs::read_to_string(&led).expect("marker"), "svc 1\n", "the name and the term's fence");
+    // The next term (the last one was released) has the next fence.
+    let output = run(&url, &args);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(std::fs::read_to_string(&led).expect("marker"), "svc 2\n");
 
     let marker = dir.join("stopped");
     let script = format!("trap 'echo term > {}; exit 143' TERM; sleep 30 & wait", marker.display());

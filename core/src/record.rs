@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{Error, SettingsError};
-use crate::ids::shown;
+use crate::ids::{FencingToken, shown};
 use crate::time::WallTime;
 
 /// The most metadata entries a leader may attach.
@@ -102,7 +102,8 @@ impl From<Metadata> for BTreeMap<String, String> {
 /// The state of a leader-election lease as the store reports it.
 ///
 /// Serialized with the field names and units of grelmicro 0.44's Redis layout: `holder`,
-/// `lease_us`, `acquired_at_us`, `renewed_at_us` (integer microseconds), `transitions`, `metadata`.
+/// `lease_us`, `acquired_at_us`, `renewed_at_us` (integer microseconds), `transitions`, `metadata`;
+/// and Tenure's `fence` when there is one.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeaderRecord {
     /// The token (the resolved worker identity) of the holder.
@@ -121,6 +122,13 @@ pub struct LeaderRecord {
     /// What the holder attached.
     #[serde(default)]
     pub metadata: Metadata,
+    /// The fencing token of the holder's term: the same for every renewal, higher for every take
+    /// (a new holder, or the same one after its lease ran out), never reset by a release. A
+    /// leader's writes carry it so that a resource can refuse a deposed leader's (Tenure's stores
+    /// keep it beside grelmicro's record: see `docs/guarantees.md`). `None` where there is none: a
+    /// user-written store that answers none, a record only grelmicro wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fence: Option<FencingToken>,
 }
 
 impl LeaderRecord {
@@ -161,6 +169,7 @@ mod tests {
             renewed_at: WallTime::from_unix_micros(1_795_937_707_143_084),
             transitions: 0,
             metadata: Metadata::from_pairs([("pod", "p1")]).expect("valid"),
+            fence: None,
         };
         let json = serde_json::to_string(&record).expect("serializes");
         assert_eq!(
@@ -172,5 +181,10 @@ mod tests {
         assert_eq!(back.expires_at().as_unix_micros(), 1_795_937_722_643_084);
         let bad = json.replace(r#""pod":"p1""#, r#""":"p1""#);
         assert!(serde_json::from_str::<LeaderRecord>(&bad).is_err());
+        // A term's fence, where there is one, follows grelmicro's fields.
+        let fenced = LeaderRecord { fence: Some(FencingToken::new(7)), ..record };
+        let json = serde_json::to_string(&fenced).expect("serializes");
+        assert!(json.ends_with(r#"{"pod":"p1"},"fence":7}"#), "{json}");
+        assert_eq!(serde_json::from_str::<LeaderRecord>(&json).expect("parses"), fenced);
     }
 }

@@ -78,6 +78,45 @@ fn terms_count_each_time_the_worker_becomes_leader_not_its_renewals() {
 }
 
 #[test]
+fn each_term_has_the_fence_of_the_take_that_began_it() {
+    let mut w = World::new();
+    let mut e = election(&mut w, "w1");
+    assert_eq!(e.fence(), None, "not leading");
+    e.start(w.now);
+    assert_eq!(w.pump(&mut e), vec![ElectionEvent::Elected]);
+    let first = e.fence().unwrap();
+    assert_eq!(e.record().unwrap().fence, Some(first));
+    w.advance(ms(5));
+    assert!(w.fire(&mut e).is_empty(), "a renewal");
+    assert_eq!(e.fence(), Some(first), "a renewal keeps the term's fence");
+    e.stop(w.now);
+    let _ = w.pump(&mut e);
+    assert_eq!(e.fence(), None, "stopped");
+    e.start(w.now);
+    let _ = w.pump(&mut e);
+    let second = e.fence().unwrap();
+    assert!(second > first, "the next term's fence {second} is above the last's {first}");
+    // The store answers a renewal with another fence (it began a term of its own under this
+    // worker): the term it believed in ended, and a new one began.
+    let at = e.poll_timeout().unwrap();
+    w.now = w.now.max(at);
+    e.handle_timeout(w.now);
+    let renewal = w.take(&mut e);
+    let mut record = match w.store.apply(&renewal.op, w.now) {
+        StoreReply::Leader(record) => record,
+        other => panic!("{other:?}"),
+    };
+    record.fence = Some(second.next());
+    let events = w.answer_with(&mut e, &renewal, Ok(StoreReply::Leader(record)));
+    assert_eq!(
+        events,
+        vec![ElectionEvent::Deposed { reason: LeadershipLoss::NotHolder }, ElectionEvent::Elected],
+        "a term changed under the worker"
+    );
+    assert_eq!((e.fence(), e.terms()), (Some(second.next()), 3));
+}
+
+#[test]
 fn the_renew_deadline_is_reached_at_exactly_renew_deadline() {
     let mut w = World::new();
     let mut e = election(&mut w, "w1");

@@ -96,6 +96,7 @@ impl Forged {
                 renewed_at: WallTime::UNIX_EPOCH,
                 transitions,
                 metadata: Metadata::default(),
+                fence: None,
             }),
             Self::LastFired(due) => StoreReply::LastFired(due),
             Self::Failure(kind) => {

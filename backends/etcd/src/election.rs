@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::client::{Compare, CompareOp, KeyValue, Txn, TxnOp, TxnResponse};
 use serde::{Deserialize, Serialize};
 use tenure::backend::{LeaderElectionOperations, Wakeup};
-use tenure_core::{BackendError, BackendErrorKind, LeaderRecord, Metadata, WallTime};
+use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, WallTime};
 use tenure_store::Wake;
 
 use crate::EtcdBackend;
@@ -78,8 +78,11 @@ impl EtcdBackend {
         transitions: u64,
         name: &str,
     ) -> Result<LeaderRecord, BackendError> {
+        // A term's fence is its leader key's create revision: a new key for every take, above
+        // every key the cluster created before.
+        let fence = fence_of(leader.create_revision());
         if let Ok(record) = serde_json::from_slice::<LeaderRecord>(leader.value()) {
-            return Ok(record);
+            return Ok(LeaderRecord { fence, ..record });
         }
         let lease = leader.lease();
         let (granted, left) = self
@@ -100,6 +103,7 @@ impl EtcdBackend {
             renewed_at: renewed,
             transitions,
             metadata: Metadata::default(),
+            fence,
         })
     }
 
@@ -116,7 +120,9 @@ impl EtcdBackend {
 
     /// Writes `record` as the leader's value, keeping the key (and its create revision).
     async fn rewrite(&self, held: &Held, record: &LeaderRecord, name: &str) -> Result<Option<Held>, BackendError> {
-        self.renew(held, json(record)?, true, record.lease_duration, name).await
+        // (the fence is the key's create revision, not part of the value)
+        let value = json(&LeaderRecord { fence: None, ..record.clone() })?;
+        self.renew(held, value, true, record.lease_duration, name).await
     }
 
     /// After winning where keys of longer names crowd the prefix: the count written beside the
@@ -304,6 +310,12 @@ enum Elected {
     Again,
 }
 
+/// A term's fence: its leader key's create revision (none if not positive, which etcd never
+/// gives a key).
+fn fence_of(create_revision: i64) -> Option<FencingToken> {
+    u64::try_from(create_revision).ok().filter(|r| *r > 0).map(FencingToken::new)
+}
+
 /// The transitions `holder` taking over after `last` makes.
 fn transitions_for(last: Option<&Last>, holder: &str) -> u64 {
     match last {
@@ -354,8 +366,9 @@ impl LeaderElectionOperations for EtcdBackend {
         if let Some((held, mut record)) = self.state.leaders.take(name, token) {
             (record.lease_duration, record.renewed_at, record.metadata) = (lease, at, metadata.clone());
             if let Some(held) = self.rewrite(&held, &record, name).await? {
+                let fence = fence_of(held.revision);
                 self.state.leaders.put(name, token, (held, record.clone()));
-                return Ok(record);
+                return Ok(LeaderRecord { fence, ..record });
             }
         }
         let fresh = LeaderRecord {
@@ -365,14 +378,16 @@ impl LeaderElectionOperations for EtcdBackend {
             renewed_at: at,
             transitions: 0,
             metadata: metadata.clone(),
+            fence: None,
         };
         // A second read only when a key of this token's own leads (another call of it took
         // the lead meanwhile): it is renewed then.
         for _ in 0..2 {
             match self.campaign(name, token, &fresh).await? {
                 Elected::Holds(held, record) => {
+                    let fence = fence_of(held.revision);
                     self.state.leaders.put(name, token, (held, record.clone()));
-                    return Ok(record);
+                    return Ok(LeaderRecord { fence, ..record });
                 }
                 Elected::Follows(record) => return Ok(record),
                 Elected::Again => {}

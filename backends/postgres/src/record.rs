@@ -4,7 +4,7 @@ use std::error::Error;
 use std::time::Duration;
 
 use tenure_core::{BackendError, LeaderRecord, WallTime};
-use tenure_store::record::{malformed, metadata_from_json};
+use tenure_store::record::{fence as fence_value, malformed, metadata_from_json};
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Type};
 
@@ -35,8 +35,8 @@ pub(crate) fn column<'r, T: FromSql<'r>>(row: &'r Row, i: usize, name: &str, wha
     row.try_get(i).map_err(|e| malformed(format!("the {what} of {name} cannot be read: {}", crate::describe(&e))))
 }
 
-/// A leader record from six columns starting at `at`: holder, lease (µs), acquired, renewed,
-/// transitions, metadata (JSON text).
+/// A leader record from seven columns starting at `at`: holder, lease (µs), acquired, renewed,
+/// transitions, metadata (JSON text), the term's fence (NULL: none).
 pub(crate) fn leader(row: &Row, at: usize, name: &str) -> Result<LeaderRecord, BackendError> {
     let holder: String = column(row, at, name, "leader holder")?;
     let lease: i64 = column(row, at + 1, name, "leader lease")?;
@@ -50,5 +50,7 @@ pub(crate) fn leader(row: &Row, at: usize, name: &str) -> Result<LeaderRecord, B
         .map_err(|_| malformed(format!("the leader record of {name} has negative transitions")))?;
     let metadata: String = column(row, at + 5, name, "leader metadata")?;
     let metadata = metadata_from_json(name, &metadata)?;
-    Ok(LeaderRecord { holder, lease_duration, acquired_at, renewed_at, transitions, metadata })
+    let fence: Option<i64> = column(row, at + 6, name, "leader fence")?;
+    let fence = fence.map(|f| fence_value(name, f)).transpose()?;
+    Ok(LeaderRecord { holder, lease_duration, acquired_at, renewed_at, transitions, metadata, fence })
 }

@@ -47,14 +47,16 @@ pub(crate) fn announced(notify: bool, released: &str, table: &str) -> String {
 }
 
 /// The columns a leader record is read from: holder, lease (µs), acquired and renewed
-/// (TIMESTAMPTZ), transitions, metadata (JSON text).
+/// (TIMESTAMPTZ), transitions, metadata (JSON text), then its term's fence (from `fences`, where
+/// it is named `fence`).
 const LEADER_COLUMNS: &str = "holder, round(lease_duration * 1000000)::bigint, acquired_at, renewed_at, \
-                              transitions, metadata::text";
+                              transitions, metadata::text, fence";
 
 impl Texts {
     /// The statements of a backend whose grants are notified on `route`'s channel.
     pub(crate) fn new(options: &PostgresOptions, route: &str) -> Self {
         let (locks, leaders, schedules) = (&options.lock_table, &options.leader_table, &options.schedule_table);
+        let fences = leader_fences(leaders);
         let announced = |released: String, table: &str| announced(options.notify, &released, table);
         let leader_live = "NOW() < renewed_at + make_interval(secs => lease_duration)";
         Self {
@@ -95,18 +97,29 @@ impl Texts {
                         CASE WHEN expire_at >= NOW() THEN expire_at END \
                  FROM {locks} WHERE cardinality($1::text[]) = 0 OR name = ANY($1) ORDER BY name"
             ),
+            // grelmicro's function decides; a take it made (acquired = renewed, to this token)
+            // begins a term with the next fence, in Tenure's table beside grelmicro's (under the
+            // function's advisory lock, held to the commit).
             leader_acquire: format!(
-                "SELECT r_holder, round(EXTRACT(EPOCH FROM r_lease_duration) * 1000000)::bigint, r_acquired_at, \
-                        r_renewed_at, r_transitions, r_metadata::text \
-                 FROM {leaders}_le_acquire_or_renew_v2($1, $2, $3::bigint, $4::text::jsonb)"
+                "WITH r AS MATERIALIZED (SELECT * FROM {leaders}_le_acquire_or_renew_v2($1, $2, $3::bigint, $4::text::jsonb)), \
+                 taken AS ( \
+                     INSERT INTO {fences} (name, fence) SELECT $1, 1 FROM r \
+                     WHERE r.r_holder = $2 AND r.r_acquired_at = r.r_renewed_at \
+                     ON CONFLICT (name) DO UPDATE SET fence = {fences}.fence + 1 RETURNING fence) \
+                 SELECT r_holder, round(EXTRACT(EPOCH FROM r_lease_duration) * 1000000)::bigint, r_acquired_at, \
+                        r_renewed_at, r_transitions, r_metadata::text, \
+                        COALESCE((SELECT fence FROM taken), (SELECT fence FROM {fences} WHERE name = $1)) \
+                 FROM r"
             ),
             leader_release: announced(
                 format!("DELETE FROM {leaders} WHERE name = $1 AND holder = $2 AND {leader_live}"),
                 leaders,
             ),
-            leader_get: format!("SELECT {LEADER_COLUMNS} FROM {leaders} WHERE name = $1 AND {leader_live}"),
+            leader_get: format!(
+                "SELECT {LEADER_COLUMNS} FROM {leaders} LEFT JOIN {fences} USING (name) WHERE name = $1 AND {leader_live}"
+            ),
             leader_states: format!(
-                "SELECT name, {LEADER_COLUMNS} FROM {leaders} \
+                "SELECT name, {LEADER_COLUMNS} FROM {leaders} LEFT JOIN {fences} USING (name) \
                  WHERE (cardinality($1::text[]) = 0 OR name = ANY($1)) AND {leader_live} ORDER BY name"
             ),
             schedule_claim: format!(
@@ -156,11 +169,18 @@ pub(crate) fn lock_schema(table: &str) -> String {
 /// table lock in time.
 pub(crate) const CONVERT_FAILED: &str = "ROLLBACK TO SAVEPOINT tenure_expire_at; COMMIT;";
 
+/// Tenure's table of the terms' fences beside the leader table `leaders` (grelmicro neither reads
+/// nor writes it).
+pub(crate) fn leader_fences(leaders: &str) -> String {
+    format!("{leaders}_fences")
+}
+
 /// The leader table and grelmicro 0.44's function, word for word in what it does (either
-/// side may replace the other's definition).
+/// side may replace the other's definition); and Tenure's table of fences.
 pub(crate) fn leader_schema(table: &str) -> String {
     format!(
         "BEGIN; SELECT pg_advisory_xact_lock(hashtext('{table}')); \
+         CREATE TABLE IF NOT EXISTS {fences} (name TEXT PRIMARY KEY, fence BIGINT NOT NULL); \
          CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, holder TEXT NOT NULL, \
              lease_duration DOUBLE PRECISION NOT NULL, acquired_at TIMESTAMPTZ NOT NULL, \
              renewed_at TIMESTAMPTZ NOT NULL, transitions INT NOT NULL DEFAULT 0, \
@@ -214,7 +234,8 @@ pub(crate) fn leader_schema(table: &str) -> String {
              RETURN QUERY SELECT p_token, v_duration, v_now, v_now, v_new_transitions, p_metadata; \
          END; \
          $$ LANGUAGE plpgsql; \
-         COMMIT;"
+         COMMIT;",
+        fences = leader_fences(table)
     )
 }
 

@@ -320,6 +320,7 @@ impl RedisBackend {
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
         let mut invocation = self.inner.scripts.leader_acquire_or_renew.key(self.key(&format!("le_us:{name}")));
+        invocation.key(self.key(&format!("fence:{name}")));
         invocation.arg(token).arg(tenure_core::time::ceil_micros(lease)).arg(record::metadata_json(metadata));
         let grant = Grant {
             what: "leader acquire_or_renew",
@@ -350,6 +351,7 @@ impl RedisBackend {
             .scripts
             .leader_get
             .key(self.key(&format!("le_us:{name}")))
+            .key(self.key(&format!("fence:{name}")))
             .invoke_async(&mut con)
             .await
             .map_err(|e| error("leader get", name, &e))?;

@@ -15,7 +15,8 @@ pub(crate) fn lock_value<'v>(name: &str, value: &'v str) -> Result<(FencingToken
     Ok((fence(name, fence_value)?, token))
 }
 
-/// A leader record from the six fields `HMGET` returned, each checked.
+/// A leader record from the six fields `HMGET` returned and the term's fence after them (absent
+/// or nil: none), each checked.
 pub(crate) fn leader(name: &str, raw: &[Option<String>]) -> Result<LeaderRecord, BackendError> {
     let field = |i: usize, what: &str| {
         raw.get(i)
@@ -37,7 +38,14 @@ pub(crate) fn leader(name: &str, raw: &[Option<String>]) -> Result<LeaderRecord,
     let renewed_at = WallTime::from_unix_micros(number(3, "renewed_at_us")?);
     let transitions = unsigned(4, "transitions")?;
     let metadata = metadata_from_json(name, field(5, "metadata")?)?;
-    Ok(LeaderRecord { holder, lease_duration, acquired_at, renewed_at, transitions, metadata })
+    let fence = match raw.get(6).and_then(Option::as_deref) {
+        Some(text) => {
+            let bad = || malformed(format!("the leader fence of {name} is not a whole number"));
+            Some(fence(name, text.parse::<i64>().map_err(|_| bad())?)?)
+        }
+        None => None,
+    };
+    Ok(LeaderRecord { holder, lease_duration, acquired_at, renewed_at, transitions, metadata, fence })
 }
 
 /// `x` as Python's `str(float)` writes it (`1767225600.0`, `1767229200.25`), which is how
@@ -90,5 +98,18 @@ mod tests {
         }
         let e = leader("leader:svc", &[Some("w9".into()), None]).expect_err("missing");
         assert!(e.to_string().contains("lease_us"), "{e}");
+        // The term's fence after the six fields: none, a count, or malformed.
+        assert_eq!(r.fence, None);
+        let with = |fence: Option<&str>| {
+            let mut fields = raw(["w9", "1", "1", "1", "0", "{}"]);
+            fields.push(fence.map(str::to_owned));
+            leader("leader:svc", &fields)
+        };
+        assert_eq!(with(None).expect("none").fence, None);
+        assert_eq!(with(Some("12")).expect("a fence").fence.map(FencingToken::get), Some(12));
+        for bad in ["0", "-2", "x"] {
+            let e = with(Some(bad)).expect_err(bad);
+            assert_eq!(e.kind(), BackendErrorKind::MalformedRecord, "{bad}");
+        }
     }
 }

@@ -50,16 +50,23 @@ local function read(key)
 end
 ";
 
-/// `KEYS[1]` record key; `ARGV[1]` token, `ARGV[2]` lease µs, `ARGV[3]` metadata JSON.
-/// grelmicro 0.44's acquire-or-renew: live iff `now < renewed_at + lease`.
+/// `KEYS[1]` record key, `KEYS[2]` the term's fence key; `ARGV[1]` token, `ARGV[2]` lease µs,
+/// `ARGV[3]` metadata JSON. grelmicro 0.44's acquire-or-renew (live iff
+/// `now < renewed_at + lease`), and Tenure's fence: `INCR` on a take, kept by a renewal; the
+/// record's six fields, then the fence (false: none).
 const LEADER_ACQUIRE_OR_RENEW: &str = r"
 local key, token, lease, metadata = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 local now_text = string.format('%.0f', now)
+local function answer(fence)
+    local record = redis.call('HMGET', key, unpack(fields))
+    record[7] = fence
+    return record
+end
 local stored = read(key)
 if stored == nil then
     redis.call('HSET', key, 'holder', token, 'lease_us', lease, 'acquired_at_us', now_text,
         'renewed_at_us', now_text, 'transitions', '0', 'metadata', metadata)
-    return redis.call('HMGET', key, unpack(fields))
+    return answer(tostring(redis.call('INCR', KEYS[2])))
 end
 if stored.err then
     return stored
@@ -67,11 +74,12 @@ end
 local holder = stored[1]
 local live = now < (tonumber(stored[4]) + tonumber(stored[2]))
 if live and holder ~= token then
+    stored[7] = redis.call('GET', KEYS[2])
     return stored
 end
 if live then
     redis.call('HSET', key, 'lease_us', lease, 'renewed_at_us', now_text, 'metadata', metadata)
-    return redis.call('HMGET', key, unpack(fields))
+    return answer(redis.call('GET', KEYS[2]))
 end
 local transitions = tonumber(stored[5])
 if holder ~= token then
@@ -79,7 +87,7 @@ if holder ~= token then
 end
 redis.call('HSET', key, 'holder', token, 'lease_us', lease, 'acquired_at_us', now_text,
     'renewed_at_us', now_text, 'transitions', string.format('%d', transitions), 'metadata', metadata)
-return redis.call('HMGET', key, unpack(fields))
+return answer(tostring(redis.call('INCR', KEYS[2])))
 ";
 
 /// `KEYS[1]` record key; `ARGV[1]` token, `ARGV[2]` release channel. Deletes a live record held
@@ -100,7 +108,7 @@ end
 return 0
 ";
 
-/// `KEYS[1]` record key. The live record, or nil.
+/// `KEYS[1]` record key, `KEYS[2]` the term's fence key. The live record with its fence, or nil.
 const LEADER_GET: &str = r"
 local stored = read(KEYS[1])
 if stored == nil then
@@ -110,6 +118,7 @@ if stored.err then
     return stored
 end
 if now < (tonumber(stored[4]) + tonumber(stored[2])) then
+    stored[7] = redis.call('GET', KEYS[2])
     return stored
 end
 return nil

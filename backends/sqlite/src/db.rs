@@ -38,6 +38,9 @@ struct Statements {
     lock_state_one: String,
     lock_state_all: String,
     leader_acquire_or_renew: String,
+    leader_live: String,
+    leader_fence_take: String,
+    leader_fence: String,
     leader_current: String,
     leader_get: String,
     leader_get_all: String,
@@ -92,9 +95,25 @@ impl Statements {
                  RETURNING {RECORD}",
                 l = leaders
             ),
-            leader_current: format!("SELECT {RECORD} FROM {leaders} WHERE name = ?1"),
-            leader_get: format!("SELECT {RECORD} FROM {leaders} WHERE name = ?1 AND expire_at > ?2"),
-            leader_get_all: format!("SELECT name, {RECORD} FROM {leaders} WHERE expire_at > ?1 ORDER BY name"),
+            // A term's fence, in Tenure's table beside grelmicro's: the next on a take, kept by a
+            // release (a grelmicro process neither reads nor writes it).
+            leader_live: format!("SELECT expire_at > ?2 FROM {leaders} WHERE name = ?1"),
+            leader_fence_take: format!(
+                "INSERT INTO {leaders}_fences (name, fence) VALUES (?1, 1) \
+                 ON CONFLICT (name) DO UPDATE SET fence = fence + 1 RETURNING fence"
+            ),
+            leader_fence: format!("SELECT fence FROM {leaders}_fences WHERE name = ?1"),
+            leader_current: format!(
+                "SELECT {RECORD}, fence FROM {leaders} LEFT JOIN {leaders}_fences USING (name) WHERE name = ?1"
+            ),
+            leader_get: format!(
+                "SELECT {RECORD}, fence FROM {leaders} LEFT JOIN {leaders}_fences USING (name) \
+                 WHERE name = ?1 AND expire_at > ?2"
+            ),
+            leader_get_all: format!(
+                "SELECT name, {RECORD}, fence FROM {leaders} LEFT JOIN {leaders}_fences USING (name) \
+                 WHERE expire_at > ?1 ORDER BY name"
+            ),
             leader_release: format!(
                 "DELETE FROM {leaders} WHERE name = ?1 AND holder = ?2 AND expire_at > ?3 RETURNING 1"
             ),
@@ -138,6 +157,7 @@ impl Db {
              CREATE TABLE IF NOT EXISTS {leaders} (name TEXT PRIMARY KEY, holder TEXT NOT NULL, \
              lease_ms INTEGER NOT NULL, acquired_at TEXT NOT NULL, renewed_at TEXT NOT NULL, \
              expire_at TEXT NOT NULL, transitions INTEGER NOT NULL DEFAULT 0, metadata TEXT NOT NULL DEFAULT '{{}}');\n\
+             CREATE TABLE IF NOT EXISTS {leaders}_fences (name TEXT PRIMARY KEY, fence INTEGER NOT NULL);\n\
              CREATE TABLE IF NOT EXISTS {schedules} (name TEXT PRIMARY KEY, last_fired REAL NOT NULL);"
         );
         let sql =
@@ -252,21 +272,35 @@ impl Db {
             let lease_ms = i64::try_from(tenure_core::time::ceil_millis(lease)).unwrap_or(i64::MAX);
             let expire = time::to_text(expire_after(now, lease));
             let now_text = time::to_text(now);
+            let failed = |e| error("leader acquire_or_renew", e);
+            // Whether a live lease stands: if it does, winning is a renewal, else a take.
+            let live: Option<bool> = conn
+                .prepare_cached(&sql.leader_live)
+                .and_then(|mut s| s.query_row(params![name, now_text], |r| r.get(0)).optional())
+                .map_err(failed)?;
             let won = conn
                 .prepare_cached(&sql.leader_acquire_or_renew)
                 .and_then(|mut s| {
                     s.query_row(params![name, token, lease_ms, now_text, expire, metadata], raw_record).optional()
                 })
-                .map_err(|e| error("leader acquire_or_renew", e))?;
-            let row = match won {
-                Some(row) => row,
+                .map_err(failed)?;
+            let (row, fence) = match won {
+                Some(row) => {
+                    // A take begins a term: the next fence.
+                    let statement = if live == Some(true) { &sql.leader_fence } else { &sql.leader_fence_take };
+                    let fence: Option<i64> = conn
+                        .prepare_cached(statement)
+                        .and_then(|mut s| s.query_row(params![name], |r| r.get(0)).optional())
+                        .map_err(failed)?;
+                    (row, fence)
+                }
                 // A live record of another holder: answer with it, untouched.
                 None => conn
                     .prepare_cached(&sql.leader_current)
-                    .and_then(|mut s| s.query_row(params![name], raw_record))
-                    .map_err(|e| error("leader acquire_or_renew", e))?,
+                    .and_then(|mut s| s.query_row(params![name], fenced_record))
+                    .map_err(failed)?,
             };
-            record(row)
+            record(row, fence)
         })
     }
 
@@ -281,23 +315,23 @@ impl Db {
         let row = self
             .conn
             .prepare_cached(&self.sql.leader_get)
-            .and_then(|mut s| s.query_row(params![name, now], raw_record).optional())
+            .and_then(|mut s| s.query_row(params![name, now], fenced_record).optional())
             .map_err(|e| error("leader get", e))?;
-        row.map(record).transpose()
+        row.map(|(row, fence)| record(row, fence)).transpose()
     }
 
     pub(crate) fn leader_states(&mut self, names: &[String]) -> Result<Vec<LeaderState>, BackendError> {
         let now = time::to_text(self.now());
         let mut s = self.conn.prepare_cached(&self.sql.leader_get_all).map_err(|e| error("leader status", e))?;
-        let rows: Vec<(String, RawRecord)> = s
+        let rows: Vec<(String, (RawRecord, Option<i64>))> = s
             .query_map(params![now], |r| {
-                Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))
+                Ok((r.get(0)?, ((r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?), r.get(7)?)))
             })
             .and_then(Iterator::collect)
             .map_err(|e| error("leader status", e))?;
         rows.into_iter()
             .filter(|(key, _)| names.is_empty() || names.contains(key))
-            .map(|(key, row)| Ok(LeaderState { key, record: record(row)? }))
+            .map(|(key, (row, fence))| Ok(LeaderState { key, record: record(row, fence)? }))
             .collect()
     }
 
@@ -351,11 +385,18 @@ fn raw_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRecord> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
 }
 
-/// A leader record from its columns, each checked.
+/// A record's columns and its term's fence after them.
+fn fenced_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<(RawRecord, Option<i64>)> {
+    Ok((raw_record(r)?, r.get(6)?))
+}
+
+/// A leader record from its columns and its term's fence, each checked.
 fn record(
     (holder, lease_ms, acquired_at, renewed_at, transitions, metadata): RawRecord,
+    fence: Option<i64>,
 ) -> Result<LeaderRecord, BackendError> {
     let malformed = |what: String| BackendError::new(BackendErrorKind::MalformedRecord, what);
+    let fence = fence.map(|f| fence_of("the leader record", f)).transpose()?;
     let lease_ms = u64::try_from(lease_ms).map_err(|_| malformed(format!("lease_ms is {lease_ms}, below zero")))?;
     let transitions =
         u64::try_from(transitions).map_err(|_| malformed(format!("transitions is {transitions}, below zero")))?;
@@ -369,6 +410,7 @@ fn record(
         renewed_at: time::from_text(&renewed_at, "renewed_at")?,
         transitions,
         metadata,
+        fence,
     })
 }
 

@@ -63,9 +63,11 @@ async fn the_layout_is_grelmicro_044s() {
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
         .and_then(|mut s| s.query_map([], |r| r.get(0)).and_then(Iterator::collect))
         .expect("tables");
-    // grelmicro 0.44's tables, and Tenure's own for semaphores (grelmicro has none).
+    // grelmicro 0.44's tables, and Tenure's own for semaphores and leaders' terms (grelmicro has
+    // neither).
     let expected = [
         "grelmicro_leader_election",
+        "grelmicro_leader_election_fences",
         "locks",
         "rwlocks",
         "rwlocks_holders",

@@ -38,6 +38,14 @@ class LeaderElection extends EventEmitter {
     return this.#native.isLeader;
   }
 
+  /**
+   * While this worker leads: its term's fencing token (higher for every term, never reset; send
+   * it with every write the leader makes); null when not leading, or on a store that keeps none.
+   */
+  get fencingToken() {
+    return this.#native.fencingToken ?? null;
+  }
+
   /** Whether the loop runs (until the release after a stop has finished). */
   get isRunning() {
     return this.#native.isRunning;

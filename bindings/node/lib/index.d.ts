@@ -348,6 +348,11 @@ export declare class LeaderElection {
   /** This worker's identity: the record's `holder` while it leads. */
   readonly worker: string;
   readonly isLeader: boolean;
+  /**
+   * While this worker leads: its term's fencing token (higher for every term, never reset; send
+   * it with every write the leader makes); null when not leading, or on a store that keeps none.
+   */
+  readonly fencingToken: bigint | null;
   readonly isRunning: boolean;
   /** The last record the store returned, or null. */
   readonly record: LeaderRecord | null;

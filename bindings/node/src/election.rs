@@ -180,6 +180,12 @@ impl Election {
         self.inner.is_leader()
     }
 
+    /// While leading: the term's fencing token.
+    #[napi(getter)]
+    pub fn fencing_token(&self) -> Option<napi::bindgen_prelude::BigInt> {
+        self.inner.fence().map(|f| napi::bindgen_prelude::BigInt::from(f.get()))
+    }
+
     /// Waits until this worker leads, unless `cancel` fires first.
     #[napi]
     pub fn wait_for_leader<'env>(&self, env: &'env Env, cancel: Option<&Cancel>) -> napi::Result<Settled<'env, ()>> {

@@ -284,5 +284,7 @@ fn core_record(r: LeaderRecord) -> Result<tenure::LeaderRecord, String> {
         renewed_at: WallTime::from_unix_micros(micros("renewedAt", r.renewed_at)?),
         transitions: transitions as u64,
         metadata,
+        // (a user-written store answers no fence: its leaders have none)
+        fence: None,
     })
 }

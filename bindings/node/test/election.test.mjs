@@ -43,6 +43,25 @@ for (const [kind, backend] of Object.entries(stores)) {
       assert.deepEqual(await Promise.all(waiting), ['ELECTION_STOPPED']);
     });
 
+    test('each term has a fencingToken above the last', async () => {
+      const name = fresh('terms');
+      const [a, b] = [0, 1].map(() => new LeaderElection(name, backend, fast));
+      assert.equal(a.fencingToken, null);
+      a.start();
+      await a.waitForLeader();
+      const first = a.fencingToken;
+      assert.equal(typeof first, 'bigint');
+      b.start();
+      await sleep(200);
+      assert.equal(b.fencingToken, null);
+      assert.equal(a.fencingToken, first, "a renewal keeps the term's token");
+      await a.stop();
+      assert.equal(a.fencingToken, null);
+      await b.waitForLeader();
+      assert.ok(b.fencingToken > first, `${b.fencingToken} after ${first}`);
+      await b.stop();
+    });
+
     test('lead() runs the work while leading and aborts its signal when leadership ends', async () => {
       const election = new LeaderElection(fresh('lead'), backend, fast);
       election.start();

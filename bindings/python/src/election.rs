@@ -134,6 +134,11 @@ impl LeaderElection {
         until(py, async move { election.wait_lose_leader().await })
     }
 
+    /// While leading: the term's fencing token.
+    fn fencing_token(&self) -> Option<u64> {
+        self.inner.fence().map(tenure::FencingToken::get)
+    }
+
     /// The last record the store returned.
     fn record(&self) -> Option<RecordTuple> {
         self.inner.record().map(crate::calls::record_tuple)

@@ -223,5 +223,7 @@ fn record(value: &Bound<'_, PyAny>) -> PyResult<LeaderRecord> {
         renewed_at: WallTime::from_unix_micros(renewed_us),
         transitions,
         metadata,
+        // (a user-written store answers no fence: its leaders have none)
+        fence: None,
     })
 }

@@ -50,6 +50,30 @@ def test_one_of_two_leads_and_a_stop_hands_over_at_once(store):
     run(main())
 
 
+def test_each_term_has_a_fencing_token_above_the_last(store):
+    async def main():
+        async with store() as provider:
+            a, b = election(provider, "a"), election(provider, "b")
+            assert a.fencing_token is None
+            stop_a = asyncio.Event()
+            task_a = asyncio.create_task(a(stop=stop_a))
+            await asyncio.wait_for(a.wait_for_leader(), 5)
+            first = a.fencing_token
+            assert isinstance(first, int) and first >= 1
+            task_b = asyncio.create_task(b())
+            await asyncio.sleep(0.2)
+            assert b.fencing_token is None and a.fencing_token == first, "a renewal keeps the term's token"
+            stop_a.set()
+            await task_a
+            assert a.fencing_token is None
+            await asyncio.wait_for(b.wait_for_leader(), 5)
+            assert b.fencing_token > first
+            task_b.cancel()
+            await asyncio.gather(task_b, return_exceptions=True)
+
+    run(main())
+
+
 def test_the_guard_admits_only_the_leader(store):
     async def main():
         async with store() as provider:

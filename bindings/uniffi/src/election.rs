@@ -226,6 +226,11 @@ impl LeaderElection {
         Ok(self.inner.is_leader_confirmed_within(seconds("maxAge", max_age)?))
     }
 
+    /// While leading: the term's fencing token.
+    pub fn fencing_token(&self) -> Option<i64> {
+        self.inner.fence().map(crate::guard::fence)
+    }
+
     /// Seconds since the store last confirmed this worker's leadership, while it leads.
     pub fn last_confirmation_age(&self) -> Option<f64> {
         self.inner.last_confirmation_age().map(secs)

@@ -199,6 +199,8 @@ fn core_record(r: LeaderRecord) -> Result<tenure::LeaderRecord, String> {
         renewed_at: wall(r.renewed_at, "renewedAt")?,
         transitions: r.transitions,
         metadata,
+        // (a user-written store answers no fence: its leaders have none)
+        fence: None,
     })
 }
 

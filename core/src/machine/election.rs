@@ -9,7 +9,7 @@ use super::lock::unexpected;
 use super::{Flight, Outbox, earliest, local_validity};
 use crate::config::{LeaderElectionConfig, ensure_same_worker};
 use crate::error::{BackendError, Error};
-use crate::ids::{Key, OpId, Token};
+use crate::ids::{FencingToken, Key, OpId, Token};
 use crate::record::{LeaderRecord, Metadata};
 use crate::rng::{SplitMix64, jitter, unit_interval};
 use crate::store::{StoreOp, StoreReply, StoreRequest};
@@ -114,6 +114,8 @@ pub struct ElectionMachine {
     last_confirmed_at: Option<Timestamp>,
     /// How many times this worker became the leader.
     terms: u64,
+    /// The fence of the current (or last) term, from the record that began it.
+    fence: Option<FencingToken>,
     error_logged_at: Option<Timestamp>,
     record: Option<LeaderRecord>,
     /// A push wake-up arrived while an attempt was in flight: attempt again at once after it.
@@ -147,6 +149,7 @@ impl ElectionMachine {
             leader_until: now,
             last_confirmed_at: None,
             terms: 0,
+            fence: None,
             error_logged_at: None,
             record: None,
             wake_pending: false,
@@ -211,6 +214,14 @@ impl ElectionMachine {
     /// term that began and ended between two looks still counts.
     pub fn terms(&self) -> u64 {
         self.terms
+    }
+
+    /// While leading: the fencing token of this term ([`LeaderRecord::fence`], from the answer
+    /// that began it); `None` when not leading or when the store keeps no fences. A term the
+    /// store began anew under this worker (its lease ran out and it took it again) is reported as
+    /// a loss and a new election, with the new fence.
+    pub fn fence(&self) -> Option<FencingToken> {
+        self.fence.filter(|_| self.leader)
     }
 
     /// While leading: the instant this worker stops believing it leads unless renewed.
@@ -394,9 +405,10 @@ impl ElectionMachine {
         let error = match reply {
             Ok(StoreReply::Leader(record)) => {
                 let leads = record.holder == self.token.as_str();
+                let fence = record.fence;
                 self.record = Some(record);
                 if count {
-                    self.update_state(now, leads, attempt, LeadershipLoss::NotHolder);
+                    self.update_state(now, leads.then_some(fence), attempt, LeadershipLoss::NotHolder);
                 }
                 return;
             }
@@ -423,17 +435,31 @@ impl ElectionMachine {
         self.out.emit(ElectionEvent::Stopped);
     }
 
-    /// Records the verdict of an answered attempt: leading is confirmed as of its send. A
-    /// confirmation that comes back after the instant it would confirm until says nothing.
-    fn update_state(&mut self, now: Timestamp, leads: bool, attempt: Attempt, reason: LeadershipLoss) {
-        if leads && now >= attempt.confirms_until {
+    /// Records the verdict of an answered attempt (`term`: this worker leads, under that fence):
+    /// leading is confirmed as of its send. A confirmation that comes back after the instant it
+    /// would confirm until says nothing.
+    fn update_state(
+        &mut self,
+        now: Timestamp,
+        term: Option<Option<FencingToken>>,
+        attempt: Attempt,
+        reason: LeadershipLoss,
+    ) {
+        let Some(fence) = term else {
+            self.set_leader(false, reason);
+            return;
+        };
+        if now >= attempt.confirms_until {
             return;
         }
-        if leads {
-            self.last_confirmed_at = Some(attempt.flight.sent_at);
-            self.leader_until = attempt.confirms_until;
+        if self.leader && fence != self.fence {
+            // The store began another term under this worker: the last one ended.
+            self.set_leader(false, reason);
         }
-        self.set_leader(leads, reason);
+        self.last_confirmed_at = Some(attempt.flight.sent_at);
+        self.leader_until = attempt.confirms_until;
+        self.fence = fence;
+        self.set_leader(true, reason);
     }
 
     /// Reports a change of verdict.

@@ -71,6 +71,7 @@ struct LeaderEntry {
     renewed_at: Timestamp,
     transitions: u64,
     metadata: Arc<Metadata>,
+    fence: FencingToken,
 }
 
 impl LeaderEntry {
@@ -85,6 +86,8 @@ impl LeaderEntry {
 pub struct StoreModel {
     pub(super) locks: BTreeMap<Arc<str>, LockEntry>,
     leaders: BTreeMap<Arc<str>, LeaderEntry>,
+    /// The last term's fence of each election, kept when its record goes (as lock fences are).
+    leader_fences: BTreeMap<Arc<str>, FencingToken>,
     schedules: BTreeMap<Arc<str>, f64>,
     pub(super) rwlocks: super::rw::RwLocks,
     pub(super) semaphores: super::sem::Semaphores,
@@ -100,6 +103,7 @@ impl StoreModel {
         Self {
             locks: BTreeMap::new(),
             leaders: BTreeMap::new(),
+            leader_fences: BTreeMap::new(),
             schedules: BTreeMap::new(),
             rwlocks: BTreeMap::new(),
             semaphores: BTreeMap::new(),
@@ -239,6 +243,13 @@ impl StoreModel {
         metadata: &Arc<Metadata>,
         now: Timestamp,
     ) -> LeaderRecord {
+        // Every take (a new record, or one whose lease ran out) starts a term with the next fence.
+        let fences = &mut self.leader_fences;
+        let mut next_fence = || {
+            let fence = fences.get(key.text()).map_or(FencingToken::FIRST, |f| f.next());
+            fences.insert(key.shared(), fence);
+            fence
+        };
         let entry = match self.leaders.entry(key.shared()) {
             Entry::Vacant(vacant) => vacant.insert(LeaderEntry {
                 holder: token.clone(),
@@ -247,6 +258,7 @@ impl StoreModel {
                 renewed_at: now,
                 transitions: 0,
                 metadata: metadata.clone(),
+                fence: next_fence(),
             }),
             Entry::Occupied(occupied) => {
                 let entry = occupied.into_mut();
@@ -260,6 +272,7 @@ impl StoreModel {
                         entry.holder = token.clone();
                     }
                     entry.acquired_at = now;
+                    entry.fence = next_fence();
                 }
                 entry.renewed_at = now;
                 entry.lease = lease;
@@ -337,5 +350,6 @@ fn record(wall_at_zero: WallTime, entry: &LeaderEntry) -> LeaderRecord {
         renewed_at: wall(entry.renewed_at),
         transitions: entry.transitions,
         metadata: (*entry.metadata).clone(),
+        fence: Some(entry.fence),
     }
 }

@@ -220,6 +220,30 @@ pub async fn a_takeover_counts_a_transition_and_a_release_deletes_the_record(h: 
     assert_eq!((fresh.holder.as_str(), fresh.transitions), ("w3", 0), "{}: after release", h.name);
 }
 
+/// A term's fence (Tenure's, kept beside grelmicro's record): a take gets one above every term's
+/// before it on the name, a renewal keeps it, another holder's call reads it, a release does not
+/// reset it, and the same holder taking its expired lease again begins a new term.
+pub async fn a_term_s_fence_rises_with_every_take_and_survives_a_release(h: &Harness) {
+    let s = h.store().await;
+    let (lease, wait) = h.short_lease();
+    let none = meta(&[]);
+    let first = call!(h, s.leader.acquire_or_renew("leader:f", "w1", LONG, &none));
+    let f1 = first.fence.unwrap_or_else(|| panic!("{}: a take without a fence: {first:?}", h.name));
+    let renewed = call!(h, s.leader.acquire_or_renew("leader:f", "w1", LONG, &none));
+    assert_eq!(renewed.fence, Some(f1), "{}: a renewal changed the term's fence", h.name);
+    let refused = call!(h, s.leader.acquire_or_renew("leader:f", "w2", LONG, &none));
+    assert_eq!((refused.holder.as_str(), refused.fence), ("w1", Some(f1)), "{}: another's call", h.name);
+    assert_eq!(call!(h, s.leader.get("leader:f")).and_then(|r| r.fence), Some(f1), "{}: get", h.name);
+    assert!(call!(h, s.leader.release("leader:f", "w1")), "{}: the holder could not release", h.name);
+    let second = call!(h, s.leader.acquire_or_renew("leader:f", "w2", lease, &none));
+    let f2 = second.fence.unwrap_or_else(|| panic!("{}: a take without a fence: {second:?}", h.name));
+    assert!(f2 > f1, "{}: the term after a release has fence {f2}, not above {f1}", h.name);
+    h.advance(wait).await;
+    let third = call!(h, s.leader.acquire_or_renew("leader:f", "w2", LONG, &none));
+    let f3 = third.fence.unwrap_or_else(|| panic!("{}: a take without a fence: {third:?}", h.name));
+    assert!(f3 > f2, "{}: a lease taken again after it ran out kept fence {f3} (the last: {f2})", h.name);
+}
+
 /// spec §5.2: metadata is stored with the record and replaced on renewal.
 pub async fn leader_metadata_round_trips(h: &Harness) {
     let s = h.store().await;

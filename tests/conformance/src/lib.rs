@@ -317,6 +317,7 @@ macro_rules! conformance_tests {
             a_leader_record_is_created_renewed_and_refused,
             a_leader_record_expires_at_renewed_plus_lease,
             a_takeover_counts_a_transition_and_a_release_deletes_the_record,
+            a_term_s_fence_rises_with_every_take_and_survives_a_release,
             leader_metadata_round_trips,
             schedule_claims_win_only_with_a_later_due,
             concurrent_acquires_have_one_winner,

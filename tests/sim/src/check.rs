@@ -148,6 +148,8 @@ pub(crate) struct Checker {
     /// The shortest gap two task bodies may have.
     window: u64,
     last_leader: Option<usize>,
+    /// The fence of the last term begun, and its worker.
+    leader_fence: Option<(FencingToken, usize)>,
     /// After the faults stop: when, what to wait for, and what happened since.
     quiet_at: Option<u64>,
     bound: u64,
@@ -169,6 +171,8 @@ pub(crate) struct Checker {
 
 /// The fenced resource's index for the read-write lock's writers.
 pub(crate) const RW_RESOURCE: usize = usize::MAX;
+/// The fenced resource's index for the election's leaders.
+pub(crate) const LEADER_RESOURCE: usize = usize::MAX - 1;
 
 impl Checker {
     pub(crate) fn new(
@@ -189,6 +193,7 @@ impl Checker {
             // A min hold measured on a clock running up to `drift` fast ends that much sooner.
             window: (min_hold as f64 / (1.0 + faults.drift)) as u64,
             last_leader: None,
+            leader_fence: None,
             quiet_at: None,
             bound: 0,
             acquired_since: BTreeSet::new(),
@@ -206,9 +211,9 @@ impl Checker {
     fn describe(&self, target: Target) -> String {
         match target {
             Target::Lock(RW_RESOURCE) | Target::Rw { .. } => "the read-write lock".to_owned(),
+            Target::Lock(LEADER_RESOURCE) | Target::Election => "the election".to_owned(),
             Target::Lock(name) => format!("lock {}", self.lock_names.get(name).map_or("?", String::as_str)),
             Target::Task => "the task lock".to_owned(),
-            Target::Election => "the election".to_owned(),
             Target::Sem => "the semaphore".to_owned(),
         }
     }
@@ -449,11 +454,31 @@ impl Checker {
         }
     }
 
-    pub(crate) fn elected(&mut self, worker: usize) {
+    /// `worker` began to lead under `fence`: every term has one (the model store keeps them), and
+    /// each is above the last one's (terms begin in the order the store began them, as long as
+    /// clocks keep their bounds). A worker that believes again in the term it stopped believing
+    /// in (its renewal deadline passed, then a renewal of the lease the store still kept
+    /// answered) leads under the same fence.
+    pub(crate) fn elected(&mut self, worker: usize, fence: Option<FencingToken>) -> Result<(), String> {
         if self.last_leader.is_some_and(|last| last != worker) {
             self.coverage.leader_changes += 1;
         }
         self.last_leader = Some(worker);
+        let Some(fence) = fence else {
+            return Err(format!("worker {worker} was elected without a fence"));
+        };
+        let again = |&(last, by): &(FencingToken, usize)| fence == last && by == worker;
+        if let Some((last, by)) = self.leader_fence.filter(|l| fence <= l.0 && !again(l)) {
+            if !self.exclusive {
+                self.coverage.overlaps_out_of_bounds += 1;
+                return Ok(());
+            }
+            return Err(format!(
+                "worker {worker} began a term under fence {fence}, not above the last term's {last} (worker {by})"
+            ));
+        }
+        self.leader_fence = Some((fence, worker));
+        Ok(())
     }
 
     /// Faults stop; everything is quiet from `quiet_at`. Returns when to check liveness.

@@ -38,8 +38,8 @@ pub(crate) enum Out {
     Contention,
     /// A task body starts; `valid` is whether its lease may be counted on at that instant.
     Body { valid: bool },
-    /// This worker was elected.
-    Elected,
+    /// This worker was elected, under this term's fence.
+    Elected(Option<FencingToken>),
     /// A rule was broken.
     Violation(String),
     /// A line for the printed trace.
@@ -155,12 +155,12 @@ impl Client {
         matches!(self, Self::Lock(c) if c.m.token() == token)
     }
 
-    /// The fencing token held or last held (locks and task locks).
+    /// The fencing token held or last held (locks and task locks), or the term's (elections).
     pub(crate) fn fence(&self) -> Option<FencingToken> {
         match self {
             Self::Lock(c) => c.m.fence(),
             Self::Task(c) => c.m.fence(),
-            Self::Election(_) => None,
+            Self::Election(c) => c.m.fence(),
         }
     }
 
@@ -724,7 +724,12 @@ impl ElectionClient {
                 if !self.m.is_leader(cx.local) {
                     cx.violation("elected, but no longer leading at that instant".to_owned());
                 }
-                cx.outs.push(Out::Elected);
+                // A leader writes to the fenced resource under its term's fence.
+                let fence = self.m.fence();
+                if let Some(fence) = fence {
+                    cx.outs.push(Out::Write(fence, self.m.token().clone()));
+                }
+                cx.outs.push(Out::Elected(fence));
             }
             ElectionEvent::Stopped => {
                 self.stage = ElectionStage::Stopped;

@@ -511,6 +511,7 @@ impl Sim {
                     let name = match target {
                         Target::Lock(name) => Some(name),
                         Target::Rw { write: true } => Some(crate::check::RW_RESOURCE),
+                        Target::Election => Some(crate::check::LEADER_RESOURCE),
                         _ => None,
                     };
                     if let Some(name) = name {
@@ -524,7 +525,7 @@ impl Sim {
                     let anchor = applied_at.unwrap_or(self.now);
                     self.checker.body(self.now, anchor, valid, w, &self.jumped).map_err(|what| self.failure(what))?;
                 }
-                Out::Elected => self.checker.elected(w),
+                Out::Elected(fence) => self.checker.elected(w, fence).map_err(|what| self.failure(what))?,
                 Out::Replace => {
                     let client = match role {
                         Target::Lock(name) => Some(self.lock_client(w, name)),

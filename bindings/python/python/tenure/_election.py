@@ -127,6 +127,14 @@ class LeaderElection(Primitive):
         await self._election().wait_lose_leader()
 
     @property
+    def fencing_token(self) -> Optional[int]:
+        """While this worker leads: its term's fencing token, higher for every term and never
+        reset (send it with every write the leader makes, so that a resource refuses a deposed
+        leader's); `None` when not leading, or on a store that keeps none."""
+        native = self._own_native()
+        return None if native is None else native.fencing_token()
+
+    @property
     def record(self) -> Optional[LeaderRecord]:
         """The last record the store returned, if any."""
         native = self._own_native()

@@ -3,7 +3,7 @@
 use std::future::Future;
 
 use futures_lite::future;
-use tenure_core::{ElectionMachine, Error, WouldBlockReason};
+use tenure_core::{ElectionMachine, Error, FencingToken, WouldBlockReason};
 
 use super::LeaderElection;
 use crate::drive::watch;
@@ -93,7 +93,7 @@ impl<R: Runtime> LeaderElection<R> {
     /// [`Error::WouldBlock`] (`"Not leader: <name>"`).
     pub fn guard(&self) -> Result<LeaderGuard<R>, Error> {
         if self.is_leader() {
-            return Ok(LeaderGuard { election: self.clone() });
+            return Ok(LeaderGuard { election: self.clone(), fence: self.fence() });
         }
         Err(self.not_leader())
     }
@@ -110,9 +110,15 @@ impl<R: Runtime> LeaderElection<R> {
 #[derive(Debug)]
 pub struct LeaderGuard<R: Runtime> {
     election: LeaderElection<R>,
+    fence: Option<FencingToken>,
 }
 
 impl<R: Runtime> LeaderGuard<R> {
+    /// The fencing token of the term the guard was taken in ([`LeaderElection::fence`]).
+    pub fn fence(&self) -> Option<FencingToken> {
+        self.fence
+    }
+
     /// Whether this worker still leads.
     pub fn is_valid(&self) -> bool {
         self.election.is_leader()

@@ -9,8 +9,8 @@ use std::time::Duration;
 pub use builder::LeaderElectionBuilder;
 pub use lead::LeaderGuard;
 use tenure_core::{
-    ElectionEvent, ElectionMachine, Error, Key, KeyKind, LeaderElectionConfig, LeaderRecord, Metadata, Name, StoreOp,
-    Timestamp, Token,
+    ElectionEvent, ElectionMachine, Error, FencingToken, Key, KeyKind, LeaderElectionConfig, LeaderRecord, Metadata,
+    Name, StoreOp, Timestamp, Token,
 };
 
 use crate::backend::{LeaderElectionBackend, Signal, Wakeup};
@@ -249,6 +249,15 @@ impl<R: Runtime> LeaderElection<R> {
     /// Time since the store last confirmed this worker's leadership; `None` when not leading.
     pub fn last_confirmation_age(&self) -> Option<Duration> {
         self.shared().cell.lock().last_confirmation_age(self.shared().now())
+    }
+
+    /// While this worker leads: its term's fencing token, to write with so that a resource
+    /// refuses a deposed leader's writes (higher for every term, never reset; see
+    /// `LeaderRecord::fence`). `None` when not leading, or on a store that keeps no fences (a
+    /// user-written one that answers none).
+    pub fn fence(&self) -> Option<FencingToken> {
+        let machine = self.shared().cell.lock();
+        machine.fence().filter(|_| machine.is_leader(self.shared().now()))
     }
 
     /// The last record the store returned (who leads, since when, transitions, metadata).

@@ -339,6 +339,9 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize) -> Result<(),
                 if let Err(why) = same_record(h, &got, &want) {
                     fail(format!("acquire_or_renew: {why}: backend {got:?}, model {want:?}"));
                 }
+                if !fences.agree(key, got.fence, want.fence) {
+                    fail(format!("acquire_or_renew: the term's fences differ: backend {got:?}, model {want:?}"));
+                }
             }
             Op::LeaderRelease { key, holder } => {
                 let got = got!(store.leader.release(key, holder));
@@ -351,7 +354,7 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize) -> Result<(),
                 let got = got!(store.leader.get(key));
                 let want = model.leader_get(key, now);
                 let agree = match (&got, &want) {
-                    (Some(g), Some(w)) => same_record(h, g, w).is_ok(),
+                    (Some(g), Some(w)) => same_record(h, g, w).is_ok() && fences.agree(key, g.fence, w.fence),
                     (None, None) => true,
                     _ => false,
                 };

@@ -121,6 +121,12 @@ class LeaderElection @JvmOverloads constructor(name: String, store: Store, optio
     /** Whether this worker leads, as far as it knows; see [isLeaderConfirmedWithin]. */
     val isLeader: Boolean get() = raw.isLeader()
 
+    /**
+     * While this worker leads: its term's fencing token (higher for every term, never reset; send
+     * it with every write the leader makes); null when not leading, or on a store that keeps none.
+     */
+    val fencingToken: Long? get() = raw.fencingToken()
+
     /** Time since the store last confirmed this worker's leadership, while it leads. */
     val lastConfirmationAge: Duration? get() = raw.lastConfirmationAge()?.toSeconds()
 

@@ -301,6 +301,7 @@ fn answers_out_of_range_or_inconsistent_are_errors_naming_what() {
                     renewed_at: at,
                     transitions: u64::MAX,
                     metadata: tenure_core::Metadata::default(),
+                    fence: None,
                 }));
             }),
             "get answered a record whose transitions is 18446744073709551615",

@@ -23,6 +23,25 @@ fun fastElection(kind: String) = ElectionOptions(
 
 fun electionTests(suite: Suite) {
     for (kind in Stores.kinds) {
+        suite.test("$kind: each term has a fencing token above the last") {
+            val name = Stores.fresh("terms")
+            val (a, b) = (1..2).map { LeaderElection(name, Stores.of(kind), fastElection(kind)) }
+            check(a.fencingToken == null) { "a token before leading" }
+            a.start()
+            eventually(what = "a to lead") { a.isLeader }
+            val first = a.fencingToken ?: error("a leads without a fencing token")
+            b.start()
+            delay(300)
+            check(b.fencingToken == null) { "a follower has a token" }
+            assertEquals(first, a.fencingToken, "the term's token after renewals")
+            a.stop()
+            check(a.fencingToken == null) { "a stopped election has a token" }
+            eventually(what = "b to lead") { b.isLeader }
+            val second = b.fencingToken ?: error("b leads without a fencing token")
+            check(second > first) { "the next term's token $second is not above $first" }
+            listOf(a, b).forEach { it.close() }
+        }
+
         suite.test("$kind: one leader among several elections, and a hand-over on stop") {
             val name = Stores.fresh("elect")
             val elections = (1..3).map { i ->
