@@ -59,9 +59,11 @@ def test_a_lease_taken_by_another_holder_cancels_the_body(tmp_path):
 
     async def main():
         async with SQLiteProvider(str(path)) as provider:
-            # 1.5 s: a renewal stalled behind a busy machine's fsyncs must not outlast the lease (the
-            # loss would then read "expired", not "lost").
-            lock = Lock("job", backend=provider.lock(), lease_duration=1.5, env_load=False)
+            # 6 s: a renewal (a third of the lease in) stalled behind a loaded machine's fsyncs must
+            # not outlast the lease (the loss would then read "expired", not "lost"). (This test
+            # also found the body told "expired" when it woke on the loss before the renewal task
+            # had said why: the driver now reads the cause from the lock's own record of it.)
+            lock = Lock("job", backend=provider.lock(), lease_duration=6, env_load=False)
             with pytest.raises(LockLostError) as lost:
                 async with lock.hold(max_hold=60):
                     # Another process takes the name (as after an expiry this holder missed).

@@ -125,6 +125,8 @@ pub struct TaskLockMachine {
     /// An enter abandoned at its deadline, and its token: a late grant is released at once, so
     /// the task is not blocked for a whole lease by a run that never started.
     orphan: Option<(OpId, Token)>,
+    /// The last run's lease lost, and why (as its [`TaskLockEvent::Lost`] said).
+    loss: Option<(FencingToken, LossReason)>,
     out: Outbox<TaskLockEvent>,
     #[cfg(feature = "bug-injection")]
     bugs: crate::bugs::Bugs,
@@ -141,10 +143,17 @@ impl TaskLockMachine {
             state: State::Idle,
             held_over: None,
             orphan: None,
+            loss: None,
             out: Outbox::new(),
             #[cfg(feature = "bug-injection")]
             bugs: crate::bugs::Bugs::NONE,
         }
+    }
+
+    /// The last run's lease this machine lost and why, as its [`TaskLockEvent::Lost`] said. Read
+    /// by whoever wakes on the loss before the event reaches it.
+    pub fn loss(&self) -> Option<(FencingToken, LossReason)> {
+        self.loss
     }
 
     /// Switches on deliberate defects, for the simulator to catch.
@@ -434,6 +443,7 @@ impl TaskLockMachine {
             Ok(StoreReply::Fence(None)) => {
                 // Still entered (exit must run), but the lease is gone.
                 if !run.lost && now < run.valid_until {
+                    self.loss = Some((run.fence, LossReason::NotOwned));
                     self.out.emit(TaskLockEvent::Lost { fence: run.fence, reason: LossReason::NotOwned });
                 }
                 run.valid_until = run.valid_until.min(now);
@@ -487,6 +497,7 @@ impl TaskLockMachine {
         if !run.lost && now >= run.valid_until {
             run.lost = true;
             let fence = run.fence;
+            self.loss = Some((fence, LossReason::Expired));
             self.out.emit(TaskLockEvent::Lost { fence, reason: LossReason::Expired });
         }
     }

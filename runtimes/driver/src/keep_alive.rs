@@ -38,6 +38,10 @@ pub(crate) mod private {
         fn end(&self) -> Step<'_>;
         /// Its fencing token.
         fn fence(&self) -> FencingToken;
+        /// Why it was lost, once its machine has said so (the renewal task may not know yet).
+        fn loss(&self) -> Option<super::LossCause> {
+            None
+        }
     }
 
     /// A guard a [`KeepAlive`](super::KeepAlive) can keep.
@@ -178,9 +182,11 @@ impl<G: Keepable> KeepAlive<G> {
         future::or(self.guard().lost(), self.shared.clone().until_ended())
     }
 
-    /// Why the renewals stopped on their own, once they have.
+    /// Why the renewals stopped on their own, once they have — or why the lease was lost, once
+    /// its holder knows (so that whoever wakes on [`KeepAlive::lost`] reads the cause even
+    /// before the renewal task, woken by the same answer, has said it).
     pub fn ended(&self) -> Option<KeepAliveEnd> {
-        self.shared.ended()
+        self.shared.ended().or_else(|| self.lease.loss())
     }
 
     /// Stops renewing and hands the guard back at once (a renewal already in flight still

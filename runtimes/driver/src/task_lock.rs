@@ -140,6 +140,12 @@ impl<R: Runtime> TaskLock<R> {
         machine.valid_until().filter(|_| machine.fence() == Some(fence))
     }
 
+    /// Why the run `fence` lost its lease, once the machine has said so.
+    fn loss(&self, fence: FencingToken) -> Option<tenure_core::LossCause> {
+        let (_, reason) = self.shared.cell.lock().loss().filter(|(lost, _)| *lost == fence)?;
+        Some(crate::lock::loss_cause(reason))
+    }
+
     pub(crate) fn runtime(&self) -> &R {
         &self.shared.runtime
     }
@@ -311,6 +317,10 @@ impl<R: Runtime> Renew for KeptRun<R> {
 
     fn fence(&self) -> FencingToken {
         self.fence
+    }
+
+    fn loss(&self) -> Option<tenure_core::LossCause> {
+        self.lock.loss(self.fence)
     }
 }
 

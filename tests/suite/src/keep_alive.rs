@@ -161,6 +161,22 @@ pub async fn keep_alive_told_it_holds_no_more_after_its_validity_ran_out_ends_as
     taken.release().await.unwrap();
 }
 
+pub async fn keep_alive_a_lease_taken_by_another_holder_says_so_the_moment_it_is_lost<R: Runtime>(rt: R) {
+    let backend = MemoryBackend::new();
+    let lock = lock(&rt, backend.clone(), "cart", ms(300));
+    let kept = lock.acquire().await.unwrap().keep_alive(NO_BOUND);
+    // The store lets the lease go and another holder takes the name: the next renewal (due at
+    // ~100 ms, while the lease is still valid) finds it taken.
+    let token = kept.guard().holder().token();
+    assert!(LockCalls::release(&backend, "lock:cart", token.as_str()).await.unwrap());
+    assert!(LockCalls::acquire(&backend, "lock:cart", "thief", ms(60_000)).await.unwrap().is_some());
+    kept.lost().await;
+    // Whoever wakes on the loss reads its cause at once, before the renewal task (woken by the
+    // same answer) has said it: a binding's LockLostError says "lost", not "expired".
+    assert_eq!(kept.ended(), Some(KeepAliveEnd::Lost));
+    assert!(kept.stop().release().await.unwrap_err().is_not_owned());
+}
+
 pub async fn keep_alive_holds_and_ends_a_lease_on_a_sqlite_file<R: Runtime>(rt: R) {
     static FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = FILES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);

@@ -59,6 +59,7 @@ macro_rules! suite {
             keep_alive::keep_alive_keeps_a_task_lock_run_past_its_lease,
             keep_alive::keep_alive_a_renewal_confirmed_after_the_validity_does_not_revive_it,
             keep_alive::keep_alive_told_it_holds_no_more_after_its_validity_ran_out_ends_as_expired,
+            keep_alive::keep_alive_a_lease_taken_by_another_holder_says_so_the_moment_it_is_lost,
             keep_alive::keep_alive_holds_and_ends_a_lease_on_a_sqlite_file,
             task_lock::task_lock_key_is_prefixed_and_separate_from_lock,
             task_lock::task_lock_nested_enter_is_reentrant,

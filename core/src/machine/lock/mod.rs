@@ -249,6 +249,8 @@ pub struct LockMachine {
     then: Option<LockOp>,
     /// A downgrade's outcome is unknown: a release gives back both sides.
     maybe_reading: bool,
+    /// The last lease lost, and why: the first cause told for its fence ([`LockEvent::Lost`]).
+    loss: Option<(FencingToken, LossReason)>,
 
     jitter: SplitMix64,
     out: Outbox<LockEvent, LockOp>,
@@ -290,11 +292,19 @@ impl LockMachine {
             queued_at: None,
             then: None,
             maybe_reading: false,
+            loss: None,
             jitter: SplitMix64::from_rng(rng),
             out: Outbox::new(),
             #[cfg(feature = "bug-injection")]
             bugs: crate::bugs::Bugs::NONE,
         }
+    }
+
+    /// The last lease this holder lost and why, as its [`LockEvent::Lost`] said (the first cause
+    /// told for that fence: a lease that ran out and was then found taken ran out). Read by
+    /// whoever wakes on the loss before the event reaches it.
+    pub fn loss(&self) -> Option<(FencingToken, LossReason)> {
+        self.loss
     }
 
     /// Switches on deliberate defects, for the simulator to catch.

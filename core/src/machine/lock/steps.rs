@@ -86,8 +86,16 @@ impl LockMachine {
     /// Reports the loss of a lease the holder counted on (`previous` is what it counted on).
     pub(super) fn lose(&mut self, fence: FencingToken, previous: &State) {
         if matches!(previous, State::Held { .. }) {
-            self.out.emit(LockEvent::Lost { fence, reason: LossReason::NotOwned });
+            self.lost(fence, LossReason::NotOwned);
         }
+    }
+
+    /// Tells of the loss of the lease `fence`, and keeps its first cause.
+    fn lost(&mut self, fence: FencingToken, reason: LossReason) {
+        if self.loss.is_none_or(|(lost, _)| lost != fence) {
+            self.loss = Some((fence, reason));
+        }
+        self.out.emit(LockEvent::Lost { fence, reason });
     }
 
     /// Why a single attempt was refused.
@@ -106,14 +114,14 @@ impl LockMachine {
             && now >= valid_until
         {
             self.state = State::Stale { fence };
-            self.out.emit(LockEvent::Lost { fence, reason: LossReason::Expired });
+            self.lost(fence, LossReason::Expired);
         }
         if let State::Extending { fence, valid_until: Some(valid_until), flight, lease } = self.state
             && now >= valid_until
         {
             // Stop counting on it now; the extend may still bring it back.
             self.state = State::Extending { fence, valid_until: None, flight, lease };
-            self.out.emit(LockEvent::Lost { fence, reason: LossReason::Expired });
+            self.lost(fence, LossReason::Expired);
         }
     }
 

@@ -156,6 +156,10 @@ impl<R: Runtime> Renew for KeptLease<R> {
     fn fence(&self) -> FencingToken {
         self.fence
     }
+
+    fn loss(&self) -> Option<tenure_core::LossCause> {
+        self.holder.loss(self.fence)
+    }
 }
 
 impl<R: Runtime> Drop for LockGuard<R> {

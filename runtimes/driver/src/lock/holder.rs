@@ -132,6 +132,12 @@ impl<R: Runtime> LockHolder<R> {
         machine.valid_until().filter(|_| machine.fence() == Some(fence))
     }
 
+    /// Why the lease `fence` was lost, once its machine has said so (before its event is seen).
+    pub(crate) fn loss(&self, fence: tenure_core::FencingToken) -> Option<tenure_core::LossCause> {
+        let (_, reason) = self.cell.lock().loss().filter(|(lost, _)| *lost == fence)?;
+        Some(super::loss_cause(reason))
+    }
+
     /// The handle of the lease held (or last held, until released).
     pub fn handle(&self) -> Option<LockHandle> {
         self.cell.lock().handle()

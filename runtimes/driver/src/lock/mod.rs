@@ -52,6 +52,15 @@ use crate::backend::LockBackend;
 use crate::drive::{Cell, Execute, Reply};
 use crate::runtime::Runtime;
 
+/// The cause a binding's `LockLostError` gives for a machine's [`tenure_core::LossReason`].
+pub(crate) fn loss_cause(reason: tenure_core::LossReason) -> tenure_core::LossCause {
+    match reason {
+        tenure_core::LossReason::NotOwned => tenure_core::LossCause::Lost,
+        // (Expired, and a reason this driver does not know)
+        _ => tenure_core::LossCause::Expired,
+    }
+}
+
 /// A distributed lock: one holder at a time per name across every process sharing the backend,
 /// each acquisition carrying a fencing token that only grows.
 ///
