@@ -227,14 +227,27 @@ impl Client {
 
     /// Runs `call`, and once more after a new login if the cluster says the token expired
     /// (which it checks before it applies anything: a retried write is never applied twice).
+    /// A member without a leader refuses at once (`hasleader`), before it applies anything: the
+    /// call goes again, the balancer sending it to a member picked afresh, up to
+    /// [`NO_LEADER_TRIES`] times — so a process that opens the store while one member is cut from
+    /// the others does not fail on it (the health probes take a member out only after a while).
     async fn call<T, F: Future<Output = Result<T, tonic::Status>>>(&self, call: impl Fn() -> F) -> Result<T, Error> {
-        let sent = self.login.token();
-        match call().await {
-            Err(status) if self.options.user.is_some() && expired_token(status.code(), status.message()) => {
-                self.log_in(sent).await?;
-                Ok(call().await?)
+        let mut tries = 1;
+        loop {
+            let sent = self.login.token();
+            match call().await {
+                Err(status) if self.options.user.is_some() && expired_token(status.code(), status.message()) => {
+                    self.log_in(sent).await?;
+                    return Ok(call().await?);
+                }
+                Err(status) if no_leader(&status) && tries < NO_LEADER_TRIES => {
+                    // (a pause: the balancer picks among members it is connected to, and those
+                    // it is still connecting to join them meanwhile)
+                    tokio::time::sleep(NO_LEADER_PAUSE * tries).await;
+                    tries += 1;
+                }
+                answer => return Ok(answer?),
             }
-            answer => Ok(answer?),
         }
     }
 
@@ -306,6 +319,17 @@ impl Client {
             answer => answer,
         }
     }
+}
+
+/// How many times a call goes to members picked afresh while each answers it has no leader,
+/// and the pause before the next time (times the tries so far: 375 ms in all at most).
+const NO_LEADER_TRIES: u32 = 6;
+const NO_LEADER_PAUSE: Duration = Duration::from_millis(25);
+
+/// Whether a member refused a call for having no leader (etcd's `ErrNoLeader`, answered before
+/// anything is applied).
+fn no_leader(status: &tonic::Status) -> bool {
+    status.code() == tonic::Code::Unavailable && status.message() == "etcdserver: no leader"
 }
 
 /// `e` and its causes, one after the other.
