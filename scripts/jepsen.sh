@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Jepsen-style runs of Tenure: client processes of the `tenure` command and the Python, npm and
-# JVM packages take one lock (or a semaphore's permits) on a store the harness starts, while a nemesis injects faults; the
+# JVM packages take one lock (or a semaphore's permits, or run for leader) on a store the harness starts, while a nemesis injects faults; the
 # history is judged by the checkers (docs/safety.md). Each run goes to target/jepsen/NAME
 # (history.jsonl, faults.jsonl, report.txt, timeline.svg, the clients' logs).
 #
@@ -21,12 +21,16 @@ cd "$(dirname "$0")/.."
 rows=(
   "sqlite none" "sqlite pause" "sqlite clock"
   "redis pause" "redis partition" "redis kill" "redis freeze" "redis clock"
-  "sentinel failover" "sentinel partition"
+  "sentinel failover" "sentinel failover --min-replicas 2" "sentinel partition"
   "postgres pause" "postgres partition" "postgres kill" "postgres freeze"
-  "etcd pause" "etcd partition" "etcd kill" "etcd freeze" "etcd leader" "etcd quorum"
+  "etcd pause" "etcd partition" "etcd kill" "etcd freeze" "etcd leader" "etcd quorum" "etcd isolate" "etcd bridge"
   "sqlite pause --permits 2" "redis pause --permits 2" "postgres pause --permits 2" "etcd pause --permits 2"
+  "sqlite pause --election" "sqlite clock --election" "redis pause --election" "redis kill --election"
+  "sentinel failover --election --min-replicas 2" "postgres pause --election" "postgres kill --election"
+  "etcd pause --election" "etcd leader --election" "etcd isolate --election"
   "redis pause --unfenced --expect lost --fronts python,node"
   "redis pause --permits 2 --unfenced --expect over-capacity --fronts python,node --per-front 2"
+  "redis pause --election --unfenced --expect lost --fronts python,node"
 )
 # The subset the test command runs: every store, a pause, a partition, a clock jump (the JVM's
 # first: it reproduces the clock that went back, below), the broken resource caught
@@ -35,7 +39,7 @@ rows=(
 subset=(
   "sqlite clock --fronts jvm,cli,python,node" "redis partition" "redis pause"
   "redis pause --unfenced --expect lost --fronts python,node"
-  "sentinel failover" "postgres pause --permits 2" "etcd leader"
+  "sentinel failover" "postgres pause --permits 2" "postgres pause --election" "etcd leader"
 )
 
 apt_install() { apt-get update -qq && apt-get install -y -qq "$@" > /dev/null; }
@@ -65,6 +69,8 @@ run() {
   local name=$store-$nemesis
   [[ " $* " != *" --unfenced "* ]] || name=$name-unfenced
   [[ " $* " != *" --permits "* ]] || name=$name-semaphore
+  [[ " $* " != *" --min-replicas "* ]] || name=$name-replicas
+  [[ " $* " != *" --election "* ]] || name=$name-election
   local fronts=(--fronts cli,python,node,jvm)
   [[ " $* " != *" --fronts "* ]] || fronts=()
   echo "== $store / $nemesis / ${time}s $*"

@@ -3,10 +3,12 @@
 // release, again and again. It tells the harness each operation (and reaches the fenced resource)
 // over one TCP connection: see src/serve.rs.
 // With PERMITS above 0 it holds permits of a Semaphore of that many instead, and writes to the
-// resource as it enters and as it leaves.
+// resource as it enters and as it leaves. With PERMITS `election` it runs a LeaderElection, and
+// each time it leads writes under its term's fencing token, then stops (the next turn starts it
+// again).
 // Usage: node worker.cjs URL NAME HARNESS_ADDRESS PROCESS LEASE_SECONDS TIMEOUT_SECONDS PERMITS
 const net = require('node:net');
-const { openBackend, Lock, Semaphore, LockNotOwnedError, LockTimeoutError, TenureError } = require('tenure');
+const { openBackend, LeaderElection, Lock, Semaphore, LockNotOwnedError, LockTimeoutError, TenureError } = require('tenure');
 
 const [url, name, address, processNumber, lease, timeout, permits] = process.argv.slice(2);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -41,10 +43,49 @@ function harness(addressText) {
   };
 }
 
+// Reads the set under `fence`, waits a little (a pause can fall here), writes it back.
+async function section(say, fence) {
+  const values = (await say(`read ${fence}`)).split(' ').slice(1);
+  await sleep(Math.random() * 200);
+  await say(['add', String(fence), ...values].join(' '));
+}
+
+async function elections(say, backend) {
+  const ms = Number(lease) * 1000;
+  const election = new LeaderElection(name, backend, {
+    leaseDuration: ms,
+    renewDeadline: 0.6 * ms,
+    retryInterval: 0.1 * ms,
+    backendTimeout: 0.3 * ms,
+    envLoad: false,
+  });
+  for (;;) {
+    await say('invoke acquire');
+    election.start();
+    let fence = null;
+    try {
+      await election.waitForLeader({ signal: AbortSignal.timeout(Number(timeout) * 1000) });
+      fence = election.fencingToken;
+    } catch (error) {
+      if (error.name !== 'TimeoutError' && error.name !== 'AbortError') throw error;
+    }
+    if (fence === null) {
+      await say('fail'); // not leading (or no longer): nothing granted that this turn uses
+    } else {
+      await say(`ok ${fence}`);
+      await section(say, fence);
+      await say('invoke release');
+    }
+    await election.stop();
+    if (fence !== null) await say('info'); // the release on stop reports nothing
+  }
+}
+
 (async () => {
   const say = harness(address);
   await say(`hello ${processNumber} ${name} ${process.pid}`);
   const backend = await openBackend(url);
+  if (permits === 'election') return elections(say, backend);
   const settings = { leaseDuration: Number(lease) * 1000, retryInterval: 50, envLoad: false };
   const lock =
     Number(permits) > 0 ? new Semaphore(name, Number(permits), backend, settings) : new Lock(name, backend, settings);
@@ -66,9 +107,7 @@ function harness(addressText) {
       await sleep(Math.random() * 200);
       await say(`write ${fence}`); // out
     } else {
-      const values = (await say(`read ${fence}`)).split(' ').slice(1);
-      await sleep(Math.random() * 200);
-      await say(['add', String(fence), ...values].join(' '));
+      await section(say, fence);
     }
     await say('invoke release');
     try {

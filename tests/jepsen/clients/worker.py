@@ -4,7 +4,9 @@ It tells the harness each operation (and reaches the fenced resource) over one T
 see `src/serve.rs`.
 
 With PERMITS above 0 it holds permits of a `Semaphore` of that many instead, and writes to the
-resource as it enters and as it leaves.
+resource as it enters and as it leaves. With PERMITS `election` it runs a `LeaderElection`
+instead, as a grelmicro user runs one (`asyncio.create_task(election(stop=...))`), and each time
+it leads, writes under its term's fencing token, then stops (the next turn starts it again).
 
 Usage: python worker.py URL NAME HARNESS_ADDRESS PROCESS LEASE_SECONDS TIMEOUT_SECONDS PERMITS
 """
@@ -44,9 +46,51 @@ class Harness:
         return answer
 
 
+async def section(harness: Harness, fence: int) -> None:
+    """Reads the set under `fence`, waits a little (a pause can fall here), writes it back."""
+    values = harness.say(f"read {fence}").split()[1:]
+    await asyncio.sleep(random.uniform(0, 0.2))
+    harness.say(" ".join(["add", str(fence), *values]))
+
+
+async def elections(harness: Harness, provider, name: str, lease: float, timeout: float) -> None:
+    election = tenure.LeaderElection(
+        name,
+        backend=provider.leaderelection(),
+        lease_duration=lease,
+        renew_deadline=0.6 * lease,
+        retry_interval=0.1 * lease,
+        backend_timeout=0.3 * lease,
+        env_load=False,
+    )
+    while True:
+        harness.say("invoke acquire")
+        stop = asyncio.Event()
+        running = asyncio.create_task(election(stop=stop))
+        try:
+            await asyncio.wait_for(election.wait_for_leader(), timeout)
+            fence = election.fencing_token
+        except asyncio.TimeoutError:
+            fence = None
+        if fence is None:
+            # Not leading (or no longer): nothing was granted that this turn will use.
+            harness.say("fail")
+        else:
+            harness.say(f"ok {fence}")
+            await section(harness, fence)
+            harness.say("invoke release")
+        stop.set()
+        await running
+        if fence is not None:
+            harness.say("info")  # the release on stop reports nothing
+
+
 async def main(url: str, name: str, address: str, process: str, lease: str, timeout: str, permits: str) -> None:
     harness = Harness(address, process, name)
     async with provider_for(url) as provider:
+        if permits == "election":
+            await elections(harness, provider, name, float(lease), float(timeout))
+            return
         settings = {"lease_duration": float(lease), "retry_interval": 0.05, "env_load": False}
         if int(permits) > 0:
             lock = tenure.Semaphore(name, int(permits), backend=provider.semaphore(), **settings)
@@ -70,9 +114,7 @@ async def main(url: str, name: str, address: str, process: str, lease: str, time
                 await asyncio.sleep(random.uniform(0, 0.2))
                 harness.say(f"write {fence}")  # out
             else:
-                values = harness.say(f"read {fence}").split()[1:]
-                await asyncio.sleep(random.uniform(0, 0.2))
-                harness.say(" ".join(["add", str(fence), *values]))
+                await section(harness, fence)
             harness.say("invoke release")
             try:
                 await lock.release()

@@ -47,6 +47,16 @@ pub(crate) struct Setup {
     pub(crate) cut: Option<Arc<Cut>>,
     /// The permits of the semaphore the clients hold (none: they take a lock).
     pub(crate) permits: Option<u32>,
+    /// The clients run for leader of an election instead (each term a turn).
+    pub(crate) election: bool,
+}
+
+impl Setup {
+    /// What the clients hold, as their last argument says it: `election`, a semaphore's permits,
+    /// or 0 (a lock).
+    fn primitive(&self) -> String {
+        if self.election { "election".to_owned() } else { self.permits.unwrap_or(0).to_string() }
+    }
 }
 
 /// libfaketime from Debian's `faketime` package.
@@ -57,7 +67,9 @@ pub(crate) const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketim
 /// outcome: the checkers let such an operation take effect at any time after it was invoked.
 pub(crate) fn drive(front: &str, index: u32, setup: &Setup, recorder: &Recorder, stop: &AtomicBool) {
     let mut process = index + 1;
+    let mut turn = 0;
     while !stop.load(Ordering::SeqCst) {
+        turn += 1;
         // A command-line turn's acquire begins when the command starts; a worker says it itself.
         if front == "cli"
             && let Err(problem) = recorder.invoke(process, F::Acquire, &setup.name)
@@ -65,7 +77,8 @@ pub(crate) fn drive(front: &str, index: u32, setup: &Setup, recorder: &Recorder,
             recorder.problem(problem);
             return;
         }
-        let (child, cli) = match spawn(front, index, process, setup) {
+        let marker = setup.logs.join(format!("turn-{index}-{turn}"));
+        let (child, cli) = match spawn(front, index, process, setup, &marker) {
             Ok(child) => child,
             Err(e) => {
                 recorder.problem(format!("client {index} ({front}) cannot start: {e}"));
@@ -73,7 +86,11 @@ pub(crate) fn drive(front: &str, index: u32, setup: &Setup, recorder: &Recorder,
             }
         };
         let pid = i32::try_from(child.id()).unwrap_or_default();
-        let code = watch(child, pid, cli, process, recorder, stop);
+        // `tenure elect` waits to lead for as long as it takes: the turn ends it (SIGTERM) after
+        // the timeout the other clients wait.
+        let patience = (cli && setup.election).then(|| Duration::from_secs_f64(setup.timeout));
+        let code = watch(child, pid, cli, process, recorder, stop, patience);
+        let _ = std::fs::remove_file(&marker);
         note(setup, index, &format!("tenure-jepsen: process {process} (pid {pid}) exited with {code:?}"));
         if !recorder.settled(process, Duration::from_secs(10)) {
             recorder.problem(format!("client {index} ({front}) exited, and its connection stayed open"));
@@ -89,8 +106,9 @@ pub(crate) fn drive(front: &str, index: u32, setup: &Setup, recorder: &Recorder,
             }
         }
         recorder.unregister(process);
-        // The command's own exit codes, and 1 (the store failed); anything else is a crash.
-        if cli && !matches!(code, Some(0 | 1 | 70 | 75 | 124)) {
+        // The command's own exit codes, 1 (the store failed) and 143 (ended waiting to lead);
+        // anything else is a crash.
+        if cli && !matches!(code, Some(0 | 1 | 70 | 75 | 124 | 143)) {
             recorder.problem(format!("client {index} (cli) exited with {code:?}; see client-{index}.log"));
         }
         if !cli && !stop.load(Ordering::SeqCst) {
@@ -117,14 +135,31 @@ fn note(setup: &Setup, index: u32, line: &str) {
     }
 }
 
-/// Waits for a client to exit, ending a long-lived worker once the run is over.
-fn watch(mut child: Child, pid: i32, cli: bool, process: u32, recorder: &Recorder, stop: &AtomicBool) -> Option<i32> {
+/// Waits for a client to exit, ending a long-lived worker once the run is over, and a command
+/// still waiting to acquire after `patience` (SIGTERM).
+fn watch(
+    mut child: Child,
+    pid: i32,
+    cli: bool,
+    process: u32,
+    recorder: &Recorder,
+    stop: &AtomicBool,
+    patience: Option<Duration>,
+) -> Option<i32> {
     if cli {
         recorder.register(process, pid);
     }
+    let started = std::time::Instant::now();
+    let mut ended = false;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             return status.code();
+        }
+        // (A turn that lost its term waits to lead again: the run's end ends it too.)
+        let waited = patience.is_some_and(|p| started.elapsed() > p) && recorder.open(process) == Some(F::Acquire);
+        if !ended && patience.is_some() && (waited || stop.load(Ordering::SeqCst)) {
+            crate::record::signal(&[pid], nix::sys::signal::Signal::SIGTERM);
+            ended = true;
         }
         if !cli && stop.load(Ordering::SeqCst) {
             let _ = child.kill();
@@ -140,7 +175,7 @@ fn watch(mut child: Child, pid: i32, cli: bool, process: u32, recorder: &Recorde
 /// A command-line release is of unknown outcome: the command's 0 says nothing of it.
 fn ended(cli: bool, code: Option<i32>, open: Option<F>) -> (Kind, Option<F>) {
     match (cli, open, code) {
-        (true, Some(F::Acquire), Some(75 | 124)) => (Kind::Fail, Some(F::Acquire)),
+        (true, Some(F::Acquire), Some(75 | 124 | 143)) => (Kind::Fail, Some(F::Acquire)),
         // `tenure lock` exits with its command's code even if ending the lease then failed.
         (true, Some(F::Release), Some(0)) => (Kind::Info, Some(F::Release)),
         (true, Some(F::Release) | None, Some(70)) => (Kind::Fail, Some(F::Release)),
@@ -150,11 +185,29 @@ fn ended(cli: bool, code: Option<i32>, open: Option<F>) -> (Kind, Option<F>) {
     }
 }
 
-/// Starts one OS process of client `index` as `process`; whether it is a command-line turn.
-fn spawn(front: &str, index: u32, process: u32, setup: &Setup) -> std::io::Result<(Child, bool)> {
+/// Starts one OS process of client `index` as `process`; whether it is a command-line turn. A
+/// command-line election's turn is marked done by the file `marker` (`tenure elect` runs its
+/// command again each time it leads: only the first run of a turn is a section).
+fn spawn(
+    front: &str,
+    index: u32,
+    process: u32,
+    setup: &Setup,
+    marker: &std::path::Path,
+) -> std::io::Result<(Child, bool)> {
     let lease = setup.lease.to_string();
-    let permits = setup.permits.unwrap_or(0).to_string();
+    let primitive = setup.primitive();
     let (mut command, cli) = match front {
+        "cli" if setup.election => {
+            let mut command = Command::new(&setup.tenure);
+            command.arg("--backend").arg(&setup.url).args(["elect", &setup.name, "--lease", &lease]);
+            command.args(["--renew-deadline", &(0.6 * setup.lease).to_string()]);
+            command.args(["--retry-interval", &(0.1 * setup.lease).to_string()]);
+            command.arg("--").arg(&setup.harness);
+            command.args(["section", &setup.address, &process.to_string(), &setup.name, &primitive]);
+            command.env("TENURE_JEPSEN_TURN", marker);
+            (command, true)
+        }
         "cli" => {
             let mut command = Command::new(&setup.tenure);
             command.arg("--backend").arg(&setup.url).args(["lock", &setup.name]);
@@ -163,7 +216,7 @@ fn spawn(front: &str, index: u32, process: u32, setup: &Setup) -> std::io::Resul
                 command.args(["--permits", &permits.to_string()]);
             }
             command.arg("--").arg(&setup.harness);
-            command.args(["section", &setup.address, &process.to_string(), &setup.name, &permits]);
+            command.args(["section", &setup.address, &process.to_string(), &setup.name, &primitive]);
             (command, true)
         }
         "python" => {
@@ -193,7 +246,7 @@ fn spawn(front: &str, index: u32, process: u32, setup: &Setup) -> std::io::Resul
     };
     if !cli {
         command.args([&setup.url, &setup.name, &setup.address, &process.to_string(), &lease]);
-        command.arg(setup.timeout.to_string()).arg(&permits);
+        command.arg(setup.timeout.to_string()).arg(&primitive);
     }
     if let Some(clocks) = &setup.clocks {
         let file = clocks.join(format!("clock-{index}"));

@@ -34,9 +34,10 @@ enum Command {
     Check { dir: PathBuf },
     /// Print the table of docs/safety.md for the runs in DIRS.
     Table { dirs: Vec<PathBuf> },
-    /// (Run by `tenure lock` for a command-line client: the critical section of one turn.)
+    /// (Run by `tenure lock` or `tenure elect` for a command-line client: the critical section
+    /// of one turn; PRIMITIVE is 0 (a lock), a semaphore's permits, or `election`.)
     #[command(hide = true)]
-    Section { address: String, process: u32, name: String, permits: u32 },
+    Section { address: String, process: u32, name: String, primitive: String },
 }
 
 #[derive(Args)]
@@ -44,7 +45,8 @@ struct RunArgs {
     /// sqlite, redis, sentinel, postgres or etcd.
     #[arg(long)]
     store: String,
-    /// none, pause, clock, partition, kill, freeze, failover (sentinel), leader, quorum (etcd).
+    /// none, pause, clock, partition, kill, freeze, failover (sentinel), leader, quorum, isolate,
+    /// bridge (etcd).
     #[arg(long, default_value = "none")]
     nemesis: String,
     /// Seconds the clients run.
@@ -61,8 +63,15 @@ struct RunArgs {
     #[arg(long, default_value_t = 1.0)]
     lease: f64,
     /// Hold permits of a semaphore of N (instead of a lock).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "election")]
     permits: Option<u32>,
+    /// Run for leader of an election (instead of a lock): each term a turn, its writes under the
+    /// term's fencing token.
+    #[arg(long)]
+    election: bool,
+    /// (Redis, Sentinel) grants wait for N replicas (the store URL's `min_replicas=N`).
+    #[arg(long)]
+    min_replicas: Option<u32>,
     /// Where the history, the report and the timeline go.
     #[arg(long, default_value = "target/jepsen/run")]
     out: PathBuf,
@@ -97,8 +106,8 @@ fn main() -> ExitCode {
             print!("{table}");
             true
         }),
-        Command::Section { address, process, name, permits } => {
-            section(&address, process, &name, permits).map(|()| true)
+        Command::Section { address, process, name, primitive } => {
+            section(&address, process, &name, &primitive).map(|()| true)
         }
     };
     match outcome {
@@ -123,6 +132,8 @@ fn run_command(args: RunArgs) -> Result<bool, String> {
         lease: args.lease,
         out: absolute(&args.out)?,
         permits: args.permits,
+        election: args.election,
+        min_replicas: args.min_replicas,
         fenced: !args.unfenced,
         tenure: absolute(&args.tenure)?,
         harness: std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?,
@@ -141,10 +152,21 @@ fn run_command(args: RunArgs) -> Result<bool, String> {
     })
 }
 
-/// One command-line turn's critical section: says the fence `tenure lock` granted, reads the set,
-/// waits a little (so that a pause can fall between the read and the write), writes it back; a
-/// semaphore's holder (`permits` above 0) writes as it enters, waits, and writes as it leaves.
-fn section(address: &str, process: u32, name: &str, permits: u32) -> Result<(), String> {
+/// One command-line turn's critical section: says the fence `tenure lock` granted (or the term's
+/// of `tenure elect`), reads the set, waits a little (so that a pause can fall between the read
+/// and the write), writes it back; a semaphore's holder (`primitive` a number of permits above 0)
+/// writes as it enters, waits, and writes as it leaves. A turn of `tenure elect` runs one section:
+/// the command it runs again after a lost term finds the turn's marker and does nothing.
+fn section(address: &str, process: u32, name: &str, primitive: &str) -> Result<(), String> {
+    let permits = if primitive == "election" {
+        let marker = std::env::var_os("TENURE_JEPSEN_TURN").ok_or("TENURE_JEPSEN_TURN is not set")?;
+        if std::fs::File::create_new(&marker).is_err() {
+            return Ok(());
+        }
+        0
+    } else {
+        primitive.parse::<u32>().map_err(|_| format!("no primitive {primitive:?} (0, permits, election)"))?
+    };
     let fence = std::env::var("TENURE_FENCING_TOKEN").map_err(|_| "TENURE_FENCING_TOKEN is not set")?;
     let stream = std::net::TcpStream::connect(address).map_err(|e| format!("the harness at {address}: {e}"))?;
     let mut out = stream.try_clone().map_err(|e| e.to_string())?;

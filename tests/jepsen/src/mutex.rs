@@ -13,11 +13,26 @@ use crate::{Anomaly, Verdict};
 /// - `foreign-release`: a release that succeeded in a process that held nothing (no acquire
 ///   granted, or of unknown outcome, since its last release).
 pub fn check(ops: &[Op]) -> Verdict {
+    check_grants(ops, false)
+}
+
+/// [`check`] for the terms of an election: a process granted the fence of its own last term again
+/// (it stopped, its release failed, and its next start renewed the lease the store kept) is in
+/// the same term, not a stale or duplicate one.
+pub fn check_terms(ops: &[Op]) -> Verdict {
+    check_grants(ops, true)
+}
+
+fn check_grants(ops: &[Op], terms: bool) -> Verdict {
     let mut verdict = Verdict::default();
+    let same_term = |a: &Op, b: &Op| terms && a.process == b.process && fence(a) == fence(b);
     for (name, granted) in by_name(ops, &[F::Acquire]) {
         verdict.checked += granted.len();
         for (before, after) in out_of_order(ops, &granted, true) {
             let (a, b) = (&ops[before], &ops[after]);
+            if same_term(a, b) {
+                continue;
+            }
             let message = format!(
                 "{name}: process {} was granted fencing token {} after process {} had been granted {}",
                 b.process,
@@ -29,7 +44,7 @@ pub fn check(ops: &[Op]) -> Verdict {
         }
         let mut seen: HashMap<u64, usize> = HashMap::new();
         for &i in &granted {
-            if let Some(&first) = seen.get(&fence(&ops[i])) {
+            if let Some(&first) = seen.get(&fence(&ops[i])).filter(|&&first| !same_term(&ops[first], &ops[i])) {
                 let message = format!("{name}: fencing token {} was granted twice", fence(&ops[i]));
                 verdict.anomalies.push(Anomaly { kind: "duplicate-fence", ops: vec![first, i], message });
             }

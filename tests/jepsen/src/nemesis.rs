@@ -15,7 +15,7 @@ use crate::stores::Store;
 /// a client cut from the store (`partition`); a client's clock jumped within or
 /// beyond the lease; and the store faults of [`Store::inject`].
 pub(crate) const NEMESES: &[&str] =
-    &["none", "pause", "clock", "partition", "kill", "freeze", "failover", "leader", "quorum"];
+    &["none", "pause", "clock", "partition", "kill", "freeze", "failover", "leader", "quorum", "isolate", "bridge"];
 
 /// When faults come: `quiet` between them, each lasting `length` (a pause: `length` past the lease).
 #[derive(Clone, Copy, Debug)]
@@ -72,7 +72,7 @@ pub(crate) fn run(
         let done = match nemesis {
             "pause" => pause(schedule, recorder),
             "clock" => clock(schedule, turn, levers.clocks),
-            "partition" => partition(schedule, turn, levers.cut),
+            "partition" => partition(schedule, turn, levers.cut, &store.ports()),
             fault => store.inject(fault, schedule.length, turn),
         };
         match done {
@@ -118,10 +118,10 @@ fn pause(schedule: Schedule, recorder: &Recorder) -> Result<String, String> {
 }
 
 /// Cuts one client (in turn) from the store for `length`, then heals.
-fn partition(schedule: Schedule, turn: usize, cut: Option<&Cut>) -> Result<String, String> {
+fn partition(schedule: Schedule, turn: usize, cut: Option<&Cut>, ports: &[u16]) -> Result<String, String> {
     let cut = cut.ok_or("the clients are in no cgroups to cut")?;
     let client = turn % schedule.clients.max(1);
-    cut.cut(client)?;
+    cut.cut(client, ports)?;
     std::thread::sleep(schedule.length);
     cut.heal()?;
     Ok(format!("client {client} cut from the store"))

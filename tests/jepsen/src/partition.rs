@@ -1,13 +1,15 @@
 //! Network partitions between a client and the store, cut in the kernel: each client process runs
 //! in a cgroup of its own (cgroup v2, made by the harness), and an nftables rule drops every packet
 //! its sockets send to the store's ports, so its connections stall and its new ones never open,
-//! as behind a cut cable. (Network namespaces would need the stores to listen beyond loopback,
+//! as behind a cut cable. An etcd member runs in a cgroup of its own too, and is cut from another
+//! by rules dropping what each sends to the other's peer port. (Network namespaces would need the stores to listen beyond loopback,
 //! and a Sentinel or an etcd member hands out loopback addresses; a cgroup needs neither.)
 
 use std::path::PathBuf;
 use std::process::Command;
 
-/// The cgroups of one run's clients and its nftables table, removed when dropped.
+/// The cgroups of one run's clients (and store members) and its nftables table, removed when
+/// dropped.
 #[derive(Debug)]
 pub(crate) struct Cut {
     /// The run's cgroup folder (`…/tenure-jepsen-PID`), at the root of the cgroup v2 hierarchy.
@@ -15,14 +17,12 @@ pub(crate) struct Cut {
     /// The folder's path as nft names it: relative to /sys/fs/cgroup.
     nft_path: String,
     table: String,
-    /// The store's ports.
-    ports: Vec<u16>,
 }
 
 impl Cut {
-    /// Makes the cgroups (one per client, `clients` of them) and the table; `ports` are the
-    /// store's.
-    pub(crate) fn new(clients: usize, ports: Vec<u16>) -> Result<Self, String> {
+    /// Makes the cgroups (one per client, `clients` of them, and one per store member, `members`
+    /// of them) and the table.
+    pub(crate) fn new(clients: usize, members: usize) -> Result<Self, String> {
         let root = cgroup2_root()?;
         let name = format!("tenure-jepsen-{}", std::process::id());
         let dir = root.join(&name);
@@ -30,12 +30,13 @@ impl Cut {
             format!("cgroup v2 is mounted at {}, outside /sys/fs/cgroup, where nft looks", root.display())
         })?;
         let nft_path = relative.join(&name).display().to_string();
-        for i in 0..clients {
-            let group = dir.join(format!("c{i}"));
+        let groups = (0..clients).map(|i| format!("c{i}")).chain((0..members).map(|i| format!("m{i}")));
+        for group in groups {
+            let group = dir.join(group);
             std::fs::create_dir_all(&group).map_err(|e| format!("cgroup {}: {e} (run as root)", group.display()))?;
         }
         let table = format!("tenure_jepsen_{}", std::process::id());
-        let cut = Self { dir, nft_path, table, ports };
+        let cut = Self { dir, nft_path, table };
         cut.nft(&format!("add table inet {}", cut.table))?;
         cut.nft(&format!("add chain inet {} out {{ type filter hook output priority 0; }}", cut.table))?;
         Ok(cut)
@@ -46,10 +47,27 @@ impl Cut {
         self.dir.join(format!("c{index}")).join("cgroup.procs")
     }
 
-    /// Cuts client `index` from the store.
-    pub(crate) fn cut(&self, index: usize) -> Result<(), String> {
-        let ports: Vec<String> = self.ports.iter().map(u16::to_string).collect();
-        let group = format!("\"{}/c{index}\"", self.nft_path.trim_start_matches('/'));
+    /// The file a process writes its pid to, to join store member `index`'s cgroup.
+    pub(crate) fn member_procs(&self, index: usize) -> PathBuf {
+        self.dir.join(format!("m{index}")).join("cgroup.procs")
+    }
+
+    /// Cuts client `index` from the store listening on `ports`.
+    pub(crate) fn cut(&self, index: usize, ports: &[u16]) -> Result<(), String> {
+        self.drop_from(&format!("c{index}"), ports)
+    }
+
+    /// Cuts store members `a` and `b` from each other, `peers` being every member's peer port:
+    /// neither reaches the other's (a connection either opened stalls, a new one never opens).
+    pub(crate) fn cut_members(&self, a: usize, b: usize, peers: &[u16]) -> Result<(), String> {
+        self.drop_from(&format!("m{a}"), &[peers[b]])?;
+        self.drop_from(&format!("m{b}"), &[peers[a]])
+    }
+
+    /// Drops what the sockets of cgroup `group` send to `ports`.
+    fn drop_from(&self, group: &str, ports: &[u16]) -> Result<(), String> {
+        let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+        let group = format!("\"{}/{group}\"", self.nft_path.trim_start_matches('/'));
         let rule = format!(
             "add rule inet {} out socket cgroupv2 level 2 {group} tcp dport {{ {} }} drop",
             self.table,
@@ -153,9 +171,9 @@ mod tests {
     fn a_cut_client_cannot_reach_the_store_and_a_healed_one_can() {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
         let port = listener.local_addr().expect("an address").port();
-        let cut = Cut::new(1, vec![port]).expect("cgroups and nftables (run as root)");
+        let cut = Cut::new(1, 0).expect("cgroups and nftables (run as root)");
         assert!(connects(&cut, port), "before the cut");
-        cut.cut(0).expect("cut");
+        cut.cut(0, &[port]).expect("cut");
         assert!(!connects(&cut, port), "cut");
         assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(), "only the client is cut");
         cut.heal().expect("healed");

@@ -8,10 +8,13 @@ use crate::history::{F, Op, Outcome};
 use crate::record::Fault;
 use crate::{Verdict, mutex, semaphore, set};
 
-/// The verdict of every checker on `ops` of a lock, or of a semaphore of `permits`, by checker
-/// name.
-pub(crate) fn judge(ops: &[Op], permits: Option<u32>) -> Vec<(&'static str, Verdict)> {
+/// The verdict of every checker on `ops` of a lock, of a semaphore of `permits`, or of an
+/// `election`'s terms, by checker name.
+pub(crate) fn judge(ops: &[Op], permits: Option<u32>, election: bool) -> Vec<(&'static str, Verdict)> {
     match permits {
+        None if election => {
+            vec![("mutex", mutex::check_terms(ops)), ("resource", mutex::check_resource(ops)), ("set", set::check(ops))]
+        }
         None => vec![("mutex", mutex::check(ops)), ("resource", mutex::check_resource(ops)), ("set", set::check(ops))],
         Some(n) => vec![
             ("grants", mutex::check(ops)),

@@ -29,6 +29,12 @@ pub struct Plan {
     pub out: PathBuf,
     /// The clients hold permits of a semaphore of this many (none: a lock).
     pub permits: Option<u32>,
+    /// The clients run for leader of an election (instead of taking a lock).
+    #[serde(default)]
+    pub election: bool,
+    /// Redis grants wait for this many replicas (`min_replicas`).
+    #[serde(default)]
+    pub min_replicas: Option<u32>,
     pub fenced: bool,
     pub tenure: PathBuf,
     pub harness: PathBuf,
@@ -50,19 +56,27 @@ pub fn run(plan: &Plan, stop: &Arc<AtomicBool>) -> Result<Judged, String> {
     std::fs::write(plan.out.join("plan.json"), plan_json).map_err(|e| format!("plan.json: {e}"))?;
     let recorder = Recorder::new(plan.fenced, plan.permits.map_or(1, |n| n as usize));
     let address = serve::start(recorder.clone()).map_err(|e| format!("the harness's listener: {e}"))?;
-    let mut store = Store::start(&plan.store, &plan.out)?;
+    let mut store = Store::start(&plan.store, &plan.out, &plan.nemesis)?;
     nemesis::check(&plan.nemesis, &store)?;
+    let url = match plan.min_replicas {
+        Some(n) if matches!(store, Store::Redis(_) | Store::Sentinel(_)) => {
+            let join = if store.url().contains('?') { '&' } else { '?' };
+            format!("{}{join}min_replicas={n}", store.url())
+        }
+        Some(_) => return Err("--min-replicas is a Redis option (stores redis and sentinel)".into()),
+        None => store.url(),
+    };
     let clocks = (plan.nemesis == "clock").then(|| plan.out.join("clocks"));
     let clients_count = plan.fronts.len() * plan.per_front as usize;
     let cut = match plan.nemesis.as_str() {
-        "partition" => Some(Arc::new(Cut::new(clients_count, store.ports())?)),
+        "partition" => Some(Arc::new(Cut::new(clients_count, 0)?)),
         _ => None,
     };
     if let Some(dir) = &clocks {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     let setup = Setup {
-        url: store.url(),
+        url,
         name: "jepsen".into(),
         address,
         lease: plan.lease,
@@ -77,6 +91,7 @@ pub fn run(plan: &Plan, stop: &Arc<AtomicBool>) -> Result<Judged, String> {
         logs: plan.out.clone(),
         cut: cut.clone(),
         permits: plan.permits,
+        election: plan.election,
     };
     let clients_stop = Arc::new(AtomicBool::new(false));
     let clients = clients::start(&plan.fronts, plan.per_front, &setup, &recorder, &clients_stop);
@@ -116,7 +131,7 @@ pub fn run(plan: &Plan, stop: &Arc<AtomicBool>) -> Result<Judged, String> {
     let (events, faults) = (recorder.events(), recorder.faults());
     write_lines(&plan.out.join("history.jsonl"), &events)?;
     write_lines(&plan.out.join("faults.jsonl"), &faults)?;
-    let judged = judge(&plan.out, &title(plan), &events, &faults, plan.permits)?;
+    let judged = judge(&plan.out, &title(plan), &events, &faults, (plan.permits, plan.election))?;
     let problems = recorder.problems();
     if !problems.is_empty() {
         return Err(format!("{}the run had problems:\n  {}", judged.report, problems.join("\n  ")));
@@ -127,9 +142,14 @@ pub fn run(plan: &Plan, stop: &Arc<AtomicBool>) -> Result<Judged, String> {
 /// The first line of a run's report.
 pub fn title(plan: &Plan) -> String {
     let fenced = if plan.fenced { "" } else { ", resource UNFENCED" };
-    let primitive = plan.permits.map_or("a lock".into(), |n| format!("a semaphore of {n}"));
+    let primitive = match plan.permits {
+        _ if plan.election => "an election".into(),
+        None => "a lock".into(),
+        Some(n) => format!("a semaphore of {n}"),
+    };
+    let replicas = plan.min_replicas.map_or(String::new(), |n| format!(" (min_replicas={n})"));
     format!(
-        "{} / {} / {} × {} on {primitive}, {:?}{fenced}",
+        "{}{replicas} / {} / {} × {} on {primitive}, {:?}{fenced}",
         plan.store,
         plan.nemesis,
         plan.fronts.join(","),
@@ -151,7 +171,8 @@ pub fn check(dir: &Path) -> Result<Judged, String> {
     // A semaphore's run says so in its plan.
     let plan: Option<Plan> = read("plan.json").ok().and_then(|text| serde_json::from_str(&text).ok());
     let heading = plan.as_ref().map_or_else(|| dir.display().to_string(), title);
-    judge(dir, &heading, &events, &faults, plan.and_then(|p| p.permits))
+    let held = plan.as_ref().map_or((None, false), |p| (p.permits, p.election));
+    judge(dir, &heading, &events, &faults, held)
 }
 
 /// What the checkers made of a history.
@@ -164,9 +185,16 @@ pub struct Judged {
 }
 
 /// Runs the checkers and writes `report.txt`, `totals.json` and `timeline.svg` in `dir`.
-fn judge(dir: &Path, title: &str, events: &[Event], faults: &[Fault], permits: Option<u32>) -> Result<Judged, String> {
+/// (`held`: the permits of a semaphore, and whether the clients ran an election.)
+fn judge(
+    dir: &Path,
+    title: &str,
+    events: &[Event],
+    faults: &[Fault],
+    (permits, election): (Option<u32>, bool),
+) -> Result<Judged, String> {
     let ops = history::ops(events).map_err(|e| format!("the history does not pair: {e}"))?;
-    let verdicts = report::judge(&ops, permits);
+    let verdicts = report::judge(&ops, permits, election);
     let summary = report::summary(&ops, faults, &verdicts, permits);
     let totals =
         serde_json::to_string_pretty(&report::totals(&ops, faults, &verdicts, permits)).map_err(|e| e.to_string())?;
@@ -198,13 +226,15 @@ pub fn table(dirs: &[PathBuf]) -> Result<String, String> {
         };
         // The checkers of report::judge, by column.
         let (holds, grants, last) = match plan.permits {
+            _ if plan.election => ("an election".to_owned(), "mutex", "set"),
             None => ("a lock".to_owned(), "mutex", "set"),
             Some(n) => (format!("{n} permits"), "grants", "capacity"),
         };
         let nemesis = if plan.fenced { plan.nemesis.clone() } else { format!("{} (resource unfenced)", plan.nemesis) };
         text.push_str(&format!(
-            "| {} | {holds} | {nemesis} | {} × {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {}{} | {holds} | {nemesis} | {} × {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             plan.store,
+            plan.min_replicas.map_or(String::new(), |n| format!(" (min_replicas={n})")),
             plan.fronts.join(", "),
             plan.per_front,
             plan.time.as_secs(),

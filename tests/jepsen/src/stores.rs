@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tenure_conformance::faults::{self, Server as _};
 
+use crate::partition::Cut;
 use crate::servers::{etcd, postgres as postgres_server, sentinel, server as redis_server};
 
 /// The stores a run can use.
@@ -22,19 +23,26 @@ pub(crate) enum Store {
     Sentinel(sentinel::Group),
     /// One PostgreSQL server from `initdb`.
     Postgres(postgres_server::Server),
-    /// Three etcd members.
-    Etcd(etcd::cluster::Cluster),
+    /// Three etcd members; each in a cgroup of its own when members are to be cut from one
+    /// another (the cut is dropped after the members, which leave their cgroups as they die).
+    Etcd(etcd::cluster::Cluster, Option<Cut>),
 }
 
 impl Store {
-    /// Starts the store `kind` (one of [`KINDS`]), its files under `dir`.
-    pub(crate) fn start(kind: &str, dir: &std::path::Path) -> Result<Self, String> {
+    /// Starts the store `kind` (one of [`KINDS`]), its files under `dir`, ready for `nemesis`
+    /// (etcd's members each in a cgroup for `isolate` and `bridge`).
+    pub(crate) fn start(kind: &str, dir: &std::path::Path, nemesis: &str) -> Result<Self, String> {
         Ok(match kind {
+            "etcd" if matches!(nemesis, "isolate" | "bridge") => {
+                let cut = Cut::new(0, 3)?;
+                let procs = (0..3).map(|i| Some(cut.member_procs(i))).collect();
+                Self::Etcd(etcd::cluster::Cluster::start_in(procs), Some(cut))
+            }
             "sqlite" => Self::Sqlite(dir.join("locks.sqlite3")),
             "redis" => Self::Redis(redis_server::Server::start()),
             "sentinel" => Self::Sentinel(sentinel::Group::start(2, 3)),
             "postgres" => Self::Postgres(postgres_server::Server::start()),
-            "etcd" => Self::Etcd(etcd::cluster::Cluster::start(3)),
+            "etcd" => Self::Etcd(etcd::cluster::Cluster::start(3), None),
             other => return Err(format!("no store {other:?} (the stores: {})", KINDS.join(", "))),
         })
     }
@@ -46,7 +54,7 @@ impl Store {
             Self::Redis(server) => server.url(),
             Self::Sentinel(group) => group.url(),
             Self::Postgres(server) => server.url(),
-            Self::Etcd(cluster) => cluster.url("jepsen/"),
+            Self::Etcd(cluster, _) => cluster.url("jepsen/"),
         }
     }
 
@@ -65,7 +73,7 @@ impl Store {
             Self::Sqlite(_) => &[],
             Self::Redis(_) | Self::Postgres(_) => &["kill", "freeze"],
             Self::Sentinel(_) => &["failover"],
-            Self::Etcd(_) => &["kill", "freeze", "leader", "quorum"],
+            Self::Etcd(..) => &["kill", "freeze", "leader", "quorum", "isolate", "bridge"],
         }
     }
 
@@ -84,7 +92,11 @@ impl Store {
     /// - `failover`: the Redis master killed, the sentinels promote a replica, the old master
     ///   comes back as a replica of it;
     /// - `leader`: etcd's leader killed, restarted after `length`;
-    /// - `quorum`: two of etcd's three members killed (no quorum), restarted after `length`.
+    /// - `quorum`: two of etcd's three members killed (no quorum), restarted after `length`;
+    /// - `isolate`: one etcd member cut from the other two for `length` (it has no quorum; they
+    ///   have one);
+    /// - `bridge`: two etcd members cut from each other for `length`, the third seeing both (what
+    ///   Jepsen's majorities ring is with three members: each sees a majority, none the same).
     pub(crate) fn inject(&mut self, fault: &str, length: Duration, turn: usize) -> Result<String, String> {
         let nap = || std::thread::sleep(length);
         if let Some(server) = self.single() {
@@ -113,7 +125,7 @@ impl Store {
                 group.wait_for_synced_master(2, Duration::from_secs(60));
                 format!("master :{old} SIGKILL, :{new} promoted")
             }
-            (Self::Etcd(cluster), "kill") => {
+            (Self::Etcd(cluster, _), "kill") => {
                 let member = turn % 3;
                 cluster.kill9(member);
                 nap();
@@ -121,14 +133,14 @@ impl Store {
                 cluster.wait_healthy();
                 format!("member {member} SIGKILL, restart")
             }
-            (Self::Etcd(cluster), "freeze") => {
+            (Self::Etcd(cluster, _), "freeze") => {
                 let member = turn % 3;
                 cluster.freeze(member);
                 nap();
                 cluster.thaw(member);
                 format!("member {member} SIGSTOP, SIGCONT")
             }
-            (Self::Etcd(cluster), "leader") => {
+            (Self::Etcd(cluster, _), "leader") => {
                 let leader = cluster.leader();
                 cluster.kill9(leader);
                 nap();
@@ -136,7 +148,7 @@ impl Store {
                 cluster.wait_healthy();
                 format!("leader {leader} SIGKILL, restart")
             }
-            (Self::Etcd(cluster), "quorum") => {
+            (Self::Etcd(cluster, _), "quorum") => {
                 let (a, b) = (turn % 3, (turn + 1) % 3);
                 cluster.kill9(a);
                 cluster.kill9(b);
@@ -145,6 +157,23 @@ impl Store {
                 cluster.restart(b);
                 cluster.wait_healthy();
                 format!("members {a} and {b} SIGKILL (no quorum), restart")
+            }
+            (Self::Etcd(cluster, Some(cut)), "isolate") => {
+                let member = turn % 3;
+                let peers: Vec<u16> = (0..3).map(|i| cluster.peer_port(i)).collect();
+                cut.cut_members(member, (member + 1) % 3, &peers)?;
+                cut.cut_members(member, (member + 2) % 3, &peers)?;
+                nap();
+                cut.heal()?;
+                format!("member {member} cut from the others")
+            }
+            (Self::Etcd(cluster, Some(cut)), "bridge") => {
+                let (a, b) = (turn % 3, (turn + 2) % 3);
+                let peers: Vec<u16> = (0..3).map(|i| cluster.peer_port(i)).collect();
+                cut.cut_members(a, b, &peers)?;
+                nap();
+                cut.heal()?;
+                format!("members {a} and {b} cut from each other, {} sees both", (turn + 1) % 3)
             }
             (store, fault) => {
                 return Err(format!("the store cannot suffer {fault:?} (it can: {})", store.faults().join(", ")));

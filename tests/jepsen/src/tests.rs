@@ -56,6 +56,30 @@ fn a_fenced_mutex_handed_over_in_order_is_valid() {
 }
 
 #[test]
+fn an_election_s_process_renewing_its_own_term_is_one_term() {
+    // Process 1 stops (its release of unknown outcome) and leads again under the same fence (the
+    // store kept its lease): the same term. Process 2 then leading under that fence is not.
+    let ops = history(
+        "1 invoke acquire e 0
+         1 ok acquire e fence=4 1
+         1 invoke release e 2
+         1 info release e 3
+         1 invoke acquire e 4
+         1 ok acquire e fence=4 5
+         1 invoke release e 6
+         1 ok release e 7
+         2 invoke acquire e 8
+         2 ok acquire e fence=4 9",
+    );
+    let verdict = mutex::check_terms(&ops);
+    assert_eq!(kinds(&verdict), ["stale-fence", "duplicate-fence"], "{:?}", verdict.anomalies);
+    let second = ops.len() - 1; // process 2's grant
+    assert!(verdict.anomalies.iter().all(|a| a.ops.contains(&second)), "{:?}", verdict.anomalies);
+    // A lock's grants (a fresh token each) may not repeat a fence, even in one process.
+    assert_eq!(kinds(&mutex::check(&ops[..second])), ["stale-fence", "duplicate-fence"]);
+}
+
+#[test]
 fn a_lower_or_equal_fence_after_a_completed_grant_is_stale() {
     let ops = history(
         "1 invoke acquire l 0

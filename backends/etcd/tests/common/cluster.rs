@@ -12,6 +12,8 @@ struct Node {
     client: u16,
     peer: u16,
     child: Option<Child>,
+    /// The `cgroup.procs` file of the cgroup it runs in, if one was asked for.
+    procs: Option<PathBuf>,
 }
 
 /// `n` members forming one cluster, killed and removed when dropped.
@@ -23,9 +25,25 @@ pub(crate) struct Cluster {
 impl Cluster {
     /// Starts `n` members and waits until the cluster answers.
     pub(crate) fn start(n: usize) -> Self {
+        Self::start_in(vec![None; n])
+    }
+
+    /// Starts one member per entry of `procs`, each `Some` in the cgroup whose `cgroup.procs` file
+    /// it names (every socket of the member is of that cgroup: the Jepsen harness cuts members
+    /// from one another with nftables rules on it).
+    pub(crate) fn start_in(procs: Vec<Option<PathBuf>>) -> Self {
+        let n = procs.len();
         let ports = free_ports(2 * n);
-        let nodes: Vec<Node> = (0..n)
-            .map(|i| Node { name: format!("m{i}"), client: ports[2 * i], peer: ports[2 * i + 1], child: None })
+        let nodes: Vec<Node> = procs
+            .into_iter()
+            .enumerate()
+            .map(|(i, procs)| Node {
+                name: format!("m{i}"),
+                client: ports[2 * i],
+                peer: ports[2 * i + 1],
+                child: None,
+                procs,
+            })
             .collect();
         let dir = std::env::temp_dir().join(format!("tenure-etcd-cluster-{}-{}", std::process::id(), nodes[0].client));
         let _ = std::fs::remove_dir_all(&dir);
@@ -48,7 +66,16 @@ impl Cluster {
             .append(true)
             .open(self.dir.join(format!("{}.log", node.name)))
             .expect("log file");
-        let child = Command::new("etcd")
+        let mut etcd = match &node.procs {
+            // (the shell joins the cgroup, then becomes etcd: the child is etcd itself)
+            Some(procs) => {
+                let mut shell = Command::new("sh");
+                shell.arg("-c").arg(format!("echo $$ > '{}' && exec etcd \"$@\"", procs.display())).arg("etcd");
+                shell
+            }
+            None => Command::new("etcd"),
+        };
+        let child = etcd
             .args(["--name", &node.name, "--data-dir"])
             .arg(self.dir.join(&node.name))
             .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
@@ -65,6 +92,11 @@ impl Cluster {
     pub(crate) fn url(&self, prefix: &str) -> String {
         let endpoints: Vec<String> = self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.client)).collect();
         format!("etcd://{}/?prefix={prefix}&connect_timeout=1&command_timeout=1", endpoints.join(","))
+    }
+
+    /// The port member `i` listens on for its peers.
+    pub(crate) fn peer_port(&self, i: usize) -> u16 {
+        self.nodes[i].peer
     }
 
     fn etcdctl(&self, args: &[&str]) -> Command {
