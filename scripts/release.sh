@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds every artifact of a release into one folder and prints each one's name, size and
 # platform tag:
-#   - the crates for crates.io (`cargo publish --dry-run` of the workspace first: every public
-#     crate packaged and built from its package, the others as their dependencies);
+#   - the crates for crates.io (`cargo publish --dry-run` of the public crates first, and every
+#     package checked as packed, together, each resolving the others to their packed sources);
 #   - the pip package's wheels (manylinux2014 x86_64 and aarch64, musllinux_1_2 x86_64) and its
 #     sdist (scripts/wheel.sh);
 #   - the npm package `tenure` and its platform packages (linux-x64-gnu, linux-x64-musl,
@@ -44,7 +44,7 @@ grep -q '^dynamic = \["version"\]' bindings/python/pyproject.toml || fail "pypro
 grep -Eq "^## \[($version|Unreleased)\]" CHANGELOG.md || fail "CHANGELOG.md has no section for $version"
 echo "$version" >&2
 
-step "crates: cargo publish --dry-run of every public crate"
+step "crates: cargo publish --dry-run of every public crate, and its packages compiled together"
 publishable=$(cargo metadata --format-version 1 --no-deps | python3 -c '
 import json, sys
 print(" ".join(p["name"] for p in json.load(sys.stdin)["packages"] if p["publish"] != []))')
@@ -52,9 +52,32 @@ print(" ".join(p["name"] for p in json.load(sys.stdin)["packages"] if p["publish
 # tests/conformance, cannot be prepared for a registry, and need not be.)
 packages=()
 for crate in $publishable; do packages+=(-p "$crate"); done
-cargo publish --dry-run --locked "${packages[@]}" >&2
-cargo package -q --no-verify --locked "${packages[@]}" >&2 # (the files: the dry run's are cargo's own)
-for crate in $publishable; do cp "target/package/$crate-$version.crate" "$out/"; done
+# The dry run checks what a registry would refuse; cargo's own verification (each package built
+# alone, the others' builds again each time: minutes) is replaced by one check of every package
+# as packed, together, against each other's packed sources (what a user's build resolves): a
+# file a package needs and does not carry fails it as it would fail cargo's.
+cargo publish --dry-run --no-verify --locked "${packages[@]}" >&2
+cargo package -q --no-verify --locked "${packages[@]}" >&2
+verify=target/package-check
+rm -rf "$verify"
+mkdir -p "$verify"
+{
+  echo '[workspace]'
+  echo 'resolver = "3"'
+  printf 'members = ['
+  for crate in $publishable; do printf '"%s-%s", ' "$crate" "$version"; done
+  echo ']'
+  echo '[patch.crates-io]'
+  for crate in $publishable; do echo "$crate = { path = \"$crate-$version\" }"; done
+} > "$verify/Cargo.toml"
+for crate in $publishable; do
+  tar -xzf "target/package/$crate-$version.crate" -C "$verify"
+  cp "target/package/$crate-$version.crate" "$out/"
+done
+# (The workspace's lock file, so that nothing resolves to another version; --offline: as the
+# sdist's check below.)
+cp Cargo.lock "$verify/"
+(cd "$verify" && CARGO_TARGET_DIR=$OLDPWD/target cargo check -q --offline --workspace) >&2
 
 step "the sdist: built, and its sources resolve and compile on their own"
 sdist=$(scripts/wheel.sh sdist "$out" | tail -1)

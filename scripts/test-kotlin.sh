@@ -6,32 +6,44 @@
 # with close() first, leadership must be released). Then the Swift bindings are generated from
 # the same library and checked to have the Kotlin API's shape (no Swift toolchain here).
 # Prints the classpath of the package and its test programs last (interop runs them).
-# --build builds the package and the test programs only (what the interop stage needs alone).
-# Usage: scripts/test-kotlin.sh [--build]
+# --build builds the package and the test programs only (what the interop stage needs alone);
+# --test runs them from what an earlier --build printed (scripts/test.sh builds while other tests
+# run).
+# Usage: scripts/test-kotlin.sh [--build | --test CLASSPATH]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-build_only=false
-[ "${1:-}" = --build ] && build_only=true
-cp=$(scripts/kotlin-build.sh debug | tail -1)
+mode=${1:-all}
 . scripts/tools.sh
 kotlinc=$kotlin_home/bin/kotlinc
 out=target/kotlin/debug
 redis=${TENURE_REDIS_URL:-redis://127.0.0.1:6379}
 postgres=${TENURE_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/test}
 
-# The tests, the interop contenders and the Jepsen harness's client, compiled against the jar as
-# a user's code would be.
-rm -rf "$out/tests.jar" "$out/java"
-"$kotlinc" -nowarn -jvm-target 17 -cp "$cp" -d "$out/tests.jar" bindings/uniffi/kotlin/test tests/interop/kotlin_lock.kt tests/interop/kotlin_rw_sem.kt tests/jepsen/clients/worker.kt \
-  2>&1 | grep -v '^warning:' >&2 || true
-[ -f "$out/tests.jar" ] || { echo "kotlinc failed on the tests" >&2; exit 1; }
-javac -d "$out/java" -cp "$cp" bindings/uniffi/kotlin/java/JavaUsers.java
+case $mode in
+  --test)
+    [ "${2:-}" != "${2#"$root/$out/tests.jar:"}" ] \
+      || { echo "scripts/test-kotlin.sh: --test takes what --build printed ($root/$out/tests.jar:…)" >&2; exit 2; }
+    [ -f "$out/tests.jar" ] || { echo "scripts/test-kotlin.sh: nothing built in $out" >&2; exit 2; }
+    cp=${2#"$root/$out/tests.jar:"}
+    ;;
+  --build | all)
+    cp=$(scripts/kotlin-build.sh debug | tail -1)
+    # The tests, the interop contenders and the Jepsen harness's client, compiled against the jar
+    # as a user's code would be.
+    rm -rf "$out/tests.jar" "$out/java"
+    "$kotlinc" -nowarn -jvm-target 17 -cp "$cp" -d "$out/tests.jar" bindings/uniffi/kotlin/test tests/interop/kotlin_lock.kt tests/interop/kotlin_rw_sem.kt tests/jepsen/clients/worker.kt \
+      2>&1 | grep -v '^warning:' >&2 || true
+    [ -f "$out/tests.jar" ] || { echo "kotlinc failed on the tests" >&2; exit 1; }
+    javac -d "$out/java" -cp "$cp" bindings/uniffi/kotlin/java/JavaUsers.java
+    if [ "$mode" = --build ]; then
+      echo "$root/$out/tests.jar:$cp"
+      exit 0
+    fi
+    ;;
+  *) sed -n 2,13p "$0" >&2; exit 2 ;;
+esac
 run=(java -cp "$root/$out/tests.jar:$root/$out/java:$cp")
-if $build_only; then
-  echo "$root/$out/tests.jar:$cp"
-  exit 0
-fi
 
 # The suite reads GREL_LOCK_KOTLIN_ENV_LEASE_DURATION to check the GREL_* configuration.
 GREL_LOCK_KOTLIN_ENV_LEASE_DURATION=7 "${run[@]}" tenure.test.MainKt >&2

@@ -24,7 +24,7 @@ stages=(
   "node|the portable linux-x64-gnu addon and the packed npm packages, installed: the suite, tsc --strict, the README's example"
   "kotlin|the JVM package: the Kotlin suite on every store, a Java program, the README's Kotlin and Java examples, a JVM exiting mid-election, the Swift bindings' shape"
   "interop|grelmicro 0.44 (Python 3.14) beside the CLI on SQLite, and beside the CLI and the Python, Node and Kotlin packages on Redis and PostgreSQL; read-write locks and semaphores on all three; etcdctl beside them on etcd; every error code through the three packages; the Python suite's 3.14 part"
-  "jepsen|Jepsen-style runs (docs/safety.md): the CLI and the Python, npm and JVM packages on one lock (and a semaphore) of every store while a nemesis pauses a holder, cuts a client from the store, jumps a client's clock, kills the store's leader or fails it over; the fenced mutex, resource, set and capacity checkers; a resource without fencing caught losing data"
+  "jepsen|Jepsen-style runs (docs/safety.md): the CLI and the Python, npm and JVM packages on one lock (and a semaphore, and an election) of every store while a nemesis pauses a holder, cuts a client from the store, jumps a client's clock, kills the store's leader or fails it over; the fenced mutex, resource, set and capacity checkers; a resource without fencing caught losing data"
   "release|the release script's dry run: one version everywhere, cargo publish --dry-run, the sdist compiled offline"
   "demo|the main job (tenure demo on the default store) and the README's CLI example"
 )
@@ -92,18 +92,70 @@ need_etcd() {
   etcd --version | sed -n 1p # (sed reads all: head would end etcd with SIGPIPE under pipefail)
 }
 
-# The artifacts later stages reuse, built once per run (or on demand when a stage runs alone).
+# --- artifacts built in the background -----------------------------------------------------------
+# While a stage's tests wait on leases and timers, about one core is idle (the rust stage's tests
+# keep 42 % of two busy): the packages later stages test are built then, each a job with its own
+# log in target/jobs. A stage that needs one waits for it (and fails with its log if it failed);
+# a stage run alone builds what it needs itself.
+declare -A building=()
+begin() { # NAME COMMAND...: runs COMMAND in the background, its output in target/jobs/NAME.log
+  local name=$1
+  shift
+  mkdir -p target/jobs
+  rm -f "target/jobs/$name".*
+  ("$@" > "target/jobs/$name.log" 2>&1; echo $? > "target/jobs/$name.status") &
+  building[$name]=$!
+}
+finish() { # NAME: waits for the job (in this shell: not in $(…)); its output's last line in $finished
+  local name=$1
+  wait "${building[$name]}" || true
+  unset "building[$name]"
+  if [ "$(cat "target/jobs/$name.status" 2> /dev/null)" != 0 ]; then
+    cat "target/jobs/$name.log" >&2
+    die "the background build '$name' failed (its log above, and in target/jobs/$name.log)"
+  fi
+  finished=$(tail -1 "target/jobs/$name.log")
+}
+# Whether a stage after the current one needs NAME's artifact (one of the stages given).
+later() {
+  local name
+  for name in "$@"; do printf '%s\n' "${chosen[@]}" | grep -qx -- "$name" && return 0; done
+  return 1
+}
+
+# The artifacts later stages reuse, built once per run: by a background job if one was begun,
+# else now. (The wheel is built in a target folder of its own: zig's compilers differ from the
+# host's, so it shares nothing with the other builds, and it must not wait for their lock.)
+build_wheel() {
+  rm -rf target/wheels
+  CARGO_TARGET_DIR=$root/target/wheel-build scripts/wheel.sh manylinux2014-x86_64 target/wheels
+}
 wheel_artifact() {
-  if [ -z "${wheel:-}" ]; then
-    rm -rf target/wheels
-    wheel=$(scripts/wheel.sh manylinux2014-x86_64 target/wheels | tail -1)
+  [ -z "${wheel:-}" ] || return 0
+  if [ -n "${building[wheel]:-}" ]; then
+    finish wheel
+    wheel=$finished
+  else
+    wheel=$(build_wheel | tail -1)
   fi
 }
 node_artifact() {
-  [ -n "${node_modules:-}" ] || node_modules=$(scripts/test-node.sh --install | tail -1)
+  [ -z "${node_modules:-}" ] || return 0
+  if [ -n "${building[node]:-}" ]; then
+    finish node
+    node_modules=$finished
+  else
+    node_modules=$(scripts/test-node.sh --install | tail -1)
+  fi
 }
 kotlin_artifact() {
-  [ -n "${kotlin_cp:-}" ] || kotlin_cp=$(scripts/test-kotlin.sh --build | tail -1)
+  [ -z "${kotlin_cp:-}" ] || return 0
+  if [ -n "${building[kotlin]:-}" ]; then
+    finish kotlin
+    kotlin_cp=$finished
+  else
+    kotlin_cp=$(scripts/test-kotlin.sh --build | tail -1)
+  fi
 }
 grelmicro_python() {
   [ -n "${py314:-}" ] || py314=$(bash scripts/grelmicro-env.sh | tail -1)
@@ -178,6 +230,9 @@ stage_rust() {
   need_nft
   command -v cargo-nextest > /dev/null || cargo install -q cargo-nextest --locked
   step "tests (cargo nextest: each test in its own process, eight at a time; .config/nextest.toml)"
+  cargo nextest run --workspace --no-run
+  # (the wheel, while the tests wait on leases)
+  if later python interop jepsen; then begin wheel build_wheel; fi
   cargo nextest run --workspace
   step "doc tests"
   cargo test -q --workspace --doc
@@ -253,6 +308,8 @@ stage_python() {
   need_etcd
   wheel_artifact
   echo "$(basename "$wheel") ($(du -h "$wheel" | cut -f1))"
+  # (the npm packages, while the Python suite waits on leases)
+  if [ -z "${node_modules:-}" ] && later node interop jepsen; then begin node scripts/test-node.sh --install; fi
   local venv=target/python-test-venv
   rm -rf "$venv"
   python3 -m venv "$venv"
@@ -269,16 +326,19 @@ stage_node() {
   need_redis
   need_postgres
   need_etcd
+  node_artifact
+  # (the JVM package, while the npm suite waits on leases)
+  if [ -z "${kotlin_cp:-}" ] && later kotlin interop jepsen; then begin kotlin scripts/test-kotlin.sh --build; fi
   # (tee to a file: a tee to /dev/stderr would reopen, and so truncate, a log that stderr goes to)
-  scripts/test-node.sh | tee target/test-node.out
-  node_modules=$(tail -1 target/test-node.out)
+  scripts/test-node.sh --test "$node_modules" | tee target/test-node.out
 }
 
 stage_kotlin() {
   need_redis
   need_postgres
   need_etcd
-  kotlin_cp=$(scripts/test-kotlin.sh | tail -1)
+  kotlin_artifact
+  scripts/test-kotlin.sh --test "$kotlin_cp"
 }
 
 stage_interop() {
@@ -387,7 +447,15 @@ report() {
   printf '%-9s %6d:%02d\n' total $((SECONDS / 60)) $((SECONDS % 60))
   exit "$status"
 }
-trap report EXIT
+# (a run that ends early ends the builds it began, and their children)
+stop_jobs() {
+  local pid
+  for pid in $(jobs -p); do
+    pkill -TERM -P "$pid" 2> /dev/null || true
+    kill "$pid" 2> /dev/null || true
+  done
+}
+trap 'status=$?; stop_jobs; (exit $status); report' EXIT
 for name in "${chosen[@]}"; do
   current=$name started=$SECONDS
   step "stage $name: $(printf '%s\n' "${stages[@]}" | grep "^$name|" | cut -d'|' -f2-)"
