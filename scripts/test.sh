@@ -93,10 +93,12 @@ need_etcd() {
 }
 
 # --- artifacts built in the background -----------------------------------------------------------
-# While a stage's tests wait on leases and timers, about one core is idle (the rust stage's tests
-# keep 42 % of two busy): the packages later stages test are built then, each a job with its own
-# log in target/jobs. A stage that needs one waits for it (and fails with its log if it failed);
-# a stage run alone builds what it needs itself.
+# While a package's suite waits on leases and timers, about one core is idle: the package the
+# next stage tests is built then (the npm packages during the Python suite, the JVM package during
+# the npm suite), each a job with its own log in target/jobs. A stage that needs one waits for it
+# (and fails with its log if it failed); a stage run alone builds what it needs itself. (Not during
+# the rust stage's tests: the conformance suite's real-clock sequences on PostgreSQL judge each
+# operation within 50 ms, and a build beside them, even at nice 19, makes them too late to judge.)
 declare -A building=()
 begin() { # NAME COMMAND...: runs COMMAND in the background, its output in target/jobs/NAME.log
   local name=$1
@@ -124,19 +126,11 @@ later() {
 }
 
 # The artifacts later stages reuse, built once per run: by a background job if one was begun,
-# else now. (The wheel is built in a target folder of its own: zig's compilers differ from the
-# host's, so it shares nothing with the other builds, and it must not wait for their lock.)
-build_wheel() {
-  rm -rf target/wheels
-  CARGO_TARGET_DIR=$root/target/wheel-build scripts/wheel.sh manylinux2014-x86_64 target/wheels
-}
+# else now.
 wheel_artifact() {
-  [ -z "${wheel:-}" ] || return 0
-  if [ -n "${building[wheel]:-}" ]; then
-    finish wheel
-    wheel=$finished
-  else
-    wheel=$(build_wheel | tail -1)
+  if [ -z "${wheel:-}" ]; then
+    rm -rf target/wheels
+    wheel=$(scripts/wheel.sh manylinux2014-x86_64 target/wheels | tail -1)
   fi
 }
 node_artifact() {
@@ -230,9 +224,6 @@ stage_rust() {
   need_nft
   command -v cargo-nextest > /dev/null || cargo install -q cargo-nextest --locked
   step "tests (cargo nextest: each test in its own process, eight at a time; .config/nextest.toml)"
-  cargo nextest run --workspace --no-run
-  # (the wheel, while the tests wait on leases)
-  if later python interop jepsen; then begin wheel build_wheel; fi
   cargo nextest run --workspace
   step "doc tests"
   cargo test -q --workspace --doc
