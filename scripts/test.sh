@@ -125,32 +125,25 @@ later() {
   return 1
 }
 
-# The artifacts later stages reuse, built once per run: by a background job if one was begun,
-# else now.
+# The artifacts later stages reuse, built once per run: by the background job NAME if one was
+# begun, else now by COMMAND (its output's last line is the artifact); kept in VAR.
+artifact() { # VAR NAME COMMAND...
+  local var=$1 name=$2
+  shift 2
+  [ -z "${!var:-}" ] || return 0
+  if [ -n "${building[$name]:-}" ]; then
+    finish "$name"
+  else
+    finished=$("$@" | tail -1)
+  fi
+  printf -v "$var" '%s' "$finished"
+}
 wheel_artifact() {
-  if [ -z "${wheel:-}" ]; then
-    rm -rf target/wheels
-    wheel=$(scripts/wheel.sh manylinux2014-x86_64 target/wheels | tail -1)
-  fi
+  [ -n "${wheel:-}" ] || rm -rf target/wheels
+  artifact wheel wheel scripts/wheel.sh manylinux2014-x86_64 target/wheels
 }
-node_artifact() {
-  [ -z "${node_modules:-}" ] || return 0
-  if [ -n "${building[node]:-}" ]; then
-    finish node
-    node_modules=$finished
-  else
-    node_modules=$(scripts/test-node.sh --install | tail -1)
-  fi
-}
-kotlin_artifact() {
-  [ -z "${kotlin_cp:-}" ] || return 0
-  if [ -n "${building[kotlin]:-}" ]; then
-    finish kotlin
-    kotlin_cp=$finished
-  else
-    kotlin_cp=$(scripts/test-kotlin.sh --build | tail -1)
-  fi
-}
+node_artifact() { artifact node_modules node scripts/test-node.sh --install; }
+kotlin_artifact() { artifact kotlin_cp kotlin scripts/test-kotlin.sh --build; }
 grelmicro_python() {
   [ -n "${py314:-}" ] || py314=$(bash scripts/grelmicro-env.sh | tail -1)
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::client::{Compare, CompareOp, KeyValue, Txn, TxnOp, TxnResponse};
 use serde::{Deserialize, Serialize};
 use tenure::backend::{LeaderElectionOperations, Wakeup};
-use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, WallTime};
+use tenure_core::{BackendError, BackendErrorKind, LeaderRecord, Metadata, WallTime};
 use tenure_store::Wake;
 
 use crate::EtcdBackend;
@@ -80,7 +80,7 @@ impl EtcdBackend {
     ) -> Result<LeaderRecord, BackendError> {
         // A term's fence is its leader key's create revision: a new key for every take, above
         // every key the cluster created before.
-        let fence = fence_of(leader.create_revision());
+        let fence = Some(crate::fence(leader.create_revision())?);
         if let Ok(record) = serde_json::from_slice::<LeaderRecord>(leader.value()) {
             return Ok(LeaderRecord { fence, ..record });
         }
@@ -310,12 +310,6 @@ enum Elected {
     Again,
 }
 
-/// A term's fence: its leader key's create revision (none if not positive, which etcd never
-/// gives a key).
-fn fence_of(create_revision: i64) -> Option<FencingToken> {
-    u64::try_from(create_revision).ok().filter(|r| *r > 0).map(FencingToken::new)
-}
-
 /// The transitions `holder` taking over after `last` makes.
 fn transitions_for(last: Option<&Last>, holder: &str) -> u64 {
     match last {
@@ -366,7 +360,7 @@ impl LeaderElectionOperations for EtcdBackend {
         if let Some((held, mut record)) = self.state.leaders.take(name, token) {
             (record.lease_duration, record.renewed_at, record.metadata) = (lease, at, metadata.clone());
             if let Some(held) = self.rewrite(&held, &record, name).await? {
-                let fence = fence_of(held.revision);
+                let fence = Some(crate::fence(held.revision)?);
                 self.state.leaders.put(name, token, (held, record.clone()));
                 return Ok(LeaderRecord { fence, ..record });
             }
@@ -385,7 +379,7 @@ impl LeaderElectionOperations for EtcdBackend {
         for _ in 0..2 {
             match self.campaign(name, token, &fresh).await? {
                 Elected::Holds(held, record) => {
-                    let fence = fence_of(held.revision);
+                    let fence = Some(crate::fence(held.revision)?);
                     self.state.leaders.put(name, token, (held, record.clone()));
                     return Ok(LeaderRecord { fence, ..record });
                 }
