@@ -117,6 +117,9 @@ pub(crate) struct Client {
     changes: tokio::sync::mpsc::Sender<Change<Uri, Endpoint>>,
     options: Arc<ConnectOptions>,
     login: Arc<Login>,
+    /// How many members it was given: a call refused for want of a leader goes again only
+    /// where there is another member to go to.
+    members: usize,
 }
 
 /// The login token the requests carry, and how to get a new one.
@@ -166,7 +169,8 @@ impl Client {
             return Err(Error::Invalid("no endpoint to connect to".to_owned()));
         }
         let (channel, changes) = Channel::balance_channel(64);
-        let client = Self { channel, changes, options: Arc::new(options), login: Arc::default() };
+        let members = endpoints.len();
+        let client = Self { channel, changes, options: Arc::new(options), login: Arc::default(), members };
         for endpoint in &endpoints {
             client.add_endpoint(endpoint.as_ref()).await?;
         }
@@ -227,10 +231,13 @@ impl Client {
 
     /// Runs `call`, and once more after a new login if the cluster says the token expired
     /// (which it checks before it applies anything: a retried write is never applied twice).
-    /// A member without a leader refuses at once (`hasleader`), before it applies anything: the
-    /// call goes again, the balancer sending it to a member picked afresh, up to
-    /// [`NO_LEADER_TRIES`] times — so a process that opens the store while one member is cut from
-    /// the others does not fail on it (the health probes take a member out only after a while).
+    /// A member without a leader refuses at once (`hasleader`), before it applies anything: with
+    /// several members the call goes again, the balancer sending it to a member picked afresh,
+    /// up to [`NO_LEADER_TRIES`] times — so a process that opens the store while one member is
+    /// cut from the others does not fail on it (the health probes take a member out only after a
+    /// while). With one member it fails at once, as before: going back to the same member only
+    /// kept the call going past its caller's timeout, and a take applied then held the name for
+    /// nobody (a single member's chaos test stopped recovering).
     async fn call<T, F: Future<Output = Result<T, tonic::Status>>>(&self, call: impl Fn() -> F) -> Result<T, Error> {
         let mut tries = 1;
         loop {
@@ -240,7 +247,7 @@ impl Client {
                     self.log_in(sent).await?;
                     return Ok(call().await?);
                 }
-                Err(status) if no_leader(&status) && tries < NO_LEADER_TRIES => {
+                Err(status) if no_leader(&status) && self.members > 1 && tries < NO_LEADER_TRIES => {
                     // (a pause: the balancer picks among members it is connected to, and those
                     // it is still connecting to join them meanwhile)
                     tokio::time::sleep(NO_LEADER_PAUSE * tries).await;
@@ -322,7 +329,8 @@ impl Client {
 }
 
 /// How many times a call goes to members picked afresh while each answers it has no leader,
-/// and the pause before the next time (times the tries so far: 375 ms in all at most).
+/// and the pause before the next time (times the tries so far: 375 ms in all at most; 200 ms
+/// left a fresh process's first calls failing on a cut member, the others not connected yet).
 const NO_LEADER_TRIES: u32 = 6;
 const NO_LEADER_PAUSE: Duration = Duration::from_millis(25);
 
