@@ -51,6 +51,7 @@ macro_rules! suite {
             lock::lock_second_acquire_on_the_same_lock_waits_instead_of_nesting,
             lock::lock_dropping_a_guard_stops_belief_at_once,
             lock::lock_every_acquisition_takes_a_fresh_token,
+            lock::lock_a_fence_below_one_its_holders_saw_is_refused_whichever_holder_asks,
             keep_alive::keep_alive_holds_a_lock_three_leases_with_one_fence,
             keep_alive::keep_alive_loses_a_frozen_lease_before_another_holder_can_take_it,
             keep_alive::keep_alive_retries_a_failed_renewal_while_the_lease_is_valid,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures_lite::future;
 use tenure::{BackendErrorKind, Error, MemoryBackend, Runtime};
 
-use crate::support::{Faulty, eventually, eventually_async, lock, ms, sleep};
+use crate::support::{Faulty, Promoted, eventually, eventually_async, lock, ms, sleep};
 use tenure::backend::LockCalls;
 
 pub async fn lock_key_is_prefixed_and_the_raw_name_stays_free<R: Runtime>(rt: R) {
@@ -336,6 +336,45 @@ pub async fn lock_dropping_a_guard_stops_belief_at_once<R: Runtime>(rt: R) {
     drop(guard);
     assert!(!holder.is_held(), "released when dropped, before the store answers");
     lost.await;
+}
+
+pub async fn lock_a_fence_below_one_its_holders_saw_is_refused_whichever_holder_asks<R: Runtime>(rt: R) {
+    // A failover to a replica that missed the last grants (Redis without min_replicas): the
+    // promoted store hands out tokens again from 1. A lock that saw nothing (another process)
+    // takes them; the lock that saw 3 refuses them (and gives each grant back), on a fresh holder
+    // and on a nowait acquire alike, a token equal to one it saw too; above 3 it holds again.
+    let store = Promoted::default();
+    let lock = lock(&rt, store.clone(), "cart", ms(60_000));
+    for _ in 0..3 {
+        lock.acquire().await.unwrap().release().await.unwrap();
+    }
+    store.fail_over();
+    let other = crate::support::lock(&rt, store.clone(), "cart", ms(60_000));
+    let guard = other.acquire().await.unwrap();
+    assert_eq!(guard.fencing_token().get(), 1, "the other lock saw nothing");
+    guard.release().await.unwrap();
+    let regressed = |result: Result<(), Error>, message: &str| match result {
+        Err(Error::Acquire { cause, .. }) => {
+            cause.kind() == BackendErrorKind::FenceRegression && cause.message() == message
+        }
+        _ => false,
+    };
+    let fresh = lock.holder().acquire(None).await.map(drop);
+    let below = "the store answered fencing token 2 after 3 for the same lock";
+    assert!(regressed(fresh.clone(), below), "a fresh holder: {fresh:?}");
+    let nowait = lock.acquire_nowait().await.map(drop);
+    let again = "the store answered fencing token 3 again for the same lock (it was granted before)";
+    assert!(regressed(nowait.clone(), again), "a nowait acquire: {nowait:?}");
+    assert!(!lock.locked().await.unwrap(), "the refused grants were given back");
+    let guard = lock.acquire().await.unwrap();
+    assert_eq!(guard.fencing_token().get(), 4);
+    guard.release().await.unwrap();
+    // A nested acquire on a holder that holds changes nothing of its lease: it renews its token.
+    let holder = lock.holder();
+    let held = holder.acquire(None).await.unwrap().fencing_token;
+    assert!(matches!(holder.acquire(None).await, Err(Error::Reentrant { .. })));
+    assert_eq!(holder.extend().await.unwrap().fencing_token, held);
+    holder.release().await.unwrap();
 }
 
 pub async fn lock_every_acquisition_takes_a_fresh_token<R: Runtime>(rt: R) {

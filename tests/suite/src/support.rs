@@ -188,6 +188,33 @@ impl Faulty {
     }
 }
 
+/// A store that fails over ([`Promoted::fail_over`]) to a replica that missed every grant the
+/// first one made: its fencing tokens start again from 1 (Redis without `min_replicas`).
+#[derive(Clone, Default)]
+pub struct Promoted {
+    stores: [MemoryBackend; 2],
+    failed_over: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Promoted {
+    pub fn fail_over(&self) {
+        self.failed_over.store(true, Ordering::SeqCst);
+    }
+}
+
+impl std::fmt::Debug for Promoted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Promoted").field("failed_over", &self.failed_over).finish_non_exhaustive()
+    }
+}
+
+impl LockBackend for Promoted {
+    fn execute(&self, op: StoreOp) -> BackendFuture<'static, StoreReply> {
+        let store = &self.stores[usize::from(self.failed_over.load(Ordering::SeqCst))];
+        Box::pin(std::future::ready(Ok(store.apply(&op))))
+    }
+}
+
 impl LockBackend for Faulty {
     fn execute(&self, op: StoreOp) -> BackendFuture<'static, StoreReply> {
         self.run(&op)

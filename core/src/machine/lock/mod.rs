@@ -229,6 +229,10 @@ pub struct LockMachine {
     state: State,
     /// The highest fencing token this holder has seen; a store answering lower is refused.
     last_fence: Option<FencingToken>,
+    /// The highest fencing token other holders of the same lock in this process were granted
+    /// ([`LockMachine::remember_fence`]): a grant must be above it (a read lease at or above it:
+    /// readers share theirs).
+    floor: Option<FencingToken>,
     /// An acquire abandoned at its deadline (its access, and whether it keeps a place in the
     /// store's queue or line when refused): if the store applied it after all, its late grant
     /// or its place is given up instead of blocking others for a whole lease.
@@ -285,6 +289,7 @@ impl LockMachine {
             backend_timeout: config.backend_timeout(),
             state: State::Idle,
             last_fence: None,
+            floor: None,
             orphan: None,
             wake_pending: false,
             token_used: false,
@@ -419,6 +424,26 @@ impl LockMachine {
             State::Held { valid_until, .. } => Some(valid_until),
             State::Extending { valid_until, .. } => valid_until,
             _ => None,
+        }
+    }
+
+    /// The highest fencing token this holder was granted: a store answering lower is refused
+    /// as `FenceRegression`.
+    pub fn last_fence(&self) -> Option<FencingToken> {
+        self.last_fence
+    }
+
+    /// A fencing token another holder of the same lock in this process was granted (or this
+    /// one, for an earlier lease), told before an acquisition: the store must grant above it
+    /// (a read lease at or above it, since readers share theirs), or the grant is refused as
+    /// `FenceRegression` and given back. The driver shares what the holders of one lock saw, so
+    /// a lock acquired after a failover that lost the store's last grants says so whichever
+    /// holder it uses. (Not before a renewal: the holders of a semaphore hold different tokens
+    /// at once, and a renewal keeps its own.) Ignored unless the holder is idle: an acquire on a
+    /// holder that holds is refused as nested, and its lease keeps the token it has.
+    pub fn remember_fence(&mut self, fence: FencingToken) {
+        if matches!(self.state, State::Idle) {
+            self.floor = self.floor.max(Some(fence));
         }
     }
 

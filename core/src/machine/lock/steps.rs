@@ -125,14 +125,20 @@ impl LockMachine {
         }
     }
 
-    /// A fencing token lower than one this holder has already seen: the store lost its counter
-    /// (a failover, a restore) and exclusion can no longer be proven.
+    /// A fencing token lower than one this holder has already seen, or not above one another
+    /// holder of the lock saw ([`LockMachine::remember_fence`]): the store lost its counter (a
+    /// failover, a restore) and exclusion can no longer be proven.
     pub(super) fn regression(&self, fence: FencingToken) -> Option<BackendError> {
-        let last = self.last_fence.filter(|&last| fence < last)?;
-        Some(BackendError::new(
-            BackendErrorKind::FenceRegression,
-            format!("the store answered fencing token {fence} after {last} for the same lock"),
-        ))
+        let shared = self.access == Access::Read;
+        let below_own = self.last_fence.filter(|&last| fence < last);
+        let not_above = self.floor.filter(|&floor| fence < floor || (fence == floor && !shared));
+        let seen = below_own.or(not_above)?;
+        let message = if fence == seen {
+            format!("the store answered fencing token {fence} again for the same lock (it was granted before)")
+        } else {
+            format!("the store answered fencing token {fence} after {seen} for the same lock")
+        };
+        Some(BackendError::new(BackendErrorKind::FenceRegression, message))
     }
 
     /// Where the validity of a grant starts: when its request was sent.

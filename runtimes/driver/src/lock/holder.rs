@@ -163,9 +163,10 @@ impl<R: Runtime> LockHolder<R> {
             .flatten();
         let queued = turn.is_some();
         let wakeup = turn.or_else(|| shared.backend.wakeup(shared.key.as_str()));
-        let (kind, access) = (self.kind, shared.access);
+        let (kind, access, seen) = (self.kind, shared.access, shared.seen_fence());
         let start = move |m: &mut LockMachine, now, config: &LockConfig| {
             fresh_token(m, config.worker(), kind, access)?;
+            remember(m, seen);
             // A semaphore's waiter keeps a short place in line, as a queued lock's does.
             m.set_queued((queued || matches!(access, Access::Permit(_))).then(|| queue_wait(config)));
             m.acquire(now, timeout)
@@ -185,9 +186,10 @@ impl<R: Runtime> LockHolder<R> {
 
     /// One attempt; [`Error::WouldBlock`] if another holder has the lock.
     pub async fn acquire_nowait(&self) -> Result<LockHandle, Error> {
-        let (kind, access) = (self.kind, self.lock.shared.access);
+        let (kind, access, seen) = (self.kind, self.lock.shared.access, self.lock.shared.seen_fence());
         let start = move |m: &mut LockMachine, now, config: &LockConfig| {
             fresh_token(m, config.worker(), kind, access)?;
+            remember(m, seen);
             m.acquire_nowait(now)
         };
         let event = self.run(start, None, false, "acquire").await?;
@@ -289,7 +291,9 @@ impl<R: Runtime> LockHolder<R> {
             begin(machine, now, &config)
         };
         let purpose = Command { backend: &*shared.backend, key: shared.key.as_str(), queued };
-        match command(&shared.runtime, &self.cell, &shared.exec(), purpose, wakeup, start).await {
+        let ended = command(&shared.runtime, &self.cell, &shared.exec(), purpose, wakeup, start).await;
+        shared.saw_fence(self.cell.lock().last_fence());
+        match ended {
             Ok(Some(outcome)) => outcome,
             Ok(None) => Err(stopped(self.lock.name(), operation)),
             Err(refused) => Err(refused),
@@ -316,6 +320,16 @@ impl<R: Runtime> Clone for LockHolder<R> {
 impl<R: Runtime> std::fmt::Debug for LockHolder<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockHolder").field("name", self.lock.name()).field("held", &self.is_held()).finish()
+    }
+}
+
+/// Tells a holder about to acquire the highest fencing token its lock's holders saw (taken when
+/// the acquire began: whatever the store grants it after that is greater, unless the store lost
+/// its counter). Not before a renewal: the holders of a semaphore hold different tokens at once,
+/// and a renewal keeps its own.
+fn remember(machine: &mut LockMachine, seen: Option<tenure_core::FencingToken>) {
+    if let Some(fence) = seen {
+        machine.remember_fence(fence);
     }
 }
 

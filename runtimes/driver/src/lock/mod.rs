@@ -46,7 +46,7 @@ macro_rules! holders_backend {
 
 use holders_backend;
 use tenure_core::config::ensure_same_worker;
-use tenure_core::{Access, Error, HolderKind, Key, LockConfig, LockMachine, Name, StoreOp};
+use tenure_core::{Access, Error, FencingToken, HolderKind, Key, LockConfig, LockMachine, Name, StoreOp};
 
 use crate::backend::LockBackend;
 use crate::drive::{Cell, Execute, Reply};
@@ -98,6 +98,10 @@ pub(crate) struct LockShared<R> {
     /// making a new machine (each acquisition still gets a fresh token). A few at most, so that
     /// idle locks stay small.
     pub(crate) idle: Mutex<Vec<Arc<Cell<LockMachine>>>>,
+    /// The highest fencing token any of its holders saw: each command starts from it, so a
+    /// store answering lower (a failover that lost its last grants) is refused as
+    /// `FenceRegression` whichever holder asks.
+    seen_fence: Mutex<Option<FencingToken>>,
 }
 
 /// How many idle holders a lock keeps.
@@ -106,6 +110,17 @@ pub(crate) const IDLE_HOLDERS: usize = 2;
 impl<R: Runtime> LockShared<R> {
     pub(crate) fn config(&self) -> Arc<LockConfig> {
         self.config.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The highest fencing token a holder of this lock saw.
+    pub(crate) fn seen_fence(&self) -> Option<FencingToken> {
+        *self.seen_fence.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Notes what a holder saw.
+    pub(crate) fn saw_fence(&self, fence: Option<FencingToken>) {
+        let mut seen = self.seen_fence.lock().unwrap_or_else(PoisonError::into_inner);
+        *seen = (*seen).max(fence);
     }
 
     pub(crate) fn exec(&self) -> LockExec {
@@ -167,7 +182,8 @@ impl<R: Runtime> Lock<R> {
         let key = Key::new(kind, name);
         let name = key.name();
         let idle = Mutex::new(Vec::new());
-        Self { shared: Arc::new(LockShared { key, access, name, config, backend, runtime, idle }) }
+        let seen_fence = Mutex::new(None);
+        Self { shared: Arc::new(LockShared { key, access, name, config, backend, runtime, idle, seen_fence }) }
     }
 
     /// The lock name.
