@@ -225,11 +225,12 @@ pub enum Mix {
 /// Runs sequence `seed` of `ops` operations drawn from `mix` on a fresh store and on the model,
 /// comparing every answer; panics with the replay seed and the operations so far on the first
 /// difference. On a real clock, an operation that ends too late to judge stops the sequence
-/// with [`TooLate`] before its answer is compared.
-pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize) -> Result<(), TooLate> {
+/// with [`TooLate`] before its answer is compared; `coarser` multiplies the quantum (a loaded
+/// machine's sequence runs again on a coarser grid, which leaves more room).
+pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize, coarser: u32) -> Result<(), TooLate> {
     let (step, lease_offset) = match h.clock {
         Clock::Manual(_) => (Duration::from_millis(10), Duration::ZERO),
-        Clock::Real { quantum } => (quantum, quantum / 2),
+        Clock::Real { quantum } => (quantum * coarser, quantum * coarser / 2),
     };
     let judged_within = lease_offset.saturating_sub(h.leases.late);
     assert!(
