@@ -133,8 +133,21 @@ impl Cluster {
         panic!("the etcd cluster did not become healthy (logs in {})", self.dir.display());
     }
 
-    /// The index of the member that leads the cluster now.
+    /// The index of the member that leads the cluster now, once one does (after a member's
+    /// restart an election may still be under way; on a loaded machine it can take seconds).
     pub(crate) fn leader(&self) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(leader) = self.leading() {
+                return leader;
+            }
+            assert!(Instant::now() < deadline, "no member led within 20 s (logs in {})", self.dir.display());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The index of the member that says it leads, if one does.
+    fn leading(&self) -> Option<usize> {
         for (i, node) in self.nodes.iter().enumerate().filter(|(_, n)| n.child.is_some()) {
             let output = Command::new("etcdctl")
                 .env("ETCDCTL_API", "3")
@@ -146,10 +159,10 @@ impl Cluster {
             let id = text.lines().find_map(|l| l.strip_prefix("\"MemberID\" : ")).map(str::trim);
             let leader = text.lines().find_map(|l| l.strip_prefix("\"Leader\" : ")).map(str::trim);
             if id.is_some() && id == leader {
-                return i;
+                return Some(i);
             }
         }
-        panic!("no member leads");
+        None
     }
 
     /// Kills member `i` with SIGKILL.

@@ -37,26 +37,39 @@ impl Group {
     /// agree that the master is down), once every replica is in sync and every sentinel knows
     /// the replicas and the other sentinels — so a failover can happen from then on.
     pub fn start(replicas: usize, sentinels: usize) -> Self {
-        Self::started(replicas, sentinels, None, None)
+        Self::started(replicas, sentinels, None, None, None)
+    }
+
+    /// One whose replication links leave from the loopback address `source` (127.0.0.2, say):
+    /// a rule dropping what is sent to `source` cuts every replica from its master, and nothing
+    /// else (the sentinels and the clients connect from 127.0.0.1).
+    pub fn replicating_from(replicas: usize, sentinels: usize, source: &str) -> Self {
+        Self::started(replicas, sentinels, None, None, Some(source))
     }
 
     /// One whose sentinels run with `requirepass password`.
     pub fn with_sentinel_password(replicas: usize, sentinels: usize, password: &str) -> Self {
-        Self::started(replicas, sentinels, Some(password), None)
+        Self::started(replicas, sentinels, Some(password), None, None)
     }
 
     /// One where every server and sentinel speaks only TLS, with certificates (for localhost and
     /// 127.0.0.1) signed by the authority in `certs` (`ca.pem`).
     pub fn with_tls(replicas: usize, sentinels: usize, certs: &std::path::Path) -> Self {
         tenure_conformance::tls::certificates(certs);
-        Self::started(replicas, sentinels, None, Some(certs.to_owned()))
+        Self::started(replicas, sentinels, None, Some(certs.to_owned()), None)
     }
 
-    fn started(replicas: usize, sentinels: usize, password: Option<&str>, tls: Option<PathBuf>) -> Self {
-        let master = Server::in_group(None, tls.as_deref());
+    fn started(
+        replicas: usize,
+        sentinels: usize,
+        password: Option<&str>,
+        tls: Option<PathBuf>,
+        source: Option<&str>,
+    ) -> Self {
+        let master = Server::in_group(None, tls.as_deref(), source);
         let mut servers = vec![master];
         for _ in 0..replicas {
-            let replica = Server::in_group(Some(servers[0].port()), tls.as_deref());
+            let replica = Server::in_group(Some(servers[0].port()), tls.as_deref(), source);
             servers.push(replica);
         }
         let quorum = sentinels / 2 + 1;

@@ -41,9 +41,19 @@ impl Server {
     }
 
     /// A server of a Sentinel group: a replica of `replica_of` if given, speaking only TLS
-    /// with the certificates in `tls` if given (replication over TLS too).
-    pub fn in_group(replica_of: Option<u16>, tls: Option<&std::path::Path>) -> Self {
+    /// with the certificates in `tls` if given (replication over TLS too), its replication
+    /// links (as a replica, now or after a failover) leaving from the loopback address `source`
+    /// if given, so that a test can cut them and nothing else (it announces 127.0.0.1 to its
+    /// master, which tells the sentinels).
+    pub fn in_group(replica_of: Option<u16>, tls: Option<&std::path::Path>, source: Option<&str>) -> Self {
         Self::configured(|s| {
+            if let Some(source) = source {
+                s.extra.extend(["--bind-source-addr".into(), source.into()]);
+                s.extra.extend(["--replica-announce-ip".into(), "127.0.0.1".into()]);
+                // (protected mode refuses every address but 127.0.0.1 and ::1; the server
+                // listens on 127.0.0.1 alone)
+                s.extra.extend(["--protected-mode".into(), "no".into()]);
+            }
             if let Some(certs) = tls {
                 let file = |name: &str| certs.join(name).display().to_string();
                 s.extra.extend(["--tls-port".into(), s.port.to_string(), "--port".into(), "0".into()]);
