@@ -69,6 +69,7 @@ case $platform in
 esac
 . scripts/zig-env.sh
 zig_target "${target%%.*}"
+[ "$libc" != gnu ] || zig_linker "${target%%.*}" "${target#*.}" # (the wheel's: scripts/wheel.sh)
 stage=target/node/stage-$platform
 rm -rf "$stage"
 mkdir -p "$stage/package"

@@ -24,7 +24,7 @@ stages=(
   "node|the portable linux-x64-gnu addon and the packed npm packages, installed: the suite, tsc --strict, the README's example"
   "kotlin|the JVM package: the Kotlin suite on every store, a Java program, the README's Kotlin and Java examples, a JVM exiting mid-election, the Swift bindings' shape"
   "interop|grelmicro 0.44 (Python 3.14) beside the CLI on SQLite, and beside the CLI and the Python, Node and Kotlin packages on Redis and PostgreSQL; read-write locks and semaphores on all three; etcdctl beside them on etcd; every error code through the three packages; the Python suite's 3.14 part"
-  "jepsen|Jepsen-style runs (docs/safety.md): the CLI and the Python, npm and JVM packages on one lock (and a semaphore, and an election) of every store while a nemesis pauses a holder, cuts a client from the store, jumps a client's clock, kills the store's leader or fails it over; the fenced mutex, resource, set and capacity checkers; a resource without fencing caught losing data"
+  "jepsen|Jepsen-style runs (docs/safety.md): the CLI and the Python, npm and JVM packages on one lock (and a semaphore, and an election) of every store while a nemesis pauses a holder, cuts a client from the store, jumps a client's clock, kills the store's leader or fails it over; the fenced mutex, resource, set, capacity and progress checkers; a resource without fencing caught losing data"
   "release|the release script's dry run: one version everywhere, cargo publish --dry-run, the sdist compiled offline"
   "demo|the main job (tenure demo on the default store) and the README's CLI example"
 )
@@ -95,7 +95,8 @@ need_etcd() {
 # --- artifacts built in the background -----------------------------------------------------------
 # While a package's suite waits on leases and timers, about one core is idle: the package the
 # next stage tests is built then (the npm packages during the Python suite, the JVM package during
-# the npm suite), each a job with its own log in target/jobs. A stage that needs one waits for it
+# the npm suite; the release stage's dry run during the Kotlin suite), each a job with its own log
+# in target/jobs. A stage that needs one waits for it
 # (and fails with its log if it failed); a stage run alone builds what it needs itself. (Not during
 # the rust stage's tests: the conformance suite's real-clock sequences on PostgreSQL judge each
 # operation within 50 ms, and a build beside them, even at nice 19, makes them too late to judge.)
@@ -322,6 +323,11 @@ stage_kotlin() {
   need_postgres
   need_etcd
   kotlin_artifact
+  # (the release stage's dry run, while the Kotlin suite waits on leases; it collects the jar)
+  if later release; then
+    command -v node > /dev/null || apt_install nodejs npm # (release.sh reads the npm versions)
+    begin release scripts/release.sh --dry-run
+  fi
   scripts/test-kotlin.sh --test "$kotlin_cp"
 }
 
@@ -377,6 +383,11 @@ stage_jepsen() {
 }
 
 stage_release() {
+  if [ -n "${building[release]:-}" ]; then
+    finish release
+    cat target/jobs/release.log
+    return
+  fi
   # (release.sh reads the npm packages' versions with node)
   command -v node > /dev/null || apt_install nodejs npm
   scripts/release.sh --dry-run

@@ -35,6 +35,7 @@ case $platform in
 esac
 
 zig_target "$target"
+[ "$compat" != manylinux2014 ] || zig_linker "$target" 2.17 # (the addon's: scripts/addon.sh)
 rm -f "$out"/tenure-*"$tag"*.whl
 maturin build -q --release --zig --target "$target" --compatibility "$compat" -m "$manifest" -o "$out" >&2
 wheel=$(ls "$out"/tenure-*"$tag"*.whl)

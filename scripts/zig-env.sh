@@ -18,3 +18,25 @@ export PATH=$zig_venv/bin:$PATH
 zig_target() {
   rustup target list --installed | grep -qx "$1" || rustup target add "$1" >&2
 }
+
+# zig_linker TARGET GLIBC: the C compiler, archiver and linker wrappers of a glibc target (as
+# cargo-zigbuild writes them: `cargo-zigbuild zig cc -- … -target ARCH-linux-gnu.GLIBC`), in
+# target/zig/TARGET, named where cargo and the cc crate look. maturin's --zig and napi's
+# --cross-compile (cargo-zigbuild) keep what is set there, so the wheel and the npm addon link
+# with one linker path; each would otherwise write wrappers of its own, and cargo, seeing another
+# linker, would build the 200 crates they share twice.
+zig_linker() {
+  local target=$1 glibc=$2 tool
+  local dir=$PWD/target/zig/$target env_target=${1//-/_}
+  mkdir -p "$dir"
+  for tool in cc c++; do
+    printf '#!/bin/sh\nexec "%s" zig %s -- -g -fno-sanitize=all -target %s "$@"\n' \
+      "$zig_venv/bin/cargo-zigbuild" "$tool" "${target%%-*}-linux-gnu.$glibc" > "$dir/$tool"
+  done
+  for tool in ar ranlib; do
+    printf '#!/bin/sh\nexec "%s" zig %s -- "$@"\n' "$zig_venv/bin/cargo-zigbuild" "$tool" > "$dir/$tool"
+  done
+  chmod +x "$dir"/*
+  export "CC_$env_target=$dir/cc" "CXX_$env_target=$dir/c++" "AR_$env_target=$dir/ar" "RANLIB_$env_target=$dir/ranlib"
+  export "CARGO_TARGET_${env_target^^}_LINKER=$dir/cc"
+}
