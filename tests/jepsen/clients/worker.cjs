@@ -84,7 +84,18 @@ async function elections(say, backend) {
 (async () => {
   const say = harness(address);
   await say(`hello ${processNumber} ${name} ${process.pid}`);
-  const backend = await openBackend(url);
+  // Opened again while the store is unavailable (a failover as the worker starts), as a
+  // supervisor restarts a service that could not open it.
+  let backend;
+  while (backend === undefined) {
+    try {
+      backend = await openBackend(url);
+    } catch (error) {
+      if (!(error instanceof TenureError)) throw error;
+      console.error(`the store cannot be opened yet: ${error.message}`);
+      await sleep(100);
+    }
+  }
   if (permits === 'election') return elections(say, backend);
   const settings = { leaseDuration: Number(lease) * 1000, retryInterval: 50, envLoad: false };
   const lock =

@@ -78,16 +78,29 @@ suspend fun elections(harness: Harness, store: Store, name: String, lease: Durat
     }
 }
 
+/** The store, opened again while it is unavailable (a failover as the worker starts), as a
+ * supervisor restarts a service that could not open it. */
+suspend fun opened(url: String): Store {
+    while (true) {
+        try {
+            return Store.open(url)
+        } catch (e: TenureException) {
+            System.err.println("the store cannot be opened yet: ${e.message}")
+            delay(100)
+        }
+    }
+}
+
 fun main(args: Array<String>) = runBlocking {
     val (url, name, address, process, lease) = args
     val timeout = args[5].toDouble().seconds
     val harness = Harness(address, process, name)
     if (args[6] == "election") {
-        Store.open(url).use { store -> elections(harness, store, name, lease.toDouble().seconds, timeout) }
+        opened(url).use { store -> elections(harness, store, name, lease.toDouble().seconds, timeout) }
         return@runBlocking
     }
     val permits = args[6].toInt()
-    Store.open(url).use { store ->
+    opened(url).use { store ->
         val options = LockOptions(leaseDuration = lease.toDouble().seconds, retryInterval = 50.milliseconds, envLoad = false)
         val lock = if (permits > 0) Semaphore(name, permits, store, options) else Lock(name, store, options)
         while (true) {

@@ -85,9 +85,22 @@ async def elections(harness: Harness, provider, name: str, lease: float, timeout
             harness.say("info")  # the release on stop reports nothing
 
 
+async def opened(url: str):
+    """The store's provider, opened again while the store is unavailable (a failover as the worker
+    starts), as a supervisor restarts a service that could not open it."""
+    provider = provider_for(url)
+    while True:
+        try:
+            await provider.open()
+            return provider
+        except (TenureError, OSError) as error:  # (an unreachable store: ConnectionError)
+            print(f"the store cannot be opened yet: {error}", file=sys.stderr)
+            await asyncio.sleep(0.1)
+
+
 async def main(url: str, name: str, address: str, process: str, lease: str, timeout: str, permits: str) -> None:
     harness = Harness(address, process, name)
-    async with provider_for(url) as provider:
+    async with await opened(url) as provider:
         if permits == "election":
             await elections(harness, provider, name, float(lease), float(timeout))
             return
@@ -96,7 +109,15 @@ async def main(url: str, name: str, address: str, process: str, lease: str, time
             lock = tenure.Semaphore(name, int(permits), backend=provider.semaphore(), **settings)
         else:
             lock = tenure.Lock(name, backend=provider.lock(), **settings)
+        # A release the store failed leaves this task holding the lock's marker, as grelmicro's
+        # does (an acquire would be refused as nested): the task releases again first.
+        releasing = False
         while True:
+            if releasing:
+                releasing = await release(harness, lock)
+                if releasing:
+                    await asyncio.sleep(0.1)
+                continue
             harness.say("invoke acquire")
             try:
                 handle = await lock.acquire(timeout=float(timeout))
@@ -115,15 +136,22 @@ async def main(url: str, name: str, address: str, process: str, lease: str, time
                 harness.say(f"write {fence}")  # out
             else:
                 await section(harness, fence)
-            harness.say("invoke release")
-            try:
-                await lock.release()
-            except LockNotOwnedError:
-                harness.say("fail")  # the lease ran out meanwhile
-            except TenureError:
-                harness.say("info")
-            else:
-                harness.say("ok")
+            releasing = await release(harness, lock)
+
+
+async def release(harness: Harness, lock) -> bool:
+    """Releases, telling the harness; whether the store failed it (the task must release again)."""
+    harness.say("invoke release")
+    try:
+        await lock.release()
+    except LockNotOwnedError:
+        harness.say("fail")  # the lease ran out meanwhile
+    except TenureError:
+        harness.say("info")
+        return True
+    else:
+        harness.say("ok")
+    return False
 
 
 asyncio.run(main(*sys.argv[1:]))

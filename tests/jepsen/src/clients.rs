@@ -89,9 +89,11 @@ pub(crate) fn drive(front: &str, index: u32, setup: &Setup, recorder: &Recorder,
         // `tenure elect` waits to lead for as long as it takes: the turn ends it (SIGTERM) after
         // the timeout the other clients wait.
         let patience = (cli && setup.election).then(|| Duration::from_secs_f64(setup.timeout));
-        let code = watch(child, pid, cli, process, recorder, stop, patience);
+        let status = watch(child, pid, cli, process, recorder, stop, patience);
+        let code = status.and_then(|s| s.code());
+        let exit = exit_text(status);
         let _ = std::fs::remove_file(&marker);
-        note(setup, index, &format!("tenure-jepsen: process {process} (pid {pid}) exited with {code:?}"));
+        note(setup, index, &format!("tenure-jepsen: process {process} (pid {pid}) exited with {exit}"));
         if !recorder.settled(process, Duration::from_secs(10)) {
             recorder.problem(format!("client {index} ({front}) exited, and its connection stayed open"));
         }
@@ -109,10 +111,10 @@ pub(crate) fn drive(front: &str, index: u32, setup: &Setup, recorder: &Recorder,
         // The command's own exit codes, 1 (the store failed) and 143 (ended waiting to lead);
         // anything else is a crash.
         if cli && !matches!(code, Some(0 | 1 | 70 | 75 | 124 | 143)) {
-            recorder.problem(format!("client {index} (cli) exited with {code:?}; see client-{index}.log"));
+            recorder.problem(format!("client {index} (cli) exited with {exit}; see client-{index}.log"));
         }
         if !cli && !stop.load(Ordering::SeqCst) {
-            recorder.problem(format!("client {index} ({front}) exited with {code:?}; see client-{index}.log"));
+            recorder.problem(format!("client {index} ({front}) exited with {exit}; see client-{index}.log"));
             process += 100;
             std::thread::sleep(Duration::from_millis(500));
         } else if kind == Kind::Info {
@@ -145,7 +147,7 @@ fn watch(
     recorder: &Recorder,
     stop: &AtomicBool,
     patience: Option<Duration>,
-) -> Option<i32> {
+) -> Option<std::process::ExitStatus> {
     if cli {
         recorder.register(process, pid);
     }
@@ -153,7 +155,7 @@ fn watch(
     let mut ended = false;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
-            return status.code();
+            return Some(status);
         }
         // (A turn that lost its term waits to lead again: the run's end ends it too.)
         let waited = patience.is_some_and(|p| started.elapsed() > p) && recorder.open(process) == Some(F::Acquire);
@@ -163,9 +165,19 @@ fn watch(
         }
         if !cli && stop.load(Ordering::SeqCst) {
             let _ = child.kill();
-            return child.wait().ok().and_then(|s| s.code());
+            return child.wait().ok();
         }
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// An exit status in words: `code N`, or the signal that ended the process (`signal 9`).
+fn exit_text(status: Option<std::process::ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt as _;
+    match (status.and_then(|s| s.code()), status.and_then(|s| s.signal())) {
+        (Some(code), _) => format!("code {code}"),
+        (None, Some(signal)) => format!("signal {signal}"),
+        (None, None) => "an unknown status".into(),
     }
 }
 

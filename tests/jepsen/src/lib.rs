@@ -5,14 +5,15 @@
 //! `fail`, or `info` when the outcome is unknown: a timeout, a lost connection), with the
 //! process, the lock name, the fencing token and the harness's monotonic time (the harness
 //! stamps events as they reach it, so a client whose clock is faked does not skew the order).
-//! [`history::ops`] pairs them into operations; the checkers in [`mutex`] and [`set`] return a
-//! [`Verdict`] naming the first anomalies found.
+//! [`history::ops`] pairs them into operations; the checkers in [`mutex`], [`set`],
+//! [`semaphore`] and [`progress`] return a [`Verdict`] naming the first anomalies found.
 
 mod clients;
 pub mod history;
 pub mod mutex;
 mod nemesis;
 mod partition;
+pub mod progress;
 mod record;
 mod report;
 pub mod run;

@@ -14,8 +14,20 @@ use crate::stores::Store;
 /// The nemeses: none; a holder paused (SIGSTOP) between its read and its write, past its lease;
 /// a client cut from the store (`partition`); a client's clock jumped within or
 /// beyond the lease; and the store faults of [`Store::inject`].
-pub(crate) const NEMESES: &[&str] =
-    &["none", "pause", "clock", "partition", "kill", "freeze", "failover", "leader", "quorum", "isolate", "bridge"];
+pub(crate) const NEMESES: &[&str] = &[
+    "none",
+    "pause",
+    "clock",
+    "partition",
+    "kill",
+    "freeze",
+    "failover",
+    "lag",
+    "leader",
+    "quorum",
+    "isolate",
+    "bridge",
+];
 
 /// When faults come: `quiet` between them, each lasting `length` (a pause: `length` past the lease).
 #[derive(Clone, Copy, Debug)]

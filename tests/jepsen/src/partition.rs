@@ -64,6 +64,12 @@ impl Cut {
         self.drop_from(&format!("m{b}"), &[peers[a]])
     }
 
+    /// Drops every packet sent to the loopback address `address` (a Sentinel group's replicas
+    /// connect to their master from one of their own: this cuts replication alone).
+    pub(crate) fn drop_to(&self, address: &str) -> Result<(), String> {
+        self.nft(&format!("add rule inet {} out ip daddr {address} drop", self.table))
+    }
+
     /// Drops what the sockets of cgroup `group` send to `ports`.
     fn drop_from(&self, group: &str, ports: &[u16]) -> Result<(), String> {
         let ports: Vec<String> = ports.iter().map(u16::to_string).collect();

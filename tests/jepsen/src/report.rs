@@ -6,12 +6,12 @@ use std::fmt::Write as _;
 
 use crate::history::{F, Op, Outcome};
 use crate::record::Fault;
-use crate::{Verdict, mutex, semaphore, set};
+use crate::{Verdict, mutex, progress, semaphore, set};
 
 /// The verdict of every checker on `ops` of a lock, of a semaphore of `permits`, or of an
-/// `election`'s terms, by checker name.
+/// `election`'s terms, by checker name; the last is every kind's progress.
 pub(crate) fn judge(ops: &[Op], permits: Option<u32>, election: bool) -> Vec<(&'static str, Verdict)> {
-    match permits {
+    let mut verdicts = match permits {
         None if election => {
             vec![("mutex", mutex::check_terms(ops)), ("resource", mutex::check_resource(ops)), ("set", set::check(ops))]
         }
@@ -21,7 +21,9 @@ pub(crate) fn judge(ops: &[Op], permits: Option<u32>, election: bool) -> Vec<(&'
             ("resource", mutex::owners(ops)),
             ("capacity", semaphore::check(ops, n as usize)),
         ],
-    }
+    };
+    verdicts.push(("progress", progress::check(ops)));
+    verdicts
 }
 
 /// What a run amounts to, in numbers (`totals.json`; `tenure-jepsen table` makes the rows of
@@ -125,15 +127,25 @@ fn seconds(nanos: u64) -> f64 {
 
 /// The timeline: a row per process, a bar per operation (acquire grey, a granted lease green
 /// until its release, an accepted add dark green, a refused one red, unknown outcomes orange),
-/// faults shaded behind, anomalies marked in red.
-pub(crate) fn timeline(title: &str, ops: &[Op], faults: &[Fault], verdicts: &[(&str, Verdict)]) -> String {
+/// faults shaded behind, anomalies marked in red; the whole run, or the `window` of it (from, to,
+/// in nanoseconds of the run).
+pub(crate) fn timeline(
+    title: &str,
+    ops: &[Op],
+    faults: &[Fault],
+    verdicts: &[(&str, Verdict)],
+    window: Option<(u64, u64)>,
+) -> String {
     let end = ops.iter().filter_map(|op| op.completed.or(Some(op.invoked))).max().unwrap_or(1).max(1);
+    let (from, to) = window.map_or((0, end), |(from, to)| (from.min(end), to.min(end)));
+    let span = to.saturating_sub(from).max(1);
+    let shown = |a: u64, b: u64| b >= from && a <= to;
     let mut rows: Vec<u32> = ops.iter().map(|op| op.process).collect();
     rows.sort_unstable();
     rows.dedup();
     let (left, width, row) = (90.0, 1400.0, 18.0);
     let height = 40.0 + row * rows.len() as f64 + 30.0;
-    let x = |t: u64| left + width * (t as f64 / end as f64);
+    let x = |t: u64| left + width * ((t.clamp(from, to) - from) as f64 / span as f64);
     let y = |p: u32| 30.0 + row * rows.iter().position(|&r| r == p).unwrap_or_default() as f64;
     let mut svg = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-family=\"monospace\" font-size=\"11\">\n",
@@ -141,7 +153,7 @@ pub(crate) fn timeline(title: &str, ops: &[Op], faults: &[Fault], verdicts: &[(&
     );
     let _ = writeln!(svg, "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>");
     let _ = writeln!(svg, "<text x=\"4\" y=\"16\" font-size=\"13\">{}</text>", escape(title));
-    for fault in faults {
+    for fault in faults.iter().filter(|f| shown(f.start, f.end)) {
         let (a, b) = (x(fault.start), x(fault.end).max(x(fault.start) + 1.0));
         let _ = writeln!(
             svg,
@@ -175,16 +187,25 @@ pub(crate) fn timeline(title: &str, ops: &[Op], faults: &[Fault], verdicts: &[(&
             granted.insert(op.process, (done, op.fence));
         }
         if op.f == F::Release
-            && let Some((from, fence)) = granted.remove(&op.process)
+            && let Some((since, fence)) = granted.remove(&op.process)
+            && shown(since, op.invoked)
         {
-            bar(&mut svg, x(from), x(op.invoked), y(op.process) + 4.0, 8.0, "#9d9", &held(fence));
+            bar(&mut svg, x(since), x(op.invoked), y(op.process) + 4.0, 8.0, "#9d9", &held(fence));
+        }
+        if !shown(op.invoked, done) {
+            continue;
         }
         let what = format!("{:?} {:?} fence {:?} value {:?}", op.f, op.outcome, op.fence, op.value);
         bar(&mut svg, x(op.invoked), x(done), y(op.process) + 2.0, 12.0, color, &what);
     }
     for (_, verdict) in verdicts {
         for anomaly in &verdict.anomalies {
-            for op in anomaly.ops.iter().filter_map(|&i| ops.get(i)) {
+            for op in anomaly
+                .ops
+                .iter()
+                .filter_map(|&i| ops.get(i))
+                .filter(|op| shown(op.invoked, op.completed.unwrap_or(end)))
+            {
                 let (a, b) = (x(op.invoked), x(op.completed.unwrap_or(end)));
                 let _ = writeln!(
                     svg,
@@ -197,12 +218,12 @@ pub(crate) fn timeline(title: &str, ops: &[Op], faults: &[Fault], verdicts: &[(&
         }
     }
     let bottom = height - 8.0;
-    let _ = writeln!(svg, "<text x=\"{left}\" y=\"{bottom:.1}\">0 s</text>");
+    let _ = writeln!(svg, "<text x=\"{left}\" y=\"{bottom:.1}\">{:.1} s</text>", seconds(from));
     let _ = writeln!(
         svg,
         "<text x=\"{:.1}\" y=\"{bottom:.1}\" text-anchor=\"end\">{:.1} s</text>\n</svg>",
         left + width,
-        seconds(end)
+        seconds(to)
     );
     svg
 }

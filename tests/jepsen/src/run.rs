@@ -59,7 +59,7 @@ pub fn run(plan: &Plan, stop: &Arc<AtomicBool>) -> Result<Judged, String> {
     let mut store = Store::start(&plan.store, &plan.out, &plan.nemesis)?;
     nemesis::check(&plan.nemesis, &store)?;
     let url = match plan.min_replicas {
-        Some(n) if matches!(store, Store::Redis(_) | Store::Sentinel(_)) => {
+        Some(n) if matches!(store, Store::Redis(_) | Store::Sentinel(..)) => {
             let join = if store.url().contains('?') { '&' } else { '?' };
             format!("{}{join}min_replicas={n}", store.url())
         }
@@ -160,6 +160,30 @@ pub fn title(plan: &Plan) -> String {
 
 /// Judges the history in `dir` again.
 pub fn check(dir: &Path) -> Result<Judged, String> {
+    let (events, faults, heading, held) = recorded(dir)?;
+    judge(dir, &heading, &events, &faults, held)
+}
+
+/// The timeline of the run in `dir` from `from` to `to` seconds into it (an SVG): a window of a
+/// long run, as docs/safety.md shows them.
+pub fn window(dir: &Path, from: f64, to: f64) -> Result<String, String> {
+    if !(from.is_finite() && to.is_finite() && 0.0 <= from && from < to) {
+        return Err(format!("the window {from} s to {to} s is no window: 0 <= FROM < TO, in seconds"));
+    }
+    let (events, faults, heading, (permits, election)) = recorded(dir)?;
+    let ops = history::ops(&events).map_err(|e| format!("the history does not pair: {e}"))?;
+    let verdicts = report::judge(&ops, permits, election);
+    let nanos = |s: f64| u64::try_from(Duration::from_secs_f64(s).as_nanos()).unwrap_or(u64::MAX);
+    let title = format!("{heading} ({from} s to {to} s)");
+    Ok(report::timeline(&title, &ops, &faults, &verdicts, Some((nanos(from), nanos(to)))))
+}
+
+/// What a run recorded: its events, its faults, its report's heading, and what it held (a
+/// semaphore's permits, whether it was an election).
+type Recorded = (Vec<Event>, Vec<Fault>, String, (Option<u32>, bool));
+
+/// What the run in `dir` recorded.
+fn recorded(dir: &Path) -> Result<Recorded, String> {
     let read =
         |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| format!("{}: {e}", dir.join(name).display()));
     let events = history::parse(&read("history.jsonl")?).map_err(|e| e.to_string())?;
@@ -172,7 +196,7 @@ pub fn check(dir: &Path) -> Result<Judged, String> {
     let plan: Option<Plan> = read("plan.json").ok().and_then(|text| serde_json::from_str(&text).ok());
     let heading = plan.as_ref().map_or_else(|| dir.display().to_string(), title);
     let held = plan.as_ref().map_or((None, false), |p| (p.permits, p.election));
-    judge(dir, &heading, &events, &faults, held)
+    Ok((events, faults, heading, held))
 }
 
 /// What the checkers made of a history.
@@ -202,7 +226,7 @@ fn judge(
     let report = format!("{title}\n{summary}");
     write("report.txt", report.clone())?;
     write("totals.json", totals)?;
-    write("timeline.svg", report::timeline(title, &ops, faults, &verdicts))?;
+    write("timeline.svg", report::timeline(title, &ops, faults, &verdicts, None))?;
     let kinds = verdicts.iter().flat_map(|(_, v)| v.anomalies.iter().map(|a| a.kind.to_owned())).collect();
     Ok(Judged { kinds, report })
 }
@@ -210,8 +234,8 @@ fn judge(
 /// The rows of docs/safety.md's table for the runs in `dirs` (their `plan.json` and `totals.json`).
 pub fn table(dirs: &[PathBuf]) -> Result<String, String> {
     let mut text = String::from(
-        "| store | holds | nemesis | clients | s | operations | granted | faults | overtaken | stale writes refused | unknown | grants | resource | set or capacity |\n\
-         | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |\n",
+        "| store | holds | nemesis | clients | s | operations | granted | faults | overtaken | stale writes refused | unknown | grants | resource | set or capacity | progress |\n\
+         | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |\n",
     );
     for dir in dirs {
         let read = |name: &str| {
@@ -232,7 +256,7 @@ pub fn table(dirs: &[PathBuf]) -> Result<String, String> {
         };
         let nemesis = if plan.fenced { plan.nemesis.clone() } else { format!("{} (resource unfenced)", plan.nemesis) };
         text.push_str(&format!(
-            "| {}{} | {holds} | {nemesis} | {} × {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {}{} | {holds} | {nemesis} | {} × {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             plan.store,
             plan.min_replicas.map_or(String::new(), |n| format!(" (min_replicas={n})")),
             plan.fronts.join(", "),
@@ -247,6 +271,7 @@ pub fn table(dirs: &[PathBuf]) -> Result<String, String> {
             verdict(grants),
             verdict("resource"),
             verdict(last),
+            verdict("progress"),
         ));
     }
     Ok(text)

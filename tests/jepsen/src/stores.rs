@@ -9,6 +9,9 @@ use tenure_conformance::faults::{self, Server as _};
 use crate::partition::Cut;
 use crate::servers::{etcd, postgres as postgres_server, sentinel, server as redis_server};
 
+/// The loopback address a Sentinel group's replicas replicate from under the `lag` nemesis.
+const REPLICATION_SOURCE: &str = "127.0.0.2";
+
 /// The stores a run can use.
 pub(crate) const KINDS: &[&str] = &["sqlite", "redis", "sentinel", "postgres", "etcd"];
 
@@ -19,8 +22,9 @@ pub(crate) enum Store {
     /// One Redis server, fsync on every write.
     Redis(redis_server::Server),
     /// A Redis master with two replicas and three sentinels; clients connect through the
-    /// sentinels.
-    Sentinel(sentinel::Group),
+    /// sentinels. Its replicas replicate from [`REPLICATION_SOURCE`] when replication is to be
+    /// cut (the cut's table dropping what is sent there).
+    Sentinel(sentinel::Group, Option<Cut>),
     /// One PostgreSQL server from `initdb`.
     Postgres(postgres_server::Server),
     /// Three etcd members; each in a cgroup of its own when members are to be cut from one
@@ -30,7 +34,8 @@ pub(crate) enum Store {
 
 impl Store {
     /// Starts the store `kind` (one of [`KINDS`]), its files under `dir`, ready for `nemesis`
-    /// (etcd's members each in a cgroup for `isolate` and `bridge`).
+    /// (etcd's members each in a cgroup for `isolate` and `bridge`; a Sentinel group's
+    /// replication from an address of its own for `lag`).
     pub(crate) fn start(kind: &str, dir: &std::path::Path, nemesis: &str) -> Result<Self, String> {
         Ok(match kind {
             "etcd" if matches!(nemesis, "isolate" | "bridge") => {
@@ -40,7 +45,11 @@ impl Store {
             }
             "sqlite" => Self::Sqlite(dir.join("locks.sqlite3")),
             "redis" => Self::Redis(redis_server::Server::start()),
-            "sentinel" => Self::Sentinel(sentinel::Group::start(2, 3)),
+            "sentinel" if nemesis == "lag" => {
+                let cut = Cut::new(0, 0)?;
+                Self::Sentinel(sentinel::Group::replicating_from(2, 3, REPLICATION_SOURCE), Some(cut))
+            }
+            "sentinel" => Self::Sentinel(sentinel::Group::start(2, 3), None),
             "postgres" => Self::Postgres(postgres_server::Server::start()),
             "etcd" => Self::Etcd(etcd::cluster::Cluster::start(3), None),
             other => return Err(format!("no store {other:?} (the stores: {})", KINDS.join(", "))),
@@ -52,7 +61,7 @@ impl Store {
         match self {
             Self::Sqlite(path) => format!("sqlite://{}", path.display()),
             Self::Redis(server) => server.url(),
-            Self::Sentinel(group) => group.url(),
+            Self::Sentinel(group, _) => group.url(),
             Self::Postgres(server) => server.url(),
             Self::Etcd(cluster, _) => cluster.url("jepsen/"),
         }
@@ -61,7 +70,7 @@ impl Store {
     /// The ports clients reach the store on (a Sentinel group's: the sentinels' and the servers').
     pub(crate) fn ports(&self) -> Vec<u16> {
         let mut ports = crate::partition::ports_of(&self.url());
-        if let Self::Sentinel(group) = self {
+        if let Self::Sentinel(group, _) = self {
             ports.extend(group.servers.iter().map(|s| s.port()));
         }
         ports
@@ -72,7 +81,7 @@ impl Store {
         match self {
             Self::Sqlite(_) => &[],
             Self::Redis(_) | Self::Postgres(_) => &["kill", "freeze"],
-            Self::Sentinel(_) => &["failover"],
+            Self::Sentinel(..) => &["failover", "lag"],
             Self::Etcd(..) => &["kill", "freeze", "leader", "quorum", "isolate", "bridge"],
         }
     }
@@ -91,6 +100,9 @@ impl Store {
     /// - `freeze`: SIGSTOP (one member of etcd) for `length`, then SIGCONT;
     /// - `failover`: the Redis master killed, the sentinels promote a replica, the old master
     ///   comes back as a replica of it;
+    /// - `lag`: a Sentinel group's replication cut for `length` (the master goes on granting,
+    ///   its replicas see none of it), then the master killed and a replica promoted: what an
+    ///   asynchronous replica that lags when its master dies is;
     /// - `leader`: etcd's leader killed, restarted after `length`;
     /// - `quorum`: two of etcd's three members killed (no quorum), restarted after `length`;
     /// - `isolate`: one etcd member cut from the other two for `length` (it has no quorum; they
@@ -117,13 +129,26 @@ impl Store {
             }
         }
         Ok(match (self, fault) {
-            (Self::Sentinel(group), "failover") => {
+            (Self::Sentinel(group, _), "failover") => {
                 let old = group.master_port();
                 group.server(old).kill9();
                 let new = group.wait_for_new_master(old, Duration::from_secs(60));
                 group.server(old).restart_as_replica_of(new);
                 group.wait_for_synced_master(2, Duration::from_secs(60));
                 format!("master :{old} SIGKILL, :{new} promoted")
+            }
+            (Self::Sentinel(group, Some(cut)), "lag") => {
+                let old = group.master_port();
+                cut.drop_to(REPLICATION_SOURCE)?;
+                nap();
+                group.server(old).kill9();
+                let new = group.wait_for_new_master(old, Duration::from_secs(60));
+                // (healed once a replica is promoted: the dead master's unsent writes, which its
+                // kernel still retransmits, must not reach it before)
+                cut.heal()?;
+                group.server(old).restart_as_replica_of(new);
+                group.wait_for_synced_master(2, Duration::from_secs(60));
+                format!("replication from :{old} cut, :{old} SIGKILL, :{new} promoted")
             }
             (Self::Etcd(cluster, _), "kill") => {
                 let member = turn % 3;

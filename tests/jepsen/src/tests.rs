@@ -217,3 +217,51 @@ fn histories_that_do_not_pair_are_refused() {
     });
     assert!(ops(&twice).is_err(), "one operation at a time per process");
 }
+
+/// Client 1 granted once, then (restarted as 101) refused for good while client 2 is granted
+/// `others` times: starved from `STARVED_AFTER` grants on.
+fn one_client_stuck(others: usize) -> Vec<crate::Op> {
+    let mut lines = vec!["1 invoke acquire l 0".to_owned(), "1 ok acquire l fence=1 1".to_owned()];
+    let mut time = 2;
+    for fence in 2..2 + others {
+        lines.push(format!("101 invoke acquire l {time}"));
+        lines.push(format!("101 info acquire l {}", time + 1));
+        lines.push(format!("2 invoke acquire l {}", time + 2));
+        lines.push(format!("2 ok acquire l fence={fence} {}", time + 3));
+        lines.push(format!("2 invoke release l {}", time + 4));
+        lines.push(format!("2 ok release l {}", time + 5));
+        time += 6;
+    }
+    history(&lines.join("\n"))
+}
+
+#[test]
+fn a_client_granted_nothing_while_the_others_go_on_is_starved() {
+    let verdict = crate::progress::check(&one_client_stuck(crate::progress::STARVED_AFTER));
+    assert_eq!(kinds(&verdict), ["starved"]);
+    assert!(verdict.anomalies[0].message.starts_with("client process 1 was granted nothing after its last grant"));
+    assert!(crate::progress::check(&one_client_stuck(crate::progress::STARVED_AFTER - 1)).is_valid());
+}
+
+#[test]
+fn a_timeline_window_draws_only_what_overlaps_it() {
+    // Two grants of one process, at 1 s and at 10 s (times in nanoseconds).
+    let s = 1_000_000_000u64;
+    let ops = history(&format!(
+        "1 invoke acquire l {}\n 1 ok acquire l fence=1 {}\n 1 invoke release l {}\n 1 ok release l {}\n\
+         1 invoke acquire l {}\n 1 ok acquire l fence=2 {}\n 1 invoke release l {}\n 1 ok release l {}",
+        s,
+        s + 1,
+        2 * s,
+        2 * s + 1,
+        10 * s,
+        10 * s + 1,
+        11 * s,
+        11 * s + 1
+    ));
+    let bars = |window| crate::report::timeline("t", &ops, &[], &[], window).matches("<title>").count();
+    assert_eq!(bars(None), 6, "four operations and two holds");
+    assert_eq!(bars(Some((9 * s, 12 * s))), 3, "the second grant: its acquire, its hold, its release");
+    let svg = crate::report::timeline("t", &ops, &[], &[], Some((9 * s, 12 * s)));
+    assert!(svg.contains(">9.0 s<") && svg.contains(">11.0 s<"), "a window past the run ends with it: {svg}");
+}
