@@ -369,3 +369,26 @@ fn a_confirmation_that_arrives_after_the_instant_it_confirms_until_elects_nobody
     let request = w.take(&mut e);
     assert_eq!(w.answer(&mut e, &request), vec![ElectionEvent::Elected]);
 }
+
+#[test]
+fn a_leader_whose_loop_stalls_is_stale_past_its_deadline_plus_the_tolerance() {
+    let mut w = World::new();
+    let mut e = election(&mut w, "w1");
+    assert_eq!(e.stale_leadership(w.now, ms(0)), None, "not leading: nothing to check");
+    e.start(w.now);
+    let sent = w.now;
+    assert_eq!(w.pump(&mut e), vec![ElectionEvent::Elected]);
+    // Nobody drives the loop from here (its timers stopped): it still believes it leads.
+    assert_eq!(e.stale_leadership(sent + ms(70), ms(30)), None, "within the deadline");
+    assert_eq!(e.stale_leadership(sent + ms(100), ms(30)), None, "deadline + tolerance exactly");
+    assert_eq!(e.stale_leadership(sent + ms(101), ms(30)), Some(ms(101)), "past it: stale");
+    // The loop runs again (its timer fires) and the store confirms it: healthy again.
+    w.advance(ms(60));
+    let _ = w.fire(&mut e);
+    assert!(e.is_leader(w.now));
+    assert_eq!(e.stale_leadership(w.now, ms(30)), None);
+    // Stopped: not leading, nothing to check.
+    e.stop(w.now);
+    let _ = w.pump(&mut e);
+    assert_eq!(e.stale_leadership(w.now + ms(500), ms(30)), None);
+}

@@ -241,6 +241,18 @@ impl ElectionMachine {
         Some(now.saturating_duration_since(at))
     }
 
+    /// client-go's leader health check: while this worker still believes it leads (no timer has
+    /// ended its term yet), how long ago the store last confirmed it, if that is longer than
+    /// the leadership it confirms (`leading_until`, at most `renew_deadline` after the send) plus
+    /// `tolerance`. A loop whose timers stopped (a blocked or starved runtime) keeps believing;
+    /// this says so, and a health route answers unhealthy.
+    pub fn stale_leadership(&self, now: Timestamp, tolerance: Duration) -> Option<Duration> {
+        let (true, Some(at)) = (self.leader, self.last_confirmed_at) else { return None };
+        let allowed = self.leader_until.saturating_duration_since(at).saturating_add(tolerance);
+        let age = now.saturating_duration_since(at);
+        (age > allowed).then_some(age)
+    }
+
     /// The last record a successful attempt returned; kept after errors and stops.
     pub fn record(&self) -> Option<&LeaderRecord> {
         self.record.as_ref()

@@ -239,6 +239,35 @@ impl StoreOp {
             | Self::SemState { key } => key,
         }
     }
+
+    /// The operation's name as metrics report it (`lock_acquire`, `rw_release_write`…).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::LockAcquire { .. } => "lock_acquire",
+            Self::LockAcquireQueued { .. } => "lock_acquire_queued",
+            Self::LockRelease { .. } => "lock_release",
+            Self::LockLocked { .. } => "lock_locked",
+            Self::LockOwned { .. } => "lock_owned",
+            Self::LeaderAcquireOrRenew { .. } => "leader_acquire_or_renew",
+            Self::LeaderRelease { .. } => "leader_release",
+            Self::LeaderGet { .. } => "leader_get",
+            Self::ScheduleClaim { .. } => "schedule_claim",
+            Self::ScheduleLastFired { .. } => "schedule_last_fired",
+            Self::RwAcquireRead { .. } => "rw_acquire_read",
+            Self::RwAcquireWrite { .. } => "rw_acquire_write",
+            Self::RwReleaseRead { .. } => "rw_release_read",
+            Self::RwReleaseWrite { .. } => "rw_release_write",
+            Self::RwCancelIntent { .. } => "rw_cancel_intent",
+            Self::RwDowngrade { .. } => "rw_downgrade",
+            Self::RwState { .. } => "rw_state",
+            Self::RwOwnedRead { .. } => "rw_owned_read",
+            Self::RwOwnedWrite { .. } => "rw_owned_write",
+            Self::SemAcquire { .. } => "sem_acquire",
+            Self::SemRelease { .. } => "sem_release",
+            Self::SemOwned { .. } => "sem_owned",
+            Self::SemState { .. } => "sem_state",
+        }
+    }
 }
 
 /// A store's answer to a [`StoreOp`].
