@@ -28,10 +28,11 @@ use std::task::{Context, Poll, Waker};
 use event_listener::{Event, EventListener};
 use futures_lite::future;
 use tenure_core::machine::Machine;
-use tenure_core::{BackendError, Error, Key, OpId, StoreOp, StoreReply, StoreRequest, Timestamp};
+use tenure_core::{BackendError, Error, OpId, StoreOp, StoreReply, StoreRequest, Timestamp};
 
 use crate::backend::Wakeup;
 use crate::runtime::{Runtime, sleep_until};
+use crate::telemetry::Meter;
 
 /// A running store call.
 pub(crate) type Reply = Pin<Box<dyn Future<Output = Result<StoreReply, BackendError>> + Send>>;
@@ -43,14 +44,18 @@ pub(crate) trait Execute: Clone + Send + Sync + 'static {
     fn execute(&self, op: StoreOp) -> Reply;
 }
 
-/// Reports an event to `tracing` (name and fencing token, never the ownership token).
-pub(crate) trait Observe {
-    fn observe(&self, key: &Key);
+/// Reports a machine's events to `tracing` (name and fencing token, never the ownership token)
+/// and to its [`Meter`], and, after each turn, what it holds (see `observe.rs`).
+pub(crate) trait Observe: Machine {
+    fn observe(&self, event: &Self::Event, meter: &Meter);
+    /// Tells the meter what the machine holds, waits for or leads after a turn (only called
+    /// with a telemetry sink installed).
+    fn meter(&self, meter: &Meter, now: Timestamp);
 }
 
 /// What a machine does when the task driving a command goes away (the future was dropped):
 /// stop waiting, and release whatever a late answer grants.
-pub(crate) trait Abandon: Machine<Event: Observe> + Send + 'static {
+pub(crate) trait Abandon: Observe + Send + 'static {
     fn abandon(&mut self, now: Timestamp);
 }
 
@@ -79,11 +84,14 @@ pub(crate) struct Cell<M> {
     pub(crate) changed: Event,
     /// Held by the one driver of the machine.
     turn: async_lock::Mutex<()>,
+    /// What the machine has told the metrics.
+    pub(crate) meter: Meter,
 }
 
 impl<M> Cell<M> {
     pub(crate) fn new(machine: M) -> Self {
-        Self { machine: Mutex::new(machine), changed: Event::new(), turn: async_lock::Mutex::new(()) }
+        let (changed, turn) = (Event::new(), async_lock::Mutex::new(()));
+        Self { machine: Mutex::new(machine), changed, turn, meter: Meter::default() }
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, M> {
@@ -323,12 +331,12 @@ impl<R: Runtime, M: Abandon, X: Execute> Driver<'_, R, M, X> {
                     begin(&mut machine, now)?;
                 }
                 let (request, timeout, output) = match start {
-                    Some(_) => match turn(&mut *machine, self.runtime, self.exec, &mut Settle) {
+                    Some(_) => match turn(&mut *machine, &self.cell.meter, self.runtime, self.exec, &mut Settle) {
                         // What was left is finished: start this command at once.
                         (None, _, Some(())) => continue,
                         (request, timeout, _) => (request, timeout, None),
                     },
-                    None => turn(&mut *machine, self.runtime, self.exec, purpose),
+                    None => turn(&mut *machine, &self.cell.meter, self.runtime, self.exec, purpose),
                 };
                 // Watchers (lost futures, leadership waiters) re-check after every turn: a state
                 // can change without an event (a release stops the holder counting on its lease).
@@ -445,23 +453,27 @@ fn ready_now(reply: &mut Reply) -> Option<Result<StoreReply, BackendError>> {
 /// deadline. A request the store answers at once is answered here, under the same lock.
 fn turn<R, M, X, P>(
     machine: &mut M,
+    meter: &Meter,
     runtime: &R,
     exec: &X,
     purpose: &mut P,
 ) -> (Option<StoreRequest>, Option<Timestamp>, Option<P::Output>)
 where
     R: Runtime,
-    M: Machine<Event: Observe>,
+    M: Observe,
     X: Execute,
     P: Purpose<M>,
 {
     loop {
         let mut output = None;
         while let Some(event) = machine.poll_event() {
-            event.observe(machine.key());
+            machine.observe(&event, meter);
             if let Some(out) = purpose.event(event) {
                 output.get_or_insert(out);
             }
+        }
+        if crate::telemetry::enabled() {
+            machine.meter(meter, runtime.now());
         }
         if output.is_none() {
             output = purpose.reached(machine);

@@ -42,6 +42,11 @@ pub(crate) mod private {
         fn loss(&self) -> Option<super::LossCause> {
             None
         }
+        /// Tells its holder's metrics that renewals keep failing with only `left` of its
+        /// validity remaining.
+        fn validity_low(&self, left: Duration);
+        /// Tells its holder's metrics the lease is lost (`expired` or `taken`).
+        fn lost(&self, cause: &'static str);
     }
 
     /// A guard a [`KeepAlive`](super::KeepAlive) can keep.
@@ -216,6 +221,25 @@ impl<G: Keepable> std::fmt::Debug for KeepAlive<G> {
     }
 }
 
+/// Ends the renewals on a loss, counted in the holder's metrics at once.
+fn lost(lease: &dyn Renew, shared: &Shared, end: KeepAliveEnd) {
+    lease.lost(if end == KeepAliveEnd::Lost { "taken" } else { "expired" });
+    shared.end(end);
+}
+
+/// The warning a job checkpoints on: renewals keep failing and less than a third of the lease's
+/// validity is left. Given once per run of failed renewals.
+fn warn_low(lease: &dyn Renew, left: Duration) {
+    let left_ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
+    tracing::warn!(
+        name = lease.name(),
+        fence = lease.fence().get(),
+        validity_left_ms = left_ms,
+        "a kept lease's renewals keep failing and its validity is running out: checkpoint the work"
+    );
+    lease.validity_low(left);
+}
+
 /// Whether a lease valid until `until` still is.
 fn validity_held<R: Runtime>(runtime: &R, until: Option<Timestamp>) -> bool {
     until.is_some_and(|until| runtime.now() < until)
@@ -223,6 +247,8 @@ fn validity_held<R: Runtime>(runtime: &R, until: Option<Timestamp>) -> bool {
 
 /// The renewal task: follows the core's schedule until stopped, lost or ended.
 async fn renew<R: Runtime>(runtime: R, lease: Arc<dyn Renew>, mut policy: tenure_core::KeepAlive, shared: Arc<Shared>) {
+    // The validity warning was given since the last confirmed renewal.
+    let mut warned = false;
     loop {
         // Listen before looking, so a stop in between is not missed.
         let stopped = shared.event.listen();
@@ -236,16 +262,25 @@ async fn renew<R: Runtime>(runtime: R, lease: Arc<dyn Renew>, mut policy: tenure
                 // A confirmation that came after the validity it renewed ran out is no use: the
                 // holder has been told the lease is lost (its `lost()` completed) and may have
                 // stopped its job. Lost is final.
-                Ok(()) if !validity_held(&runtime, before) => return shared.end(KeepAliveEnd::Expired),
-                Ok(()) => policy.renewed(),
+                Ok(()) if !validity_held(&runtime, before) => return lost(&*lease, &shared, KeepAliveEnd::Expired),
+                Ok(()) => {
+                    warned = false;
+                    policy.renewed();
+                }
                 // Told it holds no more after its validity ran out: it ended by expiry first.
                 Err(e) if e.is_not_owned() && !validity_held(&runtime, before) => {
-                    return shared.end(KeepAliveEnd::Expired);
+                    return lost(&*lease, &shared, KeepAliveEnd::Expired);
                 }
-                Err(e) if e.is_not_owned() => return shared.end(KeepAliveEnd::Lost),
+                Err(e) if e.is_not_owned() => return lost(&*lease, &shared, KeepAliveEnd::Lost),
                 Err(e) => {
                     tracing::warn!(name = lease.name(), error = %e, "renewing a kept lease failed; retrying while it is valid");
-                    policy.failed(runtime.now());
+                    let now = runtime.now();
+                    policy.failed(now);
+                    let left = before.map(|until| until.saturating_duration_since(now));
+                    if let Some(left) = left.filter(|&left| !warned && left < lease.lease() / 3) {
+                        warned = true;
+                        warn_low(&*lease, left);
+                    }
                 }
             },
             KeepAliveStep::Release => {
@@ -256,7 +291,7 @@ async fn renew<R: Runtime>(runtime: R, lease: Arc<dyn Renew>, mut policy: tenure
                 }
                 return;
             }
-            KeepAliveStep::Lost => return shared.end(KeepAliveEnd::Expired),
+            KeepAliveStep::Lost => return lost(&*lease, &shared, KeepAliveEnd::Expired),
             // A step this driver does not know: nothing it can keep.
             _ => return,
         }

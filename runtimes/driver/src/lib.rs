@@ -29,6 +29,7 @@ mod observe;
 pub mod runtime;
 mod slots;
 mod task_lock;
+pub mod telemetry;
 
 use std::time::Duration;
 
@@ -38,7 +39,7 @@ pub use backend::{
 };
 pub use blocking::{BlockingLock, BlockingLockGuard, BlockingLockHolder, BlockingTaskLock, BlockingTaskLockGuard};
 pub use coordination::{Coordination, Provider, Registry};
-pub use election::{LeaderElection, LeaderElectionBuilder, LeaderGuard};
+pub use election::{LeaderElection, LeaderElectionBuilder, LeaderGuard, LeaderHealth};
 pub use env::process_env;
 pub use keep_alive::{KeepAlive, KeepAliveEnd, Keepable};
 pub use lock::{

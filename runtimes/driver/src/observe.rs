@@ -1,15 +1,44 @@
-//! What the driver tells `tracing`: every acquisition, renewal, release, loss and leadership
-//! change, with the lock name and fencing token — never the ownership token, a capability.
+//! What the driver tells `tracing` and the metrics ([`Meter`]): every acquisition, renewal,
+//! release, loss and leadership change, with the lock name and fencing token — never the
+//! ownership token, a capability.
 
-use tenure_core::{ElectionEvent, Key, LockEvent, TaskLockEvent};
+use tenure_core::{
+    Access, BackendErrorKind, ElectionEvent, ElectionMachine, Error, LeadershipLoss, LockEvent, LockMachine, LockPhase,
+    LossReason, TaskLockEvent, TaskLockMachine, TaskLockPhase, Timestamp,
+};
 use tracing::{debug, error, info, warn};
 
 use crate::drive::Observe;
+use crate::telemetry::{Completion, Holding, Meter};
 
-impl Observe for LockEvent {
-    fn observe(&self, key: &Key) {
-        let name = key.name_str();
-        match self {
+/// The `primitive` attribute of a lock's measurements.
+pub(crate) fn primitive(access: Access) -> &'static str {
+    match access {
+        Access::Exclusive => "lock",
+        Access::Read => "rwlock.read",
+        Access::Write => "rwlock.write",
+        Access::Permit(_) => "semaphore",
+    }
+}
+
+/// Why a lease reported lost ended, for the meter.
+fn loss(reason: LossReason) -> &'static str {
+    match reason {
+        LossReason::Expired => "expired",
+        _ => "taken",
+    }
+}
+
+/// The meter's cause for a failed command on a held lease, if it ends the lease.
+fn failure(e: &Error) -> Option<&'static str> {
+    let regression = e.backend_error().is_some_and(|cause| cause.kind() == BackendErrorKind::FenceRegression);
+    regression.then_some("fence_regression")
+}
+
+impl Observe for LockMachine {
+    fn observe(&self, event: &LockEvent, meter: &Meter) {
+        let name = self.key().name_str();
+        match event {
             LockEvent::Acquired { fence, .. } => debug!(lock = name, fence = fence.get(), "lock acquired"),
             LockEvent::Extended { fence, previous, .. } if fence == previous => {
                 debug!(lock = name, fence = fence.get(), "lock extended");
@@ -22,18 +51,35 @@ impl Observe for LockEvent {
             ),
             LockEvent::Released { fence: Some(fence) } => debug!(lock = name, fence = fence.get(), "lock released"),
             LockEvent::Released { fence: None } => debug!(lock = name, "lock released"),
-            LockEvent::Lost { fence, reason } => warn!(lock = name, fence = fence.get(), ?reason, "lock lost"),
+            LockEvent::Lost { fence, reason } => {
+                meter.ending(loss(*reason));
+                warn!(lock = name, fence = fence.get(), ?reason, "lock lost");
+            }
             LockEvent::Failed(e) if e.is_would_block() || e.is_not_owned() => debug!(lock = name, error = %e, "lock"),
-            LockEvent::Failed(e) => warn!(lock = name, error = %e, "lock operation failed"),
+            LockEvent::Failed(e) => {
+                if let Some(cause) = failure(e) {
+                    meter.ending(cause);
+                }
+                warn!(lock = name, error = %e, "lock operation failed");
+            }
             _ => {}
         }
     }
+
+    fn meter(&self, meter: &Meter, _: Timestamp) {
+        let phase = self.phase();
+        let counted = matches!(phase, LockPhase::Held | LockPhase::Extending | LockPhase::Downgrading);
+        let held = self.fence().filter(|_| counted).map(|fence| fence.get());
+        let loss = self.loss().map(|(fence, reason)| (fence.get(), loss(reason)));
+        let holding = Holding { held, loss, waiting: phase == LockPhase::Waiting };
+        meter.sync(primitive(self.access()), self.key().name_str(), holding);
+    }
 }
 
-impl Observe for TaskLockEvent {
-    fn observe(&self, key: &Key) {
-        let name = key.name_str();
-        match self {
+impl Observe for TaskLockMachine {
+    fn observe(&self, event: &TaskLockEvent, meter: &Meter) {
+        let name = self.key().name_str();
+        match event {
             TaskLockEvent::Entered { fence, .. } => debug!(task_lock = name, fence = fence.get(), "task lock entered"),
             TaskLockEvent::Extended { fence, .. } => {
                 debug!(task_lock = name, fence = fence.get(), "task lock extended");
@@ -45,21 +91,41 @@ impl Observe for TaskLockEvent {
                 debug!(task_lock = name, fence = fence.get(), "task lock held for its min hold");
             }
             TaskLockEvent::Lost { fence, reason } => {
+                meter.ending(loss(*reason));
                 warn!(task_lock = name, fence = fence.get(), ?reason, "task took too long and its lock expired");
             }
             TaskLockEvent::Failed(e) if e.is_would_block() => debug!(task_lock = name, "task lock held elsewhere"),
-            TaskLockEvent::Failed(e) => warn!(task_lock = name, error = %e, "task lock operation failed"),
+            TaskLockEvent::Failed(e) => {
+                if let Some(cause) = failure(e) {
+                    meter.ending(cause);
+                }
+                warn!(task_lock = name, error = %e, "task lock operation failed");
+            }
             _ => {}
         }
     }
+
+    fn meter(&self, meter: &Meter, _: Timestamp) {
+        let counted = matches!(self.phase(), TaskLockPhase::Held | TaskLockPhase::Extending);
+        let held = self.fence().filter(|_| counted).map(|fence| fence.get());
+        let loss = self.loss().map(|(fence, reason)| (fence.get(), loss(reason)));
+        meter.sync("task_lock", self.key().name_str(), Holding { held, loss, waiting: false });
+    }
 }
 
-impl Observe for ElectionEvent {
-    fn observe(&self, key: &Key) {
-        let name = key.name_str();
-        match self {
+impl Observe for ElectionMachine {
+    fn observe(&self, event: &ElectionEvent, meter: &Meter) {
+        let name = self.key().name_str();
+        match event {
             ElectionEvent::Elected => info!(election = name, "acquired leadership"),
-            ElectionEvent::Deposed { reason } => warn!(election = name, ?reason, "lost leadership"),
+            ElectionEvent::Deposed { reason } => {
+                meter.leadership_ending(match reason {
+                    LeadershipLoss::NotHolder => "taken",
+                    LeadershipLoss::RenewDeadline => "expired",
+                    _ => "stopped",
+                });
+                warn!(election = name, ?reason, "lost leadership");
+            }
             ElectionEvent::AttemptFailed { error, log: true } => {
                 error!(election = name, %error, "failed to acquire lock");
             }
@@ -72,5 +138,37 @@ impl Observe for ElectionEvent {
             ElectionEvent::Stopped => info!(election = name, "stopped"),
             _ => {}
         }
+    }
+
+    fn meter(&self, meter: &Meter, now: Timestamp) {
+        let fence = self.fence().map(|fence| fence.get());
+        meter.sync_leading(self.key().name_str(), self.is_leader(now), fence);
+    }
+}
+
+impl Completion for LockEvent {
+    fn fence(&self) -> Option<u64> {
+        match self {
+            LockEvent::Acquired { fence, .. } | LockEvent::Extended { fence, .. } => Some(fence.get()),
+            LockEvent::Downgraded { generation, .. } => Some(generation.get()),
+            _ => None,
+        }
+    }
+
+    fn regranted(&self) -> bool {
+        matches!(self, LockEvent::Extended { fence, previous, .. } if fence != previous)
+    }
+}
+
+impl Completion for TaskLockEvent {
+    fn fence(&self) -> Option<u64> {
+        match self {
+            TaskLockEvent::Entered { fence, .. } | TaskLockEvent::Extended { fence, .. } => Some(fence.get()),
+            _ => None,
+        }
+    }
+
+    fn regranted(&self) -> bool {
+        matches!(self, TaskLockEvent::Extended { fence, previous, .. } if fence != previous)
     }
 }

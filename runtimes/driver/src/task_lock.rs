@@ -164,11 +164,18 @@ impl<R: Runtime> TaskLock<R> {
             machine.set_config(config);
             start(machine, now)
         };
-        match command(&self.shared.runtime, &self.shared.cell, &self.exec(), Command, None, start).await {
+        let cell = &self.shared.cell;
+        let fence = || cell.lock().fence().map(|fence| fence.get());
+        let metered = cell.meter.command("task_lock", self.name().as_str(), operation, fence);
+        let ended = match command(&self.shared.runtime, cell, &self.exec(), Command, None, start).await {
             Ok(Some(outcome)) => outcome,
             Ok(None) => Err(stopped(self.name(), operation)),
             Err(refused) => Err(refused),
+        };
+        if let Some(metered) = metered {
+            metered.finish(ended.as_ref());
         }
+        ended
     }
 }
 
@@ -321,6 +328,14 @@ impl<R: Runtime> Renew for KeptRun<R> {
 
     fn loss(&self) -> Option<tenure_core::LossCause> {
         self.lock.loss(self.fence)
+    }
+
+    fn validity_low(&self, left: Duration) {
+        self.lock.shared.cell.meter.validity_low(left);
+    }
+
+    fn lost(&self, cause: &'static str) {
+        self.lock.shared.cell.meter.lost(cause);
     }
 }
 

@@ -18,6 +18,7 @@ pub mod rw;
 pub mod sem;
 pub mod support;
 pub mod task_lock;
+pub mod telemetry;
 
 pub use tenure;
 
@@ -119,6 +120,13 @@ macro_rules! suite {
             binding::binding_slot_loss_at_the_maximum_hold_is_a_lost_error_with_its_cause,
             binding::binding_slot_refuses_a_downgrade_while_kept_and_downgrades_otherwise,
             binding::binding_options_apply_to_every_builder_and_name_a_bad_setting_as_spelt,
+            telemetry::telemetry_a_lock_cycle_is_measured_and_its_spans_carry_no_token,
+            telemetry::telemetry_a_contended_acquire_counts_its_wait_timeout_and_refusal,
+            telemetry::telemetry_a_dropped_acquire_is_cancelled_and_leaves_no_waiter,
+            telemetry::telemetry_a_lease_lost_while_renewals_fail_warns_then_counts_the_store_unreachable,
+            telemetry::telemetry_a_lease_taken_by_another_holder_is_a_loss_by_taking,
+            telemetry::telemetry_a_task_lock_run_is_measured_as_one,
+            telemetry::telemetry_an_election_reports_its_leader_and_each_change,
         );
     };
     (@tests $runtime:expr, $block_on:expr; $($module:ident :: $test:ident),* $(,)?) => {

@@ -1,12 +1,14 @@
 //! `LeaderElection`: one leader among the workers sharing a backend (spec §1.6, §3.5).
 
 mod builder;
+mod health;
 mod lead;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use builder::LeaderElectionBuilder;
+pub use health::LeaderHealth;
 pub use lead::LeaderGuard;
 use tenure_core::{
     ElectionEvent, ElectionMachine, Error, FencingToken, Key, KeyKind, LeaderElectionConfig, LeaderRecord, Metadata,
@@ -55,11 +57,12 @@ struct ElectionExec(Arc<dyn LeaderElectionBackend>);
 
 impl Execute for ElectionExec {
     fn answer_now(&self, op: &StoreOp) -> Option<Result<tenure_core::StoreReply, tenure_core::BackendError>> {
-        self.0.answer_now(op)
+        crate::telemetry::answered_now(op, || self.0.answer_now(op))
     }
 
     fn execute(&self, op: StoreOp) -> Reply {
-        self.0.execute(op)
+        let operation = op.name();
+        crate::telemetry::timed(operation, self.0.execute(op))
     }
 }
 

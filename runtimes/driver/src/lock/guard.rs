@@ -160,6 +160,14 @@ impl<R: Runtime> Renew for KeptLease<R> {
     fn loss(&self) -> Option<tenure_core::LossCause> {
         self.holder.loss(self.fence)
     }
+
+    fn validity_low(&self, left: Duration) {
+        self.holder.meter().validity_low(left);
+    }
+
+    fn lost(&self, cause: &'static str) {
+        self.holder.meter().lost(cause);
+    }
 }
 
 impl<R: Runtime> Drop for LockGuard<R> {

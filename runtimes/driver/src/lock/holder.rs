@@ -14,6 +14,7 @@ use crate::backend::Wakeup;
 use crate::drive::{Cell, Execute, Purpose, command, settle, watch};
 use crate::identity::holder_token;
 use crate::keep_alive::KeepAlive;
+use crate::observe::primitive;
 use crate::runtime::Runtime;
 
 /// One holder of a [`Lock`]: an ownership token and the state of its lease.
@@ -138,6 +139,11 @@ impl<R: Runtime> LockHolder<R> {
         Some(super::loss_cause(reason))
     }
 
+    /// This holder's metrics.
+    pub(crate) fn meter(&self) -> &crate::telemetry::Meter {
+        &self.cell.meter
+    }
+
     /// The handle of the lease held (or last held, until released).
     pub fn handle(&self) -> Option<LockHandle> {
         self.cell.lock().handle()
@@ -192,8 +198,8 @@ impl<R: Runtime> LockHolder<R> {
             remember(m, seen);
             m.acquire_nowait(now)
         };
-        let event = self.run(start, None, false, "acquire").await?;
-        self.handle_after(&event, "acquire")
+        let ended = self.run(start, None, false, "acquire").await;
+        self.handle_after(&ended?, "acquire")
     }
 
     /// Renews the lease for another `lease_duration`. A live lease keeps its fencing token; a
@@ -291,13 +297,19 @@ impl<R: Runtime> LockHolder<R> {
             begin(machine, now, &config)
         };
         let purpose = Command { backend: &*shared.backend, key: shared.key.as_str(), queued };
+        let fence = || self.cell.lock().fence().map(|fence| fence.get());
+        let metered = self.cell.meter.command(primitive(shared.access), self.lock.name().as_str(), operation, fence);
         let ended = command(&shared.runtime, &self.cell, &shared.exec(), purpose, wakeup, start).await;
         shared.saw_fence(self.cell.lock().last_fence());
-        match ended {
+        let ended = match ended {
             Ok(Some(outcome)) => outcome,
             Ok(None) => Err(stopped(self.lock.name(), operation)),
             Err(refused) => Err(refused),
+        };
+        if let Some(metered) = metered {
+            metered.finish(ended.as_ref());
         }
+        ended
     }
 
     /// The handle an acquire or extend yielded.

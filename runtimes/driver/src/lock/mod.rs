@@ -134,11 +134,12 @@ pub(crate) struct LockExec(pub(crate) Arc<dyn LockBackend>);
 
 impl Execute for LockExec {
     fn answer_now(&self, op: &StoreOp) -> Option<Result<tenure_core::StoreReply, tenure_core::BackendError>> {
-        self.0.answer_now(op)
+        crate::telemetry::answered_now(op, || self.0.answer_now(op))
     }
 
     fn execute(&self, op: StoreOp) -> Reply {
-        self.0.execute(op)
+        let operation = op.name();
+        crate::telemetry::timed(operation, self.0.execute(op))
     }
 }
 
