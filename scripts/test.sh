@@ -298,7 +298,8 @@ stage_python() {
   local venv=target/python-test-venv
   rm -rf "$venv"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q pytest mypy "$wheel"
+  # (opentelemetry-sdk: test_telemetry.py turns the metrics on as a user does)
+  "$venv/bin/pip" install -q pytest mypy opentelemetry-api opentelemetry-sdk "$wheel"
   (cd bindings/python/tests && "$root/$venv/bin/python" -m pytest -q -p no:cacheprovider)
   # The README's Python example, run as a user would paste it.
   scripts/readme-example.sh python > target/readme_example.py

@@ -124,6 +124,13 @@ impl LeaderElection {
         self.inner.is_leader_confirmed_within(max_age)
     }
 
+    /// The leader health check: `None` when healthy, else why not.
+    fn health(&self, py: Python<'_>, tolerance: f64) -> PyResult<Option<String>> {
+        let tolerance = Unit::Seconds.duration("tolerance", tolerance).map_err(|e| py_error(py, &e))?;
+        let health = self.inner.health(tolerance);
+        Ok((!health.is_healthy()).then(|| health.to_string()))
+    }
+
     fn wait_for_leader<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let election = self.inner.clone();
         until(py, async move { election.wait_for_leader().await })

@@ -17,6 +17,7 @@ mod rw_calls;
 mod rw_lock;
 mod sem;
 mod task_lock;
+mod telemetry;
 mod thread;
 mod user;
 
@@ -202,6 +203,11 @@ fn _tenure(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<user::Answer>()?;
     m.add_class::<user::Fences>()?;
     m.add_function(wrap_pyfunction!(_error_table, m)?)?;
+    m.add_function(wrap_pyfunction!(telemetry::telemetry_install, m)?)?;
+    m.add_function(wrap_pyfunction!(telemetry::telemetry_uninstall, m)?)?;
+    m.add_function(wrap_pyfunction!(telemetry::telemetry_set_name_limit, m)?)?;
+    m.add_function(wrap_pyfunction!(telemetry::telemetry_observe, m)?)?;
+    m.add_function(wrap_pyfunction!(telemetry::telemetry_instruments, m)?)?;
     m.add_function(wrap_pyfunction!(_raise_error_example, m)?)?;
     m.add_function(wrap_pyfunction!(backend::memory_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backend::user_backend, m)?)?;

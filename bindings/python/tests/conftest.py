@@ -94,6 +94,21 @@ def store(request, tmp_path):
     return make
 
 
+def memory_election(name):
+    """An election on a fresh memory store that elects within a tenth of a second."""
+    from tenure import LeaderElection
+
+    return LeaderElection(
+        name,
+        backend=MemoryProvider().leaderelection(),
+        env_load=False,
+        lease_duration=5,
+        renew_deadline=4,
+        retry_interval=0.1,
+        backend_timeout=1,
+    )
+
+
 def follow(store, fences, start=1):
     """Whether `fences` are what successive acquisitions get: `start, start + 1, …` on the stores
     of grelmicro's layout (per name, consecutive); on etcd, whose fences are the holders' create

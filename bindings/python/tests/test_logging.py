@@ -5,7 +5,7 @@ import asyncio
 import logging
 import time
 
-from tenure import LeaderElection, MemoryProvider
+from conftest import memory_election
 
 
 def wait_for(records, text, timeout=5.0):
@@ -22,15 +22,7 @@ def test_leadership_changes_are_logged_under_tenure(caplog):
     caplog.set_level(logging.DEBUG, logger="tenure")
 
     async def main():
-        election = LeaderElection(
-            "svc",
-            backend=MemoryProvider().leaderelection(),
-            env_load=False,
-            lease_duration=5,
-            renew_deadline=4,
-            retry_interval=0.1,
-            backend_timeout=1,
-        )
+        election = memory_election("svc")
         task = asyncio.create_task(election())
         await asyncio.wait_for(election.wait_for_leader(), 5)
         task.cancel()

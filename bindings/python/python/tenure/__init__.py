@@ -68,6 +68,9 @@ __version__: str = _tenure.__version__
 # At exit, the runtime's threads stop handing results to Python before the interpreter goes.
 atexit.register(_tenure.shutdown)
 
+# Metrics and spans through opentelemetry-api when it is installed (docs/telemetry.md).
+from tenure import telemetry  # noqa: E402
+
 __all__ = [
     "AdmissionError",
     "BackendNotOpenError",
@@ -132,4 +135,5 @@ __all__ = [
     "WouldBlockError",
     "WriteGrant",
     "WriteGuard",
+    "telemetry",
 ]

@@ -7,11 +7,11 @@ takes over without waiting for it to expire."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, Mapping, Optional, TypeVar, Union
+from typing import Any, Awaitable, Callable, Mapping, NamedTuple, Optional, TypeVar, Union
 from uuid import UUID
 
 from tenure import _tenure
-from tenure._durations import Seconds
+from tenure._durations import Seconds, positive
 from tenure._config import LeaderElectionConfig
 from tenure._record import LeaderRecord, record
 from tenure._primitive import Primitive
@@ -19,6 +19,13 @@ from tenure._user_backend import LeaderElectionBackend
 from tenure.errors import WouldBlockError
 
 T = TypeVar("T")
+
+
+class LeaderHealth(NamedTuple):
+    """What a health route answers for an election (:meth:`LeaderElection.health`)."""
+
+    healthy: bool
+    reason: str
 
 class _LeaderGuard:
     """`async with election.guard():` enters only while this worker leads."""
@@ -117,6 +124,16 @@ class LeaderElection(Primitive):
         """Whether this worker leads and the store confirmed it at most `max_age` seconds ago."""
         native = self._own_native()
         return native is not None and native.is_leader_confirmed_within(float(max_age))
+
+    def health(self, tolerance: Seconds = 10.0) -> LeaderHealth:
+        """The leader health check (client-go's): unhealthy when this worker believes it leads but
+        the store has not confirmed it within its renew deadline plus `tolerance` (its election
+        loop is stuck); healthy otherwise, followers included. Answer 503 from a health route
+        when `not health.healthy`."""
+        given = positive("tolerance", tolerance)
+        native = self._own_native()
+        reason = None if native is None else native.health(given)
+        return LeaderHealth(reason is None, reason or "healthy")
 
     async def wait_for_leader(self) -> None:
         """Waits until this worker leads (the loop must be running)."""
