@@ -1,6 +1,6 @@
 //! What the driver measures (DESIGN §6): metrics, spans and the events users act on, decided
 //! here once and handed to one [`Telemetry`] sink that a front end installs: the OpenTelemetry
-//! API in Rust (feature `opentelemetry`, [`opentelemetry::install`]), Python's
+//! API in Rust (feature `opentelemetry`: `telemetry::opentelemetry::install`), Python's
 //! `opentelemetry-api`, Node's `@opentelemetry/api`, a JVM listener. A sink converts; it decides
 //! nothing: every instrument, its unit, its bucket boundaries, when it is recorded and with which
 //! attributes are the driver's ([`INSTRUMENTS`]).
