@@ -49,7 +49,7 @@ pub(crate) trait Execute: Clone + Send + Sync + 'static {
 pub(crate) trait Observe: Machine {
     fn observe(&self, event: &Self::Event, meter: &Meter);
     /// Tells the meter what the machine holds, waits for or leads after a turn (only called
-    /// with a telemetry sink installed).
+    /// with a telemetry sink installed, or while the meter counts something).
     fn meter(&self, meter: &Meter, now: Timestamp);
 }
 
@@ -472,7 +472,7 @@ where
                 output.get_or_insert(out);
             }
         }
-        if crate::telemetry::enabled() {
+        if crate::telemetry::enabled() || meter.counting() {
             machine.meter(meter, runtime.now());
         }
         if output.is_none() {

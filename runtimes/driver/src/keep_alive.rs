@@ -45,7 +45,7 @@ pub(crate) mod private {
         /// Tells its holder's metrics that renewals keep failing with only `left` of its
         /// validity remaining.
         fn validity_low(&self, left: Duration);
-        /// Tells its holder's metrics the lease is lost (`expired` or `taken`).
+        /// Tells its holder's metrics the lease is lost (`expired`, `unreachable` or `taken`).
         fn lost(&self, cause: &'static str);
     }
 
@@ -221,9 +221,11 @@ impl<G: Keepable> std::fmt::Debug for KeepAlive<G> {
     }
 }
 
-/// Ends the renewals on a loss, counted in the holder's metrics at once.
-fn lost(lease: &dyn Renew, shared: &Shared, end: KeepAliveEnd) {
-    lease.lost(if end == KeepAliveEnd::Lost { "taken" } else { "expired" });
+/// Ends the renewals on a loss, counted in the holder's metrics at once: `unreachable` when a
+/// renewal was in flight as the validity ran out (the store too slow to answer in time),
+/// `expired` when none was (the meter says `unreachable` if the last ones failed), `taken`.
+fn lost(lease: &dyn Renew, shared: &Shared, end: KeepAliveEnd, cause: &'static str) {
+    lease.lost(cause);
     shared.end(end);
 }
 
@@ -262,16 +264,18 @@ async fn renew<R: Runtime>(runtime: R, lease: Arc<dyn Renew>, mut policy: tenure
                 // A confirmation that came after the validity it renewed ran out is no use: the
                 // holder has been told the lease is lost (its `lost()` completed) and may have
                 // stopped its job. Lost is final.
-                Ok(()) if !validity_held(&runtime, before) => return lost(&*lease, &shared, KeepAliveEnd::Expired),
+                Ok(()) if !validity_held(&runtime, before) => {
+                    return lost(&*lease, &shared, KeepAliveEnd::Expired, "unreachable");
+                }
                 Ok(()) => {
                     warned = false;
                     policy.renewed();
                 }
                 // Told it holds no more after its validity ran out: it ended by expiry first.
                 Err(e) if e.is_not_owned() && !validity_held(&runtime, before) => {
-                    return lost(&*lease, &shared, KeepAliveEnd::Expired);
+                    return lost(&*lease, &shared, KeepAliveEnd::Expired, "unreachable");
                 }
-                Err(e) if e.is_not_owned() => return lost(&*lease, &shared, KeepAliveEnd::Lost),
+                Err(e) if e.is_not_owned() => return lost(&*lease, &shared, KeepAliveEnd::Lost, "taken"),
                 Err(e) => {
                     tracing::warn!(name = lease.name(), error = %e, "renewing a kept lease failed; retrying while it is valid");
                     let now = runtime.now();
@@ -291,7 +295,7 @@ async fn renew<R: Runtime>(runtime: R, lease: Arc<dyn Renew>, mut policy: tenure
                 }
                 return;
             }
-            KeepAliveStep::Lost => return lost(&*lease, &shared, KeepAliveEnd::Expired),
+            KeepAliveStep::Lost => return lost(&*lease, &shared, KeepAliveEnd::Expired, "expired"),
             // A step this driver does not know: nothing it can keep.
             _ => return,
         }

@@ -68,7 +68,13 @@ impl Observe for LockMachine {
 
     fn meter(&self, meter: &Meter, _: Timestamp) {
         let phase = self.phase();
-        let counted = matches!(phase, LockPhase::Held | LockPhase::Extending | LockPhase::Downgrading);
+        // Held while it counts on its lease: an extend in flight after the validity ran out does
+        // not (the loss was reported), even if it comes back under the same fence.
+        let counted = match phase {
+            LockPhase::Held | LockPhase::Extending => self.valid_until().is_some(),
+            LockPhase::Downgrading => true,
+            _ => false,
+        };
         let held = self.fence().filter(|_| counted).map(|fence| fence.get());
         let loss = self.loss().map(|(fence, reason)| (fence.get(), loss(reason)));
         let holding = Holding { held, loss, waiting: phase == LockPhase::Waiting };
@@ -106,8 +112,9 @@ impl Observe for TaskLockMachine {
     }
 
     fn meter(&self, meter: &Meter, _: Timestamp) {
+        // A run that lost its lease stays `Held` until it exits: not counted from the loss on.
         let counted = matches!(self.phase(), TaskLockPhase::Held | TaskLockPhase::Extending);
-        let held = self.fence().filter(|_| counted).map(|fence| fence.get());
+        let held = self.valid_until().and(self.fence()).filter(|_| counted).map(|fence| fence.get());
         let loss = self.loss().map(|(fence, reason)| (fence.get(), loss(reason)));
         meter.sync("task_lock", self.key().name_str(), Holding { held, loss, waiting: false });
     }

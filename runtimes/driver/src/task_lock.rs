@@ -331,11 +331,11 @@ impl<R: Runtime> Renew for KeptRun<R> {
     }
 
     fn validity_low(&self, left: Duration) {
-        self.lock.shared.cell.meter.validity_low(left);
+        self.lock.shared.cell.meter.validity_low(self.fence.get(), left);
     }
 
     fn lost(&self, cause: &'static str) {
-        self.lock.shared.cell.meter.lost(cause);
+        self.lock.shared.cell.meter.lost(self.fence.get(), cause);
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use tenure::telemetry::{self, Measurement, SpanRecord, Telemetry, Value};
+use tenure::telemetry::{self, Measurement, SpanRecord, Telemetry};
 use tenure::{KeepAliveEnd, LeaderElection, MemoryBackend, Runtime, WorkerId};
 
 use crate::support::{Faulty, eventually, lock, ms, sleep, task_lock};
@@ -24,7 +24,8 @@ pub struct Recorder {
 
 impl Telemetry for Recorder {
     fn record(&self, m: &Measurement<'_>) {
-        let attributes: Vec<(String, String)> = m.attributes.iter().map(|(k, v)| ((*k).to_owned(), text(v))).collect();
+        let attributes: Vec<(String, String)> =
+            m.attributes.iter().map(|(k, v)| ((*k).to_owned(), v.to_string())).collect();
         let ours = attributes.iter().any(|(key, value)| key == "name" && value.starts_with("telemetry-"));
         if ours || m.instrument.name == telemetry::STORE_CALL_DURATION.name {
             self.measurements.lock().unwrap().push((m.instrument.name, m.value, attributes));
@@ -32,7 +33,8 @@ impl Telemetry for Recorder {
     }
 
     fn span(&self, span: &SpanRecord) {
-        let ours = span.attributes.iter().any(|(key, value)| *key == "name" && text(value).starts_with("telemetry-"));
+        let ours =
+            span.attributes.iter().any(|(key, value)| *key == "name" && value.to_string().starts_with("telemetry-"));
         if ours {
             self.spans.lock().unwrap().push(span.clone());
         }
@@ -62,7 +64,7 @@ impl Recorder {
     /// The spans about `name`, in the order they ended.
     pub fn spans(&self, name: &str) -> Vec<SpanRecord> {
         let spans = self.spans.lock().unwrap();
-        let about = |span: &&SpanRecord| span.attributes.iter().any(|(k, v)| *k == "name" && text(v) == name);
+        let about = |span: &&SpanRecord| span.attributes.iter().any(|(k, v)| *k == "name" && v.to_string() == name);
         spans.iter().filter(about).cloned().collect()
     }
 }
@@ -79,25 +81,16 @@ pub fn recorder() -> Arc<Recorder> {
         .clone()
 }
 
-fn text(value: &Value) -> String {
-    match value {
-        Value::Static(text) => (*text).to_owned(),
-        Value::Str(text) => text.to_string(),
-        Value::Int(number) => number.to_string(),
-        other => format!("{other:?}"),
-    }
-}
-
 /// A span's attribute `key`, as text.
 fn attribute(span: &SpanRecord, key: &str) -> Option<String> {
-    span.attributes.iter().find(|(k, _)| *k == key).map(|(_, v)| text(v))
+    span.attributes.iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_string())
 }
 
 /// What an observable instrument reports now for `name` (`None`: not reported).
 pub fn gauge(instrument: &telemetry::Instrument, name: &str) -> Option<f64> {
     let mut found = None;
     telemetry::observe(instrument, |value, attributes| {
-        if attributes.iter().any(|(k, v)| *k == "name" && text(v) == name) {
+        if attributes.iter().any(|(k, v)| *k == "name" && v.to_string() == name) {
             found = Some(value);
         }
     });

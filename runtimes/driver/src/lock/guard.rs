@@ -162,11 +162,11 @@ impl<R: Runtime> Renew for KeptLease<R> {
     }
 
     fn validity_low(&self, left: Duration) {
-        self.holder.meter().validity_low(left);
+        self.holder.meter().validity_low(self.fence.get(), left);
     }
 
     fn lost(&self, cause: &'static str) {
-        self.holder.meter().lost(cause);
+        self.holder.meter().lost(self.fence.get(), cause);
     }
 }
 

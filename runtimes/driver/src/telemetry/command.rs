@@ -36,6 +36,9 @@ pub(crate) struct Metered<'a> {
 
 impl<'a> Metered<'a> {
     pub(super) fn new(meter: &'a Meter, labels: &'a Labels, operation: &'static str, fence: Option<u64>) -> Self {
+        if matches!(operation, "acquire" | "enter") {
+            meter.acquire_began();
+        }
         Self { meter, labels, operation, fence, since: Instant::now(), wall: SystemTime::now(), done: false }
     }
 
@@ -57,7 +60,7 @@ impl<'a> Metered<'a> {
                 record(&RENEWALS, 1.0, &self.labels.attributes(&[("outcome", outcome)]));
                 self.meter.renewal_ended(outcome, error);
             }
-            _ => {
+            "release" | "exit" => {
                 let outcome = match ended {
                     Ok(_) => "released",
                     Err(e) if e.is_not_owned() => "not_owned",
@@ -66,6 +69,8 @@ impl<'a> Metered<'a> {
                 let error = ended.err().map(ToString::to_string);
                 self.span("tenure.release", outcome, self.fence, error);
             }
+            // A downgrade keeps the lease (its fence is the generation read): no span of its own.
+            _ => {}
         }
     }
 

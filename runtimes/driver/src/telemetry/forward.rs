@@ -3,14 +3,14 @@
 //! process hands them in batches to the binding's `deliver`, which converts them to its host's
 //! API (one interpreter lock taken per batch, never on the driver's threads).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{Instrument, Measurement, SpanRecord, Telemetry, Value};
 
 /// The most records waiting for the delivering thread; past it they are dropped (and counted):
-/// a host that stalls must not grow the process without bound.
+/// a host that stalls must not grow the process without bound (nothing is allocated ahead).
 pub const QUEUE: usize = 65_536;
 
 /// The most records handed over in one batch.
@@ -36,7 +36,9 @@ pub enum Record {
 /// A sink that hands records in batches to `deliver`, on a thread of its own.
 #[derive(Debug)]
 pub struct Forward {
-    queue: Mutex<Option<(u32, SyncSender<Record>)>>,
+    queue: Mutex<Option<(u32, Sender<Record>)>>,
+    /// Records sent and not yet taken by the delivering thread (the queue's bound).
+    queued: Arc<AtomicUsize>,
     deliver: fn(&[Record]),
     dropped: AtomicU64,
 }
@@ -45,31 +47,37 @@ impl Forward {
     /// A sink calling `deliver` with each batch (on its own thread, started at the first record,
     /// and again in a forked child).
     pub fn new(deliver: fn(&[Record])) -> Self {
-        Self { queue: Mutex::new(None), deliver, dropped: AtomicU64::new(0) }
+        Self { queue: Mutex::new(None), queued: Arc::default(), deliver, dropped: AtomicU64::new(0) }
     }
 
-    /// Records dropped because the queue was full (the host did not keep up).
+    /// Records dropped: the queue was full (the host did not keep up), or no thread could deliver.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
 
     fn send(&self, record: Record) {
+        if self.queued.load(Ordering::Relaxed) >= QUEUE {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         let pid = std::process::id();
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         if queue.as_ref().is_none_or(|(owner, _)| *owner != pid) {
-            let (sender, receiver) = sync_channel::<Record>(QUEUE);
-            let deliver = self.deliver;
-            let started =
-                std::thread::Builder::new().name("tenure-telemetry".into()).spawn(move || run(&receiver, deliver));
-            if started.is_err() {
+            let (sender, receiver) = channel::<Record>();
+            let (deliver, queued) = (self.deliver, self.queued.clone());
+            queued.store(0, Ordering::Relaxed);
+            let thread = std::thread::Builder::new().name("tenure-telemetry".into());
+            if thread.spawn(move || run(&receiver, &queued, deliver)).is_err() {
                 // No thread, no telemetry: measuring must never fail the caller.
+                self.dropped.fetch_add(1, Ordering::Relaxed);
                 return;
             }
             *queue = Some((pid, sender));
         }
-        if let Some((_, sender)) = queue.as_ref()
-            && let Err(TrySendError::Full(_)) = sender.try_send(record)
-        {
+        // Counted before it is sent, so the delivering thread never takes it off first.
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        if queue.as_ref().is_none_or(|(_, sender)| sender.send(record).is_err()) {
+            self.queued.fetch_sub(1, Ordering::Relaxed);
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -77,11 +85,13 @@ impl Forward {
 
 /// The delivering thread: waits for a record, takes what else is queued (up to a batch), hands
 /// them over; ends when the sink is gone.
-fn run(receiver: &Receiver<Record>, deliver: fn(&[Record])) {
+fn run(receiver: &Receiver<Record>, queued: &AtomicUsize, deliver: fn(&[Record])) {
     while let Ok(first) = receiver.recv() {
         let mut batch = vec![first];
         batch.extend(receiver.try_iter().take(BATCH - 1));
-        deliver(&batch);
+        queued.fetch_sub(batch.len(), Ordering::Relaxed);
+        // A host that panics loses that batch, not the thread.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| deliver(&batch)));
     }
 }
 

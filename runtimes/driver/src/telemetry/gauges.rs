@@ -36,22 +36,30 @@ pub(crate) fn register(primitive: &'static str, name: &str) -> (Arc<str>, Arc<Ga
 /// Hands `f` every current value of the observable `instrument`, with its attributes
 /// (`primitive`, `name`): what a sink's callback reports when its host collects.
 pub fn observe(instrument: &Instrument, mut f: impl FnMut(f64, &[(&'static str, Value)])) {
-    let registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
-    let Some(registry) = registry.as_ref() else { return };
-    for (primitive, by_name) in registry {
-        let election = *primitive == "election";
-        for (name, gauges) in by_name {
-            let value = match instrument.name {
-                n if n == HOLDERS.name && !election => gauges.holders.load(Ordering::Relaxed) as f64,
-                n if n == WAITERS.name && !election => gauges.waiters.load(Ordering::Relaxed) as f64,
-                n if n == LEADER.name && election => gauges.leaders.load(Ordering::Relaxed) as f64,
-                n if n == FENCE.name => match gauges.fence.load(Ordering::Relaxed) {
-                    0 => continue,
-                    fence => fence as f64,
-                },
-                _ => continue,
-            };
-            f(value, &[("primitive", Value::Static(primitive)), ("name", Value::Str(name.clone()))]);
+    // Read under the lock, reported after it: `f` may call into a host (an interpreter) that
+    // must never be entered with the registry held.
+    let mut points = Vec::new();
+    {
+        let registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(registry) = registry.as_ref() else { return };
+        for (primitive, by_name) in registry {
+            let election = *primitive == "election";
+            for (name, gauges) in by_name {
+                let value = match instrument.name {
+                    n if n == HOLDERS.name && !election => gauges.holders.load(Ordering::Relaxed) as f64,
+                    n if n == WAITERS.name && !election => gauges.waiters.load(Ordering::Relaxed) as f64,
+                    n if n == LEADER.name && election => gauges.leaders.load(Ordering::Relaxed) as f64,
+                    n if n == FENCE.name => match gauges.fence.load(Ordering::Relaxed) {
+                        0 => continue,
+                        fence => fence as f64,
+                    },
+                    _ => continue,
+                };
+                points.push((value, *primitive, name.clone()));
+            }
         }
+    }
+    for (value, primitive, name) in points {
+        f(value, &[("primitive", Value::Static(primitive)), ("name", Value::Str(name))]);
     }
 }

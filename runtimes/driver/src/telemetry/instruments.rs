@@ -24,6 +24,21 @@ pub enum InstrumentKind {
     ObservableGauge,
 }
 
+impl InstrumentKind {
+    /// The kind as the bindings name it: `counter`, `up_down_counter`, `histogram`, `gauge`,
+    /// `observable_up_down_counter`, `observable_gauge`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Counter => "counter",
+            Self::UpDownCounter => "up_down_counter",
+            Self::Histogram => "histogram",
+            Self::Gauge => "gauge",
+            Self::ObservableUpDownCounter => "observable_up_down_counter",
+            Self::ObservableGauge => "observable_gauge",
+        }
+    }
+}
+
 /// One instrument.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Instrument {

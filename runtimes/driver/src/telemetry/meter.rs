@@ -53,6 +53,8 @@ struct State {
     cause: Option<&'static str>,
     /// The last renewal failed (a loss by expiry now means the store was unreachable).
     renewal_failed: bool,
+    /// A metered acquire runs (its `Metered` ends the wait it is counted in).
+    acquiring: bool,
     /// Since the acquire under way was first refused (counted among the waiters).
     waiting: Option<Instant>,
     /// The fence of a lease told lost before its machine said so (see [`Meter::lost`]): not
@@ -95,22 +97,27 @@ impl Meter {
 
     /// The keep-alive task saw the lease held now lost (`expired`: its validity ran out unrenewed,
     /// `taken`), which its machine says only when it is driven next: counted now, once.
-    pub(crate) fn lost(&self, cause: &'static str) {
-        if !enabled() {
-            return;
-        }
+    pub(crate) fn lost(&self, fence: u64, cause: &'static str) {
         let Some(labels) = self.labels.get() else { return };
         let mut state = self.state();
-        let Some(hold) = state.hold.take() else { return };
+        // Only the lease the keep-alive kept: a later one (granted again under another fence, or
+        // acquired anew) is not this loss.
+        let Some(hold) = state.hold.take_if(|hold| hold.fence == fence) else { return };
         let cause = if cause == "expired" && state.renewal_failed { "unreachable" } else { cause };
         state.lost = Some(hold.fence);
         drop(state);
         end_hold(labels, hold, cause, Instant::now());
     }
 
+    /// Whether this meter counts something (its gauges must then come back even if the sink is
+    /// removed meanwhile): the driver syncs it after every turn while it does.
+    pub(crate) fn counting(&self) -> bool {
+        self.labels.get().is_some()
+    }
+
     /// Syncs what the holder's machine shows after a turn (see [`Holding`]).
     pub(crate) fn sync(&self, primitive: &'static str, name: &str, now_holding: Holding) {
-        if !enabled() {
+        if !enabled() && !self.counting() {
             return;
         }
         let Holding { held, loss, waiting } = now_holding;
@@ -141,7 +148,7 @@ impl Meter {
             }
         }
         state.cause = None;
-        if waiting && state.waiting.is_none() {
+        if waiting && state.acquiring && state.waiting.is_none() {
             state.waiting = Some(now);
             labels.gauges.waiters.fetch_add(1, Ordering::Relaxed);
         }
@@ -149,7 +156,7 @@ impl Meter {
 
     /// Syncs whether this process leads, after a turn of an election.
     pub(crate) fn sync_leading(&self, name: &str, leading: bool, fence: Option<u64>) {
-        if !enabled() {
+        if !enabled() && !self.counting() {
             return;
         }
         let labels = self.labels("election", name);
@@ -198,19 +205,27 @@ impl Meter {
         }
     }
 
-    /// Ends the wait of an acquire counted among the waiters: since when it waited.
+    /// A metered acquire begins: a refusal from now on counts it among the waiters.
+    pub(super) fn acquire_began(&self) {
+        self.state().acquiring = true;
+    }
+
+    /// Ends the metered acquire, and its wait if it was counted among the waiters: since when it
+    /// waited.
     pub(super) fn wait_ended(&self) -> Option<Instant> {
-        self.state().waiting.take()
+        let mut state = self.state();
+        state.acquiring = false;
+        state.waiting.take()
     }
 
     /// A kept lease's renewals failed until only `left` of its validity remains (the keep-alive
     /// task says it once per run of failures): counted, and an event on the hold's span.
-    pub(crate) fn validity_low(&self, left: Duration) {
+    pub(crate) fn validity_low(&self, fence: u64, left: Duration) {
         if !enabled() {
             return;
         }
         let mut state = self.state();
-        let Some(hold) = state.hold.as_mut() else { return };
+        let Some(hold) = state.hold.as_mut().filter(|hold| hold.fence == fence) else { return };
         let left_ms = i64::try_from(left.as_millis()).unwrap_or(i64::MAX);
         hold.event("tenure.validity_low", vec![("validity_left_ms", Value::Int(left_ms))]);
         drop(state);
@@ -222,12 +237,16 @@ impl Meter {
 
 impl Drop for Meter {
     /// A holder dropped while its lease was counted (nobody released it: it will run out on the
-    /// store) or while it led leaves the gauges as if it had ended.
+    /// store), while it waited, or while it led leaves the gauges as if it had ended (whether or
+    /// not a sink is installed now: the gauges must come back).
     fn drop(&mut self) {
-        let (Some(labels), true) = (self.labels.get(), enabled()) else { return };
+        let Some(labels) = self.labels.get() else { return };
         let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
         if let Some(hold) = state.hold.take() {
             end_hold(labels, hold, "dropped", Instant::now());
+        }
+        if state.waiting.take().is_some() {
+            labels.gauges.waiters.fetch_sub(1, Ordering::Relaxed);
         }
         if state.leading {
             labels.gauges.leaders.fetch_sub(1, Ordering::Relaxed);

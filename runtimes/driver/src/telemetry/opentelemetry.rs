@@ -85,7 +85,9 @@ fn handle(meter: &Meter, instrument: &Instrument) -> Handle {
         InstrumentKind::ObservableUpDownCounter => {
             let instrument = *instrument;
             let callback = move |observer: &dyn opentelemetry::metrics::AsyncInstrument<f64>| {
-                observe(&instrument, |value, attributes| observer.observe(value, &key_values(attributes)));
+                if super::enabled() {
+                    observe(&instrument, |value, attributes| observer.observe(value, &key_values(attributes)));
+                }
             };
             let builder = meter.f64_observable_up_down_counter(name).with_unit(unit).with_description(description);
             Handle::ObservedUpDown(builder.with_callback(callback).build())
@@ -93,7 +95,9 @@ fn handle(meter: &Meter, instrument: &Instrument) -> Handle {
         _ => {
             let instrument = *instrument;
             let callback = move |observer: &dyn opentelemetry::metrics::AsyncInstrument<f64>| {
-                observe(&instrument, |value, attributes| observer.observe(value, &key_values(attributes)));
+                if super::enabled() {
+                    observe(&instrument, |value, attributes| observer.observe(value, &key_values(attributes)));
+                }
             };
             let builder = meter.f64_observable_gauge(name).with_unit(unit).with_description(description);
             Handle::Observed(builder.with_callback(callback).build())
@@ -133,7 +137,8 @@ impl Telemetry for OpenTelemetry {
             .with_kind(SpanKind::Internal)
             .with_start_time(record.start)
             .with_attributes(key_values(&record.attributes))
-            .start(&self.tracer);
+            // A root span: the driver's thread carries no caller's context.
+            .start_with_context(&self.tracer, &opentelemetry::Context::new());
         for event in &record.events {
             span.add_event_with_timestamp(event.name, event.at, key_values(&event.attributes));
         }
