@@ -1,4 +1,4 @@
-//! The driver's measurements and spans, handed to Python (`tenure/_telemetry.py` gives them to
+//! The driver's measurements and spans, handed to Python (`tenure/telemetry.py` gives them to
 //! `opentelemetry-api`). The driver decides what is measured; this converts its records to
 //! tuples, a batch at a time, on the driver's delivering thread (one interpreter lock per
 //! batch, never on a thread that drives a lock).
@@ -9,11 +9,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use tenure::telemetry::{self, Forward, InstrumentKind, Record, Value};
+use tenure::telemetry::{self, Forward, Record, Value};
 
 use crate::bridge::with_python;
 
-/// `tenure._telemetry._deliver`, set at install.
+/// `tenure.telemetry._deliver`, set at the first install (always that same function).
 static DELIVER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// Hands the driver's records to `deliver` from now on (`deliver(batch)`, a list of tuples:
@@ -57,7 +57,7 @@ pub(crate) fn telemetry_observe<'py>(py: Python<'py>, name: &str) -> PyResult<Ve
 /// registered with callbacks at install.
 #[pyfunction]
 pub(crate) fn telemetry_instruments() -> Vec<(&'static str, &'static str, &'static str, &'static str, Vec<f64>)> {
-    let row = |i: &&telemetry::Instrument| (i.name, kind(i.kind), i.unit, i.description, i.boundaries.to_vec());
+    let row = |i: &&telemetry::Instrument| (i.name, i.kind.as_str(), i.unit, i.description, i.boundaries.to_vec());
     telemetry::INSTRUMENTS.iter().map(row).collect()
 }
 
@@ -70,17 +70,6 @@ fn deliver_batch(batch: &[Record]) {
             let _ = deliver.call1(py, (list,));
         }
     });
-}
-
-fn kind(kind: InstrumentKind) -> &'static str {
-    match kind {
-        InstrumentKind::Counter => "counter",
-        InstrumentKind::UpDownCounter => "up_down_counter",
-        InstrumentKind::Histogram => "histogram",
-        InstrumentKind::Gauge => "gauge",
-        InstrumentKind::ObservableUpDownCounter => "observable_up_down_counter",
-        _ => "observable_gauge",
-    }
 }
 
 fn nanos(at: SystemTime) -> u128 {
@@ -105,7 +94,7 @@ fn tuple<'py>(py: Python<'py>, record: &Record) -> PyResult<Bound<'py, PyTuple>>
         Record::Measurement { instrument, value, attributes: pairs } => {
             let dict = attributes(py, pairs)?;
             let i = instrument;
-            ("m", i.name, kind(i.kind), i.unit, i.description, i.boundaries.to_vec(), *value, dict).into_pyobject(py)
+            ("m", i.name, i.kind.as_str(), i.unit, i.description, i.boundaries.to_vec(), *value, dict).into_pyobject(py)
         }
         Record::Span(span) => {
             let events =

@@ -8,7 +8,7 @@ from tenure import _tenure
 from tenure._lock import Lock, LockHandle
 from tenure._config import LeaderElectionConfig, LockConfig, ReadWriteLockConfig, TaskLockConfig
 from tenure._coordination import Coordination
-from tenure._election import LeaderElection
+from tenure._election import LeaderElection, LeaderHealth
 from tenure._record import LeaderRecord
 from tenure._rw_lock import ReadGuard, ReadWriteLock, ReadWriteLockState, WriteGrant, WriteGuard
 from tenure._semaphore import Semaphore, SemaphoreState
@@ -82,6 +82,7 @@ __all__ = [
     "ConfigTypeError",
     "EventLoopDeadlockError",
     "LeaderElection",
+    "LeaderHealth",
     "LeaderElectionAdapter",
     "LeaderElectionBackend",
     "LeaderElectionConfig",

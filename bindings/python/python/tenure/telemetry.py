@@ -99,7 +99,7 @@ def _instrument(meter: Any, name: str, kind: str, unit: str, description: str, b
             histogram = meter.create_histogram(
                 name, unit=unit, description=description, explicit_bucket_boundaries_advisory=boundaries
             )
-        except TypeError:  # opentelemetry-api before 1.23: no advisory boundaries
+        except TypeError:  # opentelemetry-api before 1.30: no advisory boundaries
             histogram = meter.create_histogram(name, unit=unit, description=description)
         return histogram.record
     return meter.create_gauge(name, unit=unit, description=description).set
@@ -113,25 +113,39 @@ def _deliver(batch: list[tuple[Any, ...]]) -> None:
     metrics, trace = api
     tracer = None
     for record in batch:
-        if record[0] == "m":
-            _, name, kind, unit, description, boundaries, value, attributes = record
-            record_value = _instruments.get(name)
-            if record_value is None:
-                meter = metrics.get_meter("tenure", _tenure.__version__)
-                record_value = _instrument(meter, name, kind, unit, description, boundaries)
-                _instruments[name] = record_value
-            record_value(value, attributes)
-        elif record[0] == "s":
-            if tracer is None:
-                tracer = trace.get_tracer("tenure", _tenure.__version__)
-            _, name, start, end, attributes, events, error = record
-            span = tracer.start_span(name, kind=trace.SpanKind.INTERNAL, attributes=attributes, start_time=start)
-            for event_name, at, event_attributes in events:
-                span.add_event(event_name, attributes=event_attributes, timestamp=at)
-            if error is not None:
-                span.set_status(trace.Status(trace.StatusCode.ERROR, error))
-            span.end(end_time=end)
+        try:
+            tracer = _one(metrics, trace, tracer, record)
+        except Exception:  # noqa: BLE001 - a broken SDK or exporter loses that record only
+            continue
+
+
+def _one(metrics: Any, trace: Any, tracer: Any, record: tuple[Any, ...]) -> Any:
+    """Hands one record to the API; returns the tracer (made at the first span)."""
+    if record[0] == "m":
+        _, name, kind, unit, description, boundaries, value, attributes = record
+        record_value = _instruments.get(name)
+        if record_value is None:
+            meter = metrics.get_meter("tenure", _tenure.__version__)
+            record_value = _instrument(meter, name, kind, unit, description, boundaries)
+            _instruments[name] = record_value
+        record_value(value, attributes)
+    elif record[0] == "s":
+        if tracer is None:
+            tracer = trace.get_tracer("tenure", _tenure.__version__)
+        _, name, start, end, attributes, events, error = record
+        span = tracer.start_span(name, kind=trace.SpanKind.INTERNAL, attributes=attributes, start_time=start)
+        for event_name, at, event_attributes in events:
+            span.add_event(event_name, attributes=event_attributes, timestamp=at)
+        if error is not None:
+            span.set_status(trace.Status(trace.StatusCode.ERROR, error))
+        span.end(end_time=end)
+    return tracer
 
 
 if os.environ.get("TENURE_TELEMETRY", "").strip().lower() not in ("0", "off", "false", "no"):
-    enable()
+    try:
+        enable()
+    except Exception:  # noqa: BLE001 - an SDK that fails must not fail `import tenure`
+        import warnings
+
+        warnings.warn("tenure: telemetry could not be turned on; nothing is measured", RuntimeWarning, stacklevel=1)
