@@ -27,7 +27,8 @@ install_packages() {
   mkdir -p "$install"
   cp -r bindings/node/test "$install/test"
   (cd "$install" && echo '{"private": true, "type": "module"}' > package.json \
-    && npm install --no-audit --no-fund --loglevel=error "$tarball" "$addon")
+    && npm install --no-audit --no-fund --loglevel=error "$tarball" "$addon" \
+      @opentelemetry/api@1.9.1 @opentelemetry/sdk-metrics@2.12.1 @opentelemetry/sdk-trace-base@2.12.1)
   # The addon comes from its platform package, not from the main one.
   [ -f "$install/node_modules/tenure-linux-x64-gnu/tenure.linux-x64-gnu.node" ]
   if tar -tzf "$tarball" | grep '\.node$'; then echo "the package tenure carries an addon of its own" >&2; exit 1; fi

@@ -46,6 +46,16 @@ class LeaderElection extends EventEmitter {
     return this.#native.fencingToken ?? null;
   }
 
+  /**
+   * The leader health check (client-go's): `{ healthy: false, reason }` when this worker believes
+   * it leads but the store has not confirmed it within its renew deadline plus `toleranceMs` (its
+   * loop is stuck); `{ healthy: true, reason: 'healthy' }` otherwise, followers included.
+   */
+  health(toleranceMs = 10_000) {
+    const reason = now(() => this.#native.health(toleranceMs));
+    return reason == null ? { healthy: true, reason: 'healthy' } : { healthy: false, reason };
+  }
+
   /** Whether the loop runs (until the release after a stop has finished). */
   get isRunning() {
     return this.#native.isRunning;

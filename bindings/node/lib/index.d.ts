@@ -354,6 +354,12 @@ export declare class LeaderElection {
    */
   readonly fencingToken: bigint | null;
   readonly isRunning: boolean;
+  /**
+   * The leader health check (client-go's): unhealthy when this worker believes it leads but the
+   * store has not confirmed it within its renew deadline plus `toleranceMs` (default 10,000): its
+   * loop is stuck. Answer 503 from a health route when `!healthy`.
+   */
+  health(toleranceMs?: number): { healthy: boolean; reason: string };
   /** The last record the store returned, or null. */
   readonly record: LeaderRecord | null;
   settings(): Record<string, number>;
@@ -489,6 +495,20 @@ export declare const logger: {
   once(event: 'log', listener: (record: LogRecord) => void): typeof logger;
   off(event: 'log', listener: (record: LogRecord) => void): typeof logger;
   listenerCount(event: 'log'): number;
+};
+
+/**
+ * The driver's metrics and spans through `@opentelemetry/api`: on by itself when it can be
+ * required (and `TENURE_TELEMETRY` is not `off`), on the global providers' `tenure` meter and
+ * tracer. See docs/telemetry.md for the instruments.
+ */
+export declare const telemetry: {
+  /** Turns it on; false if `@opentelemetry/api` is missing. */
+  enable(): boolean;
+  disable(): void;
+  enabled(): boolean;
+  /** Reports at most `limit` distinct lock names; later ones as `_other` (default 1000). */
+  setNameLimit(limit: number): void;
 };
 
 /**

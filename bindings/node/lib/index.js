@@ -9,6 +9,7 @@ const { Alive, endQuietly, native, errors, asyncDispose, settle, now, waitUnless
 const { LeaderElection } = require('./election');
 const { TaskLock, TaskRun } = require('./task_lock');
 const { logger } = require('./logging');
+const { telemetry } = require('./telemetry');
 const { Coordination, resolve } = require('./coordination');
 
 /** Opens the store at `url`: `memory:`, `sqlite:///path.db`, `redis://…`, `postgresql://…`, `etcd://…`. */
@@ -368,6 +369,7 @@ module.exports = {
   TaskRun,
   Coordination,
   logger,
+  telemetry,
   Backend: native.Backend,
   ...errors,
   // The cross-binding error test's hooks (tests/interop/errors.py).

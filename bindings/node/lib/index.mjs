@@ -17,6 +17,7 @@ export const {
   TaskRun,
   Coordination,
   logger,
+  telemetry,
   Backend,
   TenureError,
   StoreError,

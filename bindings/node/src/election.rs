@@ -180,6 +180,15 @@ impl Election {
         self.inner.is_leader()
     }
 
+    /// The leader health check: null when healthy, else why not (`toleranceMs` past the renew
+    /// deadline without a confirmation while still believing it leads).
+    #[napi]
+    pub fn health(&self, tolerance_ms: f64) -> napi::Result<Option<String>> {
+        let tolerance = crate::fail::sync(crate::millis::millis("toleranceMs", tolerance_ms))?;
+        let health = self.inner.health(tolerance);
+        Ok((!health.is_healthy()).then(|| health.to_string()))
+    }
+
     /// While leading: the term's fencing token.
     #[napi(getter)]
     pub fn fencing_token(&self) -> Option<napi::bindgen_prelude::BigInt> {

@@ -27,6 +27,7 @@ mod promise;
 mod rw;
 mod sem;
 mod task_lock;
+mod telemetry;
 mod user;
 
 use tenure_tokio::Tokio;
