@@ -226,6 +226,13 @@ impl LeaderElection {
         Ok(self.inner.is_leader_confirmed_within(seconds("maxAge", max_age)?))
     }
 
+    /// The leader health check: `None` when healthy, else why not (this worker believes it
+    /// leads but the store has not confirmed it within its renew deadline plus `tolerance` seconds).
+    pub fn health(&self, tolerance: f64) -> Result<Option<String>, TenureError> {
+        let health = self.inner.health(seconds("tolerance", tolerance)?);
+        Ok((!health.is_healthy()).then(|| health.to_string()))
+    }
+
     /// While leading: the term's fencing token.
     pub fn fencing_token(&self) -> Option<i64> {
         self.inner.fence().map(crate::guard::fence)

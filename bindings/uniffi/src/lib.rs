@@ -33,6 +33,7 @@ mod rw;
 mod seconds;
 mod store;
 mod task_lock;
+mod telemetry;
 mod user;
 
 use std::future::Future;

@@ -2,6 +2,7 @@ package tenure
 
 import java.time.Instant
 import kotlin.time.Duration
+import kotlin.time.Duration.Companion.seconds
 import kotlin.time.toKotlinDuration
 import kotlinx.coroutines.CoroutineScope
 import kotlinx.coroutines.async
@@ -161,6 +162,16 @@ class LeaderElection @JvmOverloads constructor(name: String, store: Store, optio
 
     /** [isLeaderConfirmedWithin] with a `java.time.Duration`. */
     fun isLeaderConfirmedWithin(maxAge: java.time.Duration): Boolean = isLeaderConfirmedWithin(maxAge.toKotlinDuration())
+
+    /**
+     * The leader health check (client-go's): `null` when healthy, else why not — this worker
+     * believes it leads but the store has not confirmed it within its renew deadline plus
+     * [tolerance] (its loop is stuck). Answer 503 from a health route when it is not `null`.
+     */
+    fun health(tolerance: Duration = 10.seconds): String? = call { raw.health(tolerance.seconds()) }
+
+    /** [health] with a `java.time.Duration`. */
+    fun health(tolerance: java.time.Duration): String? = health(tolerance.toKotlinDuration())
 
     /** Returns once this worker leads (the loop must run). */
     suspend fun waitForLeader() = raw.waitForLeader()

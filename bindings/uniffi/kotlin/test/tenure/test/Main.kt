@@ -16,6 +16,7 @@ fun main(args: Array<String>) {
     userBackendTests(suite)
     userReadWriteTests(suite)
     coordinationTests(suite)
+    telemetryTests(suite)
     val failed = runBlocking { suite.run(args.firstOrNull()) }
     Stores.closeAll()
     exitProcess(if (failed == 0) 0 else 1)
