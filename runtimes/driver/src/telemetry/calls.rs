@@ -10,6 +10,7 @@ use super::{Value, enabled, record};
 use crate::drive::Reply;
 
 /// `reply`, recording its latency and outcome when it completes.
+#[inline]
 pub(crate) fn timed(operation: &'static str, reply: Reply) -> Reply {
     if !enabled() {
         return reply;
@@ -24,6 +25,7 @@ pub(crate) fn timed(operation: &'static str, reply: Reply) -> Reply {
 
 /// The answer `answer_now` gives for `op`, recorded when there is one (a store answering at
 /// once, the memory backend's).
+#[inline]
 pub(crate) fn answered_now(
     op: &StoreOp,
     answer_now: impl FnOnce() -> Option<Result<StoreReply, BackendError>>,
@@ -31,6 +33,15 @@ pub(crate) fn answered_now(
     if !enabled() {
         return answer_now();
     }
+    timed_now(op, answer_now)
+}
+
+/// [`answered_now`] with a sink installed (kept out of line: the common path is the check).
+#[inline(never)]
+fn timed_now(
+    op: &StoreOp,
+    answer_now: impl FnOnce() -> Option<Result<StoreReply, BackendError>>,
+) -> Option<Result<StoreReply, BackendError>> {
     let since = Instant::now();
     let answer = answer_now()?;
     call(op.name(), since, &answer);

@@ -111,6 +111,7 @@ impl Meter {
 
     /// Whether this meter counts something (its gauges must then come back even if the sink is
     /// removed meanwhile): the driver syncs it after every turn while it does.
+    #[inline]
     pub(crate) fn counting(&self) -> bool {
         self.labels.get().is_some()
     }
@@ -184,6 +185,7 @@ impl Meter {
     /// Starts metering the command `operation` (`acquire`, `enter`, `extend`, `release` or
     /// `exit`) of the holder whose lease now has `fence()` (read only with a sink installed):
     /// `None` without one.
+    #[inline]
     pub(crate) fn command(
         &self,
         primitive: &'static str,
