@@ -133,7 +133,7 @@ fn main() {
                     .env_load(false)
                     .build()
                     .unwrap();
-                report("redis, acquire + release", compare(&redis, 500, 31).await);
+                report("redis, acquire + release", compare(&redis, 100, 151).await);
             }
             Err(e) => println!("  redis: skipped ({e})"),
         }
