@@ -86,3 +86,25 @@ async fn a_sink_that_panics_never_fails_the_operation_it_measures() {
     }
     assert_eq!(gauge(&telemetry::HOLDERS, "panicking"), Some(0.0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_past_the_limit_are_reported_as_other() {
+    telemetry::set_name_limit(2);
+    telemetry::install(Arc::new(Counting::default()));
+    let backend = MemoryBackend::new();
+    let mut guards = Vec::new();
+    for name in ["job-1", "job-2", "job-3", "job-4"] {
+        guards.push(lock(&backend, name).acquire().await.unwrap());
+    }
+    let mut names = Vec::new();
+    telemetry::observe(&telemetry::HOLDERS, |value, attributes| {
+        let name = attributes.iter().find(|(key, _)| *key == "name").map(|(_, v)| v.to_string()).unwrap();
+        names.push((name, value));
+    });
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(names, [("_other".to_owned(), 2.0), ("job-1".to_owned(), 1.0), ("job-2".to_owned(), 1.0)]);
+    for guard in guards {
+        guard.release().await.unwrap();
+    }
+    assert_eq!(gauge(&telemetry::HOLDERS, telemetry::OTHER_NAME), Some(0.0));
+}
