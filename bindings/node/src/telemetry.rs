@@ -4,7 +4,7 @@
 //! its inbox: never on a thread that drives a lock, and never keeping the loop alive).
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use napi::Env;
 use napi::bindgen_prelude::{Function, FunctionRef, Unknown};
@@ -62,9 +62,7 @@ pub fn telemetry_instruments() -> String {
 #[napi]
 pub fn telemetry_observe(name: String) -> String {
     let mut points = Vec::new();
-    if let Some(instrument) = telemetry::INSTRUMENTS.iter().find(|instrument| instrument.name == name) {
-        telemetry::observe(instrument, |value, pairs| points.push(json!([value, attributes(pairs)])));
-    }
+    telemetry::observe_named(&name, |value, pairs| points.push(json!([value, attributes(pairs)])));
     Json::Array(points).to_string()
 }
 
@@ -88,8 +86,8 @@ fn deliver_batch(batch: &[Record]) {
 }
 
 fn time(at: SystemTime) -> Json {
-    let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
-    json!([since.as_secs(), since.subsec_nanos()])
+    let nanos = telemetry::unix_nanos(at);
+    json!([nanos / 1_000_000_000, nanos % 1_000_000_000])
 }
 
 fn attributes(pairs: &[(&'static str, Value)]) -> Json {

@@ -4,7 +4,6 @@
 //! batch, never on a thread that drives a lock).
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -41,12 +40,9 @@ pub(crate) fn telemetry_set_name_limit(limit: usize) {
 /// `[(value, attributes)]`, for the callback `tenure/telemetry.py` registers.
 #[pyfunction]
 pub(crate) fn telemetry_observe<'py>(py: Python<'py>, name: &str) -> PyResult<Vec<(f64, Bound<'py, PyDict>)>> {
-    let Some(instrument) = telemetry::INSTRUMENTS.iter().find(|instrument| instrument.name == name) else {
-        return Ok(Vec::new());
-    };
     let mut points = Vec::new();
     let mut failed = None;
-    telemetry::observe(instrument, |value, pairs| match attributes(py, pairs) {
+    telemetry::observe_named(name, |value, pairs| match attributes(py, pairs) {
         Ok(dict) => points.push((value, dict)),
         Err(e) => failed = Some(e),
     });
@@ -72,10 +68,6 @@ fn deliver_batch(batch: &[Record]) {
     });
 }
 
-fn nanos(at: SystemTime) -> u128 {
-    at.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_nanos())
-}
-
 fn attributes<'py>(py: Python<'py>, attributes: &[(&'static str, Value)]) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     for (key, value) in attributes {
@@ -97,10 +89,12 @@ fn tuple<'py>(py: Python<'py>, record: &Record) -> PyResult<Bound<'py, PyTuple>>
             ("m", i.name, i.kind.as_str(), i.unit, i.description, i.boundaries.to_vec(), *value, dict).into_pyobject(py)
         }
         Record::Span(span) => {
-            let events =
-                span.events.iter().map(|event| Ok((event.name, nanos(event.at), attributes(py, &event.attributes)?)));
+            let events = span
+                .events
+                .iter()
+                .map(|event| Ok((event.name, telemetry::unix_nanos(event.at), attributes(py, &event.attributes)?)));
             let events = events.collect::<PyResult<Vec<_>>>()?;
-            let (start, end) = (nanos(span.start), nanos(span.end));
+            let (start, end) = (telemetry::unix_nanos(span.start), telemetry::unix_nanos(span.end));
             ("s", span.name, start, end, attributes(py, &span.attributes)?, events, span.error.clone())
                 .into_pyobject(py)
         }

@@ -4,7 +4,6 @@
 //! thread (never on a thread that drives a lock).
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use tenure::telemetry::{self, Forward, Record, Value};
 
@@ -123,15 +122,15 @@ fn deliver(batch: &[Record]) {
             }),
             Record::Span(span) => sink.span(TelemetrySpan {
                 name: span.name.to_owned(),
-                start_nanos: nanos(span.start),
-                end_nanos: nanos(span.end),
+                start_nanos: telemetry::unix_nanos(span.start),
+                end_nanos: telemetry::unix_nanos(span.end),
                 attributes: attributes(&span.attributes),
                 events: span
                     .events
                     .iter()
                     .map(|e| TelemetryEvent {
                         name: e.name.to_owned(),
-                        at_nanos: nanos(e.at),
+                        at_nanos: telemetry::unix_nanos(e.at),
                         attributes: attributes(&e.attributes),
                     })
                     .collect(),
@@ -150,10 +149,6 @@ fn instrument(i: &telemetry::Instrument) -> TelemetryInstrument {
         description: i.description.to_owned(),
         boundaries: i.boundaries.to_vec(),
     }
-}
-
-fn nanos(at: SystemTime) -> u64 {
-    at.duration_since(UNIX_EPOCH).map_or(0, |since| u64::try_from(since.as_nanos()).unwrap_or(u64::MAX))
 }
 
 fn attributes(pairs: &[(&'static str, Value)]) -> Vec<TelemetryAttribute> {

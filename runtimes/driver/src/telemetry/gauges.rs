@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::instruments::{FENCE, HOLDERS, LEADER, WAITERS};
-use super::{Instrument, Value, names};
+use super::{INSTRUMENTS, Instrument, Value, names};
 
 /// One primitive and name's gauges in this process.
 #[derive(Debug, Default)]
@@ -61,5 +61,13 @@ pub fn observe(instrument: &Instrument, mut f: impl FnMut(f64, &[(&'static str, 
     }
     for (value, primitive, name) in points {
         f(value, &[("primitive", Value::Static(primitive)), ("name", Value::Str(name))]);
+    }
+}
+
+/// [`observe`] of the instrument named `name` (nothing if the driver has none of that name): what
+/// a binding's callback, which knows its instrument by name, calls.
+pub fn observe_named(name: &str, f: impl FnMut(f64, &[(&'static str, Value)])) {
+    if let Some(instrument) = INSTRUMENTS.iter().find(|instrument| instrument.name == name) {
+        observe(instrument, f);
     }
 }

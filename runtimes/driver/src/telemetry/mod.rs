@@ -49,7 +49,7 @@ use std::time::SystemTime;
 pub(crate) use calls::{answered_now, timed};
 pub(crate) use command::Completion;
 pub use forward::{Forward, QUEUE, Record};
-pub use gauges::observe;
+pub use gauges::{observe, observe_named};
 pub use instruments::{
     ACQUIRE_DURATION, FENCE, HOLD_DURATION, HOLDERS, INSTRUMENTS, Instrument, InstrumentKind, LEADER, LEADER_CHANGES,
     LOSSES, RENEWALS, STORE_CALL_DURATION, VALIDITY_WARNINGS, WAIT_DURATION, WAITERS,
@@ -91,6 +91,12 @@ impl std::fmt::Display for Value {
             Self::Int(number) => write!(f, "{number}"),
         }
     }
+}
+
+/// `at` in nanoseconds since the Unix epoch (0 before it), as hosts take a span's times.
+pub fn unix_nanos(at: SystemTime) -> u64 {
+    let since = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Something that happened during a span, at `at`.

@@ -83,24 +83,21 @@ fn handle(meter: &Meter, instrument: &Instrument) -> Handle {
             Handle::Gauge(meter.f64_gauge(name).with_unit(unit).with_description(description).build())
         }
         InstrumentKind::ObservableUpDownCounter => {
-            let instrument = *instrument;
-            let callback = move |observer: &dyn opentelemetry::metrics::AsyncInstrument<f64>| {
-                if super::enabled() {
-                    observe(&instrument, |value, attributes| observer.observe(value, &key_values(attributes)));
-                }
-            };
             let builder = meter.f64_observable_up_down_counter(name).with_unit(unit).with_description(description);
-            Handle::ObservedUpDown(builder.with_callback(callback).build())
+            Handle::ObservedUpDown(builder.with_callback(observer(*instrument)).build())
         }
         _ => {
-            let instrument = *instrument;
-            let callback = move |observer: &dyn opentelemetry::metrics::AsyncInstrument<f64>| {
-                if super::enabled() {
-                    observe(&instrument, |value, attributes| observer.observe(value, &key_values(attributes)));
-                }
-            };
             let builder = meter.f64_observable_gauge(name).with_unit(unit).with_description(description);
-            Handle::Observed(builder.with_callback(callback).build())
+            Handle::Observed(builder.with_callback(observer(*instrument)).build())
+        }
+    }
+}
+
+/// The callback of an observable instrument: the driver's values now, while a sink is installed.
+fn observer(instrument: Instrument) -> impl Fn(&dyn opentelemetry::metrics::AsyncInstrument<f64>) + Send + Sync {
+    move |out| {
+        if super::enabled() {
+            observe(&instrument, |value, attributes| out.observe(value, &key_values(attributes)));
         }
     }
 }
