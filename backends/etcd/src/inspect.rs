@@ -1,21 +1,22 @@
-//! What the store holds, for people and tools (`tenure status`): every name with a contender
-//! under the store's prefix, its holder (the lowest create revision) and when its lease ends.
+//! What the store holds, for people and tools (`tenure status`, `tenure exporter`): every name
+//! with a contender under the store's prefix, its holder (the lowest create revision) and when
+//! its lease ends; every read-write lock and semaphore with its leases and waiters.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::client::{GetOptions, KeyValue};
-use tenure::backend::{BackendFuture, Inspect, LeaderState, LockState};
+use tenure::backend::{BackendFuture, Inspect, LeaderState, LockState, SharedState};
 use tenure_core::{BackendError, FencingToken, WallTime};
 
 use crate::EtcdBackend;
 
 impl EtcdBackend {
     /// Each name's contenders, holder first, of the names in `keys` (every name when empty).
-    async fn names(&self, keys: &[String]) -> Result<BTreeMap<String, Vec<KeyValue>>, BackendError> {
+    async fn names(&self, kinds: &[&str], keys: &[String]) -> Result<BTreeMap<String, Vec<KeyValue>>, BackendError> {
         let mut names: BTreeMap<String, Vec<KeyValue>> = BTreeMap::new();
         // One range per kind of name: the store's prefix may be shared with other keys.
-        for kind in ["lock:", "tasklock:", "leader:"] {
+        for kind in kinds {
             let prefix = format!("{}{kind}", self.options.prefix);
             let all = self
                 .run("listing the store's keys", kind, move |client| async move {
@@ -43,7 +44,7 @@ impl EtcdBackend {
     }
 
     /// When `lease` ends, by this machine's clock (etcd reports what is left of it).
-    async fn lease_end(&self, lease: i64) -> Result<Option<WallTime>, BackendError> {
+    pub(crate) async fn lease_end(&self, lease: i64) -> Result<Option<WallTime>, BackendError> {
         let left =
             self.run("reading a lease", "a holder", move |client| async move {
                 Ok(client.lease_time_to_live(lease).await?.ttl)
@@ -59,7 +60,7 @@ impl Inspect for EtcdBackend {
         let store = self.clone();
         Box::pin(async move {
             let mut states = Vec::new();
-            for (name, contenders) in store.names(&keys).await? {
+            for (name, contenders) in store.names(&["lock:", "tasklock:", "leader:"], &keys).await? {
                 let Some(holder) = contenders.first().filter(|_| !name.starts_with("leader:")) else { continue };
                 states.push(LockState {
                     key: name,
@@ -76,10 +77,31 @@ impl Inspect for EtcdBackend {
         let store = self.clone();
         Box::pin(async move {
             let mut states = Vec::new();
-            for name in store.names(&keys).await?.into_keys().filter(|n| n.starts_with("leader:")) {
+            for name in store
+                .names(&["lock:", "tasklock:", "leader:"], &keys)
+                .await?
+                .into_keys()
+                .filter(|n| n.starts_with("leader:"))
+            {
                 if let Some(record) = tenure::backend::LeaderElectionOperations::get(&store, &name).await? {
                     states.push(LeaderState { key: name, record });
                 }
+            }
+            Ok(states)
+        })
+    }
+
+    fn shared_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<SharedState>> {
+        let store = self.clone();
+        Box::pin(async move {
+            let mut states = Vec::new();
+            for name in store.names(&["rwlock:", "semaphore:"], &keys).await?.into_keys() {
+                let state = if name.starts_with("rwlock:") {
+                    store.rw_shared_state(&name).await?
+                } else {
+                    store.sem_shared_state(&name).await?
+                };
+                states.extend(state);
             }
             Ok(states)
         })

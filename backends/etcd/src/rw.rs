@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use tenure::backend::{ReadWriteOperations, Wakeup};
+use tenure::{Holding, SharedState, Side};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, RwState, WriteGrant};
 use tenure_store::Wake;
 
@@ -70,6 +71,29 @@ impl View {
 }
 
 impl EtcdBackend {
+    /// What `tenure status` shows of the read-write lock `name`, or `None` if it has no key.
+    pub(crate) async fn rw_shared_state(&self, name: &str) -> Result<Option<SharedState>, BackendError> {
+        let view: View = self.view(name).await?;
+        if view.generation == 0 && view.writer.is_none() && view.readers.is_empty() && view.intents.is_empty() {
+            return Ok(None);
+        }
+        let mut holders = Vec::new();
+        let leases = view.writer.iter().map(|(t, l)| (t, l, Side::Write));
+        for (token, leased, side) in leases.chain(view.readers.iter().map(|(t, l)| (t, l, Side::Read))) {
+            if let Some(expires_at) = self.lease_end(leased.lease).await? {
+                holders.push(Holding { token: token.clone(), side, expires_at });
+            }
+        }
+        holders.sort_by(|a, b| a.token.cmp(&b.token));
+        let fence = (view.generation > 0).then(|| FencingToken::new(view.generation));
+        Ok(Some(SharedState {
+            key: name.to_owned(),
+            fence,
+            holders,
+            waiters: view.intents.into_keys().collect(),
+            permits: None,
+        }))
+    }
     /// A release-like call: deletes `keys` if `holds` finds the caller's lease, answering
     /// whether it did.
     async fn rw_let_go(

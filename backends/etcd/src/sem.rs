@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use tenure::backend::{SemaphoreOperations, Wakeup};
+use tenure::{Holding, SharedState, Side};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, PermitAnswer, SemState};
 use tenure_store::Wake;
 
@@ -72,6 +73,31 @@ impl View {
             return Ok(permits);
         }
         self.permits.ok_or_else(|| malformed(name, "holders but no permit count"))
+    }
+}
+
+impl EtcdBackend {
+    /// What `tenure status` shows of the semaphore `name`, or `None` if it has no key.
+    pub(crate) async fn sem_shared_state(&self, name: &str) -> Result<Option<SharedState>, BackendError> {
+        let view: View = self.view(name).await?;
+        if view.fence == 0 && view.permits.is_none() && view.holders.is_empty() && view.waiters.is_empty() {
+            return Ok(None);
+        }
+        let mut holders = Vec::new();
+        for (token, (leased, _)) in &view.holders {
+            if let Some(expires_at) = self.lease_end(leased.lease).await? {
+                holders.push(Holding { token: token.clone(), side: Side::Permit, expires_at });
+            }
+        }
+        let mut waiters: Vec<(u64, String)> = view.waiters.into_iter().map(|(t, (_, arrival))| (arrival, t)).collect();
+        waiters.sort();
+        Ok(Some(SharedState {
+            key: name.to_owned(),
+            fence: (view.fence > 0).then(|| FencingToken::new(view.fence)),
+            holders,
+            waiters: waiters.into_iter().map(|(_, t)| t).collect(),
+            permits: view.permits,
+        }))
     }
 }
 

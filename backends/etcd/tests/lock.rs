@@ -296,3 +296,10 @@ async fn status_lists_holders_with_their_fences_and_a_closed_store_refuses_calls
     let e = store.locked("lock:a").await.expect_err("closed");
     assert_eq!(e.kind(), BackendErrorKind::Closed);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_lists_read_write_locks_and_semaphores() {
+    let member = Member::start();
+    let store = open(&member).await;
+    tenure_conformance::inspect::inspection_lists_read_write_locks_and_semaphores(&store).await;
+}

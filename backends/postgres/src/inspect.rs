@@ -1,7 +1,10 @@
-//! What `tenure status` shows of a PostgreSQL store: every lock row (a name once acquired keeps
-//! its row and fence), its live holder and expiry, and the live leader records.
+//! What `tenure status` and `tenure exporter` show of a PostgreSQL store: every lock row (a name
+//! once acquired keeps its row and fence), its live holder and expiry, the live leader records,
+//! and every read-write lock and semaphore with its live leases and waiters.
 
-use tenure::{LeaderState, LockState};
+use std::collections::BTreeMap;
+
+use tenure::{Holding, LeaderState, LockState, SharedState, Side};
 use tenure_core::BackendError;
 use tokio_postgres::types::ToSql;
 
@@ -39,5 +42,55 @@ impl PostgresBackend {
                 Ok(LeaderState { key, record })
             })
             .collect()
+    }
+
+    pub(crate) async fn inspect_shared(&self, keys: Vec<String>) -> Result<Vec<SharedState>, BackendError> {
+        let session = self.session_at(0).await?;
+        let params: [&(dyn ToSql + Sync); 1] = [&keys];
+        let query = Box::pin(session.client.query(self.inner.texts.shared_states.as_str(), &params));
+        let rows = self.bounded("read-write lock and semaphore status", "their tables", query).await?;
+        let mut states: BTreeMap<String, SharedState> = BTreeMap::new();
+        for row in &rows {
+            let key: String = record::column(row, 0, "a read-write lock or semaphore", "name")?;
+            let kind: String = record::column(row, 1, &key, "kind")?;
+            let token: Option<String> = record::column(row, 2, &key, "token")?;
+            let expires_at: Option<Instant> = record::column(row, 3, &key, "expire_at")?;
+            let number: i64 = record::column(row, 4, &key, "fence")?;
+            let permits: Option<i32> = record::column(row, 5, &key, "permits")?;
+            let state = states.entry(key.clone()).or_insert_with(|| SharedState {
+                key: key.clone(),
+                fence: None,
+                holders: Vec::new(),
+                waiters: Vec::new(),
+                permits: None,
+            });
+            let side = match kind.as_str() {
+                "G" | "S" => {
+                    state.fence = (number != 0).then(|| tenure_store::record::fence(&key, number)).transpose()?;
+                    if let Some(p) = permits {
+                        let stored = u32::try_from(p)
+                            .map_err(|_| tenure_store::record::malformed(format!("{key} stores {p} permits")))?;
+                        state.permits = Some(stored);
+                    }
+                    continue;
+                }
+                "i" | "w" => {
+                    state.waiters.extend(token);
+                    continue;
+                }
+                "W" => Side::Write,
+                "r" => Side::Read,
+                "h" => Side::Permit,
+                other => return Err(tenure_store::record::malformed(format!("{key} has a holder of kind {other:?}"))),
+            };
+            if let (Some(token), Some(end)) = (token, expires_at) {
+                state.holders.push(Holding { token, side, expires_at: end.0 });
+            }
+        }
+        let mut states: Vec<SharedState> = states.into_values().collect();
+        for state in &mut states {
+            state.holders.sort_by(|a, b| a.token.cmp(&b.token));
+        }
+        Ok(states)
     }
 }

@@ -89,7 +89,7 @@ use tenure::backend::{
     BackendFuture, LeaderElectionOperations, LockOperations, ReadWriteLockBackend, ScheduleBackend, SemaphoreBackend,
     Wakeup,
 };
-use tenure::{Inspect, LeaderState, LockState};
+use tenure::{Inspect, LeaderState, LockState, SharedState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata};
 pub use tenure_store::OpenError;
 use tenure_store::record::{fence, metadata_json};
@@ -639,5 +639,10 @@ impl Inspect for PostgresBackend {
     fn leader_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<LeaderState>> {
         let this = self.clone();
         Box::pin(async move { this.inspect_leaders(keys).await })
+    }
+
+    fn shared_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<SharedState>> {
+        let this = self.clone();
+        Box::pin(async move { this.inspect_shared(keys).await })
     }
 }

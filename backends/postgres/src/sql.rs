@@ -24,6 +24,7 @@ pub(crate) struct Texts {
     pub(crate) leader_release: String,
     pub(crate) leader_get: String,
     pub(crate) leader_states: String,
+    pub(crate) shared_states: String,
     pub(crate) schedule_claim: String,
     pub(crate) schedule_last_fired: String,
     /// What the listening session runs: releases on [`CHANNEL`], and this backend's grants.
@@ -122,6 +123,7 @@ impl Texts {
                 "SELECT name, {LEADER_COLUMNS} FROM {leaders} LEFT JOIN {fences} USING (name) \
                  WHERE (cardinality($1::text[]) = 0 OR name = ANY($1)) AND {leader_live} ORDER BY name"
             ),
+            shared_states: shared_states(&options.rwlock_table, &options.semaphore_table),
             schedule_claim: format!(
                 "INSERT INTO {schedules} (name, last_fired) VALUES ($1, $2) \
                  ON CONFLICT (name) DO UPDATE SET last_fired = EXCLUDED.last_fired \
@@ -245,6 +247,26 @@ pub(crate) fn schedule_schema(table: &str) -> String {
         "BEGIN; SELECT pg_advisory_xact_lock(hashtext('{table}')); \
          CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, last_fired DOUBLE PRECISION NOT NULL); \
          COMMIT;"
+    )
+}
+
+/// Every read-write lock and semaphore row (`$1` the names, or all when empty) as
+/// `(name, kind, token, expire_at, number, permits)`: `G` a read-write lock's row (number its
+/// generation), `W` its live writer, `r`/`i` its live readers and waiting writers, `S` a
+/// semaphore's row (number its last fence), `h`/`w` its live holders and waiters (number the
+/// fence or arrival, by which waiters are in line).
+fn shared_states(rw: &str, sem: &str) -> String {
+    let names = "(cardinality($1::text[]) = 0 OR name = ANY($1))";
+    format!(
+        "SELECT name, 'G', NULL::text, NULL::timestamptz, generation, NULL::integer FROM {rw} WHERE {names} \
+         UNION ALL SELECT name, 'W', writer, writer_expire_at, 0, NULL FROM {rw} \
+             WHERE {names} AND writer IS NOT NULL AND writer_expire_at >= NOW() \
+         UNION ALL SELECT name, kind::text, token, expire_at, 0, NULL FROM {rw}_holders \
+             WHERE {names} AND expire_at >= NOW() \
+         UNION ALL SELECT name, 'S', NULL, NULL, fence, permits FROM {sem} WHERE {names} \
+         UNION ALL SELECT name, kind::text, token, expire_at, seq, NULL FROM {sem}_holders \
+             WHERE {names} AND expire_at >= NOW() \
+         ORDER BY 1, 2, 5, 3"
     )
 }
 

@@ -198,6 +198,12 @@ async fn inspection_lists_holders_and_leaders() {
 }
 
 #[tokio::test]
+async fn inspection_lists_read_write_locks_and_semaphores() {
+    let (store, _) = open().await;
+    tenure_conformance::inspect::inspection_lists_read_write_locks_and_semaphores(&store).await;
+}
+
+#[tokio::test]
 async fn a_closed_backend_says_so() {
     let (store, _) = open().await;
     let clone = store.clone();

@@ -69,7 +69,7 @@ impl RedisBackend {
 
     /// The keys (without the backend's prefix) that start with `start`, on every primary of a
     /// cluster.
-    async fn scan(&self, start: &str) -> Result<Vec<String>, BackendError> {
+    pub(crate) async fn scan(&self, start: &str) -> Result<Vec<String>, BackendError> {
         let mut con = self.connection()?;
         let failed = |e: redis::RedisError| error("status scan", start, &e);
         let primaries = con.primaries().await.map_err(failed)?;

@@ -112,6 +112,7 @@ mod connection;
 mod dial;
 mod frame;
 mod inspect;
+mod inspect_shared;
 mod open;
 mod options;
 mod queue;
@@ -135,7 +136,7 @@ use tenure::backend::{
     BackendFuture, LeaderElectionOperations, LockOperations, ReadWriteLockBackend, ScheduleBackend, SemaphoreBackend,
     Wakeup,
 };
-use tenure::{Inspect, LeaderState, LockState};
+use tenure::{Inspect, LeaderState, LockState, SharedState};
 use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, SettingsError};
 pub use tenure_store::OpenError;
 
@@ -689,5 +690,10 @@ impl Inspect for RedisBackend {
     fn leader_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<LeaderState>> {
         let this = self.clone();
         Box::pin(async move { this.inspect_leaders(keys).await })
+    }
+
+    fn shared_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<SharedState>> {
+        let this = self.clone();
+        Box::pin(async move { this.inspect_shared(keys).await })
     }
 }

@@ -25,6 +25,7 @@ macro_rules! expiry {
 
 mod rw;
 mod sem;
+mod shared;
 
 const RECORD: &str = "holder, lease_ms, acquired_at, renewed_at, transitions, metadata";
 
@@ -49,6 +50,7 @@ struct Statements {
     schedule_last_fired: String,
     rw: rw::Statements,
     sem: sem::Statements,
+    shared: shared::Statements,
 }
 
 impl Statements {
@@ -124,6 +126,7 @@ impl Statements {
             schedule_last_fired: format!("SELECT last_fired FROM {schedules} WHERE name = ?1"),
             rw: rw::Statements::new(rwlocks),
             sem: sem::Statements::new(semaphores),
+            shared: shared::Statements::new(rwlocks, semaphores),
         }
     }
 }

@@ -51,7 +51,7 @@ use tenure::backend::{
     BackendFuture, LeaderElectionOperations, LockOperations, ReadWriteLockBackend, ReadWriteOperations, ReleaseSignals,
     ScheduleBackend, SemaphoreBackend, SemaphoreOperations, Wakeup,
 };
-use tenure::{Inspect, LeaderState, LockState};
+use tenure::{Inspect, LeaderState, LockState, SharedState};
 use tenure_core::{
     BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, PermitAnswer, RwState, SemState, WriteGrant,
 };
@@ -405,5 +405,9 @@ impl Inspect for SqliteBackend {
 
     fn leader_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<LeaderState>> {
         self.call(move |db| db.leader_states(&keys))
+    }
+
+    fn shared_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<SharedState>> {
+        self.call(move |db| db.shared_states(&keys))
     }
 }

@@ -34,8 +34,8 @@ pub mod telemetry;
 use std::time::Duration;
 
 pub use backend::{
-    BackendFuture, Inspect, LeaderElectionBackend, LeaderState, LockBackend, LockState, MemoryBackend,
-    ReadWriteLockBackend, ReleaseSignals, ScheduleBackend, SemaphoreBackend, Signal, Wakeup,
+    BackendFuture, Holding, Inspect, LeaderElectionBackend, LeaderState, LockBackend, LockState, MemoryBackend,
+    ReadWriteLockBackend, ReleaseSignals, ScheduleBackend, SemaphoreBackend, SharedState, Side, Signal, Wakeup,
 };
 pub use blocking::{BlockingLock, BlockingLockGuard, BlockingLockHolder, BlockingTaskLock, BlockingTaskLockGuard};
 pub use coordination::{Coordination, Provider, Registry};

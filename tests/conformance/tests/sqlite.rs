@@ -60,3 +60,9 @@ mod system_clock {
     tenure_conformance::rw_conformance_tests!(sqlite_real());
     tenure_conformance::sem_conformance_tests!(sqlite_real());
 }
+
+#[tokio::test]
+async fn inspection_lists_read_write_locks_and_semaphores() {
+    let store = SqliteOptions::new(fresh_path()).open().await.expect("open");
+    tenure_conformance::inspect::inspection_lists_read_write_locks_and_semaphores(&store).await;
+}

@@ -14,6 +14,7 @@
 //! need no such care; the simulator, tests/sim, found what happens without it.)
 
 mod contract;
+mod inspect;
 mod memory;
 mod rw;
 mod sem;
@@ -30,10 +31,11 @@ use event_listener::{Event, EventListener};
 pub use contract::{
     LeaderElectionBackend, LeaderElectionCalls, LeaderElectionOperations, LockBackend, LockCalls, LockOperations,
 };
+pub use inspect::{Holding, Inspect, LeaderState, LockState, SharedState, Side, holder_worker};
 pub use memory::MemoryBackend;
 pub use rw::{ReadWriteCalls, ReadWriteLockBackend, ReadWriteOperations};
 pub use sem::{SemaphoreBackend, SemaphoreCalls, SemaphoreOperations};
-use tenure_core::{BackendError, FencingToken, LeaderRecord, WallTime};
+use tenure_core::BackendError;
 
 /// The future a backend method returns.
 pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BackendError>> + Send + 'a>>;
@@ -180,43 +182,4 @@ pub trait ScheduleBackend: Send + Sync + 'static {
 
     /// The last claimed fire time.
     fn last_fired<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Option<f64>>;
-}
-
-/// A lock name as a store holds it, for people and tools (`tenure status`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LockState {
-    /// The key, with its kind prefix (`lock:cart`, `tasklock:nightly`).
-    pub key: String,
-    /// The last fencing token issued for the name (kept after release), if any was.
-    pub fence: Option<FencingToken>,
-    /// The token of the live holder, if a lease is live. A token is a capability: show people
-    /// [`holder_worker`] of it, not the token.
-    pub holder: Option<String>,
-    /// When the live lease ends, by the store's clock.
-    pub expires_at: Option<WallTime>,
-}
-
-/// A live leader record.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LeaderState {
-    /// The key (`leader:scheduler`).
-    pub key: String,
-    /// The record.
-    pub record: LeaderRecord,
-}
-
-/// The worker part of a holder token (`3f2a…:task:1.9c…` → `3f2a…`): who holds, without the
-/// capability to release.
-pub fn holder_worker(token: &str) -> &str {
-    token.split(':').next().unwrap_or(token)
-}
-
-/// A store that can list what it holds (what `tenure status` shows).
-pub trait Inspect: Send + Sync + 'static {
-    /// The state of the lock keys `keys` that the store knows, or of every lock key when `keys`
-    /// is empty; in key order.
-    fn lock_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<LockState>>;
-
-    /// The live leader records of `keys`, or all of them when `keys` is empty; in key order.
-    fn leader_states(&self, keys: Vec<String>) -> BackendFuture<'static, Vec<LeaderState>>;
 }

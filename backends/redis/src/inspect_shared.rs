@@ -1,0 +1,181 @@
+//! What `tenure status` and `tenure exporter` show of a Redis store's read-write locks (grelmicro's
+//! hash `rwlock:<name>` with `g`/`w`/`we`, readers in `…:r` and waiting writers in `…:i` scored
+//! by the ends of their leases) and semaphores (Tenure's hash `semaphore:<name>` with `p`/`f`,
+//! holders in `…:h` scored by their ends, waiters in `…:w` by arrival with their ends in `…:we`).
+//! Read by one script per name, against the server's clock; nothing is written.
+
+use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+use redis::Script;
+use tenure::{Holding, SharedState, Side};
+use tenure_core::{BackendError, WallTime};
+use tenure_store::record;
+
+use crate::{RedisBackend, error};
+
+/// `{g, w, we, reader tokens, reader ends, intents}` (`''` for a missing field or a writer whose
+/// lease ended; a writer or reader is live while its end is after now, an intent too). A key that
+/// is not a hash (one of a name's parts) reads as nothing.
+static RW: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind ~= 'hash' and kind ~= 'none' then
+    return {'', '', '', {}, {}, {}}
+end
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local s = redis.call('HMGET', KEYS[1], 'g', 'w', 'we')
+local w, we = s[2] or '', s[3] or ''
+if w == '' or not tonumber(we) or tonumber(we) <= now then
+    w, we = '', ''
+end
+local tokens, ends = {}, {}
+local readers = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now, '+inf', 'WITHSCORES')
+for i = 1, #readers, 2 do
+    tokens[#tokens + 1] = readers[i]
+    ends[#ends + 1] = readers[i + 1]
+end
+local intents = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf')
+return {s[1] or '', w, we, tokens, ends, intents}
+",
+    )
+});
+
+/// `{p, f, holder tokens, holder ends, waiter tokens}` (a holder is live through its end, a
+/// place too; waiters in arrival order).
+static SEM: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind ~= 'hash' and kind ~= 'none' then
+    return {'', '', {}, {}, {}}
+end
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local s = redis.call('HMGET', KEYS[1], 'p', 'f')
+local tokens, ends, waiters = {}, {}, {}
+local holders = redis.call('ZRANGEBYSCORE', KEYS[2], now, '+inf', 'WITHSCORES')
+for i = 1, #holders, 2 do
+    tokens[#tokens + 1] = holders[i]
+    ends[#ends + 1] = holders[i + 1]
+end
+for _, token in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+    local place = tonumber(redis.call('HGET', KEYS[4], token))
+    if place and place >= now then
+        waiters[#waiters + 1] = token
+    end
+end
+return {s[1] or '', s[2] or '', tokens, ends, waiters}
+",
+    )
+});
+
+type RwReply = (String, String, String, Vec<String>, Vec<String>, Vec<String>);
+type SemReply = (String, String, Vec<String>, Vec<String>, Vec<String>);
+
+impl RedisBackend {
+    pub(crate) async fn inspect_shared(&self, keys: Vec<String>) -> Result<Vec<SharedState>, BackendError> {
+        let names: BTreeSet<String> = if keys.is_empty() {
+            let mut names = BTreeSet::new();
+            for (kind, parts) in [("rwlock:", &[":r", ":i"][..]), ("semaphore:", &[":h", ":hf", ":w", ":we"][..])] {
+                for key in self.scan(kind).await? {
+                    // A name's own key, or one of its parts (a lock read but never written has
+                    // only readers); what is not a name reads back empty below.
+                    if let Some(name) = parts.iter().find_map(|p| key.strip_suffix(p)) {
+                        names.insert(name.to_owned());
+                    }
+                    names.insert(key);
+                }
+            }
+            names
+        } else {
+            keys.into_iter().collect()
+        };
+        let mut con = self.connection()?;
+        let mut states = Vec::new();
+        for name in names {
+            let key = self.key(&name);
+            let state = if name.starts_with("rwlock:") {
+                let reply: RwReply = RW
+                    .key(&key)
+                    .key(format!("{key}:r"))
+                    .key(format!("{key}:i"))
+                    .invoke_async(&mut con)
+                    .await
+                    .map_err(|e| error("read-write lock status", &name, &e))?;
+                rw_state(name, reply)?
+            } else if name.starts_with("semaphore:") {
+                let reply: SemReply = SEM
+                    .key(&key)
+                    .key(format!("{key}:h"))
+                    .key(format!("{key}:w"))
+                    .key(format!("{key}:we"))
+                    .invoke_async(&mut con)
+                    .await
+                    .map_err(|e| error("semaphore status", &name, &e))?;
+                sem_state(name, reply)?
+            } else {
+                None
+            };
+            states.extend(state);
+        }
+        Ok(states)
+    }
+}
+
+fn rw_state(key: String, reply: RwReply) -> Result<Option<SharedState>, BackendError> {
+    let (g, w, we, tokens, ends, intents) = reply;
+    let mut holders = Vec::new();
+    if !w.is_empty() {
+        holders.push(Holding { token: w, side: Side::Write, expires_at: millis(&key, &we)? });
+    }
+    for (token, end) in tokens.into_iter().zip(&ends) {
+        holders.push(Holding { token, side: Side::Read, expires_at: millis(&key, end)? });
+    }
+    let fence = if g.is_empty() { None } else { Some(record::generation(&key, number(&key, "g", &g)?)?) };
+    let fence = fence.filter(|f| f.get() > 0);
+    shared(key, fence, holders, intents, None)
+}
+
+fn sem_state(key: String, reply: SemReply) -> Result<Option<SharedState>, BackendError> {
+    let (p, f, tokens, ends, waiters) = reply;
+    let mut holders = Vec::new();
+    for (token, end) in tokens.into_iter().zip(&ends) {
+        holders.push(Holding { token, side: Side::Permit, expires_at: millis(&key, end)? });
+    }
+    let fence = if f.is_empty() { None } else { Some(record::fence(&key, number(&key, "f", &f)?)?) };
+    let permits = if p.is_empty() {
+        None
+    } else {
+        let stored = number(&key, "p", &p)?;
+        Some(u32::try_from(stored).map_err(|_| record::malformed(format!("{key} stores {stored} permits")))?)
+    };
+    shared(key, fence, holders, waiters, permits)
+}
+
+/// The state, or `None` for a key that holds nothing of a name.
+fn shared(
+    key: String,
+    fence: Option<tenure_core::FencingToken>,
+    mut holders: Vec<Holding>,
+    waiters: Vec<String>,
+    permits: Option<u32>,
+) -> Result<Option<SharedState>, BackendError> {
+    if fence.is_none() && holders.is_empty() && waiters.is_empty() && permits.is_none() {
+        return Ok(None);
+    }
+    holders.sort_by(|a, b| a.token.cmp(&b.token));
+    Ok(Some(SharedState { key, fence, holders, waiters, permits }))
+}
+
+fn number(key: &str, field: &str, text: &str) -> Result<i64, BackendError> {
+    // A score may come back with a fraction.
+    let whole = text.split('.').next().unwrap_or(text);
+    whole.parse().map_err(|_| record::malformed(format!("{key} holds a {field} that is not a number")))
+}
+
+fn millis(key: &str, text: &str) -> Result<WallTime, BackendError> {
+    Ok(WallTime::from_unix_micros(number(key, "lease end", text)?.saturating_mul(1000)))
+}
