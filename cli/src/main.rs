@@ -7,6 +7,7 @@
 
 mod child;
 mod demo;
+mod exporter;
 mod hold;
 #[macro_use]
 mod run;
@@ -64,6 +65,9 @@ enum Command {
     Task(TaskArgs),
     /// Show the holders, fencing tokens and leader records in the store.
     Status(StatusArgs),
+    /// Serve what the store holds to Prometheus: every lock, task lock, read-write lock,
+    /// semaphore and election (held, holders, waiters, fence, lease left, leader and term).
+    Exporter(exporter::ExporterArgs),
     /// Start worker processes on the store and print a timeline: mutual exclusion, increasing
     /// fencing tokens and a leader failover.
     Demo(DemoArgs),
@@ -226,6 +230,7 @@ async fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Elect(args) => run::elect(backend, args).await,
         Command::Task(args) => run::task(backend, args).await,
         Command::Status(args) => status::run(backend, args).await,
+        Command::Exporter(args) => exporter::run(backend, args).await,
         Command::Demo(args) => demo::run(backend, args).await,
         Command::DemoWorker(args) => demo::worker(backend, args).await,
     }

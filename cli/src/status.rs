@@ -41,7 +41,7 @@ pub(crate) async fn run(backend: Option<&str>, args: StatusArgs) -> Result<i32, 
     Ok(0)
 }
 
-fn now_micros() -> i64 {
+pub(crate) fn now_micros() -> i64 {
     let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     i64::try_from(since.as_micros()).unwrap_or(i64::MAX)
 }
