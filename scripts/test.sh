@@ -25,6 +25,7 @@ stages=(
   "kotlin|the JVM package: the Kotlin suite on every store, a Java program, the README's Kotlin and Java examples, a JVM exiting mid-election, the Swift bindings' shape"
   "interop|grelmicro 0.44 (Python 3.14) beside the CLI on SQLite, and beside the CLI and the Python, Node and Kotlin packages on Redis and PostgreSQL; read-write locks and semaphores on all three; etcdctl beside them on etcd; every error code through the three packages; the Python suite's 3.14 part"
   "jepsen|Jepsen-style runs (docs/safety.md): the CLI and the Python, npm and JVM packages on one lock (and a semaphore, and an election) of every store while a nemesis pauses a holder, cuts a client from the store, jumps a client's clock, kills the store's leader or fails it over; the fenced mutex, resource, set, capacity and progress checkers; a resource without fencing caught losing data"
+  "metrics|Prometheus (Debian's) scraping a Rust, a Python and a Node program contending on a Redis lock and an election, and tenure exporter: counters equal the operations, one leader per election, a paused holder's loss and a killed one's expiry, every query of the Grafana dashboard returns data"
   "release|the release script's dry run: one version everywhere, cargo publish --dry-run, the sdist compiled offline"
   "demo|the main job (tenure demo on the default store) and the README's CLI example"
 )
@@ -294,7 +295,7 @@ stage_python() {
   wheel_artifact
   echo "$(basename "$wheel") ($(du -h "$wheel" | cut -f1))"
   # (the npm packages, while the Python suite waits on leases)
-  if [ -z "${node_modules:-}" ] && later node interop jepsen; then begin node scripts/test-node.sh --install; fi
+  if [ -z "${node_modules:-}" ] && later node interop jepsen metrics; then begin node scripts/test-node.sh --install; fi
   local venv=target/python-test-venv
   rm -rf "$venv"
   python3 -m venv "$venv"
@@ -381,6 +382,13 @@ stage_jepsen() {
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q "$wheel"
   TENURE_PYTHON=$venv/bin/python TENURE_NODE_PATH=$node_modules TENURE_KOTLIN_CP=$kotlin_cp scripts/jepsen.sh --subset
+}
+
+stage_metrics() {
+  need_redis
+  wheel_artifact
+  node_artifact
+  scripts/metrics.sh "$wheel" "$(dirname "$(dirname "$node_modules")")"
 }
 
 stage_release() {
