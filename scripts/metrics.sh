@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The Prometheus test (docs/telemetry.md): Debian's Prometheus scraping a Rust, a Python and a Node
-# program that contend on one Redis lock and one election, and `tenure exporter` on the same store;
-# tests/metrics/check.py checks the counters against the operations made, the leader gauge, a
+# The Prometheus test (docs/telemetry.md): Debian's Prometheus scraping a Rust (axum), a Python
+# (FastAPI) and a Node (Express) program, each with a health route, that contend on one Redis lock
+# and one election, and `tenure exporter` on the same store; tests/metrics/check.py checks the counters against the operations made, the leader gauge, a
 # paused and a killed holder, and every query of docs/grafana-dashboard.json, through
 # Prometheus's HTTP API, and prints one scrape of each program.
 # Usage: scripts/metrics.sh WHEEL NODE_TARBALL_DIR
@@ -17,19 +17,19 @@ prometheus --version 2>&1 | sed -n 1p
 
 cargo build -q -p tenure-cli -p tenure-metrics-test
 
-# What a Python user installs to expose metrics: the SDK's Prometheus reader (and prometheus_client).
+# What a FastAPI user installs to expose metrics: the SDK's Prometheus reader (and prometheus_client).
 venv=target/metrics-venv
 rm -rf "$venv"
 python3 -m venv "$venv"
-"$venv/bin/pip" install -q "$wheel" opentelemetry-exporter-prometheus
+"$venv/bin/pip" install -q "$wheel" opentelemetry-exporter-prometheus fastapi uvicorn
 
-# What a Node user installs: the SDK's Prometheus exporter with the SDK it was built for.
+# What an Express user installs: the SDK's Prometheus exporter with the SDK it was built for.
 node_dir=target/metrics-node
 rm -rf "$node_dir"
 mkdir -p "$node_dir"
 (cd "$node_dir" && echo '{"private": true}' > package.json \
   && npm install --no-audit --no-fund --loglevel=error "$tarballs"/tenure-*.tgz \
-    @opentelemetry/api@1.9.1 @opentelemetry/sdk-metrics@2.12.0 @opentelemetry/exporter-prometheus@0.223.0)
+    @opentelemetry/api@1.9.1 @opentelemetry/sdk-metrics@2.12.0 @opentelemetry/exporter-prometheus@0.223.0 express@5)
 
 python3 tests/metrics/check.py --tenure target/debug/tenure --rust target/debug/tenure-metrics-contender \
   --python "$venv/bin/python" --node-path "$PWD/$node_dir/node_modules" --dashboard docs/grafana-dashboard.json

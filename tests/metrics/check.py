@@ -1,9 +1,10 @@
-"""The Prometheus test (`scripts/metrics.sh`): a Prometheus server scraping a Rust, a Python and a
-Node program that contend on one Redis lock and one election, and `tenure exporter` reading the
-same store. It checks through Prometheus's HTTP API that the programs' counters equal the
-operations they made, that the leader gauge sums to one per election, that a paused holder shows
-as a loss and a killed one as an expiry, and that every PromQL query of the Grafana dashboard
-returns data. It prints one scrape of each program.
+"""The Prometheus test (`scripts/metrics.sh`): a Prometheus server scraping a Rust (axum), a Python
+(FastAPI) and a Node (Express) program that contend on one Redis lock and one election, and
+`tenure exporter` reading the same store. It checks through Prometheus's HTTP API that the
+programs' counters equal the operations they made, that the leader gauge sums to one per
+election, that a paused holder shows as a loss and a killed one as an expiry, and that every
+PromQL query of the Grafana dashboard returns data; and that each program's health route answers.
+It prints one scrape of each program.
 
 Usage: python3 check.py --tenure BIN --rust BIN --python PY --node-path NODE_MODULES
                         --dashboard JSON [--redis URL] [--ops N] [--work DIR]
@@ -234,6 +235,11 @@ def main() -> None:
         print(
             f"ok   sum(tenure_election_leader) = 1: {prometheus.values('tenure_election_leader')}; the store names worker {store_leader[0]['metric']['worker']}"
         )
+
+        # Each program's health route (its web framework's) answers 200 while its election renews.
+        for name in PROGRAMS:
+            body = get(f"http://127.0.0.1:{ports[name]}/healthz")  # (a 503 raises)
+            print(f"ok   {name} GET /healthz: 200 {body.strip()}")
 
         # A killed holder: the exporter shows its lease held, then expired.
         held = 'tenure_store_lock_held{name="metrics-victim"}'

@@ -1,13 +1,15 @@
-// The Prometheus test's Node program (scripts/metrics.sh), written as a Node user exposes
-// metrics: the OpenTelemetry SDK with its Prometheus exporter as the global meter provider, and
-// require('tenure') (which reports to it by itself). It joins an election, waits for `go` on
-// stdin, takes the shared lock OPS times, says `done OPS`, holds a lock of its own under
-// keepAlive (`holding`; the test pauses it past the lease: `lost`), and serves its metrics until
+// The Prometheus test's Node program (scripts/metrics.sh), written as an Express service exposes
+// Tenure to operators: the OpenTelemetry SDK with its Prometheus exporter as the global meter
+// provider, require('tenure') (which reports to it by itself), and Express routes for /metrics
+// and a /healthz that fails when the election's loop stopped renewing. It joins an election,
+// waits for `go` on stdin, takes the shared lock OPS times, says `done OPS`, holds a lock of its
+// own under keepAlive (`holding`; the test pauses it past the lease: `lost`), and serves until
 // SIGTERM.
 //
 // Usage: node contender.cjs URL PORT OPS
 'use strict';
 
+const express = require('express');
 const { metrics } = require('@opentelemetry/api');
 const { MeterProvider } = require('@opentelemetry/sdk-metrics');
 const { PrometheusExporter } = require('@opentelemetry/exporter-prometheus');
@@ -17,11 +19,20 @@ const [url, port, ops] = process.argv.slice(2);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 (async () => {
-  const exporter = new PrometheusExporter({ host: '127.0.0.1', port: Number(port) });
+  const exporter = new PrometheusExporter({ preventServerStart: true });
   metrics.setGlobalMeterProvider(new MeterProvider({ readers: [exporter] }));
   const backend = await openBackend(url);
   const election = new LeaderElection('metrics-leader', backend);
   election.start();
+
+  const app = express();
+  app.get('/metrics', (req, res) => exporter.getMetricsRequestHandler(req, res));
+  app.get('/healthz', (req, res) => {
+    const { healthy, reason } = election.health(10_000);
+    res.status(healthy ? 200 : 503).json({ healthy, reason });
+  });
+  const server = app.listen(Number(port), '127.0.0.1');
+
   const lock = new Lock('metrics-shared', backend, { leaseDuration: 10_000 });
   // The test says `go` once Prometheus has scraped this program.
   await new Promise((resolve) => process.stdin.once('data', resolve));
@@ -39,7 +50,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
   console.log('lost');
   process.on('SIGTERM', async () => {
     await election.stop();
-    await exporter.shutdown();
+    server.close();
     process.exit(0);
   });
 })();

@@ -2,7 +2,12 @@
 // them to its metrics library; the leader health check.
 package tenure.test
 
+import com.sun.net.httpserver.HttpServer
+import java.net.HttpURLConnection
+import java.net.InetSocketAddress
+import java.net.URI
 import java.util.Collections
+import kotlin.time.Duration.Companion.seconds
 import tenure.LeaderElection
 import tenure.Lock
 import tenure.TelemetryListener
@@ -76,6 +81,31 @@ fun telemetryTests(suite: Suite) {
             }
         } finally {
             TenureTelemetry.stop()
+        }
+    }
+
+    suite.test("memory: a health route (the JDK's HttpServer) answers 200 while the election renews") {
+        LeaderElection(Stores.fresh("health-route"), Stores.of("memory"), fastElection("memory")).use { election ->
+            election.start()
+            eventually(what = "leadership") { election.isLeader }
+            // What a service writes (a Spring Boot HealthIndicator holds the same two lines).
+            val server = HttpServer.create(InetSocketAddress("127.0.0.1", 0), 0)
+            server.createContext("/healthz") { exchange ->
+                val reason = election.health(10.seconds)
+                val body = (reason ?: "ok").toByteArray()
+                exchange.sendResponseHeaders(if (reason == null) 200 else 503, body.size.toLong())
+                exchange.responseBody.use { it.write(body) }
+            }
+            server.start()
+            try {
+                val url = URI.create("http://127.0.0.1:${server.address.port}/healthz").toURL()
+                val connection = url.openConnection() as HttpURLConnection
+                check(connection.responseCode == 200) { "GET /healthz answered ${connection.responseCode}" }
+                val body = connection.inputStream.bufferedReader().use { it.readText() }
+                check(body == "ok") { "GET /healthz said $body" }
+            } finally {
+                server.stop(0)
+            }
         }
     }
 }
