@@ -147,6 +147,8 @@ def main() -> None:
     p.add_argument("--ops", type=int, default=30)
     p.add_argument("--work", default="target/metrics")
     a = p.parse_args()
+    # Killed or interrupted, the run still ends its children (they run in sessions of their own).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 
     work = os.path.abspath(a.work)
     shutil.rmtree(work, ignore_errors=True)

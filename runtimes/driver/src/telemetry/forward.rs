@@ -1,20 +1,31 @@
-//! [`Forward`]: the sink every front end with a host of its own installs (Python, Node, the
-//! JVM): it copies each measurement and span into a bounded queue, and one thread of the
-//! process hands them in batches to the binding's `deliver`, which converts them to its host's
-//! API (one interpreter lock taken per batch, never on the driver's threads).
+//! [`Forward`]: the sink every front end with a host of its own installs (Python, Node, the JVM):
+//! it copies each measurement and span into a bounded buffer, and one thread of the process hands
+//! them in batches to `deliver`, which converts them to its host's API (one interpreter lock
+//! taken per batch, never on the driver's threads).
+//!
+//! A record costs its caller a lock of an uncontended mutex and a push: the delivering thread is
+//! woken by the first record after a delivery (and when a batch is full), then collects for
+//! [`COLLECT`] before it delivers, so a busy process wakes it a hundred times a second at most and
+//! an idle one never.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
 
 use super::{Instrument, Measurement, SpanRecord, Telemetry, Value};
 
 /// The most records waiting for the delivering thread; past it they are dropped (and counted):
-/// a host that stalls must not grow the process without bound (nothing is allocated ahead).
+/// a host that stalls must not grow the process without bound.
 pub const QUEUE: usize = 65_536;
 
-/// The most records handed over in one batch.
+/// Records that wake the delivering thread before [`COLLECT`] has passed.
 const BATCH: usize = 1_024;
+
+/// How long the delivering thread collects after the first record before it delivers.
+const COLLECT: Duration = Duration::from_millis(10);
+
+/// How often a thread with nothing to deliver checks that its sink still exists.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
 
 /// A measurement or a span, owned, for a binding's thread.
 #[derive(Debug, Clone)]
@@ -34,64 +45,106 @@ pub enum Record {
 }
 
 /// A sink that hands records in batches to `deliver`, on a thread of its own.
-#[derive(Debug)]
 pub struct Forward {
-    queue: Mutex<Option<(u32, Sender<Record>)>>,
-    /// Records sent and not yet taken by the delivering thread (the queue's bound).
-    queued: Arc<AtomicUsize>,
-    deliver: fn(&[Record]),
+    shared: Arc<Shared>,
+}
+
+/// What a [`Forward`] hands its batches to.
+type Deliver = Box<dyn Fn(&[Record]) + Send + Sync>;
+
+struct Shared {
+    state: Mutex<State>,
+    /// Wakes the delivering thread: a first record, or a full batch.
+    wake: Condvar,
+    deliver: Deliver,
     dropped: AtomicU64,
+}
+
+#[derive(Default)]
+struct State {
+    buffer: Vec<Record>,
+    /// The process whose thread delivers (a forked child starts one of its own).
+    owner: Option<u32>,
 }
 
 impl Forward {
     /// A sink calling `deliver` with each batch (on its own thread, started at the first record,
     /// and again in a forked child).
-    pub fn new(deliver: fn(&[Record])) -> Self {
-        Self { queue: Mutex::new(None), queued: Arc::default(), deliver, dropped: AtomicU64::new(0) }
+    pub fn new(deliver: impl Fn(&[Record]) + Send + Sync + 'static) -> Self {
+        let shared = Shared {
+            state: Mutex::default(),
+            wake: Condvar::new(),
+            deliver: Box::new(deliver),
+            dropped: AtomicU64::new(0),
+        };
+        Self { shared: Arc::new(shared) }
     }
 
-    /// Records dropped: the queue was full (the host did not keep up), or no thread could deliver.
+    /// Records dropped: the buffer was full (the host did not keep up), or no thread could
+    /// deliver.
     pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+        self.shared.dropped.load(Ordering::Relaxed)
     }
 
     fn send(&self, record: Record) {
-        if self.queued.load(Ordering::Relaxed) >= QUEUE {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+        let shared = &self.shared;
+        let mut state = shared.lock();
+        if state.buffer.len() >= QUEUE {
+            drop(state);
+            shared.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let pid = std::process::id();
-        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        if queue.as_ref().is_none_or(|(owner, _)| *owner != pid) {
-            let (sender, receiver) = channel::<Record>();
-            let (deliver, queued) = (self.deliver, self.queued.clone());
-            queued.store(0, Ordering::Relaxed);
-            let thread = std::thread::Builder::new().name("tenure-telemetry".into());
-            if thread.spawn(move || run(&receiver, &queued, deliver)).is_err() {
-                // No thread, no telemetry: measuring must never fail the caller.
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-                return;
+        let first = state.buffer.is_empty();
+        if first {
+            let pid = std::process::id();
+            if state.owner != Some(pid) {
+                let weak = Arc::downgrade(shared);
+                let thread = std::thread::Builder::new().name("tenure-telemetry".into());
+                if thread.spawn(move || run(&weak)).is_err() {
+                    // No thread, no telemetry: measuring must never fail the caller.
+                    drop(state);
+                    shared.dropped.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                state.owner = Some(pid);
             }
-            *queue = Some((pid, sender));
         }
-        // Counted before it is sent, so the delivering thread never takes it off first.
-        self.queued.fetch_add(1, Ordering::Relaxed);
-        if queue.as_ref().is_none_or(|(_, sender)| sender.send(record).is_err()) {
-            self.queued.fetch_sub(1, Ordering::Relaxed);
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+        state.buffer.push(record);
+        let full = state.buffer.len() == BATCH;
+        drop(state);
+        if first || full {
+            shared.wake.notify_one();
         }
     }
 }
 
-/// The delivering thread: waits for a record, takes what else is queued (up to a batch), hands
-/// them over; ends when the sink is gone.
-fn run(receiver: &Receiver<Record>, queued: &AtomicUsize, deliver: fn(&[Record])) {
-    while let Ok(first) = receiver.recv() {
-        let mut batch = vec![first];
-        batch.extend(receiver.try_iter().take(BATCH - 1));
-        queued.fetch_sub(batch.len(), Ordering::Relaxed);
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The delivering thread: waits for a first record, collects for [`COLLECT`] (or until a batch is
+/// full), hands the records over; ends once the sink is gone.
+fn run(weak: &Weak<Shared>) {
+    loop {
+        let Some(shared) = weak.upgrade() else { return };
+        let mut state = shared.lock();
+        if state.buffer.is_empty() {
+            state = shared.wake.wait_timeout(state, IDLE_CHECK).unwrap_or_else(PoisonError::into_inner).0;
+            if state.buffer.is_empty() {
+                continue; // (the sink is checked again at the top)
+            }
+        }
+        state = shared
+            .wake
+            .wait_timeout_while(state, COLLECT, |s| s.buffer.len() < BATCH)
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
+        let batch = std::mem::take(&mut state.buffer);
+        drop(state);
         // A host that panics loses that batch, not the thread.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| deliver(&batch)));
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (shared.deliver)(&batch)));
     }
 }
 
@@ -103,5 +156,69 @@ impl Telemetry for Forward {
 
     fn span(&self, span: &SpanRecord) {
         self.send(Record::Span(span.clone()));
+    }
+}
+
+impl std::fmt::Debug for Forward {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Forward").field("dropped", &self.dropped()).finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Instant;
+
+    use super::*;
+
+    fn measurement() -> Measurement<'static> {
+        Measurement { instrument: super::super::INSTRUMENTS[0], value: 1.0, attributes: &[] }
+    }
+
+    #[test]
+    fn records_reach_deliver_in_batches_on_one_thread() {
+        let (tell, told) = mpsc::channel::<(usize, String)>();
+        let tell = Mutex::new(tell);
+        let forward = Forward::new(move |batch: &[Record]| {
+            let thread = std::thread::current().name().unwrap_or_default().to_owned();
+            let _ = tell.lock().unwrap_or_else(PoisonError::into_inner).send((batch.len(), thread));
+        });
+        for _ in 0..3_000 {
+            forward.record(&measurement());
+        }
+        let (mut delivered, mut batches) = (0, 0);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while delivered < 3_000 {
+            let (len, thread) = told.recv_timeout(deadline - Instant::now()).expect("every record delivered");
+            assert_eq!(thread, "tenure-telemetry");
+            assert!(len <= QUEUE);
+            delivered += len;
+            batches += 1;
+        }
+        assert_eq!(delivered, 3_000);
+        assert!(batches < 3_000, "one record a batch: nothing was batched");
+        assert_eq!(forward.dropped(), 0);
+    }
+
+    #[test]
+    fn a_host_that_stalls_loses_records_past_the_bound_and_never_blocks_the_caller() {
+        let (release, stalled) = mpsc::channel::<()>();
+        let stalled = Mutex::new(stalled);
+        let forward = Forward::new(move |_: &[Record]| {
+            let _ = stalled.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        });
+        // The first batch stalls the delivering thread; the buffer then fills to its bound.
+        forward.record(&measurement());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while forward.shared.lock().buffer.len() == 1 {
+            assert!(Instant::now() < deadline, "the delivering thread never took the first record");
+            std::thread::yield_now();
+        }
+        for _ in 0..QUEUE + 10 {
+            forward.record(&measurement());
+        }
+        assert_eq!(forward.dropped(), 10);
+        drop(release);
     }
 }
