@@ -9,6 +9,8 @@ mod child;
 mod demo;
 mod exporter;
 mod hold;
+mod listing;
+mod locks;
 #[macro_use]
 mod run;
 mod rw;
@@ -65,6 +67,9 @@ enum Command {
     Task(TaskArgs),
     /// Show the holders, fencing tokens and leader records in the store.
     Status(StatusArgs),
+    /// List every lock, task lock, read-write lock, semaphore and election under PREFIX: holders
+    /// (workers, never tokens), fence, lease left and waiters.
+    Locks(locks::LocksArgs),
     /// Serve what the store holds to Prometheus: every lock, task lock, read-write lock,
     /// semaphore and election (held, holders, waiters, fence, lease left, leader and term).
     Exporter(exporter::ExporterArgs),
@@ -231,6 +236,7 @@ async fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Task(args) => run::task(backend, args).await,
         Command::Status(args) => status::run(backend, args).await,
         Command::Exporter(args) => exporter::run(backend, args).await,
+        Command::Locks(args) => locks::run(backend, args).await,
         Command::Demo(args) => demo::run(backend, args).await,
         Command::DemoWorker(args) => demo::worker(backend, args).await,
     }

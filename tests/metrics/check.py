@@ -264,6 +264,7 @@ def main() -> None:
             loss = f'tenure_lock_losses_total{{job="{name}",name="metrics-held-{name}"}}'
             eventually(f"{loss} = 1", lambda: prometheus.scalar(loss) == 1.0)
             causes = [r["metric"]["cause"] for r in prometheus.query(loss)]
+            assert causes == ["expired"], f"{name}: a paused holder's loss by {causes}, not expired"
             print(f"ok   {name}: a paused holder's loss is counted, cause {causes}")
 
         # Every query of the dashboard returns data.

@@ -71,7 +71,7 @@ impl View {
 }
 
 impl EtcdBackend {
-    /// What `tenure status` shows of the read-write lock `name`, or `None` if it has no key.
+    /// What `tenure exporter` shows of the read-write lock `name`, or `None` if it has no key.
     pub(crate) async fn rw_shared_state(&self, name: &str) -> Result<Option<SharedState>, BackendError> {
         let view: View = self.view(name).await?;
         if view.generation == 0 && view.writer.is_none() && view.readers.is_empty() && view.intents.is_empty() {

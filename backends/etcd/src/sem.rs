@@ -77,7 +77,7 @@ impl View {
 }
 
 impl EtcdBackend {
-    /// What `tenure status` shows of the semaphore `name`, or `None` if it has no key.
+    /// What `tenure exporter` shows of the semaphore `name`, or `None` if it has no key.
     pub(crate) async fn sem_shared_state(&self, name: &str) -> Result<Option<SharedState>, BackendError> {
         let view: View = self.view(name).await?;
         if view.fence == 0 && view.permits.is_none() && view.holders.is_empty() && view.waiters.is_empty() {

@@ -1,6 +1,6 @@
-//! What `tenure status` and `tenure exporter` show of a PostgreSQL store: every lock row (a name
-//! once acquired keeps its row and fence), its live holder and expiry, the live leader records,
-//! and every read-write lock and semaphore with its live leases and waiters.
+//! What `tenure status` shows of a PostgreSQL store: every lock row (a name once acquired keeps
+//! its row and fence), its live holder and expiry, and the live leader records; and what
+//! `tenure exporter` shows besides: every read-write lock and semaphore with its leases and waiters.
 
 use std::collections::BTreeMap;
 

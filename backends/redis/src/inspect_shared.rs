@@ -1,4 +1,4 @@
-//! What `tenure status` and `tenure exporter` show of a Redis store's read-write locks (grelmicro's
+//! What `tenure exporter` shows of a Redis store's read-write locks (grelmicro's
 //! hash `rwlock:<name>` with `g`/`w`/`we`, readers in `…:r` and waiting writers in `…:i` scored
 //! by the ends of their leases) and semaphores (Tenure's hash `semaphore:<name>` with `p`/`f`,
 //! holders in `…:h` scored by their ends, waiters in `…:w` by arrival with their ends in `…:we`).
@@ -15,13 +15,16 @@ use tenure_store::record;
 use crate::{RedisBackend, error};
 
 /// `{g, w, we, reader tokens, reader ends, intents}` (`''` for a missing field or a writer whose
-/// lease ended; a writer or reader is live while its end is after now, an intent too). A key that
-/// is not a hash (one of a name's parts) reads as nothing.
+/// lease ended; a writer or reader is live while its end is after now, an intent too). Keys not
+/// of a name's types (a guess from another name's part: the name `x:r`'s hash) read as nothing.
 static RW: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
-local kind = redis.call('TYPE', KEYS[1])['ok']
-if kind ~= 'hash' and kind ~= 'none' then
+local function is(key, kind)
+    local found = redis.call('TYPE', key)['ok']
+    return found == kind or found == 'none'
+end
+if not (is(KEYS[1], 'hash') and is(KEYS[2], 'zset') and is(KEYS[3], 'zset')) then
     return {'', '', '', {}, {}, {}}
 end
 local t = redis.call('TIME')
@@ -48,8 +51,11 @@ return {s[1] or '', w, we, tokens, ends, intents}
 static SEM: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
-local kind = redis.call('TYPE', KEYS[1])['ok']
-if kind ~= 'hash' and kind ~= 'none' then
+local function is(key, kind)
+    local found = redis.call('TYPE', key)['ok']
+    return found == kind or found == 'none'
+end
+if not (is(KEYS[1], 'hash') and is(KEYS[2], 'zset') and is(KEYS[3], 'zset') and is(KEYS[4], 'hash')) then
     return {'', '', {}, {}, {}}
 end
 local t = redis.call('TIME')

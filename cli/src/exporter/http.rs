@@ -57,15 +57,22 @@ pub(crate) async fn read(stream: &mut TcpStream) -> Option<(Request, bool)> {
     Some((request, head_only))
 }
 
-/// Writes a response and closes; a client that went away is no error of ours.
+/// How long a client may take to read an answer.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Writes a response and closes; a client that went away, or does not read within
+/// [`ANSWER_TIMEOUT`], is no error of ours.
 pub(crate) async fn answer(mut stream: TcpStream, status: &str, content_type: &str, body: &str, head_only: bool) {
     let head = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
-    let _ = stream.write_all(head.as_bytes()).await;
-    if !head_only {
-        let _ = stream.write_all(body.as_bytes()).await;
-    }
-    let _ = stream.shutdown().await;
+    let _ = tokio::time::timeout(ANSWER_TIMEOUT, async {
+        stream.write_all(head.as_bytes()).await?;
+        if !head_only {
+            stream.write_all(body.as_bytes()).await?;
+        }
+        stream.shutdown().await
+    })
+    .await;
 }

@@ -12,14 +12,16 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use tokio::net::TcpListener;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, OwnedSemaphorePermit};
 
+use crate::listing::{self, Snapshot};
 use crate::store::{self, Store, StoreKind};
 use crate::{EXIT_USAGE, Failure, say};
-use render::{Snapshot, split};
 
 /// The longest a read of the store may take unless `--timeout` says otherwise.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most connections served at once; more are closed at once.
+const CONNECTIONS: usize = 64;
 /// The most names shown unless `--max-names` says otherwise.
 const DEFAULT_MAX_NAMES: u32 = 10_000;
 
@@ -36,8 +38,9 @@ pub(crate) struct ExporterArgs {
     /// Give up on a read of the store after S seconds (default 10) and answer tenure_store_up 0.
     #[arg(long, value_name = "S", value_parser = crate::seconds, allow_negative_numbers = true)]
     pub(crate) timeout: Option<Duration>,
-    /// Show at most N names (default 10000; the rest are counted in tenure_store_names_omitted):
-    /// every name is a label value, and a Prometheus server stores every series it is shown.
+    /// Show at most N names (default 10000; the rest are counted in tenure_store_names_omitted;
+    /// elections first, then locks, then read-write locks and semaphores): every name is a label
+    /// value, and a Prometheus server stores every series it is shown.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_NAMES, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_names: u32,
 }
@@ -75,12 +78,17 @@ pub(crate) async fn run(backend: Option<&str>, args: ExporterArgs) -> Result<i32
         say!("exporter: {} (tenure_store_up is 0 until it can be read)", e.message);
     }
     say!("exporter: serving http://{address}/metrics for {}", tenure_open::shown_url(&url));
+    let connections = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| Failure::store(format!("cannot watch for SIGTERM: {e}")))?;
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => drop(tokio::spawn(serve(Arc::clone(&exporter), stream))),
+                Ok((stream, _)) => match Arc::clone(&connections).try_acquire_owned() {
+                    Ok(permit) => drop(tokio::spawn(serve(Arc::clone(&exporter), stream, permit))),
+                    // More clients at once than any Prometheus setup makes: this one is refused.
+                    Err(_) => drop(stream),
+                },
                 // Out of descriptors, a reset before accept: the next connection may do.
                 Err(e) => say!("exporter: accept: {e}"),
             },
@@ -94,7 +102,7 @@ pub(crate) async fn run(backend: Option<&str>, args: ExporterArgs) -> Result<i32
     Ok(0)
 }
 
-async fn serve(exporter: Arc<Exporter>, mut stream: tokio::net::TcpStream) {
+async fn serve(exporter: Arc<Exporter>, mut stream: tokio::net::TcpStream, _permit: OwnedSemaphorePermit) {
     let Some((request, head_only)) = http::read(&mut stream).await else { return };
     let text = "text/plain; charset=utf-8";
     match request {
@@ -140,10 +148,10 @@ impl Exporter {
                     },
                     None => Err("the store is not open".to_owned()),
                 };
-                if read.is_err()
-                    && let Some(store) = slot.take()
-                {
-                    store::close(&store).await;
+                if read.is_err() {
+                    // Dropped, not closed: a close may write (SQLite vacates expired leases) and
+                    // would wait behind the read that failed.
+                    drop(slot.take());
                 }
                 read
             }
@@ -157,27 +165,6 @@ impl Exporter {
 
     async fn read(&self, store: &Store) -> Result<Snapshot, String> {
         let inspect = store.inspect().ok_or_else(|| "this store cannot list what it holds".to_owned())?;
-        let mut locks = inspect.lock_states(Vec::new()).await.map_err(|e| format!("reading locks: {e}"))?;
-        let mut shared = inspect
-            .shared_states(Vec::new())
-            .await
-            .map_err(|e| format!("reading read-write locks and semaphores: {e}"))?;
-        let mut leaders = inspect.leader_states(Vec::new()).await.map_err(|e| format!("reading elections: {e}"))?;
-        let wanted = |key: &str| split(key).1.starts_with(self.prefix.as_str());
-        locks.retain(|l| wanted(&l.key));
-        shared.retain(|s| wanted(&s.key));
-        leaders.retain(|l| wanted(&l.key));
-        let found = locks.len() + shared.len() + leaders.len();
-        let mut room = self.max_names;
-        let keep = |n: usize, room: &mut usize| {
-            let kept = n.min(*room);
-            *room -= kept;
-            kept
-        };
-        locks.truncate(keep(locks.len(), &mut room));
-        shared.truncate(keep(shared.len(), &mut room));
-        leaders.truncate(keep(leaders.len(), &mut room));
-        let shown = locks.len() + shared.len() + leaders.len();
-        Ok(Snapshot { locks, shared, leaders, omitted: found - shown })
+        listing::read(inspect.as_ref(), &self.prefix, self.max_names).await
     }
 }

@@ -1,20 +1,10 @@
 //! The Prometheus text format (version 0.0.4) of what a store holds: one family per quantity,
 //! the name (without its kind prefix) and the kind as labels, workers and never tokens.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use tenure::backend::holder_worker;
-use tenure::core::WallTime;
-use tenure::{LeaderState, LockState, SharedState};
-
-/// What one read of the store found, already filtered by the prefix and capped.
-pub(crate) struct Snapshot {
-    pub(crate) locks: Vec<LockState>,
-    pub(crate) shared: Vec<SharedState>,
-    pub(crate) leaders: Vec<LeaderState>,
-    /// Names past the cap, not shown.
-    pub(crate) omitted: usize,
-}
+use crate::listing::{Row, Snapshot, seconds_until, split};
 
 /// One metric family being written: its header once, then its samples.
 struct Family<'a> {
@@ -69,26 +59,28 @@ pub(crate) fn render(snapshot: Option<&Snapshot>, read_seconds: f64, now: i64) -
 /// Locks, task locks, read-write locks and semaphores: held, holders, waiters, fence, lease left,
 /// who holds, and a semaphore's permits.
 fn locks(out: &mut String, s: &Snapshot, now: i64) {
-    let rows: Vec<Row<'_>> = s.locks.iter().map(Row::of_lock).chain(s.shared.iter().map(Row::of_shared)).collect();
+    let rows = Row::all(s);
     let mut f = family(out, "tenure_store_lock_held", "Whether a live lease holds the name (1) or not (0).");
     for r in &rows {
-        f.sample("tenure_store_lock_held", &r.labels(), if r.holders.is_empty() { 0.0 } else { 1.0 });
+        f.sample("tenure_store_lock_held", &labels(r), if r.holders.is_empty() { 0.0 } else { 1.0 });
     }
     let mut f = family(out, "tenure_store_lock_holders", "Live leases on the name (readers, permits: each one).");
     for r in &rows {
-        f.sample("tenure_store_lock_holders", &r.labels(), count(r.holders.len()));
+        f.sample("tenure_store_lock_holders", &labels(r), count(r.holders.len()));
     }
     let mut f = family(
         out,
         "tenure_store_lock_waiters",
         "Waiters keeping a place in the store's line (read-write locks' writers, semaphores).",
     );
-    for r in rows.iter().filter(|r| r.waiters.is_some()) {
-        f.sample("tenure_store_lock_waiters", &r.labels(), count(r.waiters.unwrap_or(0)));
+    for r in &rows {
+        if let Some(waiters) = &r.waiters {
+            f.sample("tenure_store_lock_waiters", &labels(r), count(waiters.len()));
+        }
     }
     let mut f = family(out, "tenure_store_lock_fence", "The last fencing token issued for the name.");
     for r in rows.iter().filter(|r| r.fence.is_some()) {
-        f.sample("tenure_store_lock_fence", &r.labels(), fence(r.fence.unwrap_or(0)));
+        f.sample("tenure_store_lock_fence", &labels(r), fence(r.fence.unwrap_or(0)));
     }
     let mut f = family(
         out,
@@ -96,23 +88,30 @@ fn locks(out: &mut String, s: &Snapshot, now: i64) {
         "Until the first live lease on the name ends, by this machine's clock.",
     );
     for r in &rows {
-        if let Some(end) = r.holders.iter().map(|h| h.1).min() {
-            f.sample("tenure_store_lock_lease_left_seconds", &r.labels(), seconds_until(end, now));
+        if let Some(end) = r.first_end() {
+            f.sample("tenure_store_lock_lease_left_seconds", &labels(r), seconds_until(end, now));
         }
     }
-    let mut f = family(out, "tenure_store_lock_holder_info", "Who holds the name: the worker and the side it holds.");
+    let mut f = family(
+        out,
+        "tenure_store_lock_holder_info",
+        "Who holds the name: leases per worker and side (a worker may hold several reads or permits).",
+    );
     for r in &rows {
+        let mut held: BTreeMap<(&str, &str), usize> = BTreeMap::new();
         for (worker, _, side) in &r.holders {
-            let mut labels = r.labels();
-            labels.extend([("worker", *worker), ("side", *side)]);
-            f.sample("tenure_store_lock_holder_info", &labels, 1.0);
+            *held.entry((*worker, *side)).or_default() += 1;
+        }
+        for ((worker, side), leases) in held {
+            let mut labels = labels(r);
+            labels.extend([("worker", worker), ("side", side)]);
+            f.sample("tenure_store_lock_holder_info", &labels, count(leases));
         }
     }
     let mut f = family(out, "tenure_store_semaphore_permits", "A semaphore's permit count, as stored.");
-    for st in &s.shared {
-        if let Some(p) = st.permits {
-            let (kind, name) = split(&st.key);
-            f.sample("tenure_store_semaphore_permits", &[("kind", kind), ("name", name)], f64::from(p));
+    for r in &rows {
+        if let Some(p) = r.permits {
+            f.sample("tenure_store_semaphore_permits", &labels(r), f64::from(p));
         }
     }
 }
@@ -122,7 +121,8 @@ fn leaders(out: &mut String, s: &Snapshot, now: i64) {
     let mut f = family(out, "tenure_store_leader_info", "The live leader of the election: its worker.");
     for l in &s.leaders {
         let name = split(&l.key).1;
-        f.sample("tenure_store_leader_info", &[("name", name), ("worker", holder_worker(&l.record.holder))], 1.0);
+        // An election's holder is its worker's identity (grelmicro's layout), not a lock token.
+        f.sample("tenure_store_leader_info", &[("name", name), ("worker", l.record.holder.as_str())], 1.0);
     }
     let mut f = family(out, "tenure_store_leader_term", "Hand-overs of the election so far (grelmicro's transitions).");
     for l in &s.leaders {
@@ -144,41 +144,8 @@ fn leaders(out: &mut String, s: &Snapshot, now: i64) {
     }
 }
 
-/// One name of any kind, as the lock families show it.
-struct Row<'a> {
-    kind: &'a str,
-    name: &'a str,
-    fence: Option<u64>,
-    /// `(worker, lease end, side)`.
-    holders: Vec<(&'a str, WallTime, &'static str)>,
-    /// `None` where the store keeps no line for the kind.
-    waiters: Option<usize>,
-}
-
-impl<'a> Row<'a> {
-    fn of_lock(l: &'a LockState) -> Self {
-        let (kind, name) = split(&l.key);
-        let holders = match (&l.holder, l.expires_at) {
-            (Some(token), Some(end)) => vec![(holder_worker(token), end, "exclusive")],
-            _ => Vec::new(),
-        };
-        Self { kind, name, fence: l.fence.map(|f| f.get()), holders, waiters: None }
-    }
-
-    fn of_shared(s: &'a SharedState) -> Self {
-        let (kind, name) = split(&s.key);
-        let holders = s.holders.iter().map(|h| (holder_worker(&h.token), h.expires_at, h.side.as_str())).collect();
-        Self { kind, name, fence: s.fence.map(|f| f.get()), holders, waiters: Some(s.waiters.len()) }
-    }
-
-    fn labels(&self) -> Vec<(&'a str, &'a str)> {
-        vec![("kind", self.kind), ("name", self.name)]
-    }
-}
-
-/// `lock:cart` → `("lock", "cart")`.
-pub(crate) fn split(key: &str) -> (&str, &str) {
-    key.split_once(':').unwrap_or(("", key))
+fn labels<'a>(r: &Row<'a>) -> Vec<(&'a str, &'a str)> {
+    vec![("kind", r.kind), ("name", r.name)]
 }
 
 /// A label value escaped as the text format asks (backslash, quote, newline).
@@ -194,13 +161,6 @@ fn number(value: f64) -> String {
     }
 }
 
-fn seconds_until(t: WallTime, now: i64) -> f64 {
-    // Lossless for any span a lease can have (< 2^53 µs).
-    #[allow(clippy::cast_precision_loss)]
-    let secs = (t.as_unix_micros() - now) as f64 / 1e6;
-    secs
-}
-
 #[allow(clippy::cast_precision_loss)] // counts and fences below 2^53
 fn count(n: usize) -> f64 {
     n as f64
@@ -213,4 +173,62 @@ fn count_u64(n: u64) -> f64 {
 
 fn fence(n: u64) -> f64 {
     count_u64(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use tenure::core::WallTime;
+    use tenure::{Holding, LockState, SharedState, Side};
+
+    use super::*;
+
+    fn at(micros: i64) -> WallTime {
+        WallTime::from_unix_micros(micros)
+    }
+
+    #[test]
+    fn one_series_per_worker_and_side_counting_its_leases_and_no_token() {
+        let reads = ["w1:task:1.aa", "w1:task:2.bb", "w2:task:1.cc"].map(|token| Holding {
+            token: token.to_owned(),
+            side: Side::Read,
+            expires_at: at(5_000_000),
+        });
+        let snapshot = Snapshot {
+            locks: vec![LockState {
+                key: "lock:odd \"name\"".into(),
+                fence: None,
+                holder: Some("token-of-another-shape".into()),
+                expires_at: Some(at(3_000_000)),
+            }],
+            shared: vec![SharedState {
+                key: "rwlock:doc".into(),
+                fence: None,
+                holders: reads.to_vec(),
+                waiters: vec!["w9:task:1.dd".into()],
+                permits: None,
+            }],
+            leaders: Vec::new(),
+            omitted: 0,
+        };
+        let text = render(Some(&snapshot), 0.5, 1_000_000);
+        let holders: Vec<&str> = text.lines().filter(|l| l.starts_with("tenure_store_lock_holder_info{")).collect();
+        assert_eq!(
+            holders,
+            [
+                r#"tenure_store_lock_holder_info{kind="lock",name="odd \"name\"",worker="unknown",side="exclusive"} 1"#,
+                r#"tenure_store_lock_holder_info{kind="rwlock",name="doc",worker="w1",side="read"} 2"#,
+                r#"tenure_store_lock_holder_info{kind="rwlock",name="doc",worker="w2",side="read"} 1"#,
+            ]
+        );
+        assert!(text.contains(r#"tenure_store_lock_waiters{kind="rwlock",name="doc"} 1"#), "{text}");
+        assert!(text.contains(r#"tenure_store_lock_lease_left_seconds{kind="rwlock",name="doc"} 4"#), "{text}");
+        assert!(!text.contains(":task:") && !text.contains("token-of-another-shape"), "{text}");
+        let families = text.lines().filter(|l| l.starts_with("# TYPE ")).count();
+        let helps = text.lines().filter(|l| l.starts_with("# HELP ")).count();
+        assert_eq!(families, helps);
+        assert_eq!(
+            render(None, 0.1, 0).lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>(),
+            ["tenure_store_up 0", "tenure_store_read_duration_seconds 0.1"]
+        );
+    }
 }

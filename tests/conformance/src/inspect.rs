@@ -78,4 +78,10 @@ where
     assert!(states.iter().flat_map(|s| &s.holders).all(|h| h.expires_at.as_unix_micros() > 0));
     let one = store.shared_states(vec!["semaphore:pool".into(), "rwlock:never".into()]).await.expect("one");
     assert_eq!(one.iter().map(|s| s.key.as_str()).collect::<Vec<_>>(), ["semaphore:pool"]);
+    // Names that end as another name's parts end in some stores' layouts (Redis: `…:r`, `…:w`).
+    ReadWriteCalls::acquire_read(store, "rwlock:x:r", "r3:task:0.3", lease).await.expect("read").expect("a lease");
+    SemaphoreCalls::acquire(store, "semaphore:db:w", "d:task:0.4", lease, 1, None).await.expect("permit");
+    let all = store.shared_states(Vec::new()).await.expect("all");
+    let keys: Vec<_> = all.iter().map(|s| (s.key.as_str(), s.holders.len())).collect();
+    assert_eq!(keys, [("rwlock:doc", 2), ("rwlock:x:r", 1), ("semaphore:db:w", 1), ("semaphore:pool", 2)]);
 }

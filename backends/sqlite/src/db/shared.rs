@@ -1,4 +1,4 @@
-//! What `tenure status` and `tenure exporter` show of the read-write lock and semaphore tables:
+//! What `tenure exporter` shows of the read-write lock and semaphore tables:
 //! each name's last fencing token, its live leases and its waiters (a read-write lock's writer
 //! intents, a semaphore's places in arrival order).
 

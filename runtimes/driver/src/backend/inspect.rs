@@ -30,12 +30,12 @@ pub struct LeaderState {
 }
 
 /// The worker part of a holder token (`3f2a…:task:1.9c…` → `3f2a…`): who holds, without the
-/// capability to release.
+/// capability to release. A token of another shape (another writer's) is shown as `unknown`,
+/// never whole.
 pub fn holder_worker(token: &str) -> &str {
-    token.split(':').next().unwrap_or(token)
+    token.split_once(':').map_or("unknown", |(worker, _)| worker)
 }
 
-/// A store that can list what it holds (what `tenure status` shows).
 /// A read-write lock (`rwlock:doc`) or a semaphore (`semaphore:pool`) as a store holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SharedState {

@@ -5,11 +5,11 @@
 //!
 //! A record costs its caller a lock of an uncontended mutex and a push: the delivering thread is
 //! woken by the first record after a delivery (and when a batch is full), then collects for
-//! [`COLLECT`] before it delivers, so a busy process wakes it a hundred times a second at most and
-//! an idle one never.
+//! [`COLLECT`] before it delivers, so a busy process wakes it a hundred times a second at most
+//! and an idle one never. A sink dropped with records waiting delivers them, then its thread ends.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::{Instrument, Measurement, SpanRecord, Telemetry, Value};
@@ -23,9 +23,6 @@ const BATCH: usize = 1_024;
 
 /// How long the delivering thread collects after the first record before it delivers.
 const COLLECT: Duration = Duration::from_millis(10);
-
-/// How often a thread with nothing to deliver checks that its sink still exists.
-const IDLE_CHECK: Duration = Duration::from_secs(1);
 
 /// A measurement or a span, owned, for a binding's thread.
 #[derive(Debug, Clone)]
@@ -65,7 +62,13 @@ struct State {
     buffer: Vec<Record>,
     /// The process whose thread delivers (a forked child starts one of its own).
     owner: Option<u32>,
+    /// The sink was dropped: deliver what is left, then end.
+    closed: bool,
 }
+
+/// How often (in records) a full buffer checks that this process's thread delivers it: a child
+/// forked while its parent's buffer held records finds out within this many.
+const FORK_CHECK: usize = 64;
 
 impl Forward {
     /// A sink calling `deliver` with each batch (on its own thread, started at the first record,
@@ -89,18 +92,15 @@ impl Forward {
     fn send(&self, record: Record) {
         let shared = &self.shared;
         let mut state = shared.lock();
-        if state.buffer.len() >= QUEUE {
-            drop(state);
-            shared.dropped.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        let first = state.buffer.is_empty();
-        if first {
+        if state.buffer.len().is_multiple_of(FORK_CHECK) {
             let pid = std::process::id();
             if state.owner != Some(pid) {
-                let weak = Arc::downgrade(shared);
+                // This process has no delivering thread yet (a forked child's buffer is its
+                // parent's, which the parent delivers).
+                state.buffer.clear();
+                let delivering = Arc::clone(shared);
                 let thread = std::thread::Builder::new().name("tenure-telemetry".into());
-                if thread.spawn(move || run(&weak)).is_err() {
+                if thread.spawn(move || run(&delivering)).is_err() {
                     // No thread, no telemetry: measuring must never fail the caller.
                     drop(state);
                     shared.dropped.fetch_add(1, Ordering::Relaxed);
@@ -109,12 +109,25 @@ impl Forward {
                 state.owner = Some(pid);
             }
         }
+        if state.buffer.len() >= QUEUE {
+            drop(state);
+            shared.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let first = state.buffer.is_empty();
         state.buffer.push(record);
         let full = state.buffer.len() == BATCH;
         drop(state);
         if first || full {
             shared.wake.notify_one();
         }
+    }
+}
+
+impl Drop for Forward {
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.wake.notify_one();
     }
 }
 
@@ -125,23 +138,24 @@ impl Shared {
 }
 
 /// The delivering thread: waits for a first record, collects for [`COLLECT`] (or until a batch is
-/// full), hands the records over; ends once the sink is gone.
-fn run(weak: &Weak<Shared>) {
+/// full), hands over at most [`BATCH`] records at a time; ends once the sink is dropped and
+/// nothing is left.
+fn run(shared: &Shared) {
     loop {
-        let Some(shared) = weak.upgrade() else { return };
         let mut state = shared.lock();
-        if state.buffer.is_empty() {
-            state = shared.wake.wait_timeout(state, IDLE_CHECK).unwrap_or_else(PoisonError::into_inner).0;
-            if state.buffer.is_empty() {
-                continue; // (the sink is checked again at the top)
+        while state.buffer.is_empty() {
+            if state.closed {
+                return;
             }
+            state = shared.wake.wait(state).unwrap_or_else(PoisonError::into_inner);
         }
         state = shared
             .wake
-            .wait_timeout_while(state, COLLECT, |s| s.buffer.len() < BATCH)
+            .wait_timeout_while(state, COLLECT, |s| s.buffer.len() < BATCH && !s.closed)
             .unwrap_or_else(PoisonError::into_inner)
             .0;
-        let batch = std::mem::take(&mut state.buffer);
+        let take = state.buffer.len().min(BATCH);
+        let batch: Vec<Record> = state.buffer.drain(..take).collect();
         drop(state);
         // A host that panics loses that batch, not the thread.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (shared.deliver)(&batch)));
@@ -192,7 +206,7 @@ mod tests {
         while delivered < 3_000 {
             let (len, thread) = told.recv_timeout(deadline - Instant::now()).expect("every record delivered");
             assert_eq!(thread, "tenure-telemetry");
-            assert!(len <= QUEUE);
+            assert!(len <= BATCH);
             delivered += len;
             batches += 1;
         }
@@ -220,5 +234,23 @@ mod tests {
         }
         assert_eq!(forward.dropped(), 10);
         drop(release);
+    }
+
+    #[test]
+    fn records_waiting_when_the_sink_is_dropped_are_delivered() {
+        let (tell, told) = mpsc::channel::<usize>();
+        let tell = Mutex::new(tell);
+        let forward = Forward::new(move |batch: &[Record]| {
+            let _ = tell.lock().unwrap_or_else(PoisonError::into_inner).send(batch.len());
+        });
+        for _ in 0..10 {
+            forward.record(&measurement());
+        }
+        drop(forward);
+        let mut delivered = 0;
+        while delivered < 10 {
+            delivered += told.recv_timeout(Duration::from_secs(30)).expect("the waiting records delivered");
+        }
+        assert_eq!(delivered, 10);
     }
 }

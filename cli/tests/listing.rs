@@ -1,5 +1,6 @@
-//! `tenure exporter` scraped as Prometheus scrapes it: real holders on a SQLite file, an
-//! unreachable and a frozen store, malformed records and bad settings.
+//! `tenure locks` read as an operator reads it, and `tenure exporter` scraped as Prometheus
+//! scrapes it: real holders on a SQLite file, an unreachable and a frozen store, malformed records
+//! and bad settings.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -111,23 +112,38 @@ fn eventually(exporter: &Exporter, what: &str, check: impl Fn(&str) -> bool) -> 
     }
 }
 
-fn stop(mut child: Child) {
-    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-    let _ = child.wait();
+/// Holders, ended with SIGTERM when dropped (a failed assertion included).
+struct Holders(Vec<Child>);
+
+impl Holders {
+    fn start(url: &str, commands: &[&[&str]]) -> Self {
+        Self(commands.iter().map(|args| tenure(url, args).stderr(Stdio::null()).spawn().expect("holder")).collect())
+    }
+}
+
+impl Drop for Holders {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        }
+        for child in &mut self.0 {
+            let _ = child.wait();
+        }
+    }
 }
 
 #[test]
 fn every_kind_is_shown_with_its_holders_fences_and_leases_and_never_a_token() {
     let (url, _) = sqlite_store();
-    let holders: Vec<Child> = [
-        &["lock", "cart", "--", "sleep", "60"][..],
-        &["lock", "--permits", "2", "pool", "--", "sleep", "60"],
-        &["lock", "--shared", "doc", "--", "sleep", "60"],
-        &["elect", "svc", "--", "sleep", "60"],
-    ]
-    .iter()
-    .map(|args| tenure(&url, args).stderr(Stdio::null()).spawn().expect("holder"))
-    .collect();
+    let _holders = Holders::start(
+        &url,
+        &[
+            &["lock", "cart", "--", "sleep", "600"],
+            &["lock", "--permits", "2", "pool", "--", "sleep", "600"],
+            &["lock", "--shared", "doc", "--", "sleep", "600"],
+            &["elect", "svc", "--", "sleep", "600"],
+        ],
+    );
     let exporter = Exporter::start(&url, &[]);
     let body = eventually(&exporter, "every holder", |b| {
         sample(b, r#"tenure_store_lock_held{kind="lock",name="cart"}"#) == Some(1.0)
@@ -158,7 +174,6 @@ fn every_kind_is_shown_with_its_holders_fences_and_leases_and_never_a_token() {
     assert_eq!(sample(&body, "tenure_store_names_omitted"), Some(3.0), "{body}");
     let (status, _) = capped.get("/nothing");
     assert_eq!(status, "HTTP/1.1 404 Not Found");
-    holders.into_iter().for_each(stop);
 }
 
 #[test]
@@ -222,4 +237,51 @@ fn bad_settings_exit_2_naming_the_problem() {
         assert_eq!(output.status.code(), Some(2), "{url} {args:?}: {said}");
         assert!(said.contains(named), "{url} {args:?}: {said}");
     }
+}
+
+#[test]
+fn locks_lists_every_kind_with_holders_waiters_and_leaders_and_never_a_token() {
+    let (url, _) = sqlite_store();
+    let _holders = Holders::start(
+        &url,
+        &[
+            &["lock", "cart", "--", "sleep", "600"],
+            &["lock", "--permits", "1", "pool", "--", "sleep", "600"],
+            &["lock", "--permits", "1", "pool", "--", "sleep", "600"],
+            &["lock", "--shared", "doc", "--", "sleep", "600"],
+            &["elect", "svc", "--", "sleep", "600"],
+        ],
+    );
+    let listed = |args: &[&str]| {
+        let output = tenure(&url, args).output().expect("tenure locks");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    // The second permit holder waits in the semaphore's line.
+    let start = Instant::now();
+    let document = loop {
+        let text = listed(&["locks", "--json"]);
+        let doc: serde_json::Value = serde_json::from_str(&text).expect("one JSON document");
+        let locks = doc["locks"].as_array().cloned().unwrap_or_default();
+        let named = |name: &str| locks.iter().find(|l| l["name"] == name).cloned().unwrap_or_default();
+        let ready = doc["elections"][0]["name"] == "svc"
+            && named("cart")["held"] == true
+            && named("doc")["holders"][0]["side"] == "read"
+            && named("pool")["waiters"].as_array().is_some_and(|w| w.len() == 1);
+        if ready {
+            break text;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "timed out waiting for every holder:\n{text}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!document.contains(":task:") && !document.contains(":thread:"), "a token was shown: {document}");
+    assert!(document.contains(r#""permits":1"#) && document.contains(r#""kind":"semaphore""#), "{document}");
+    let table = listed(&["locks"]);
+    for expected in ["cart", "pool [1/1]", "doc", "svc", "(exclusive)", "(permit)", "(read)", "election"] {
+        assert!(table.contains(expected), "{expected} missing:\n{table}");
+    }
+    let narrow = listed(&["locks", "ca"]);
+    assert!(narrow.contains("cart") && !narrow.contains("pool"), "{narrow}");
+    let capped = listed(&["locks", "--limit", "1"]);
+    assert!(capped.contains("svc") && capped.contains("… and 3 more names"), "{capped}");
 }

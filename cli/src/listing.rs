@@ -1,0 +1,95 @@
+//! One read of everything a store holds under a prefix — locks, task locks, read-write locks,
+//! semaphores and elections — bounded in names, for `tenure locks` and `tenure exporter`; and each
+//! name as one row (kind, name, fence, holders by worker and side, waiters), tokens never whole.
+
+use tenure::backend::holder_worker;
+use tenure::core::WallTime;
+use tenure::{Inspect, LeaderState, LockState, SharedState};
+
+/// What one read of the store found, filtered by the prefix and capped.
+pub(crate) struct Snapshot {
+    pub(crate) locks: Vec<LockState>,
+    pub(crate) shared: Vec<SharedState>,
+    pub(crate) leaders: Vec<LeaderState>,
+    /// Names past the cap, not shown.
+    pub(crate) omitted: usize,
+}
+
+/// Reads every name whose part after its kind starts with `prefix`; at most `max` names, elections
+/// first (the fewest, and what an operator looks at first), then locks, then the rest.
+pub(crate) async fn read(inspect: &dyn Inspect, prefix: &str, max: usize) -> Result<Snapshot, String> {
+    let mut locks = inspect.lock_states(Vec::new()).await.map_err(|e| format!("reading locks: {e}"))?;
+    let mut shared =
+        inspect.shared_states(Vec::new()).await.map_err(|e| format!("reading read-write locks and semaphores: {e}"))?;
+    let mut leaders = inspect.leader_states(Vec::new()).await.map_err(|e| format!("reading elections: {e}"))?;
+    let wanted = |key: &str| split(key).1.starts_with(prefix);
+    locks.retain(|l| wanted(&l.key));
+    shared.retain(|s| wanted(&s.key));
+    leaders.retain(|l| wanted(&l.key));
+    let found = locks.len() + shared.len() + leaders.len();
+    let mut room = max;
+    let mut keep = |n: usize| {
+        let kept = n.min(room);
+        room -= kept;
+        kept
+    };
+    leaders.truncate(keep(leaders.len()));
+    locks.truncate(keep(locks.len()));
+    shared.truncate(keep(shared.len()));
+    let shown = locks.len() + shared.len() + leaders.len();
+    Ok(Snapshot { locks, shared, leaders, omitted: found - shown })
+}
+
+/// One lock, task lock, read-write lock or semaphore, as people and Prometheus are shown it.
+pub(crate) struct Row<'a> {
+    pub(crate) kind: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) fence: Option<u64>,
+    /// `(worker, lease end, side)`, never a token.
+    pub(crate) holders: Vec<(&'a str, WallTime, &'static str)>,
+    /// The waiters' workers, first in line first; `None` where the store keeps no line.
+    pub(crate) waiters: Option<Vec<&'a str>>,
+    /// A semaphore's permit count.
+    pub(crate) permits: Option<u32>,
+}
+
+impl<'a> Row<'a> {
+    pub(crate) fn of_lock(l: &'a LockState) -> Self {
+        let (kind, name) = split(&l.key);
+        let holders = match (&l.holder, l.expires_at) {
+            (Some(token), Some(end)) => vec![(holder_worker(token), end, "exclusive")],
+            _ => Vec::new(),
+        };
+        Self { kind, name, fence: l.fence.map(|f| f.get()), holders, waiters: None, permits: None }
+    }
+
+    pub(crate) fn of_shared(s: &'a SharedState) -> Self {
+        let (kind, name) = split(&s.key);
+        let holders = s.holders.iter().map(|h| (holder_worker(&h.token), h.expires_at, h.side.as_str())).collect();
+        let waiters = Some(s.waiters.iter().map(|t| holder_worker(t)).collect());
+        Self { kind, name, fence: s.fence.map(|f| f.get()), holders, waiters, permits: s.permits }
+    }
+
+    /// Every lock-like name of `snapshot`, in the store's order.
+    pub(crate) fn all(snapshot: &'a Snapshot) -> Vec<Self> {
+        snapshot.locks.iter().map(Row::of_lock).chain(snapshot.shared.iter().map(Row::of_shared)).collect()
+    }
+
+    /// When the first live lease ends.
+    pub(crate) fn first_end(&self) -> Option<WallTime> {
+        self.holders.iter().map(|h| h.1).min()
+    }
+}
+
+/// `lock:cart` → `("lock", "cart")`.
+pub(crate) fn split(key: &str) -> (&str, &str) {
+    key.split_once(':').unwrap_or(("", key))
+}
+
+/// Seconds from `now` (µs since the epoch, this machine's clock) until `t`.
+pub(crate) fn seconds_until(t: WallTime, now: i64) -> f64 {
+    // Lossless for any span a lease can have (< 2^53 µs).
+    #[allow(clippy::cast_precision_loss)]
+    let secs = (t.as_unix_micros() - now) as f64 / 1e6;
+    secs
+}
