@@ -60,3 +60,15 @@ pub(crate) fn exit_code(status: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(1)
 }
+
+/// Runs `--on-lost`'s shell command with `env` (the lock's variables and the cause) and waits for
+/// it; its failure is said, and changes nothing of tenure's exit (70: the lease was lost).
+pub(crate) async fn on_lost(shell: &str, env: &[(&str, String)]) {
+    let mut command = Command::new("sh");
+    command.arg("-c").arg(shell).envs(env.iter().map(|(k, v)| (*k, v))).stdin(Stdio::null());
+    match command.status().await {
+        Ok(status) if status.success() => {}
+        Ok(status) => crate::say!("--on-lost exited {}", exit_code(status)),
+        Err(e) => crate::say!("--on-lost could not run: {e}"),
+    }
+}

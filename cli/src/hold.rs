@@ -90,7 +90,13 @@ pub(crate) enum Ended {
     /// The command exited on its own.
     Exited(ExitStatus),
     /// The lease was lost or could not be kept; the command was stopped.
-    Stopped(String),
+    Stopped {
+        /// What happened, for people.
+        why: String,
+        /// Why the lease went, for programs (`TENURE_LOST_CAUSE`): `expired`, `taken` or
+        /// `unreachable`, as the telemetry's causes.
+        cause: &'static str,
+    },
 }
 
 /// How the command is stopped when its lease goes.
@@ -138,7 +144,7 @@ pub(crate) async fn keep<G: Lease>(
                 }
                 let kill_by = end.checked_sub(timing.margin).unwrap_or_else(Instant::now);
                 let status = command.stop(kill_by.saturating_duration_since(Instant::now())).await?;
-                return Ok(stopped("the lease could not be renewed in time", status));
+                return Ok(stopped(("the lease could not be renewed in time", "unreachable"), status));
             }
             Some(signal) = interrupts.next() => {
                 say!("passing {signal} on to the command");
@@ -153,16 +159,18 @@ fn instant(t: Timestamp) -> Instant {
     Instant::from_std(tenure::runtime::clock::instant(t))
 }
 
-fn why_lost<G: Lease>(kept: &KeepAlive<G>) -> &'static str {
+/// What ended the lease, for people and as a cause.
+fn why_lost<G: Lease>(kept: &KeepAlive<G>) -> (&'static str, &'static str) {
     match kept.ended() {
-        Some(KeepAliveEnd::Expired) => "the lease was lost: it could not be renewed in time",
-        Some(KeepAliveEnd::Lost) => "the lease was lost: another holder has it",
-        _ => "the lease was lost",
+        Some(KeepAliveEnd::Expired) => ("the lease was lost: it could not be renewed in time", "expired"),
+        Some(KeepAliveEnd::Lost) => ("the lease was lost: another holder has it", "taken"),
+        _ => ("the lease was lost", "expired"),
     }
 }
 
-fn stopped(why: &str, status: ExitStatus) -> Ended {
-    Ended::Stopped(format!("{why}; the command was stopped (exit {})", crate::child::exit_code(status)))
+fn stopped((why, cause): (&str, &'static str), status: ExitStatus) -> Ended {
+    let why = format!("{why}; the command was stopped (exit {})", crate::child::exit_code(status));
+    Ended::Stopped { why, cause }
 }
 
 /// SIGINT, SIGTERM and SIGHUP sent to tenure, to pass on.

@@ -111,6 +111,11 @@ pub(crate) struct LockArgs {
     /// N (another N is refused while NAME is in use). A semaphore is not the lock NAME.
     #[arg(long, value_name = "N", conflicts_with_all = ["shared", "exclusive"])]
     pub(crate) permits: Option<u32>,
+    /// When the lease is lost (the command then stopped), run this shell command, with
+    /// TENURE_LOCK_NAME, TENURE_FENCING_TOKEN, TENURE_LOST_CAUSE (expired, taken or unreachable)
+    /// and TENURE_LOST_REASON in its environment; tenure still exits 70.
+    #[arg(long, value_name = "SHELL")]
+    pub(crate) on_lost: Option<String>,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,

@@ -33,10 +33,10 @@ pub(crate) fn usage(e: &tenure::Error) -> Failure {
 }
 
 /// The exit code of a held run, after saying how it ended.
-fn finish(ended: Ended) -> i32 {
+fn finish(ended: &Ended) -> i32 {
     match ended {
-        Ended::Exited(status) => exit_code(status),
-        Ended::Stopped(why) => {
+        Ended::Exited(status) => exit_code(*status),
+        Ended::Stopped { why, .. } => {
             say!("{why}");
             EXIT_LOST
         }
@@ -59,7 +59,7 @@ pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, F
     let timing = Timing::for_lease(lock.config().lease_duration());
     let guard = held(&store, &args, "lock", acquire!(lock, args)).await?;
     say!("acquired lock {} (fencing token {})", args.name, guard.fence());
-    run_held(&store, guard, &args.name, &args.command, timing).await
+    run_held(&store, guard, &args.name, &args.command, timing, args.on_lost.as_deref()).await
 }
 
 /// The guard of `what` (`lock`, `read-write lock`, `semaphore`), or the failure a refused or timed-out
@@ -108,7 +108,7 @@ pub(crate) async fn task(backend: Option<&str>, args: TaskArgs) -> Result<i32, F
         Err(e) => return Err(usage(&e)),
     };
     say!("running task {} (fencing token {})", args.name, guard.fence());
-    run_held(&store, guard, &args.name, &args.command, timing).await
+    run_held(&store, guard, &args.name, &args.command, timing, None).await
 }
 
 /// Runs `command` under `lease` (with `TENURE_LOCK_NAME` and `TENURE_FENCING_TOKEN`), keeps the
@@ -120,6 +120,7 @@ pub(crate) async fn run_held<G: Lease>(
     name: &str,
     command: &[String],
     timing: Timing,
+    on_lost: Option<&str>,
 ) -> Result<i32, Failure> {
     let mut env = vec![("TENURE_LOCK_NAME", name.to_owned())];
     env.extend(lease.variables());
@@ -141,7 +142,13 @@ pub(crate) async fn run_held<G: Lease>(
         say!("ending the lease of {name} failed: {e}");
     }
     store::close(store).await;
-    Ok(finish(ended?))
+    let ended = ended?;
+    let code = finish(&ended);
+    if let (Ended::Stopped { why, cause }, Some(on_lost)) = (&ended, on_lost) {
+        env.extend([("TENURE_LOST_CAUSE", (*cause).to_owned()), ("TENURE_LOST_REASON", why.clone())]);
+        child::on_lost(on_lost, &env).await;
+    }
+    Ok(code)
 }
 
 pub(crate) async fn elect(backend: Option<&str>, args: ElectArgs) -> Result<i32, Failure> {

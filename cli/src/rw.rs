@@ -16,11 +16,11 @@ pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, F
     if args.shared {
         let guard = held(&store, &args, "read-write lock", acquire!(lock.read(), args)).await?;
         say!("acquired read-write lock {} to read (generation {})", args.name, guard.fence());
-        run_held(&store, guard, &args.name, &args.command, timing).await
+        run_held(&store, guard, &args.name, &args.command, timing, args.on_lost.as_deref()).await
     } else {
         let guard = held(&store, &args, "read-write lock", acquire!(lock.write(), args)).await?;
         let poisoned = if guard.poisoned() { "; the writer before it never released" } else { "" };
         say!("acquired read-write lock {} to write (fencing token {}{poisoned})", args.name, guard.fence());
-        run_held(&store, guard, &args.name, &args.command, timing).await
+        run_held(&store, guard, &args.name, &args.command, timing, args.on_lost.as_deref()).await
     }
 }

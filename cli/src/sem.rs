@@ -15,5 +15,5 @@ pub(crate) async fn lock(backend: Option<&str>, args: LockArgs, permits: u32) ->
     let timing = Timing::for_lease(semaphore.config().lease_duration());
     let guard = held(&store, &args, "semaphore", acquire!(semaphore, args)).await?;
     say!("acquired one of {permits} permits of semaphore {} (fencing token {})", args.name, guard.fence());
-    run_held(&store, guard, &args.name, &args.command, timing).await
+    run_held(&store, guard, &args.name, &args.command, timing, args.on_lost.as_deref()).await
 }

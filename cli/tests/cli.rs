@@ -205,14 +205,17 @@ fn a_lock_waited_for_longer_than_its_lease_still_runs_the_command() {
 }
 
 #[test]
-fn a_lock_lost_while_the_command_runs_stops_it() {
+fn a_lock_lost_while_the_command_runs_stops_it_and_runs_on_lost() {
     let (dir, url) = workspace();
     let marker = dir.join("stopped");
     let script = format!("trap 'echo term > {}; exit 143' TERM; sleep 30 & wait", marker.display());
-    let child = tenure(&url, &["lock", "victim", "--lease", "1", "--", "sh", "-c", &script])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let told = dir.join("on-lost");
+    let on_lost = format!(
+        "echo \"$TENURE_LOST_CAUSE $TENURE_LOCK_NAME $TENURE_FENCING_TOKEN $TENURE_LOST_REASON\" > {}",
+        told.display()
+    );
+    let args = ["lock", "victim", "--lease", "1", "--on-lost", &on_lost, "--", "sh", "-c", &script];
+    let child = tenure(&url, &args).stderr(Stdio::piped()).spawn().expect("spawn");
     eventually("the lock to be taken", || held_by_someone(&dir, "lock:victim"));
     let start = Instant::now();
     // Another holder takes the name (as after an expiry the holder did not notice).
@@ -227,6 +230,8 @@ fn a_lock_lost_while_the_command_runs_stops_it() {
     assert!(stderr(&output).contains("lost"), "{}", stderr(&output));
     assert!(start.elapsed() < Duration::from_secs(5), "stopped only after {:?}", start.elapsed());
     assert_eq!(std::fs::read_to_string(&marker).ok().as_deref(), Some("term\n"), "the command got no TERM");
+    let told = std::fs::read_to_string(&told).expect("--on-lost ran");
+    assert!(told.starts_with("taken victim 1 the lease was lost: another holder has it"), "{told}");
 }
 
 #[test]
