@@ -4,9 +4,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use tenure::backend::holder_worker;
-use tenure::core::WallTime;
 use tenure::{LeaderState, LockState};
 
+use crate::listing::seconds_until;
 use crate::store;
 use crate::{Failure, StatusArgs};
 
@@ -44,13 +44,6 @@ pub(crate) async fn run(backend: Option<&str>, args: StatusArgs) -> Result<i32, 
 pub(crate) fn now_micros() -> i64 {
     let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     i64::try_from(since.as_micros()).unwrap_or(i64::MAX)
-}
-
-fn seconds_until(t: WallTime, now: i64) -> f64 {
-    // Lossless for any span a lease can have (< 2^53 µs).
-    #[allow(clippy::cast_precision_loss)]
-    let secs = (t.as_unix_micros() - now) as f64 / 1e6;
-    secs
 }
 
 fn lock_json(l: &LockState, now: i64) -> Value {

@@ -18,12 +18,8 @@ use crate::{RedisBackend, error};
 /// lease ended; a writer or reader is live while its end is after now, an intent too). Keys not
 /// of a name's types (a guess from another name's part: the name `x:r`'s hash) read as nothing.
 static RW: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    script(
         r"
-local function is(key, kind)
-    local found = redis.call('TYPE', key)['ok']
-    return found == kind or found == 'none'
-end
 if not (is(KEYS[1], 'hash') and is(KEYS[2], 'zset') and is(KEYS[3], 'zset')) then
     return {'', '', '', {}, {}, {}}
 end
@@ -49,12 +45,8 @@ return {s[1] or '', w, we, tokens, ends, intents}
 /// `{p, f, holder tokens, holder ends, waiter tokens}` (a holder is live through its end, a
 /// place too; waiters in arrival order).
 static SEM: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    script(
         r"
-local function is(key, kind)
-    local found = redis.call('TYPE', key)['ok']
-    return found == kind or found == 'none'
-end
 if not (is(KEYS[1], 'hash') and is(KEYS[2], 'zset') and is(KEYS[3], 'zset') and is(KEYS[4], 'hash')) then
     return {'', '', {}, {}, {}}
 end
@@ -77,6 +69,14 @@ return {s[1] or '', s[2] or '', tokens, ends, waiters}
 ",
     )
 });
+
+/// `body` after `is(key, kind)`: whether `key` holds `kind`, or nothing.
+fn script(body: &str) -> Script {
+    Script::new(&format!(
+        "local function is(key, kind)\n    local found = redis.call('TYPE', key)['ok']\n    \
+         return found == kind or found == 'none'\nend\n{body}"
+    ))
+}
 
 type RwReply = (String, String, String, Vec<String>, Vec<String>, Vec<String>);
 type SemReply = (String, String, Vec<String>, Vec<String>, Vec<String>);
