@@ -28,18 +28,22 @@ pub trait Server {
 /// still answer a request sent just after (one in uninterruptible I/O, an fsync on a loaded
 /// machine, stops once the I/O is done).
 pub fn wait_stopped(pid: u32) {
-    let stopped = || {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return true };
-        tasks.filter_map(Result::ok).all(|task| {
+    // The state of each thread: "pid (comm) S ..."; the state follows the closing parenthesis.
+    let running = || -> Option<String> {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        tasks.filter_map(Result::ok).find_map(|task| {
             let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
-            // The state follows the command's closing parenthesis: "pid (comm) S ...".
-            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
-            matches!(state, None | Some('T' | 't' | 'Z' | 'X'))
+            let (head, rest) = stat.rsplit_once(')')?;
+            let state = rest.trim_start().chars().next()?;
+            (!matches!(state, 'T' | 't' | 'Z' | 'X')).then(|| format!("{head}) in state {state}"))
         })
     };
     let start = Instant::now();
-    while !stopped() {
-        assert!(start.elapsed() < Duration::from_secs(20), "process {pid} did not stop within 20 s");
+    while let Some(thread) = running() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "process {pid} did not stop within 20 s: its thread {thread} still runs"
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
 }

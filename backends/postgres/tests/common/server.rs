@@ -168,13 +168,25 @@ impl Server {
 }
 
 impl faults::Server for Server {
-    /// `SIGSTOP` to every process: connections stay open, nothing answers.
+    /// `SIGSTOP` to every process: connections stay open, nothing answers. The postmaster
+    /// stops first, so that it forks no backend after its children were listed (each child
+    /// calls `setsid`, so a signal to the postmaster's group does not reach one forked late);
+    /// then its children are listed again until every one of them is stopped.
     fn freeze(&self) {
-        self.signal(Signal::SIGSTOP);
-        if let Some(child) = &self.child {
-            let pid = i32::try_from(child.id()).expect("pid");
-            for process in children(pid).into_iter().chain([pid]) {
+        let Some(child) = &self.child else { return };
+        let pid = i32::try_from(child.id()).expect("pid");
+        let _ = killpg(Pid::from_raw(pid), Signal::SIGSTOP);
+        faults::wait_stopped(child.id());
+        let mut stopped = Vec::new();
+        loop {
+            let late: Vec<i32> = children(pid).into_iter().filter(|c| !stopped.contains(c)).collect();
+            if late.is_empty() {
+                return;
+            }
+            for process in late {
+                let _ = nix::sys::signal::kill(Pid::from_raw(process), Signal::SIGSTOP);
                 faults::wait_stopped(process.unsigned_abs());
+                stopped.push(process);
             }
         }
     }
