@@ -658,3 +658,30 @@ fn a_release_from_an_earlier_acquisition_cannot_free_the_next_one() {
     assert_eq!(w.store.apply(&stale.op, w.now), StoreReply::Flag(false), "the late release misses");
     assert!(w.store.lock_owned(lock.key(), lock.token(), w.now));
 }
+
+#[test]
+fn an_extend_refused_by_a_revocation_of_its_own_fence_is_lost_as_revoked_with_the_reason() {
+    let (mut w, _, mut lock) = setup(ms(10_000));
+    lock.acquire(w.now, None).unwrap();
+    let fence = acquired(&w.pump(&mut lock));
+    let reason = tenure_core::RevokeReason::new("stuck").unwrap();
+    lock.extend(w.now).unwrap();
+    let request = w.take(&mut lock);
+    let revoked = StoreReply::Revoked { fence, reason: reason.clone() };
+    let events = w.answer_with(&mut lock, &request, Ok(revoked));
+    assert_eq!(events[0], LockEvent::Lost { fence, reason: LossReason::Revoked(reason.clone()) });
+    let cause = tenure_core::LossCause::Revoked(reason.clone());
+    assert!(matches!(&events[1..], [LockEvent::Failed(e)] if e.loss_cause() == Some(cause.clone())), "{events:?}");
+    assert_eq!(lock.loss(), Some((fence, LossReason::Revoked(reason.clone()))));
+    assert!(!lock.is_held(w.now));
+
+    // Another holder's revocation is a refusal like any: the lease was taken.
+    let (mut w, _, mut lock) = setup(ms(10_000));
+    lock.acquire(w.now, None).unwrap();
+    let fence = acquired(&w.pump(&mut lock));
+    lock.extend(w.now).unwrap();
+    let request = w.take(&mut lock);
+    let other = StoreReply::Revoked { fence: FencingToken::new(fence.get() + 5), reason };
+    let events = w.answer_with(&mut lock, &request, Ok(other));
+    assert_eq!(events[0], LockEvent::Lost { fence, reason: LossReason::NotOwned });
+}

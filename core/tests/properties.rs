@@ -59,7 +59,7 @@ fn net() -> impl Strategy<Value = Net> {
         6 => (h.clone(), 0usize..4, proptest::bool::weighted(0.15))
             .prop_map(|(holder, index, keep)| Net::Reply { holder, index, keep }),
         1 => (h.clone(), 0usize..4).prop_map(|(holder, index)| Net::DropReply { holder, index }),
-        1 => (h.clone(), 0u8..5).prop_map(|(holder, shape)| Net::ForgeUnknown { holder, shape }),
+        1 => (h.clone(), 0u8..6).prop_map(|(holder, shape)| Net::ForgeUnknown { holder, shape }),
         1 => h.prop_map(Net::ForgeFailure),
     ]
 }
@@ -70,6 +70,11 @@ fn forged(shape: u8) -> Result<StoreReply, BackendError> {
         1 => Ok(StoreReply::Fence(None)),
         2 => Ok(StoreReply::Flag(true)),
         3 => Ok(StoreReply::Flag(false)),
+        // (a revocation's placeholder naming a fence no holder has, or one it has)
+        4 => Ok(StoreReply::Revoked {
+            fence: FencingToken::new(u64::from(shape) - 3),
+            reason: tenure_core::RevokeReason::default(),
+        }),
         _ => Err(BackendError::new(BackendErrorKind::Other, "forged")),
     }
 }

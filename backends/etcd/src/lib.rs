@@ -36,6 +36,7 @@ mod lease;
 mod open;
 mod options;
 mod pb;
+mod revoke;
 mod rw;
 mod schedule;
 mod sem;
@@ -49,7 +50,7 @@ use std::time::Duration;
 
 use client::{Client, ConnectOptions, KeyValue};
 use tenure::backend::{LockOperations, Wakeup};
-use tenure_core::{BackendError, BackendErrorKind, FencingToken};
+use tenure_core::{BackendError, BackendErrorKind, FencingToken, Revocation, RevokeReason, StoreReply};
 use tenure_store::Wake;
 
 use call::{failed, on_tokio};
@@ -176,21 +177,31 @@ impl EtcdBackend {
     }
 
     /// Takes `name` for `token` on a lease of `lease`, or renews it if `token` holds it.
-    async fn lock_take(&self, name: &str, token: &str, lease: Duration) -> Result<Option<Held>, BackendError> {
+    /// Takes `name` for `token`: the key held, or refused with the holder's value if it is a
+    /// revocation's placeholder.
+    async fn lock_take(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+    ) -> Result<Result<Held, Option<String>>, BackendError> {
         let prefix = self.contenders_prefix(name);
         let (taken, _) = self.take_ready(prefix.clone(), token.into(), lease, Beside::default(), name).await?;
         match taken {
-            Taken::Holds(held) => Ok(Some(held)),
-            Taken::Crowded(leased) => self.candidate(prefix, token.into(), leased, name).await,
+            Taken::Holds(held) => Ok(Ok(held)),
+            Taken::Crowded(leased) => Ok(self.candidate(prefix, token.into(), leased, name).await?.ok_or(None)),
             Taken::Contended(contenders) => {
-                let Some(mine) = contenders.iter().find(|kv| is_token(kv, token)) else { return Ok(None) };
+                let Some(mine) = contenders.iter().find(|kv| is_token(kv, token)) else {
+                    let first = contenders.first().and_then(KeyValue::value_str).map(str::to_owned);
+                    return Ok(Err(first.filter(|v| v.starts_with(tenure_core::REVOKED_PREFIX))));
+                };
                 if contenders[0].key() != mine.key() {
                     // A place behind another holder (an attempt that could not remove its key):
                     // gone, and the name is held.
                     self.vacate(&Held::of(mine), Vec::new(), name).await?;
-                    return Ok(None);
+                    return Ok(Err(None));
                 }
-                self.renew(&Held::of(mine), token.into(), false, lease, name).await
+                Ok(self.renew(&Held::of(mine), token.into(), false, lease, name).await?.ok_or(None))
             }
         }
     }
@@ -233,17 +244,40 @@ fn is_token(kv: &KeyValue, token: &str) -> bool {
 
 impl LockOperations for EtcdBackend {
     async fn acquire(&self, name: &str, token: &str, lease: Duration) -> Result<Option<FencingToken>, BackendError> {
+        tenure::backend::granted(self.acquire_answer(name, token, lease).await?)
+    }
+
+    /// grelmicro's acquire; a refusal by a revocation's placeholder is answered `Revoked`.
+    async fn acquire_answer(&self, name: &str, token: &str, lease: Duration) -> Result<StoreReply, BackendError> {
         let mut held = None;
         if let Some(known) = self.state.locks.take(name, token) {
             held = self.renew(&known, token.into(), false, lease, name).await?;
         }
-        if held.is_none() {
-            held = self.lock_take(name, token, lease).await?;
-        }
-        let Some(held) = held else { return Ok(None) };
+        let held = match held {
+            Some(held) => held,
+            None => match self.lock_take(name, token, lease).await? {
+                Ok(held) => held,
+                Err(placeholder) => return Ok(tenure::backend::refused(placeholder.as_deref())),
+            },
+        };
         let fence = fence(held.revision)?;
         self.state.locks.put(name, token, held);
-        Ok(Some(fence))
+        Ok(StoreReply::Fence(Some(fence)))
+    }
+
+    /// (etcd keeps no queue: a queued acquire is a plain one)
+    async fn acquire_queued_answer(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        _wait: Duration,
+    ) -> Result<StoreReply, BackendError> {
+        self.acquire_answer(name, token, lease).await
+    }
+
+    async fn revoke(&self, name: &str, reason: &RevokeReason) -> Result<Option<Revocation>, BackendError> {
+        self.lock_revoke(name, reason).await
     }
 
     async fn release(&self, name: &str, token: &str) -> Result<bool, BackendError> {

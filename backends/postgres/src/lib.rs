@@ -74,6 +74,7 @@ mod open;
 mod options;
 mod queue;
 mod record;
+mod revoke;
 mod rw;
 mod sem;
 mod sql;
@@ -90,7 +91,9 @@ use tenure::backend::{
     Wakeup,
 };
 use tenure::{Inspect, LeaderState, LockState, SharedState};
-use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata};
+use tenure_core::{
+    BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, Revocation, RevokeReason, StoreReply,
+};
 pub use tenure_store::OpenError;
 use tenure_store::record::{fence, metadata_json};
 use tenure_store::{Entry, WaitQueues, Wake};
@@ -271,16 +274,12 @@ impl PostgresBackend {
         }
     }
 
-    async fn lock_acquire(
-        &self,
-        name: &str,
-        token: &str,
-        lease: Duration,
-    ) -> Result<Option<FencingToken>, BackendError> {
+    /// grelmicro's acquire; a refusal by a revocation's placeholder is answered `Revoked`.
+    async fn lock_acquire(&self, name: &str, token: &str, lease: Duration) -> Result<StoreReply, BackendError> {
         let micros = micros(lease);
         self.listen_if_waited(name).await;
         let row = self.row("lock acquire", name, |s| &s.lock_acquire, &[&name, &token, &micros]).await?;
-        row.map(|r| fence(name, record::column(&r, 0, name, "fence")?)).transpose()
+        acquired(name, row.as_ref())
     }
 
     /// A queued acquire (see [`queue`]): the listening connection LISTENs first, so that a
@@ -292,7 +291,7 @@ impl PostgresBackend {
         token: &str,
         lease: Duration,
         wait: Duration,
-    ) -> Result<Option<FencingToken>, BackendError> {
+    ) -> Result<StoreReply, BackendError> {
         if let Err(e) = self.listen(name).await {
             tracing::debug!(name, error = %e, "cannot LISTEN for hand-offs; polling instead");
             return self.lock_acquire(name, token, lease).await;
@@ -301,8 +300,7 @@ impl PostgresBackend {
         let route = self.inner.texts.grant_channel.as_str();
         let params: [&(dyn ToSql + Sync); 5] = [&name, &token, &micros, &wait, &route];
         let row = self.row("lock acquire", name, |s| &s.lock_acquire_queued, &params).await?;
-        let granted: Option<i64> = row.map(|r| record::column(&r, 0, name, "fence")).transpose()?.flatten();
-        granted.map(|f| fence(name, f)).transpose()
+        acquired(name, row.as_ref())
     }
 
     /// A release: true iff `token` held a live lease (a lock, or a leader record if not `lock`).
@@ -543,6 +541,17 @@ impl std::fmt::Debug for PostgresBackend {
     }
 }
 
+/// An acquire's row: `(fence, NULL)` granted, `(NULL, placeholder)` refused by a revocation's
+/// placeholder, none refused.
+fn acquired(name: &str, row: Option<&Row>) -> Result<StoreReply, BackendError> {
+    let Some(row) = row else { return Ok(StoreReply::Fence(None)) };
+    let granted: Option<i64> = record::column(row, 0, name, "fence")?;
+    match granted {
+        Some(f) => Ok(StoreReply::Fence(Some(fence(name, f)?))),
+        None => Ok(tenure::backend::refused(record::column::<Option<String>>(row, 1, name, "token")?.as_deref())),
+    }
+}
+
 impl LockOperations for PostgresBackend {
     fn acquire(
         &self,
@@ -550,7 +559,35 @@ impl LockOperations for PostgresBackend {
         token: &str,
         duration: Duration,
     ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
+        let answer = self.lock_acquire(name, token, duration);
+        async move { tenure::backend::granted(answer.await?) }
+    }
+
+    fn acquire_answer(
+        &self,
+        name: &str,
+        token: &str,
+        duration: Duration,
+    ) -> impl Future<Output = Result<StoreReply, BackendError>> + Send {
         self.lock_acquire(name, token, duration)
+    }
+
+    fn acquire_queued_answer(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        wait: Duration,
+    ) -> impl Future<Output = Result<StoreReply, BackendError>> + Send {
+        self.lock_acquire_queued(name, token, lease, wait)
+    }
+
+    fn revoke(
+        &self,
+        name: &str,
+        reason: &RevokeReason,
+    ) -> impl Future<Output = Result<Option<Revocation>, BackendError>> + Send {
+        self.lock_revoke(name, reason)
     }
 
     fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
@@ -576,7 +613,8 @@ impl LockOperations for PostgresBackend {
         lease: Duration,
         wait: Duration,
     ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
-        self.lock_acquire_queued(name, token, lease, wait)
+        let answer = self.lock_acquire_queued(name, token, lease, wait);
+        async move { tenure::backend::granted(answer.await?) }
     }
 
     fn turn(&self, name: &str, token: &str) -> Option<Wakeup> {

@@ -63,7 +63,9 @@ impl Texts {
         Self {
             // grelmicro's decision (take a free or expired name, renew one's own lease; the fence
             // climbs on every change of holder), written so that a refusal writes nothing: an
-            // upsert locks the row it refuses, which costs a WAL flush at commit.
+            // upsert locks the row it refuses, which costs a WAL flush at commit. Answers
+            // `(fence, NULL)`, or `(NULL, placeholder)` when a revocation's placeholder refuses
+            // it (crate::revoke), or no row.
             lock_acquire: format!(
                 "WITH taken AS ( \
                      UPDATE {locks} SET token = $2, expire_at = NOW() + $3::bigint * INTERVAL '1 microsecond', \
@@ -75,9 +77,16 @@ impl Texts {
                      SELECT $1, $2, NOW() + $3::bigint * INTERVAL '1 microsecond', 1 \
                      WHERE NOT EXISTS (SELECT 1 FROM {locks} WHERE name = $1) \
                      ON CONFLICT (name) DO NOTHING RETURNING fence) \
-                 SELECT fence FROM taken UNION ALL SELECT fence FROM created"
+                 SELECT fence, NULL FROM taken UNION ALL SELECT fence, NULL FROM created \
+                 UNION ALL SELECT NULL, token FROM ({placeholder}) AS refused",
+                placeholder = crate::revoke::placeholder(locks)
             ),
-            lock_acquire_queued: crate::queue::acquire(locks),
+            // (a refusal by a revocation's placeholder answers the placeholder, as above)
+            lock_acquire_queued: format!(
+                "SELECT f, CASE WHEN f IS NULL THEN ({}) END FROM ({}) AS q (f)",
+                crate::revoke::placeholder(locks),
+                crate::queue::acquire(locks)
+            ),
             // A release hands the lock to the queue's head (and notifies it) when waiters can
             // hear it; without LISTEN (a pooler in transaction mode) it is grelmicro's.
             lock_release: if options.notify {

@@ -118,6 +118,7 @@ mod options;
 mod queue;
 mod record;
 mod replicas;
+mod revoke;
 mod rw;
 mod scripts;
 mod sem;
@@ -137,7 +138,10 @@ use tenure::backend::{
     Wakeup,
 };
 use tenure::{Inspect, LeaderState, LockState, SharedState};
-use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, SettingsError};
+use tenure_core::{
+    BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, Revocation, RevokeReason, SettingsError,
+    StoreReply,
+};
 pub use tenure_store::OpenError;
 
 use connection::Connection;
@@ -196,12 +200,8 @@ impl RedisBackend {
         format!("{}{name}", self.inner.options.key_prefix())
     }
 
-    async fn lock_acquire(
-        &self,
-        name: &str,
-        token: &str,
-        lease: Duration,
-    ) -> Result<Option<FencingToken>, BackendError> {
+    /// grelmicro's acquire; a refusal by a revocation's placeholder is answered `Revoked`.
+    async fn lock_acquire(&self, name: &str, token: &str, lease: Duration) -> Result<StoreReply, BackendError> {
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
         let mut invocation = self.inner.scripts.lock_acquire.key(self.key(name));
@@ -211,8 +211,8 @@ impl RedisBackend {
             name,
             // (An expired key is gone: a value read is a live lease.)
             before: || vec![redis::cmd("GET").arg(self.key(name)).clone()],
-            granted: |fence: &Option<i64>, _| fence.is_some(),
-            kept: |before: &[redis::Value], _: &Option<i64>| {
+            granted: |answer: &redis::Value, _| matches!(answer, redis::Value::Int(_)),
+            kept: |before: &[redis::Value], _: &redis::Value| {
                 let held = before.first().and_then(|v| redis::from_redis_value_ref::<Option<String>>(v).ok());
                 let held = held.flatten();
                 let held = held.as_deref().and_then(|v| record::lock_value(name, v).ok());
@@ -220,8 +220,8 @@ impl RedisBackend {
             },
             give_back: || self.lock_release(name, token),
         };
-        let fence = self.grant(&mut con, &invocation, token, grant).await?;
-        fence.map(|f| record::fence(name, f)).transpose()
+        let answer: redis::Value = self.grant(&mut con, &invocation, token, grant).await?;
+        revoke::acquired(name, &answer)
     }
 
     /// Runs a release script on `key`: deletes it iff `token` holds it, and publishes on
@@ -278,7 +278,7 @@ impl RedisBackend {
         token: &str,
         lease: Duration,
         wait: Duration,
-    ) -> Result<Option<FencingToken>, BackendError> {
+    ) -> Result<StoreReply, BackendError> {
         if self.inner.confirm.is_some() {
             // A hand-off is a grant the releaser's write makes and a push announces before any
             // `WAIT`: with min_replicas, waiters are woken instead, and take the lock themselves.
@@ -287,7 +287,7 @@ impl RedisBackend {
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
         self.inner.subscriptions.subscribe_grants(&mut con).await;
-        let fence: Option<i64> = self
+        let answer: redis::Value = self
             .lock_keys(&self.inner.scripts.lock_acquire_queued, name)
             .arg(token)
             .arg(tenure_core::time::ceil_millis(lease))
@@ -297,7 +297,7 @@ impl RedisBackend {
             .invoke_async(&mut con)
             .await
             .map_err(|e| error("lock acquire", name, &e))?;
-        fence.map(|f| record::fence(name, f)).transpose()
+        revoke::acquired(name, &answer)
     }
 
     /// The holder token of `name`'s live lease, if any.
@@ -600,7 +600,35 @@ impl LockOperations for RedisBackend {
         token: &str,
         duration: Duration,
     ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
+        let answer = self.lock_acquire(name, token, duration);
+        async move { tenure::backend::granted(answer.await?) }
+    }
+
+    fn acquire_answer(
+        &self,
+        name: &str,
+        token: &str,
+        duration: Duration,
+    ) -> impl Future<Output = Result<StoreReply, BackendError>> + Send {
         self.lock_acquire(name, token, duration)
+    }
+
+    fn acquire_queued_answer(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        wait: Duration,
+    ) -> impl Future<Output = Result<StoreReply, BackendError>> + Send {
+        self.lock_acquire_queued(name, token, lease, wait)
+    }
+
+    fn revoke(
+        &self,
+        name: &str,
+        reason: &RevokeReason,
+    ) -> impl Future<Output = Result<Option<Revocation>, BackendError>> + Send {
+        self.lock_revoke(name, reason)
     }
 
     fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
@@ -626,7 +654,8 @@ impl LockOperations for RedisBackend {
         lease: Duration,
         wait: Duration,
     ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
-        self.lock_acquire_queued(name, token, lease, wait)
+        let answer = self.lock_acquire_queued(name, token, lease, wait);
+        async move { tenure::backend::granted(answer.await?) }
     }
 
     fn turn(&self, name: &str, token: &str) -> Option<Wakeup> {

@@ -15,9 +15,9 @@
 //! handed over (the lock key is set), and after its release the queue's head takes the lock at
 //! its next attempt.
 
-/// What every queue script starts with: helpers, and the lock's holder read (a value not in
-/// grelmicro's layout ends the script with an error). `KEYS[1]` lock key, `KEYS[2]` fence key,
-/// `KEYS[3]` queue, `KEYS[4]` places.
+/// What every queue script starts with, after the lock's holder is read
+/// ([`crate::scripts::HOLDER`]): helpers. `KEYS[1]` lock key, `KEYS[2]` fence key, `KEYS[3]`
+/// queue, `KEYS[4]` places.
 ///
 /// A token is in the queue list iff it has a field in the places hash. Lapsed places are dropped
 /// lazily, where a decision looks at them — at the head, or the caller's own — so a call costs
@@ -90,22 +90,12 @@ local function hand_over(name)
     end
     return false
 end
--- The lock's holder: `stored` (nil when free), its `fence` and `holding` token.
-local stored = redis.call('GET', KEYS[1])
-local fence, holding
-if stored then
-    local sep = string.find(stored, ':', 1, true)
-    fence = sep and tonumber(string.sub(stored, 1, sep - 1))
-    if not fence then
-        return redis.error_reply('TENURE_MALFORMED ' .. KEYS[1] .. ' holds no <fence>:<token> value')
-    end
-    holding = string.sub(stored, sep + 1)
-end
 ";
 
 /// `ARGV[1]` token, `ARGV[2]` lease ms, `ARGV[3]` wait ms, `ARGV[4]` route, `ARGV[5]` name.
 /// Takes or renews like grelmicro's acquire unless a live waiter of another token is ahead;
-/// else keeps the token's place (a lapsed one goes to the back) and answers nil.
+/// else keeps the token's place (a lapsed one goes to the back) and answers nil (or the
+/// placeholder, if a revocation's holds the lock: [`crate::revoke`]).
 const ACQUIRE: &str = r"
 if stored then
     if holding == ARGV[1] then
@@ -139,6 +129,10 @@ if redis.call('PTTL', KEYS[3]) < wait then
     redis.call('PEXPIRE', KEYS[3], wait)
     redis.call('PEXPIRE', KEYS[4], wait)
 end
+-- (a refusal by a revocation's placeholder answers the placeholder)
+if holding and string.sub(holding, 1, 15) == 'tenure-revoked:' then
+    return holding
+end
 return nil
 ";
 
@@ -169,10 +163,10 @@ return released
 
 /// The queued acquire's script.
 pub(crate) fn acquire_script() -> String {
-    format!("{PRELUDE}{ACQUIRE}")
+    format!("{}{PRELUDE}{ACQUIRE}", crate::scripts::HOLDER)
 }
 
 /// The lock release's script (it hands over to the queue).
 pub(crate) fn release_script() -> String {
-    format!("{PRELUDE}{RELEASE}")
+    format!("{}{PRELUDE}{RELEASE}", crate::scripts::HOLDER)
 }

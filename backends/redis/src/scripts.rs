@@ -9,24 +9,40 @@ use redis::Script;
 /// Marks an error reply of ours about a record that does not have grelmicro's layout.
 pub(crate) const MALFORMED: &str = "TENURE_MALFORMED";
 
-/// `KEYS[1]` lock key, `KEYS[2]` fence key; `ARGV[1]` token, `ARGV[2]` lease in whole ms.
+/// What a script on a lock key starts with: its holder read — `stored` (nil when free), its
+/// `fence` and `holding` token — and a value not in grelmicro's layout ends the script with an
+/// error. `KEYS[1]` lock key.
+pub(crate) const HOLDER: &str = r"
+local stored = redis.call('GET', KEYS[1])
+local fence, holding
+if stored then
+    local sep = string.find(stored, ':', 1, true)
+    fence = sep and tonumber(string.sub(stored, 1, sep - 1))
+    if not fence then
+        return redis.error_reply('TENURE_MALFORMED ' .. KEYS[1] .. ' holds no <fence>:<token> value')
+    end
+    holding = string.sub(stored, sep + 1)
+end
+";
+
+/// After [`HOLDER`]: `KEYS[2]` fence key; `ARGV[1]` token, `ARGV[2]` lease in whole ms.
 /// Free → `INCR` the fence and store `"<fence>:<token>"` with the TTL; held by the token →
-/// `PEXPIRE`, same fence; held by another → nil.
-const LOCK_ACQUIRE: &str = r"
-local stored = redis.call('get', KEYS[1])
+/// `PEXPIRE`, same fence; held by another → nil, or the placeholder if a revocation's
+/// ([`crate::revoke`]) holds it.
+pub(crate) const LOCK_ACQUIRE: &str = r"
 if not stored then
-    local fence = redis.call('incr', KEYS[2])
-    redis.call('set', KEYS[1], fence .. ':' .. ARGV[1], 'px', ARGV[2])
-    return fence
+    local taken = redis.call('incr', KEYS[2])
+    redis.call('set', KEYS[1], taken .. ':' .. ARGV[1], 'px', ARGV[2])
+    return taken
 end
-local sep = string.find(stored, ':', 1, true)
-local fence = sep and tonumber(string.sub(stored, 1, sep - 1))
-if not fence then
-    return redis.error_reply('TENURE_MALFORMED ' .. KEYS[1] .. ' holds no <fence>:<token> value')
-end
-if string.sub(stored, sep + 1) == ARGV[1] then
+if holding == ARGV[1] then
     redis.call('pexpire', KEYS[1], ARGV[2])
     return fence
+end
+-- (Tenure's addition: a refusal by a revocation's placeholder answers the placeholder;
+-- its prefix is tenure_core::REVOKED_PREFIX)
+if string.sub(holding, 1, 15) == 'tenure-revoked:' then
+    return holding
 end
 return nil
 ";
@@ -147,6 +163,7 @@ pub(crate) struct Scripts {
     pub(crate) lock_acquire: Script,
     pub(crate) lock_acquire_queued: Script,
     pub(crate) lock_release: Script,
+    pub(crate) lock_revoke: Script,
     pub(crate) leader_acquire_or_renew: Script,
     pub(crate) leader_release: Script,
     pub(crate) leader_get: Script,
@@ -159,9 +176,10 @@ impl Scripts {
     pub(crate) fn new() -> Self {
         let leader = |body: &str| Script::new(&format!("{LEADER_PRELUDE}{body}"));
         Self {
-            lock_acquire: Script::new(LOCK_ACQUIRE),
+            lock_acquire: Script::new(&format!("{HOLDER}{LOCK_ACQUIRE}")),
             lock_acquire_queued: Script::new(&crate::queue::acquire_script()),
             lock_release: Script::new(&crate::queue::release_script()),
+            lock_revoke: Script::new(&format!("{HOLDER}{}", crate::revoke::LOCK_REVOKE)),
             leader_acquire_or_renew: leader(LEADER_ACQUIRE_OR_RENEW),
             leader_release: leader(LEADER_RELEASE),
             leader_get: leader(LEADER_GET),
@@ -177,6 +195,7 @@ impl Scripts {
             &self.lock_acquire,
             &self.lock_acquire_queued,
             &self.lock_release,
+            &self.lock_revoke,
             &self.leader_acquire_or_renew,
             &self.leader_release,
             &self.leader_get,

@@ -23,6 +23,7 @@ macro_rules! expiry {
     };
 }
 
+mod revoke;
 mod rw;
 mod sem;
 mod shared;
@@ -48,6 +49,7 @@ struct Statements {
     leader_release: String,
     schedule_claim: String,
     schedule_last_fired: String,
+    revoke: revoke::Statements,
     rw: rw::Statements,
     sem: sem::Statements,
     shared: shared::Statements,
@@ -124,6 +126,7 @@ impl Statements {
                  SET last_fired = excluded.last_fired WHERE last_fired < excluded.last_fired"
             ),
             schedule_last_fired: format!("SELECT last_fired FROM {schedules} WHERE name = ?1"),
+            revoke: revoke::Statements::new(t),
             rw: rw::Statements::new(rwlocks),
             sem: sem::Statements::new(semaphores),
             shared: shared::Statements::new(rwlocks, semaphores),
@@ -196,16 +199,7 @@ impl Db {
         token: &str,
         lease: Duration,
     ) -> Result<Option<FencingToken>, BackendError> {
-        self.immediate("lock acquire", |conn, sql, now| {
-            let expire = time::to_text(expire_after(now, lease));
-            let fence: Option<i64> = conn
-                .prepare_cached(&sql.lock_acquire)
-                .and_then(|mut s| {
-                    s.query_row(params![name, token, expire, time::to_text(now)], |r| r.get(0)).optional()
-                })
-                .map_err(|e| error("lock acquire", e))?;
-            fence.map(|f| fence_of(name, f)).transpose()
-        })
+        tenure::backend::granted(self.lock_acquire_answer(name, token, lease)?)
     }
 
     pub(crate) fn lock_release(&mut self, name: &str, token: &str) -> Result<bool, BackendError> {
@@ -362,7 +356,7 @@ impl Db {
 }
 
 /// The instant a lease of `lease` from `now` ends: rounded up to the millisecond, never zero.
-fn expire_after(now: WallTime, lease: Duration) -> WallTime {
+pub(super) fn expire_after(now: WallTime, lease: Duration) -> WallTime {
     now.saturating_add(Duration::from_millis(tenure_core::time::ceil_millis(lease)))
 }
 

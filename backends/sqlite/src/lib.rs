@@ -53,7 +53,8 @@ use tenure::backend::{
 };
 use tenure::{Inspect, LeaderState, LockState, SharedState};
 use tenure_core::{
-    BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, PermitAnswer, RwState, SemState, WriteGrant,
+    BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, PermitAnswer, Revocation, RevokeReason,
+    RwState, SemState, StoreReply, WriteGrant,
 };
 pub use tenure_store::OpenError;
 
@@ -210,6 +211,36 @@ impl LockOperations for SqliteBackend {
     ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
         let (name, token) = (name.to_owned(), token.to_owned());
         self.call(move |db| db.lock_acquire(&name, &token, duration))
+    }
+
+    fn acquire_answer(
+        &self,
+        name: &str,
+        token: &str,
+        duration: Duration,
+    ) -> impl Future<Output = Result<StoreReply, BackendError>> + Send {
+        let (name, token) = (name.to_owned(), token.to_owned());
+        self.call(move |db| db.lock_acquire_answer(&name, &token, duration))
+    }
+
+    /// (SQLite keeps no queue: a queued acquire is a plain one)
+    fn acquire_queued_answer(
+        &self,
+        name: &str,
+        token: &str,
+        duration: Duration,
+        _wait: Duration,
+    ) -> impl Future<Output = Result<StoreReply, BackendError>> + Send {
+        self.acquire_answer(name, token, duration)
+    }
+
+    fn revoke(
+        &self,
+        name: &str,
+        reason: &RevokeReason,
+    ) -> impl Future<Output = Result<Option<Revocation>, BackendError>> + Send {
+        let (name, reason) = (name.to_owned(), reason.clone());
+        self.call(move |db| db.lock_revoke(&name, &reason))
     }
 
     fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {

@@ -186,7 +186,7 @@ pub enum Error {
 }
 
 /// Why a lease kept alive ended on its own (a [`Error::Lost`]'s cause).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LossCause {
     /// The maximum hold was reached and the lease ended (released, or a task lock exited).
@@ -195,25 +195,43 @@ pub enum LossCause {
     Expired,
     /// A renewal found the lease taken by another holder.
     Lost,
+    /// An operator revoked the lease (`tenure revoke`), for this reason.
+    Revoked(crate::store::RevokeReason),
 }
 
 impl LossCause {
-    /// The cause as bindings and the CLI's JSON give it: `max_hold`, `expired` or `lost`.
-    pub fn as_str(self) -> &'static str {
+    /// The cause as bindings and the CLI's JSON give it: `max_hold`, `expired`, `lost` or
+    /// `revoked`.
+    pub fn as_str(&self) -> &'static str {
         match self {
             Self::MaxHold => "max_hold",
             Self::Expired => "expired",
             Self::Lost => "lost",
+            Self::Revoked(_) => "revoked",
         }
     }
 
-    fn explain(self) -> &'static str {
+    /// The reason an operator gave, for a revocation.
+    pub fn revoked_reason(&self) -> Option<&str> {
         match self {
-            Self::MaxHold => "The maximum hold was reached and the lease given back; the work was cancelled.",
-            Self::Expired => {
-                "No renewal was confirmed before the lease's validity ran out (the store was unreachable or slow); the work was cancelled."
+            Self::Revoked(reason) => Some(reason.as_str()),
+            _ => None,
+        }
+    }
+
+    fn explain(&self) -> String {
+        match self {
+            Self::MaxHold => {
+                "The maximum hold was reached and the lease given back; the work was cancelled.".to_owned()
             }
-            Self::Lost => "A renewal found the lease held by another holder; the work was cancelled.",
+            Self::Expired => "No renewal was confirmed before the lease's validity ran out (the store was unreachable \
+                              or slow); the work was cancelled."
+                .to_owned(),
+            Self::Lost => "A renewal found the lease held by another holder; the work was cancelled.".to_owned(),
+            Self::Revoked(reason) => format!(
+                "An operator revoked the lease ({reason:?}); its fence was advanced, so a fenced resource refuses \
+                 this holder's writes; the work was cancelled."
+            ),
         }
     }
 }
@@ -312,7 +330,7 @@ impl Error {
     /// Why a [`Error::Lost`] lease ended.
     pub fn loss_cause(&self) -> Option<LossCause> {
         match self {
-            Self::Lost { cause, .. } => Some(*cause),
+            Self::Lost { cause, .. } => Some(cause.clone()),
             _ => None,
         }
     }

@@ -153,7 +153,7 @@ impl TaskLockMachine {
     /// The last run's lease this machine lost and why, as its [`TaskLockEvent::Lost`] said. Read
     /// by whoever wakes on the loss before the event reaches it.
     pub fn loss(&self) -> Option<(FencingToken, LossReason)> {
-        self.loss
+        self.loss.clone()
     }
 
     /// Switches on deliberate defects, for the simulator to catch.
@@ -409,7 +409,8 @@ impl TaskLockMachine {
                 self.state = State::Abandoning { flight: self.out.send(now, op, self.backend_timeout) };
                 Error::Acquire { name: self.name(), cause: BackendError::late_grant() }
             }
-            Ok(StoreReply::Fence(None)) => {
+            // (a revocation's placeholder holds it as any holder does)
+            Ok(StoreReply::Fence(None) | StoreReply::Revoked { .. }) => {
                 Error::WouldBlock { name: self.name(), reason: WouldBlockReason::TaskLockHeld }
             }
             Ok(other) => Error::Acquire { name: self.name(), cause: unexpected("enter", &other) },
@@ -440,7 +441,16 @@ impl TaskLockMachine {
                     TaskLockEvent::Failed(Error::Extend { name: self.name(), cause: BackendError::late_grant() })
                 }
             }
-            Ok(StoreReply::Fence(None)) => {
+            // An operator revoked this very run's lease: lost, told why (even past its validity).
+            Ok(StoreReply::Revoked { fence, reason }) if fence == run.fence => {
+                let reason = LossReason::Revoked(reason);
+                self.loss = Some((run.fence, reason.clone()));
+                self.out.emit(TaskLockEvent::Lost { fence: run.fence, reason });
+                run.valid_until = run.valid_until.min(now);
+                run.lost = true;
+                TaskLockEvent::Failed(Error::NotOwned { name: self.name() })
+            }
+            Ok(StoreReply::Fence(None) | StoreReply::Revoked { .. }) => {
                 // Still entered (exit must run), but the lease is gone.
                 if !run.lost && now < run.valid_until {
                     self.loss = Some((run.fence, LossReason::NotOwned));
@@ -472,7 +482,7 @@ impl TaskLockMachine {
                 self.held_over = Some((token, until));
                 TaskLockEvent::Exited { fence, held_until: Some(until) }
             }
-            (Ok(StoreReply::Flag(false) | StoreReply::Fence(None)), _) => {
+            (Ok(StoreReply::Flag(false) | StoreReply::Fence(None) | StoreReply::Revoked { .. }), _) => {
                 TaskLockEvent::Failed(Error::NotOwned { name: self.name() })
             }
             // grelmicro 0.44: a failed release or shortening on exit is a release error.

@@ -6,6 +6,7 @@
 
 mod model;
 mod queue;
+mod revoke;
 mod rw;
 mod sem;
 
@@ -14,6 +15,7 @@ use std::time::Duration;
 
 pub use model::{LockLease, StoreKey, StoreModel};
 pub use queue::{Grant, Waiter};
+pub use revoke::{MAX_REASON_BYTES, REVOKED_PREFIX, Revocation, RevokeReason};
 pub use rw::{RwState, WriteGrant};
 pub use sem::{PermitAnswer, SemState};
 
@@ -67,6 +69,15 @@ pub enum StoreOp {
         key: Key,
         /// The token asked about.
         token: Token,
+    },
+    /// Revokes the live lease of a lock (`tenure revoke`, [`StoreModel::lock_revoke`]): a
+    /// placeholder under the next fence takes the holder's place until its lease would have
+    /// ended. Answers [`StoreReply::Revocation`].
+    LockRevoke {
+        /// The lock key (`lock:` or `tasklock:`).
+        key: Key,
+        /// Why, for the revoked holder and the listings.
+        reason: RevokeReason,
     },
     /// `LeaderElectionBackend.acquire_or_renew`: answers [`StoreReply::Leader`].
     LeaderAcquireOrRenew {
@@ -219,6 +230,7 @@ impl StoreOp {
             | Self::LockRelease { key, .. }
             | Self::LockLocked { key }
             | Self::LockOwned { key, .. }
+            | Self::LockRevoke { key, .. }
             | Self::LeaderAcquireOrRenew { key, .. }
             | Self::LeaderRelease { key, .. }
             | Self::LeaderGet { key }
@@ -248,6 +260,7 @@ impl StoreOp {
             Self::LockRelease { .. } => "lock_release",
             Self::LockLocked { .. } => "lock_locked",
             Self::LockOwned { .. } => "lock_owned",
+            Self::LockRevoke { .. } => "lock_revoke",
             Self::LeaderAcquireOrRenew { .. } => "leader_acquire_or_renew",
             Self::LeaderRelease { .. } => "leader_release",
             Self::LeaderGet { .. } => "leader_get",
@@ -292,6 +305,17 @@ pub enum StoreReply {
     Permit(PermitAnswer),
     /// A semaphore's state.
     Sem(SemState),
+    /// A lock acquire or renewal refused by a revocation's placeholder: the revoked lease's
+    /// fence and why. The holder of that fence has lost its lease to the revocation; any other
+    /// token reads it as the lock held.
+    Revoked {
+        /// The revoked lease's fence.
+        fence: FencingToken,
+        /// Why it was revoked.
+        reason: RevokeReason,
+    },
+    /// What a [`StoreOp::LockRevoke`] did; `None` when no lease was live.
+    Revocation(Option<Revocation>),
 }
 
 impl StoreReply {
@@ -307,6 +331,8 @@ impl StoreReply {
             Self::Rw(_) => "a read-write lock state",
             Self::Permit(_) => "a permit",
             Self::Sem(_) => "a semaphore state",
+            Self::Revoked { .. } => "a revoked lease",
+            Self::Revocation(_) => "a revocation",
         }
     }
 }

@@ -122,12 +122,20 @@ impl StoreModel {
     /// Runs `op` at `now`.
     pub fn apply(&mut self, op: &StoreOp, now: Timestamp) -> StoreReply {
         match op {
-            StoreOp::LockAcquire { key, token, lease } => StoreReply::Fence(self.lock_acquire(key, token, *lease, now)),
+            // (an acquire refused by a revocation's placeholder is told so: StoreReply::Revoked)
+            StoreOp::LockAcquire { key, token, lease } => match self.lock_acquire(key, token, *lease, now) {
+                None => self.lock_revoked(key, now).unwrap_or(StoreReply::Fence(None)),
+                granted => StoreReply::Fence(granted),
+            },
             // The model pushes nothing: a grant it hands over reaches its waiter at the waiter's
             // next attempt (which renews it).
             StoreOp::LockAcquireQueued { key, token, lease, wait } => {
-                StoreReply::Fence(self.lock_acquire_queued(key, token, (*lease, *wait), 0, now).0)
+                match self.lock_acquire_queued(key, token, (*lease, *wait), 0, now).0 {
+                    None => self.lock_revoked(key, now).unwrap_or(StoreReply::Fence(None)),
+                    granted => StoreReply::Fence(granted),
+                }
             }
+            StoreOp::LockRevoke { key, reason } => StoreReply::Revocation(self.lock_revoke(key, reason, now)),
             StoreOp::LockRelease { key, token } => StoreReply::Flag(self.lock_release(key, token, now)),
             StoreOp::LockLocked { key } => StoreReply::Flag(self.lock_locked(key, now)),
             StoreOp::LockOwned { key, token } => StoreReply::Flag(self.lock_owned(key, token, now)),

@@ -128,7 +128,7 @@ impl Shared {
     }
 
     fn ended(&self) -> Option<KeepAliveEnd> {
-        *self.ended.lock().unwrap_or_else(PoisonError::into_inner)
+        self.ended.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Completes once the renewals have ended on their own.
@@ -274,6 +274,10 @@ async fn renew<R: Runtime>(runtime: R, lease: Arc<dyn Renew>, mut policy: tenure
                 // Told it holds no more after its validity ran out: it ended by expiry first.
                 Err(e) if e.is_not_owned() && !validity_held(&runtime, before) => {
                     return lost(&*lease, &shared, KeepAliveEnd::Expired, "unreachable");
+                }
+                // Revoked by an operator: told so, with the reason, whatever the validity left.
+                Err(Error::Lost { cause: cause @ LossCause::Revoked(_), .. }) => {
+                    return lost(&*lease, &shared, cause, "revoked");
                 }
                 Err(e) if e.is_not_owned() => return lost(&*lease, &shared, KeepAliveEnd::Lost, "taken"),
                 Err(e) => {

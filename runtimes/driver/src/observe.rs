@@ -22,9 +22,10 @@ pub(crate) fn primitive(access: Access) -> &'static str {
 }
 
 /// Why a lease reported lost ended, for the meter.
-fn loss(reason: LossReason) -> &'static str {
+fn loss(reason: &LossReason) -> &'static str {
     match reason {
         LossReason::Expired => "expired",
+        LossReason::Revoked(_) => "revoked",
         _ => "taken",
     }
 }
@@ -52,7 +53,7 @@ impl Observe for LockMachine {
             LockEvent::Released { fence: Some(fence) } => debug!(lock = name, fence = fence.get(), "lock released"),
             LockEvent::Released { fence: None } => debug!(lock = name, "lock released"),
             LockEvent::Lost { fence, reason } => {
-                meter.ending(loss(*reason));
+                meter.ending(loss(reason));
                 warn!(lock = name, fence = fence.get(), ?reason, "lock lost");
             }
             LockEvent::Failed(e) if e.is_would_block() || e.is_not_owned() => debug!(lock = name, error = %e, "lock"),
@@ -76,7 +77,7 @@ impl Observe for LockMachine {
             _ => false,
         };
         let held = self.fence().filter(|_| counted).map(|fence| fence.get());
-        let loss = self.loss().map(|(fence, reason)| (fence.get(), loss(reason)));
+        let loss = self.loss().map(|(fence, reason)| (fence.get(), loss(&reason)));
         let holding = Holding { held, loss, waiting: phase == LockPhase::Waiting };
         meter.sync(primitive(self.access()), self.key().name_str(), holding);
     }
@@ -97,7 +98,7 @@ impl Observe for TaskLockMachine {
                 debug!(task_lock = name, fence = fence.get(), "task lock held for its min hold");
             }
             TaskLockEvent::Lost { fence, reason } => {
-                meter.ending(loss(*reason));
+                meter.ending(loss(reason));
                 warn!(task_lock = name, fence = fence.get(), ?reason, "task took too long and its lock expired");
             }
             TaskLockEvent::Failed(e) if e.is_would_block() => debug!(task_lock = name, "task lock held elsewhere"),
@@ -115,7 +116,7 @@ impl Observe for TaskLockMachine {
         // A run that lost its lease stays `Held` until it exits: not counted from the loss on.
         let counted = matches!(self.phase(), TaskLockPhase::Held | TaskLockPhase::Extending);
         let held = self.valid_until().and(self.fence()).filter(|_| counted).map(|fence| fence.get());
-        let loss = self.loss().map(|(fence, reason)| (fence.get(), loss(reason)));
+        let loss = self.loss().map(|(fence, reason)| (fence.get(), loss(&reason)));
         meter.sync("task_lock", self.key().name_str(), Holding { held, loss, waiting: false });
     }
 }

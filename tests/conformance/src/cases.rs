@@ -9,6 +9,8 @@ use tenure_core::{FencingToken, Metadata};
 use crate::{Clock, Harness};
 use tenure::backend::{LeaderElectionCalls as _, LockCalls as _};
 
+pub use crate::revoke::a_revoked_lease_is_lost_fenced_out_and_held_until_it_would_have_ended;
+
 const LONG: Duration = Duration::from_secs(60);
 
 fn fence(value: Option<FencingToken>, what: &str, harness: &Harness) -> u64 {

@@ -21,6 +21,7 @@ pub mod inspect;
 pub mod push;
 pub mod queue;
 pub mod random;
+pub mod revoke;
 pub mod rw;
 pub mod sem;
 pub mod tls;
@@ -324,6 +325,7 @@ macro_rules! conformance_tests {
             concurrent_claims_have_one_winner,
             random_sequences_match_the_store_model,
             queued_sequences_match_the_store_model,
+            a_revoked_lease_is_lost_fenced_out_and_held_until_it_would_have_ended,
         );
     };
     (@parallel $harness:expr; $($case:ident),* $(,)?) => {

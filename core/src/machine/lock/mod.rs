@@ -65,13 +65,16 @@ pub enum LockEvent {
 }
 
 /// Why a held lease was lost.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LossReason {
     /// Its validity ran out before an extend confirmed it.
     Expired,
     /// The store answered an extend with "not yours".
     NotOwned,
+    /// The store answered an extend with "revoked" for this lease's fence
+    /// ([`crate::StoreReply::Revoked`]), for this reason.
+    Revoked(crate::store::RevokeReason),
 }
 
 /// What a [`LockMachine`] is doing, for drivers and tests.
@@ -309,7 +312,7 @@ impl LockMachine {
     /// told for that fence: a lease that ran out and was then found taken ran out). Read by
     /// whoever wakes on the loss before the event reaches it.
     pub fn loss(&self) -> Option<(FencingToken, LossReason)> {
-        self.loss
+        self.loss.clone()
     }
 
     /// Switches on deliberate defects, for the simulator to catch.

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use rand_core::Rng;
 
-use super::{Access, Attempt, LockEvent, LockMachine, State, unexpected};
-use crate::error::{BackendError, Error, SettingsError};
+use super::{Access, Attempt, LockEvent, LockMachine, LossReason, State, unexpected};
+use crate::error::{BackendError, Error, LossCause, SettingsError};
 use crate::ids::FencingToken;
 use crate::machine::{Flight, earliest, local_validity};
 use crate::rng::{jitter, unit_interval};
@@ -19,6 +19,11 @@ pub(super) enum Answer {
         poisoned: bool,
     },
     Refused,
+    /// A revocation's placeholder holds the lock: the revoked lease's fence and why.
+    Revoked {
+        fence: FencingToken,
+        reason: crate::store::RevokeReason,
+    },
     /// A semaphore's permit count in the store is not the one this holder asks for.
     Mismatch {
         stored: u32,
@@ -38,7 +43,8 @@ impl LockMachine {
     ) {
         self.state = State::Idle;
         let answer = self.answer(reply);
-        if matches!(answer, Answer::Refused) && self.queue_wait.is_some() && !attempt.nowait {
+        // (a revocation's placeholder refuses a new holder as any holder does)
+        if matches!(answer, Answer::Refused | Answer::Revoked { .. }) && self.queue_wait.is_some() && !attempt.nowait {
             // The place this token keeps in the store's queue was made by its first such
             // attempt: a hand-off comes after it.
             self.queued_at.get_or_insert(flight.sent_at);
@@ -79,7 +85,7 @@ impl LockMachine {
                     return;
                 }
             },
-            Answer::Refused => match attempt {
+            Answer::Refused | Answer::Revoked { .. } => match attempt {
                 Attempt { nowait: true, .. } => Error::WouldBlock { name: self.name(), reason: self.refusal() },
                 Attempt { deadline: Some(deadline), timeout, .. } if now >= deadline => {
                     // Give up the place in the store's queue (and whatever it hands over), or
@@ -168,7 +174,16 @@ impl LockMachine {
                     return;
                 }
             },
-            Answer::Refused => {
+            // An operator revoked this very lease: lost, and told why (even if its validity had
+            // run out already, the revocation is what the holder is told).
+            Answer::Revoked { fence: revoked, reason } if revoked == fence => {
+                self.lost(fence, LossReason::Revoked(reason.clone()));
+                self.state = State::Idle;
+                let cause = LossCause::Revoked(reason);
+                self.out.emit(LockEvent::Failed(Error::Lost { name: self.name(), cause }));
+                return;
+            }
+            Answer::Refused | Answer::Revoked { .. } => {
                 self.lose(fence, &previous);
                 self.state = State::Idle;
                 self.out.emit(LockEvent::Failed(self.not_owned()));
@@ -295,6 +310,7 @@ impl LockMachine {
             (Access::Exclusive | Access::Read, Ok(StoreReply::Fence(Some(fence)))) => {
                 Answer::Granted { fence, poisoned: false }
             }
+            (Access::Exclusive, Ok(StoreReply::Revoked { fence, reason })) => Answer::Revoked { fence, reason },
             (Access::Permit(asked), Ok(StoreReply::Permit(PermitAnswer { permits, .. }))) if permits != asked.get() => {
                 Answer::Mismatch { stored: permits }
             }

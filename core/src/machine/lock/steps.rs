@@ -91,9 +91,9 @@ impl LockMachine {
     }
 
     /// Tells of the loss of the lease `fence`, and keeps its first cause.
-    fn lost(&mut self, fence: FencingToken, reason: LossReason) {
-        if self.loss.is_none_or(|(lost, _)| lost != fence) {
-            self.loss = Some((fence, reason));
+    pub(super) fn lost(&mut self, fence: FencingToken, reason: LossReason) {
+        if self.loss.as_ref().is_none_or(|(lost, _)| *lost != fence) {
+            self.loss = Some((fence, reason.clone()));
         }
         self.out.emit(LockEvent::Lost { fence, reason });
     }

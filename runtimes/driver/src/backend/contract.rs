@@ -12,7 +12,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use tenure_core::{
-    BackendError, BackendErrorKind, Error, FencingToken, Key, LeaderRecord, Metadata, StoreOp, StoreReply, Token,
+    BackendError, BackendErrorKind, Error, FencingToken, Key, LeaderRecord, Metadata, Revocation, RevokeReason,
+    StoreOp, StoreReply, Token,
 };
 
 use super::{BackendFuture, ReadWriteLockBackend, SemaphoreBackend, Wakeup};
@@ -131,6 +132,44 @@ pub trait LockOperations: Clone + Send + Sync + 'static {
         self.acquire(name, token, lease)
     }
 
+    /// `acquire`, answered as [`StoreReply::Fence`], or as [`StoreReply::Revoked`] when a
+    /// revocation's placeholder refuses it ([`refused`] tells which). The default, for a store that
+    /// cannot revoke: `acquire`.
+    fn acquire_answer(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+    ) -> impl Future<Output = Result<StoreReply, BackendError>> + Send {
+        async move { self.acquire(name, token, lease).await.map(StoreReply::Fence) }
+    }
+
+    /// `acquire_queued`, answered as [`LockOperations::acquire_answer`] is. The default:
+    /// `acquire_queued`.
+    fn acquire_queued_answer(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        wait: Duration,
+    ) -> impl Future<Output = Result<StoreReply, BackendError>> + Send {
+        async move { self.acquire_queued(name, token, lease, wait).await.map(StoreReply::Fence) }
+    }
+
+    /// Revokes the live lease of `name` ([`StoreOp::LockRevoke`]): in one atomic step, the
+    /// fence is advanced and a placeholder ([`RevokeReason::placeholder`]) holds the lock under
+    /// it until the revoked lease would have ended. `None` when no lease is live. The default:
+    /// the store cannot revoke.
+    fn revoke(
+        &self,
+        name: &str,
+        reason: &RevokeReason,
+    ) -> impl Future<Output = Result<Option<Revocation>, BackendError>> + Send {
+        let _ = reason;
+        let message = format!("{name}: this store cannot revoke a lease");
+        async move { Err(BackendError::new(BackendErrorKind::Rejected, message)) }
+    }
+
     /// See [`LockBackend::turn`].
     fn turn(&self, name: &str, token: &str) -> Option<Wakeup> {
         let _ = (name, token);
@@ -160,10 +199,13 @@ impl<T: LockOperations> LockBackend for T {
         Box::pin(async move {
             match op {
                 StoreOp::LockAcquire { key, token, lease } => {
-                    store.acquire(key.as_str(), token.as_str(), lease).await.map(StoreReply::Fence)
+                    store.acquire_answer(key.as_str(), token.as_str(), lease).await
                 }
                 StoreOp::LockAcquireQueued { key, token, lease, wait } => {
-                    store.acquire_queued(key.as_str(), token.as_str(), lease, wait).await.map(StoreReply::Fence)
+                    store.acquire_queued_answer(key.as_str(), token.as_str(), lease, wait).await
+                }
+                StoreOp::LockRevoke { key, reason } => {
+                    store.revoke(key.as_str(), &reason).await.map(StoreReply::Revocation)
                 }
                 StoreOp::LockRelease { key, token } => {
                     store.release(key.as_str(), token.as_str()).await.map(StoreReply::Flag)
@@ -361,14 +403,38 @@ pub(super) fn call<T: Send + 'static>(
     })
 }
 
+/// A store's answer to an acquire refused while `stored` holds the lock: [`StoreReply::Revoked`]
+/// if `stored` is a revocation's placeholder, else [`StoreReply::Fence`]`(None)`.
+pub fn refused(stored: Option<&str>) -> StoreReply {
+    match stored.and_then(RevokeReason::of_placeholder) {
+        Some((fence, reason)) => StoreReply::Revoked { fence, reason },
+        None => StoreReply::Fence(None),
+    }
+}
+
+/// The fence of an acquire's answer, for `acquire` written over `acquire_answer`: a refusal by a
+/// placeholder is a refusal.
+pub fn granted(reply: StoreReply) -> Result<Option<FencingToken>, BackendError> {
+    match reply {
+        StoreReply::Fence(fence) => Ok(fence),
+        StoreReply::Revoked { .. } => Ok(None),
+        other => Err(BackendError::new(BackendErrorKind::Protocol, format!("unexpected answer: {}", other.shape()))),
+    }
+}
+
 #[allow(clippy::needless_pass_by_value)] // a `shape` of `call`, which hands the reply over
 pub(super) fn flag(reply: StoreReply) -> Option<bool> {
     if let StoreReply::Flag(flag) = reply { Some(flag) } else { None }
 }
 
+/// The shape `call` takes for an acquire: a refusal by a revocation's placeholder is a refusal.
 #[allow(clippy::needless_pass_by_value)] // the shape `call` takes, as `flag`
 pub(super) fn fence(reply: StoreReply) -> Option<Option<FencingToken>> {
-    if let StoreReply::Fence(fence) = reply { Some(fence) } else { None }
+    match reply {
+        StoreReply::Fence(fence) => Some(fence),
+        StoreReply::Revoked { .. } => Some(None),
+        _ => None,
+    }
 }
 
 pub(super) fn unsupported(what: &str, op: &StoreOp) -> BackendError {
@@ -382,6 +448,7 @@ fn op_name(op: &StoreOp) -> &'static str {
         StoreOp::LockRelease { .. } => "a lock release",
         StoreOp::LockLocked { .. } => "a locked check",
         StoreOp::LockOwned { .. } => "an owned check",
+        StoreOp::LockRevoke { .. } => "a lock revocation",
         StoreOp::LeaderAcquireOrRenew { .. } => "a leader acquire_or_renew",
         StoreOp::LeaderRelease { .. } => "a leader release",
         StoreOp::LeaderGet { .. } => "a leader get",

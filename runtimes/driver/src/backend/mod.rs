@@ -30,6 +30,7 @@ use event_listener::{Event, EventListener};
 
 pub use contract::{
     LeaderElectionBackend, LeaderElectionCalls, LeaderElectionOperations, LockBackend, LockCalls, LockOperations,
+    granted, refused,
 };
 pub use inspect::{Holding, Inspect, LeaderState, LockState, SharedState, Side, holder_worker};
 pub use memory::MemoryBackend;

@@ -56,6 +56,7 @@ use crate::runtime::Runtime;
 pub(crate) fn loss_cause(reason: tenure_core::LossReason) -> tenure_core::LossCause {
     match reason {
         tenure_core::LossReason::NotOwned => tenure_core::LossCause::Lost,
+        tenure_core::LossReason::Revoked(why) => tenure_core::LossCause::Revoked(why),
         // (Expired, and a reason this driver does not know)
         _ => tenure_core::LossCause::Expired,
     }

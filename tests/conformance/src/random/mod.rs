@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use rand_core::Rng as _;
-use tenure_core::{Metadata, RwState, SemState, SplitMix64, StoreModel, Timestamp, Token};
+use tenure_core::{Metadata, RwState, SemState, SplitMix64, StoreModel, StoreOp, StoreReply, Timestamp, Token};
 
 use crate::{Clock, Harness};
 use support::{FenceMap, Queue, same_record, warm_up};
@@ -27,6 +27,7 @@ enum Op {
     Release { key: &'static str, token: &'static str },
     Locked { key: &'static str },
     Owned { key: &'static str, token: &'static str },
+    Revoke { key: &'static str },
     LeaderAcquire { key: &'static str, holder: &'static str, lease: Duration, pod: Option<&'static str> },
     LeaderRelease { key: &'static str, holder: &'static str },
     LeaderGet { key: &'static str },
@@ -82,6 +83,9 @@ struct Gen {
     lease_offset: Duration,
     /// Which calls it draws from.
     mix: Mix,
+    /// Whether it draws revocations (a store that keeps leases as asked: a placeholder lives
+    /// exactly as long as the revoked lease).
+    revoke: bool,
 }
 
 impl Gen {
@@ -115,7 +119,8 @@ impl Gen {
             Mix::Semaphore => return self.sem_op(),
             Mix::All => {}
         }
-        match self.below(20) {
+        match self.below(if self.revoke { 21 } else { 20 }) {
+            20 => Op::Revoke { key: self.pick(&LOCKS) },
             0..=3 => self.advance(15),
             4..=6 => Op::Acquire { key: self.pick(&LOCKS), token: self.pick(&TOKENS), lease: self.lease() },
             7..=8 => Op::Release { key: self.pick(&LOCKS), token: self.pick(&TOKENS) },
@@ -239,7 +244,8 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize, coarser: u32)
         h.name,
         h.leases.late
     );
-    let mut generator = Gen { rng: SplitMix64::new(seed), step, lease_offset, mix };
+    let revoke = h.leases.unit.is_zero() && h.leases.minimum.is_zero();
+    let mut generator = Gen { rng: SplitMix64::new(seed), step, lease_offset, mix, revoke };
     let store = h.store().await;
     let mut fences = FenceMap::new(store.fences);
     let wall_at_zero = match &h.clock {
@@ -331,6 +337,29 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize, coarser: u32)
                 let want = model.lock_owned(key, &token(t), now);
                 if got != want {
                     fail(format!("owned: backend {got}, model {want}"));
+                }
+            }
+            Op::Revoke { key } => {
+                let reason = tenure_core::RevokeReason::new("random").expect("a reason");
+                let op =
+                    StoreOp::LockRevoke { key: tenure_core::Key::parse(key).expect("a key"), reason: reason.clone() };
+                let got = match got!(store.lock.execute(op)) {
+                    StoreReply::Revocation(got) => got,
+                    other => fail(format!("revoke: the backend answered {other:?}")),
+                };
+                let want = model.lock_revoke(key, &reason, now);
+                let same = match (&got, &want) {
+                    (None, None) => true,
+                    (Some(g), Some(w)) => {
+                        (g.holder.as_str(), g.already) == (w.holder.as_str(), w.already)
+                            && fences.agree(key, Some(g.revoked_fence), Some(w.revoked_fence))
+                            && fences.agree(key, Some(g.fence), Some(w.fence))
+                            && g.left <= w.left + h.tolerance()
+                    }
+                    _ => false,
+                };
+                if !same {
+                    fail(format!("revoke: backend {got:?}, model {want:?}"));
                 }
             }
             Op::LeaderAcquire { key, holder, lease, pod } => {
