@@ -87,6 +87,11 @@ need_nft() {
   command -v nft > /dev/null || apt_install nftables
 }
 
+# tmux: `tenure watch` is tested in a real terminal (cli/tests/watch.rs).
+need_tmux() {
+  command -v tmux > /dev/null || apt_install tmux
+}
+
 # etcd and etcdctl: the etcd store's tests start members of their own.
 need_etcd() {
   command -v etcd > /dev/null && command -v etcdctl > /dev/null || apt_install etcd-server etcd-client
@@ -217,6 +222,7 @@ stage_rust() {
   need_postgres
   need_etcd
   need_nft
+  need_tmux
   command -v cargo-nextest > /dev/null || cargo install -q cargo-nextest --locked
   step "tests (cargo nextest: each test in its own process, eight at a time; .config/nextest.toml)"
   cargo nextest run --workspace

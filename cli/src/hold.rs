@@ -93,8 +93,8 @@ pub(crate) enum Ended {
     Stopped {
         /// What happened, for people.
         why: String,
-        /// Why the lease went, for programs (`TENURE_LOST_CAUSE`): `expired`, `taken` or
-        /// `unreachable`, as the telemetry's causes.
+        /// Why the lease went, for programs (`TENURE_LOST_CAUSE`): `expired`, `taken`,
+        /// `unreachable` or `revoked`, as the telemetry's causes.
         cause: &'static str,
     },
 }
@@ -160,15 +160,19 @@ fn instant(t: Timestamp) -> Instant {
 }
 
 /// What ended the lease, for people and as a cause.
-fn why_lost<G: Lease>(kept: &KeepAlive<G>) -> (&'static str, &'static str) {
-    match kept.ended() {
+fn why_lost<G: Lease>(kept: &KeepAlive<G>) -> (String, &'static str) {
+    let (why, cause) = match kept.ended() {
         Some(KeepAliveEnd::Expired) => ("the lease was lost: it could not be renewed in time", "expired"),
         Some(KeepAliveEnd::Lost) => ("the lease was lost: another holder has it", "taken"),
+        Some(KeepAliveEnd::Revoked(reason)) => {
+            return (format!("the lease was revoked by an operator: {reason}"), "revoked");
+        }
         _ => ("the lease was lost", "expired"),
-    }
+    };
+    (why.to_owned(), cause)
 }
 
-fn stopped((why, cause): (&str, &'static str), status: ExitStatus) -> Ended {
+fn stopped((why, cause): (impl std::fmt::Display, &'static str), status: ExitStatus) -> Ended {
     let why = format!("{why}; the command was stopped (exit {})", crate::child::exit_code(status));
     Ended::Stopped { why, cause }
 }

@@ -78,7 +78,7 @@ fn document(s: &Snapshot, now: i64) -> Value {
     json!({ "locks": locks, "elections": elections, "omitted": s.omitted })
 }
 
-fn table(s: &Snapshot, now: i64) -> String {
+pub(crate) fn table(s: &Snapshot, now: i64) -> String {
     let rows = Row::all(s);
     let mut out = String::new();
     if rows.is_empty() && s.leaders.is_empty() {

@@ -3,7 +3,8 @@
 //!
 //! Exit codes: the command's own (128 + N when signal N ended it); 2 bad usage, URL or duration;
 //! 75 `--no-wait` found the lock held; 124 `--timeout` passed; 70 the lease was lost while the
-//! command ran (the command was stopped); 1 the store failed; 126/127 the command could not run.
+//! command ran (the command was stopped); 1 the store failed; 126/127 the command could not run;
+//! 3 `tenure revoke` found nothing to revoke.
 
 mod child;
 mod demo;
@@ -11,12 +12,14 @@ mod exporter;
 mod hold;
 mod listing;
 mod locks;
+mod revoke;
 #[macro_use]
 mod run;
 mod rw;
 mod sem;
 mod status;
 mod store;
+mod watch;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -41,7 +44,7 @@ redis+cluster://h1:6379,h2:6379, redis+sentinel://h1:26379,h2:26379/MASTER[/DB] 
 etcd://host:2379[,host:2379…] or etcds:// (TLS; ?prefix=app/), memory: (this process only). \
 Or set TENURE_BACKEND.\n\nExit codes: the command's own; 2 bad usage; \
 75 --no-wait found the lock held; 124 --timeout passed; 70 the lease was lost and the command stopped; \
-1 the store failed; 126/127 the command could not run.")]
+1 the store failed; 126/127 the command could not run; 3 tenure revoke found the name free.")]
 struct Cli {
     /// The store: sqlite:///path/to/file.db, redis://host:6379/0 (also rediss://,
     /// redis+cluster://, redis+sentinel://host:26379/MASTER), postgresql://user@host/db,
@@ -70,6 +73,13 @@ enum Command {
     /// List every lock, task lock, read-write lock, semaphore and election under PREFIX: holders
     /// (workers, never tokens), fence, lease left and waiters.
     Locks(locks::LocksArgs),
+    /// Take the lock NAME away from its holder: its fence advances (a resource checking fences
+    /// refuses the holder's writes), its next renewal fails with the cause "revoked", and the lock
+    /// is free again when the revoked lease would have ended. Exit 3 if nobody held it.
+    Revoke(revoke::RevokeArgs),
+    /// A live view of every lock, read-write lock, semaphore and election under PREFIX, and what
+    /// happens to them (granted, handed over, released, expired, revoked, elected); Ctrl-C leaves.
+    Watch(watch::WatchArgs),
     /// Serve what the store holds to Prometheus: every lock, task lock, read-write lock,
     /// semaphore and election (held, holders, waiters, fence, lease left, leader and term).
     Exporter(exporter::ExporterArgs),
@@ -112,7 +122,7 @@ pub(crate) struct LockArgs {
     #[arg(long, value_name = "N", conflicts_with_all = ["shared", "exclusive"])]
     pub(crate) permits: Option<u32>,
     /// When the lease is lost (the command then stopped), run this shell command, with
-    /// TENURE_LOCK_NAME, TENURE_FENCING_TOKEN, TENURE_LOST_CAUSE (expired, taken or unreachable)
+    /// TENURE_LOCK_NAME, TENURE_FENCING_TOKEN, TENURE_LOST_CAUSE (expired, taken, unreachable or revoked)
     /// and TENURE_LOST_REASON in its environment; tenure still exits 70.
     #[arg(long, value_name = "SHELL")]
     pub(crate) on_lost: Option<String>,
@@ -242,6 +252,8 @@ async fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Status(args) => status::run(backend, args).await,
         Command::Exporter(args) => exporter::run(backend, args).await,
         Command::Locks(args) => locks::run(backend, args).await,
+        Command::Watch(args) => watch::run(backend, args).await,
+        Command::Revoke(args) => revoke::run(backend, args).await,
         Command::Demo(args) => demo::run(backend, args).await,
         Command::DemoWorker(args) => demo::worker(backend, args).await,
     }
