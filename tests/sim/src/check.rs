@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use tenure_core::{FencingToken, Key, Token};
+use tenure_core::{FencingToken, Key, Revocation, Token};
 
 use crate::client::Target;
 use crate::profile::{Faults, Workload, as_nanos};
@@ -20,6 +20,8 @@ pub struct Coverage {
     pub stale_rejected: u64,
     /// Writes the fenced resource saw.
     pub writes: u64,
+    /// Locks an operator revoked from a live holder.
+    pub revocations: u64,
     /// Leadership passing from one worker to another.
     pub leader_changes: u64,
     /// Locks acquired.
@@ -77,6 +79,7 @@ impl Coverage {
             (&mut self.partitions, other.partitions),
             (&mut self.clock_jumps, other.clock_jumps),
             (&mut self.store_restarts, other.store_restarts),
+            (&mut self.revocations, other.revocations),
             (&mut self.overlaps_out_of_bounds, other.overlaps_out_of_bounds),
             (&mut self.abandoned, other.abandoned),
             (&mut self.kept, other.kept),
@@ -101,7 +104,7 @@ impl fmt::Display for Coverage {
             f,
             "contention {}, stale writes rejected {} of {}, leases expired in a pause {}, leadership changes {}, \
              acquisitions {} (handed over by the store {}), task bodies {}; faults: pauses {}, crashes {}, partitions {}, clock jumps {}, \
-             store restarts {}; overlaps under unbounded clocks {}; driver: commands abandoned {}, leases kept {}, let-go checks {}; \
+             store restarts {}, revocations {}; overlaps under unbounded clocks {}; driver: commands abandoned {}, leases kept {}, let-go checks {}; \
              read-write lock: reads {}, writes {} (poisoned {}), downgrades {}; semaphore: permits {}, \
              every permit held {}",
             self.contention,
@@ -117,6 +120,7 @@ impl fmt::Display for Coverage {
             self.partitions,
             self.clock_jumps,
             self.store_restarts,
+            self.revocations,
             self.overlaps_out_of_bounds,
             self.abandoned,
             self.kept,
@@ -377,6 +381,33 @@ impl Checker {
             }
         }
         self.issued.insert(key.as_str().to_owned(), (fence, token.clone()));
+        Ok(())
+    }
+
+    /// An operator revoked lock `name` (`key`): the fence advanced past the revoked holder's, and
+    /// the fenced resource is told so (a resource that checks fences refuses the revoked holder's
+    /// writes at once); the next grant must come above it.
+    pub(crate) fn revoked(&mut self, name: usize, key: &Key, revoked: &Revocation) -> Result<(), String> {
+        if revoked.already {
+            return Ok(());
+        }
+        self.coverage.revocations += 1;
+        let Some((last, _)) = self.issued.get(key.as_str()) else {
+            return Err(format!("{} was revoked, but no fencing token was ever issued for it", key.as_str()));
+        };
+        if revoked.revoked_fence != *last || revoked.fence <= *last {
+            return Err(format!(
+                "the revocation of {} took fence {} (the last issued was {last}) to {}",
+                key.as_str(),
+                revoked.revoked_fence,
+                revoked.fence
+            ));
+        }
+        let placeholder = Token::new(tenure_core::REVOKED_PREFIX).map_err(|e| e.to_string())?;
+        self.issued.insert(key.as_str().to_owned(), (revoked.fence, placeholder.clone()));
+        if self.resource.get(&name).is_none_or(|(highest, _)| *highest < revoked.fence) {
+            self.resource.insert(name, (revoked.fence, placeholder));
+        }
         Ok(())
     }
 

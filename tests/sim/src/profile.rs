@@ -103,6 +103,11 @@ impl Profile {
             f.store_restart_every = Some(rng.between(ms(1_000), ms(8_000)));
             f.store_down = (ms(1), work.longest_lease());
         }
+        // An operator revokes whichever lock is held (`tenure revoke`), in any profile with
+        // faults: a revocation is safe under every other fault.
+        if self != Self::Calm && rng.chance(0.5) {
+            f.revoke_every = Some(rng.between(ms(500), ms(5_000)));
+        }
         f
     }
 }
@@ -157,6 +162,8 @@ pub struct Faults {
     pub store_restart_every: Option<u64>,
     /// How long the store stays down.
     pub store_down: (u64, u64),
+    /// An operator's revocations of a lock (the store's `lock_revoke`).
+    pub revoke_every: Option<u64>,
     /// Whether the store pushes wake-ups on release.
     pub wakeups: bool,
     /// Whether the requests of one lock holder may take different connections of a pool, and so
@@ -193,6 +200,7 @@ impl Faults {
             restart_after: (0, 0),
             store_restart_every: None,
             store_down: (0, 0),
+            revoke_every: None,
             wakeups: rng.chance(0.5),
             pooled: false,
         }

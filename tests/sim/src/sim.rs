@@ -141,6 +141,8 @@ enum Fault {
     Jump,
     Stall,
     StoreDown,
+    /// An operator revokes a lock (`tenure revoke`).
+    Revoke,
 }
 
 #[derive(Debug)]
@@ -312,6 +314,7 @@ impl Sim {
             }
         }
         sim.next_fault(Fault::StoreDown, 0);
+        sim.next_fault(Fault::Revoke, 0);
         sim.push(sim.work.heal_at, Event::Heal);
         sim
     }
@@ -426,6 +429,7 @@ impl Sim {
             Event::Write { name, fence, token } => {
                 self.checker.write(name, fence, &token).map_err(|what| self.failure(what))?;
             }
+            Event::Fault { fault: Fault::Revoke, .. } => self.revoke()?,
             Event::Fault { fault, worker } => self.start_fault(fault, worker),
             Event::Resume(w) => {
                 let worker = &mut self.workers[w];
@@ -884,6 +888,7 @@ impl Sim {
             Fault::Jump => self.faults.jump_every,
             Fault::Stall => self.faults.stall_every,
             Fault::StoreDown => self.faults.store_restart_every,
+            Fault::Revoke => self.faults.revoke_every,
         }
     }
 
@@ -900,6 +905,22 @@ impl Sim {
         self.fault_ends = self.fault_ends.max(at);
         self.push(at, event);
         at
+    }
+
+    /// An operator revokes one of the locks (held or not), while the store is up; the checker
+    /// holds the fenced resource and the next grant to the fence the revocation advanced to.
+    fn revoke(&mut self) -> Result<(), Failure> {
+        if !self.healed && self.store_up && !self.lock_keys.is_empty() {
+            let last = u64::try_from(self.lock_keys.len() - 1).unwrap_or(0);
+            let name = usize::try_from(self.fault_rng.between(0, last)).unwrap_or(0);
+            let key = self.lock_keys[name].clone();
+            let now = Timestamp::from_nanos(self.now);
+            if let Some(revoked) = self.store.lock_revoke(&key, &tenure_core::RevokeReason::default(), now) {
+                self.checker.revoked(name, &key, &revoked).map_err(|what| self.failure(what))?;
+            }
+        }
+        self.next_fault(Fault::Revoke, 0);
+        Ok(())
     }
 
     fn start_fault(&mut self, fault: Fault, w: usize) {
