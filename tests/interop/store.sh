@@ -58,6 +58,9 @@ fi
 [ "$fence" -ge 16 ] || { echo "fence $fence, expected >= 16"; exit 1; }
 echo "$kind: final fence $fence"
 
+# A grelmicro holder's lock revoked by `tenure revoke`: what grelmicro sees (docs/interop.md).
+"${grelmicro[@]}" revoked "$server" "$where" revoked "$tenure" "$url" | sed "s/^/$kind: grelmicro revoked: /"
+
 # Leader election: grelmicro leads for 2 s; tenure must wait it out, then lead.
 "${grelmicro[@]}" take "$server" "$where" leader:svc grelmicro-worker 2
 "$tenure" --backend "$url" status svc --json | grep '"holder":"grelmicro-worker"' > /dev/null \
