@@ -116,3 +116,28 @@ def test_a_cancellation_from_outside_stays_a_cancellation():
         assert not await lock.locked()
 
     asyncio.run(main())
+
+
+def test_a_lock_revoked_by_an_operator_cancels_the_body_with_the_cause_and_the_reason(tmp_path):
+    """`tenure revoke` (the command: TENURE_CLI, which the test command sets) takes the lock away;
+    the body is cancelled at the next renewal, told why."""
+    import os
+
+    cli = os.environ.get("TENURE_CLI")
+    assert cli, "set TENURE_CLI to the tenure command (scripts/test.sh python does)"
+    path = tmp_path / "locks.db"
+
+    async def main():
+        async with SQLiteProvider(str(path)) as provider:
+            lock = Lock("job", backend=provider.lock(), lease_duration=6, env_load=False)
+            with pytest.raises(LockLostError) as lost:
+                async with lock.hold(max_hold=60) as handle:
+                    revoke = [cli, "--backend", f"sqlite://{path}", "revoke", "job", "--reason", "stuck on a deploy"]
+                    said = await asyncio.to_thread(subprocess.run, revoke, check=True, capture_output=True, text=True)
+                    assert f"(fence {handle.fencing_token}); the fence is now {handle.fencing_token + 1}" in said.stdout
+                    await asyncio.sleep(30)
+            assert lost.value.reason == "revoked"
+            assert "stuck on a deploy" in str(lost.value)
+            assert await lock.locked(), "the placeholder holds it until the revoked lease would have ended"
+
+    asyncio.run(main())
