@@ -205,8 +205,12 @@ stage_lint() {
   done
   echo ok
 
-  step "docs (no broken links)"
-  RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+  step "docs (no broken links) of the crates users read (not the test harnesses')"
+  local internal
+  internal=(tenure-suite tenure-conformance tenure-sim tenure-jepsen tenure-metrics-test tenure-fuzz tenure-etcd-codegen
+    tenure-uniffi-bindgen)
+  # shellcheck disable=SC2046 # (one --exclude per crate)
+  RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet $(printf -- '--exclude %s ' "${internal[@]}")
 
   step "every § reference in the repository names a heading of docs/design.md or docs/spec/"
   python3 scripts/check-references.py
@@ -338,6 +342,8 @@ stage_kotlin() {
     command -v node > /dev/null || apt_install nodejs npm # (release.sh reads the npm versions)
     begin release scripts/release.sh --dry-run
   fi
+  # (and the Prometheus test's Rust program, which the metrics stage runs)
+  if later metrics; then begin metrics-build cargo build -q -p tenure-cli -p tenure-metrics-test; fi
   scripts/test-kotlin.sh --test "$kotlin_cp"
 }
 
@@ -396,6 +402,7 @@ stage_metrics() {
   need_redis
   wheel_artifact
   node_artifact
+  if [ -n "${building[metrics-build]:-}" ]; then finish metrics-build; fi
   scripts/metrics.sh "$wheel" "$(dirname "$(dirname "$node_modules")")"
 }
 
