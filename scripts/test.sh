@@ -304,6 +304,7 @@ stage_python() {
   need_etcd
   wheel_artifact
   echo "$(basename "$wheel") ($(du -h "$wheel" | cut -f1))"
+  cargo build -q -p tenure-cli # (test_hold.py revokes a lock with the command, as an operator does)
   # (the npm packages, while the Python suite waits on leases)
   if [ -z "${node_modules:-}" ] && later node interop jepsen metrics; then begin node scripts/test-node.sh --install; fi
   local venv=target/python-test-venv
@@ -311,8 +312,6 @@ stage_python() {
   python3 -m venv "$venv"
   # (opentelemetry-sdk: test_telemetry.py turns the metrics on as a user does)
   "$venv/bin/pip" install -q pytest mypy opentelemetry-api opentelemetry-sdk "$wheel"
-  # (test_hold.py revokes a lock with the command, as an operator does)
-  cargo build -q -p tenure-cli
   (cd bindings/python/tests && TENURE_CLI=$root/target/debug/tenure "$root/$venv/bin/python" -m pytest -q -p no:cacheprovider)
   # The README's Python example, run as a user would paste it.
   scripts/readme-example.sh python > target/readme_example.py
@@ -326,10 +325,11 @@ stage_node() {
   need_postgres
   need_etcd
   node_artifact
+  cargo build -q -p tenure-cli # (revoke.test.mjs revokes a lock with the command, as an operator does)
   # (the JVM package, while the npm suite waits on leases)
   if [ -z "${kotlin_cp:-}" ] && later kotlin interop jepsen; then begin kotlin scripts/test-kotlin.sh --build; fi
   # (tee to a file: a tee to /dev/stderr would reopen, and so truncate, a log that stderr goes to)
-  scripts/test-node.sh --test "$node_modules" | tee target/test-node.out
+  TENURE_CLI=$root/target/debug/tenure scripts/test-node.sh --test "$node_modules" | tee target/test-node.out
 }
 
 stage_kotlin() {
@@ -337,6 +337,7 @@ stage_kotlin() {
   need_postgres
   need_etcd
   kotlin_artifact
+  cargo build -q -p tenure-cli # (LockTests.kt revokes a lock with the command, as an operator does)
   # (the release stage's dry run, while the Kotlin suite waits on leases; it collects the jar)
   if later release; then
     command -v node > /dev/null || apt_install nodejs npm # (release.sh reads the npm versions)
@@ -344,7 +345,7 @@ stage_kotlin() {
   fi
   # (and the Prometheus test's Rust program, which the metrics stage runs)
   if later metrics; then begin metrics-build cargo build -q -p tenure-cli -p tenure-metrics-test; fi
-  scripts/test-kotlin.sh --test "$kotlin_cp"
+  TENURE_CLI=$root/target/debug/tenure scripts/test-kotlin.sh --test "$kotlin_cp"
 }
 
 stage_interop() {

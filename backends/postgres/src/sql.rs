@@ -78,13 +78,14 @@ impl Texts {
                      WHERE NOT EXISTS (SELECT 1 FROM {locks} WHERE name = $1) \
                      ON CONFLICT (name) DO NOTHING RETURNING fence) \
                  SELECT fence, NULL FROM taken UNION ALL SELECT fence, NULL FROM created \
-                 UNION ALL SELECT NULL, token FROM ({placeholder}) AS refused",
-                placeholder = crate::revoke::placeholder(locks)
+                 UNION ALL SELECT NULL, token {placeholder}",
+                // (a one-time filter: a grant or a renewal reads no more than before)
+                placeholder = crate::revoke::placeholder(locks, "NOT EXISTS (SELECT 1 FROM taken)")
             ),
             // (a refusal by a revocation's placeholder answers the placeholder, as above)
             lock_acquire_queued: format!(
-                "SELECT f, CASE WHEN f IS NULL THEN ({}) END FROM ({}) AS q (f)",
-                crate::revoke::placeholder(locks),
+                "SELECT f, CASE WHEN f IS NULL THEN (SELECT token {}) END FROM ({}) AS q (f)",
+                crate::revoke::placeholder(locks, "true"),
                 crate::queue::acquire(locks)
             ),
             // A release hands the lock to the queue's head (and notifies it) when waiters can

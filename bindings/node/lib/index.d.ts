@@ -463,8 +463,11 @@ export declare class LockOwnedCheckError extends LockBackendError {}
 export declare class LockNotOwnedError extends CoordinationError {}
 /** The lease was lost while held (`using()`), and the work's signal aborted. */
 export declare class LockLostError extends LockNotOwnedError {
-  /** Why: `expired` (no renewal confirmed in time), `lost` (another holder has it) or `max_hold`. */
-  readonly reason: 'expired' | 'lost' | 'max_hold';
+  /**
+   * Why: `expired` (no renewal confirmed in time), `lost` (another holder has it), `max_hold`, or
+   * `revoked` (an operator ran `tenure revoke`; the message gives the reason).
+   */
+  readonly reason: 'expired' | 'lost' | 'max_hold' | 'revoked';
 }
 export declare class AdmissionError extends TenureError {}
 export declare class WouldBlockError extends AdmissionError {}

@@ -152,8 +152,9 @@ class LockNotOwnedError(CoordinationError):
 class LockLostError(LockNotOwnedError):
     """The lease of a `Lock.hold()` was lost while its body ran, and the body was cancelled (a
     Tenure extension). `reason`: `"expired"` (renewals did not get through before the lease's
-    validity ran out), `"lost"` (another holder has it) or `"max_hold"` (the maximum hold was
-    reached and the lease released)."""
+    validity ran out), `"lost"` (another holder has it), `"max_hold"` (the maximum hold was
+    reached and the lease released) or `"revoked"` (an operator revoked it with `tenure revoke`;
+    the message gives the reason)."""
 
     reason: str
 

@@ -63,7 +63,8 @@ open class LockNotOwnedException internal constructor(message: String, name: Str
 
 /**
  * The lease was lost while work ran under it, and the work was cancelled. `reason`: `expired` (no
- * renewal confirmed in time), `lost` (another holder has it) or `max_hold`.
+ * renewal confirmed in time), `lost` (another holder has it), `max_hold`, or `revoked` (an operator
+ * ran `tenure revoke`; the message gives the reason).
  */
 class LockLostException internal constructor(message: String, name: String, val reason: String) :
     LockNotOwnedException(message, name, "LOCK_LOST")

@@ -26,6 +26,7 @@ import tenure.LockLostException
 import tenure.LockNotOwnedException
 import tenure.LockOptions
 import tenure.LockTimeoutException
+import tenure.Store
 import tenure.TenureException
 import tenure.WouldBlockException
 
@@ -36,6 +37,37 @@ fun outlast(kind: String, lease: Duration): Duration = if (kind == "etcd") maxOf
 fun shortLease(kind: String): Duration = if (kind == "etcd") 2.seconds else 400.milliseconds
 
 fun lockTests(suite: Suite) {
+    suite.test("redis: a lock revoked by an operator (tenure revoke) cancels withLock with LockLostException, reason revoked") {
+        val cli = System.getenv("TENURE_CLI") ?: error("set TENURE_CLI to the tenure command (scripts/test.sh kotlin does)")
+        val url = Stores.url("redis")
+        val store = Store.open(url)
+        try {
+            val lock = Lock("report", store, LockOptions(leaseDuration = 3.seconds))
+            var cancelled = false
+            val e = assertThrows<LockLostException> {
+                lock.withLock { token ->
+                    val revoke = ProcessBuilder(cli, "--backend", url, "revoke", "report", "--reason", "stuck on a deploy")
+                        .redirectErrorStream(true)
+                        .start()
+                    val said = revoke.inputStream.bufferedReader().readText()
+                    check(revoke.waitFor() == 0) { said }
+                    check("(fence $token); the fence is now ${token + 1}" in said) { said }
+                    try {
+                        delay(60_000)
+                    } finally {
+                        cancelled = true
+                    }
+                }
+            }
+            check(cancelled) { "the block ran on after the revocation" }
+            assertEquals("revoked", e.reason, "why")
+            check("stuck on a deploy" in (e.message ?: "")) { "the operator's reason: ${e.message}" }
+            check(lock.locked()) { "the placeholder holds it until the revoked lease would have ended" }
+        } finally {
+            store.close()
+        }
+    }
+
     for (kind in Stores.kinds) {
         suite.test("$kind: a lock cycle gives strictly increasing fencing tokens") {
             val lock = Lock(Stores.fresh("cycle"), Stores.of(kind), LockOptions(leaseDuration = 5.seconds))
