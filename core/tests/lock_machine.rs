@@ -685,3 +685,19 @@ fn an_extend_refused_by_a_revocation_of_its_own_fence_is_lost_as_revoked_with_th
     let events = w.answer_with(&mut lock, &request, Ok(other));
     assert_eq!(events[0], LockEvent::Lost { fence, reason: LossReason::NotOwned });
 }
+
+#[test]
+fn a_revocation_told_after_the_validity_ran_out_reports_the_loss_once() {
+    let (mut w, _, mut lock) = setup(ms(100));
+    lock.acquire(w.now, None).unwrap();
+    let fence = acquired(&w.pump(&mut lock));
+    lock.extend(w.now).unwrap();
+    let request = w.take(&mut lock);
+    w.advance(ms(120));
+    let reason = tenure_core::RevokeReason::new("stuck").unwrap();
+    let events = w.answer_with(&mut lock, &request, Ok(StoreReply::Revoked { fence, reason: reason.clone() }));
+    assert_eq!(events[0], LockEvent::Lost { fence, reason: LossReason::Expired });
+    let cause = tenure_core::LossCause::Revoked(reason);
+    assert!(matches!(&events[1..], [LockEvent::Failed(e)] if e.loss_cause() == Some(cause.clone())), "{events:?}");
+    assert_eq!(lock.loss(), Some((fence, LossReason::Expired)), "the first cause told is kept");
+}

@@ -174,10 +174,12 @@ impl LockMachine {
                     return;
                 }
             },
-            // An operator revoked this very lease: lost, and told why (even if its validity had
-            // run out already, the revocation is what the holder is told).
+            // An operator revoked this very lease: lost, and told why. (A lease whose validity
+            // had run out was reported lost then, once; the failed extend still says why.)
             Answer::Revoked { fence: revoked, reason } if revoked == fence => {
-                self.lost(fence, LossReason::Revoked(reason.clone()));
+                if matches!(previous, State::Held { .. }) {
+                    self.lost(fence, LossReason::Revoked(reason.clone()));
+                }
                 self.state = State::Idle;
                 let cause = LossCause::Revoked(reason);
                 self.out.emit(LockEvent::Failed(Error::Lost { name: self.name(), cause }));
