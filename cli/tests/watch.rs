@@ -107,7 +107,7 @@ fn a_lock_taken_handed_over_and_revoked_shows_on_screen_in_order_and_ctrl_c_leav
     assert_eq!(tmux.show("#{cursor_flag}"), "0", "with the cursor hidden");
 
     let began = now_ms_of_day();
-    let mut first = holder(&url);
+    let mut first = Ended(holder(&url));
     let screen = tmux.wait_for(&["EVENTS", "lock job: granted to "]);
     let alpha = word_after(&screen, "lock job: granted to ");
     assert!(screen.contains(&format!("granted to {alpha} (fence 1)")), "{screen}");
@@ -115,11 +115,11 @@ fn a_lock_taken_handed_over_and_revoked_shows_on_screen_in_order_and_ctrl_c_leav
     let granted = shown_at(&screen, "granted to");
 
     // beta waits; alpha's command is ended, and alpha gives the lock up to beta.
-    let mut second = holder(&url);
+    let mut second = Ended(holder(&url));
     std::thread::sleep(Duration::from_millis(300));
     let handed = now_ms_of_day();
-    signal(&first, Signal::SIGTERM);
-    let _ = first.wait();
+    signal(&first.0, Signal::SIGTERM);
+    let _ = first.0.wait();
     let screen = tmux.wait_for(&["(fence 1)", "(fence 2)"]);
     let beta = if screen.contains("handed over from") {
         word_after(&screen, &format!("lock job: handed over from {alpha} to "))
@@ -143,9 +143,9 @@ fn a_lock_taken_handed_over_and_revoked_shows_on_screen_in_order_and_ctrl_c_leav
     let screen = tmux.wait_for(&["(fence 1)", "(fence 2)", &format!("lock job: revoked from {beta} (fence 3)")]);
     let revoked = shown_at(&screen, "revoked from");
     assert!(tmux.screen().contains("tenure-revoked (exclusive)"), "the placeholder holds it:\n{}", tmux.screen());
-    let status = second.wait().expect("beta ends");
+    let status = second.0.wait().expect("beta ends");
     let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut second.stderr.take().expect("stderr"), &mut stderr).expect("stderr");
+    std::io::Read::read_to_string(&mut second.0.stderr.take().expect("stderr"), &mut stderr).expect("stderr");
     assert_eq!(status.code(), Some(70), "{stderr}");
     assert!(stderr.contains("revoked by an operator: stuck on a deploy"), "{stderr}");
     // Free again when beta's lease would have ended.
@@ -182,14 +182,16 @@ fn signal(child: &Child, signal: Signal) {
 #[test]
 fn piped_it_prints_the_table_once_then_one_line_per_event() {
     let url = redis_store();
-    let mut watch = Command::new(TENURE)
-        .args(["--backend", &url, "watch", "piped"])
-        .env_remove("TENURE_BACKEND")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("watch");
-    let stdout = watch.stdout.take().expect("stdout");
+    let mut watch = Ended(
+        Command::new(TENURE)
+            .args(["--backend", &url, "watch", "piped"])
+            .env_remove("TENURE_BACKEND")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("watch"),
+    );
+    let stdout = watch.0.stdout.take().expect("stdout");
     let (tell, lines) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         use std::io::BufRead as _;
@@ -210,6 +212,16 @@ fn piped_it_prints_the_table_once_then_one_line_per_event() {
     assert_eq!(granted.as_bytes()[2], b':', "a clock first: {granted}");
     let worker = word_after(&granted, "granted to ");
     assert_eq!(next().split_once("  ").expect("a clock").1, format!("lock piped: released by {worker}"));
-    signal(&watch, Signal::SIGTERM);
-    assert!(watch.wait().expect("ends").success(), "SIGTERM ends the watch with status 0");
+    signal(&watch.0, Signal::SIGTERM);
+    assert!(watch.0.wait().expect("ends").success(), "SIGTERM ends the watch with status 0");
+}
+
+/// A child killed when dropped, so that a failing test leaves no process behind.
+struct Ended(Child);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

@@ -89,8 +89,12 @@ pub(crate) fn drive(front: &str, index: u32, setup: &Setup, recorder: &Recorder,
         // `tenure elect` waits to lead for as long as it takes: the turn ends it (SIGTERM) after
         // the timeout the other clients wait.
         let patience = (cli && setup.election).then(|| Duration::from_secs_f64(setup.timeout));
-        let status = watch(child, pid, cli, process, recorder, stop, patience);
-        let code = status.and_then(|s| s.code());
+        let (status, terminated) = watch(child, pid, cli, process, recorder, stop, patience);
+        // A command the turn's SIGTERM reached before it had set up its handling (still
+        // starting: no lease yet) dies of the signal; a shell reads that as 143, as the command
+        // says it itself once it handles the signal.
+        let killed_by_term = terminated && status.is_some_and(|s| signal_of(s) == Some(15));
+        let code = status.and_then(|s| s.code()).or(killed_by_term.then_some(143));
         let exit = exit_text(status);
         let _ = std::fs::remove_file(&marker);
         note(setup, index, &format!("tenure-jepsen: process {process} (pid {pid}) exited with {exit}"));
@@ -137,8 +141,14 @@ fn note(setup: &Setup, index: u32, line: &str) {
     }
 }
 
+/// The signal that ended a process, if one did.
+fn signal_of(status: std::process::ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt as _;
+    status.signal()
+}
+
 /// Waits for a client to exit, ending a long-lived worker once the run is over, and a command
-/// still waiting to acquire after `patience` (SIGTERM).
+/// still waiting to acquire after `patience` (SIGTERM); its status, and whether SIGTERM was sent.
 fn watch(
     mut child: Child,
     pid: i32,
@@ -147,7 +157,7 @@ fn watch(
     recorder: &Recorder,
     stop: &AtomicBool,
     patience: Option<Duration>,
-) -> Option<std::process::ExitStatus> {
+) -> (Option<std::process::ExitStatus>, bool) {
     if cli {
         recorder.register(process, pid);
     }
@@ -155,7 +165,7 @@ fn watch(
     let mut ended = false;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
+            return (Some(status), ended);
         }
         // (A turn that lost its term waits to lead again: the run's end ends it too.)
         let waited = patience.is_some_and(|p| started.elapsed() > p) && recorder.open(process) == Some(F::Acquire);
@@ -165,7 +175,7 @@ fn watch(
         }
         if !cli && stop.load(Ordering::SeqCst) {
             let _ = child.kill();
-            return child.wait().ok();
+            return (child.wait().ok(), ended);
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -173,8 +183,7 @@ fn watch(
 
 /// An exit status in words: `code N`, or the signal that ended the process (`signal 9`).
 fn exit_text(status: Option<std::process::ExitStatus>) -> String {
-    use std::os::unix::process::ExitStatusExt as _;
-    match (status.and_then(|s| s.code()), status.and_then(|s| s.signal())) {
+    match (status.and_then(|s| s.code()), status.and_then(signal_of)) {
         (Some(code), _) => format!("code {code}"),
         (None, Some(signal)) => format!("signal {signal}"),
         (None, None) => "an unknown status".into(),
