@@ -168,7 +168,10 @@ impl Screen {
                 print!("{}", table(&snapshot, now));
             }
         }
-        if let Some(trouble) = self.trouble.take() {
+        // (on a terminal the screen says it; a line on stderr would be drawn over)
+        if let Some(trouble) = self.trouble.take()
+            && !self.terminal
+        {
             say!("watch: the store answers again (it had failed: {trouble})");
         }
         self.last = Some((snapshot, view));
