@@ -428,6 +428,13 @@ fn push_decimal(out: &mut String, mut n: u64) {
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Token(Arc<str>);
 
+/// The worker part of a holder token (`3f2a…:task:1.9c…` → `3f2a…`): who holds, without the
+/// capability to release. A token of another shape (another writer's) is shown as `unknown`,
+/// never whole.
+pub fn holder_worker(token: &str) -> &str {
+    token.split_once(':').map_or("unknown", |(worker, _)| worker)
+}
+
 impl Token {
     /// `"{worker}:task:{identity}"` or `"{worker}:thread:{identity}"`: a `Lock` holder's token.
     pub fn holder(worker: &WorkerId, kind: HolderKind, identity: &HolderIdentity) -> Self {

@@ -79,6 +79,7 @@ pub use config::{
 pub use error::{BackendError, BackendErrorKind, BackendSlot, Error, LossCause, SettingsError, WouldBlockReason};
 pub use ids::{
     FencingToken, ForkSuffix, HolderIdentity, HolderKind, Key, KeyKind, LockHandle, Name, Nonce, OpId, Token, WorkerId,
+    holder_worker,
 };
 pub use machine::{
     Access, ElectionEvent, ElectionMachine, KeepAlive, KeepAliveStep, LeadershipLoss, LockEvent, LockMachine,

@@ -122,7 +122,7 @@ impl StoreModel {
             return Some(Revocation { holder, revoked_fence, fence: entry.fence, left, already: true });
         }
         let revoked_fence = entry.fence;
-        let holder = held.token.as_str().split_once(':').map_or("unknown", |(worker, _)| worker).to_owned();
+        let holder = crate::ids::holder_worker(held.token.as_str()).to_owned();
         entry.fence = entry.fence.next();
         // (a placeholder is a valid token: at most 15 + 20 + 1 + 256 bytes, no control characters)
         let placeholder = Token::new(&reason.placeholder(revoked_fence)).ok()?;

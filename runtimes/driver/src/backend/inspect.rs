@@ -29,12 +29,7 @@ pub struct LeaderState {
     pub record: LeaderRecord,
 }
 
-/// The worker part of a holder token (`3f2a…:task:1.9c…` → `3f2a…`): who holds, without the
-/// capability to release. A token of another shape (another writer's) is shown as `unknown`,
-/// never whole.
-pub fn holder_worker(token: &str) -> &str {
-    token.split_once(':').map_or("unknown", |(worker, _)| worker)
-}
+pub use tenure_core::holder_worker;
 
 /// A read-write lock (`rwlock:doc`) or a semaphore (`semaphore:pool`) as a store holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
