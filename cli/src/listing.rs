@@ -4,7 +4,7 @@
 
 use tenure::backend::holder_worker;
 use tenure::core::WallTime;
-use tenure::{Inspect, LeaderState, LockState, SharedState};
+use tenure::{HolderInfo, Inspect, LeaderState, LockState, SharedState};
 
 /// What one read of the store found, filtered by the prefix and capped.
 pub(crate) struct Snapshot {
@@ -51,6 +51,9 @@ pub(crate) struct Row<'a> {
     pub(crate) waiters: Option<Vec<&'a str>>,
     /// A semaphore's permit count.
     pub(crate) permits: Option<u32>,
+    /// Who holds a lock or task lock (host, pid, program, purpose, since when), if its holder
+    /// told the store.
+    pub(crate) details: Option<&'a HolderInfo>,
 }
 
 impl<'a> Row<'a> {
@@ -60,14 +63,15 @@ impl<'a> Row<'a> {
             (Some(token), Some(end)) => vec![(holder_worker(token), end, "exclusive")],
             _ => Vec::new(),
         };
-        Self { kind, name, fence: l.fence.map(|f| f.get()), holders, waiters: None, permits: None }
+        let details = l.details.as_ref();
+        Self { kind, name, fence: l.fence.map(|f| f.get()), holders, waiters: None, permits: None, details }
     }
 
     pub(crate) fn of_shared(s: &'a SharedState) -> Self {
         let (kind, name) = split(&s.key);
         let holders = s.holders.iter().map(|h| (holder_worker(&h.token), h.expires_at, h.side.as_str())).collect();
         let waiters = Some(s.waiters.iter().map(|t| holder_worker(t)).collect());
-        Self { kind, name, fence: s.fence.map(|f| f.get()), holders, waiters, permits: s.permits }
+        Self { kind, name, fence: s.fence.map(|f| f.get()), holders, waiters, permits: s.permits, details: None }
     }
 
     /// Every lock-like name of `snapshot`, in the store's order.
@@ -92,4 +96,16 @@ pub(crate) fn seconds_until(t: WallTime, now: i64) -> f64 {
     #[allow(clippy::cast_precision_loss)]
     let secs = (t.as_unix_micros() - now) as f64 / 1e6;
     secs
+}
+
+/// What a holder told the store, as JSON fields: host, pid, program, purpose, when acquired.
+pub(crate) fn details_json(d: &HolderInfo, now: i64) -> serde_json::Map<String, serde_json::Value> {
+    let mut fields = serde_json::Map::new();
+    fields.insert("host".into(), d.host.clone().into());
+    fields.insert("pid".into(), d.pid.into());
+    fields.insert("program".into(), d.program.clone().into());
+    fields.insert("purpose".into(), d.purpose.clone().into());
+    fields.insert("acquired_at".into(), d.acquired_at.to_string().into());
+    fields.insert("held_for_s".into(), (-seconds_until(d.acquired_at, now)).into());
+    fields
 }

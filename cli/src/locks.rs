@@ -54,9 +54,15 @@ fn document(s: &Snapshot, now: i64) -> Value {
                 "name": r.name,
                 "held": !r.holders.is_empty(),
                 "fencing_token": r.fence,
-                "holders": r.holders.iter().map(|(worker, end, side)| json!({
-                    "worker": worker, "side": side, "expires_in_s": seconds_until(*end, now),
-                })).collect::<Vec<_>>(),
+                "holders": r.holders.iter().map(|(worker, end, side)| {
+                    let mut holder = json!({
+                        "worker": worker, "side": side, "expires_in_s": seconds_until(*end, now),
+                    });
+                    if let (Some(d), Some(fields)) = (r.details, holder.as_object_mut()) {
+                        fields.extend(listing::details_json(d, now));
+                    }
+                    holder
+                }).collect::<Vec<_>>(),
                 "waiters": r.waiters,
                 "permits": r.permits,
             })
@@ -94,7 +100,7 @@ pub(crate) fn table(s: &Snapshot, now: i64) -> String {
             let left = r.first_end().map_or_else(|| "-".to_owned(), |end| format!("{:.1}s", seconds_until(end, now)));
             let waiting = r.waiters.as_ref().map_or_else(|| "-".to_owned(), |w| w.len().to_string());
             let mut holders: Vec<String> =
-                r.holders.iter().map(|(worker, _, side)| format!("{worker} ({side})")).collect();
+                r.holders.iter().map(|(worker, _, side)| format!("{worker} ({side}){}", told(r, now))).collect();
             if holders.is_empty() {
                 holders.push("free".to_owned());
             }
@@ -131,4 +137,12 @@ pub(crate) fn table(s: &Snapshot, now: i64) -> String {
         out.push_str(&format!("… and {} more names (--limit, or a longer PREFIX)\n", s.omitted));
     }
     out
+}
+
+/// What a holder told the store, for the table: ` on HOST pid PID (PROGRAM) for 12.0s: PURPOSE`.
+fn told(r: &Row<'_>, now: i64) -> String {
+    let Some(d) = r.details else { return String::new() };
+    let held = -seconds_until(d.acquired_at, now);
+    let purpose = d.purpose.as_deref().map(|p| format!(": {p}")).unwrap_or_default();
+    format!(" on {} pid {} ({}) for {held:.1}s{purpose}", d.host, d.pid, d.program)
 }

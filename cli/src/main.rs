@@ -126,6 +126,11 @@ pub(crate) struct LockArgs {
     /// and TENURE_LOST_REASON in its environment; tenure still exits 70.
     #[arg(long, value_name = "SHELL")]
     pub(crate) on_lost: Option<String>,
+    /// What the lock is held for, shown with this holder's host, pid and program by `tenure
+    /// locks` (default: the command line, cut at 256 bytes). Locks only: read-write locks and
+    /// semaphores keep no holder details yet.
+    #[arg(long, value_name = "TEXT", conflicts_with_all = ["shared", "exclusive", "permits"])]
+    pub(crate) purpose: Option<String>,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,
@@ -160,6 +165,10 @@ pub(crate) struct TaskArgs {
     /// The lease while CMD runs, in seconds (default 60, or the window if it is longer).
     #[arg(long, value_name = "S", value_parser = seconds, allow_negative_numbers = true)]
     pub(crate) lease: Option<Duration>,
+    /// What the task is, shown with each run's host, pid and program by `tenure locks`
+    /// (default: the command line, cut at 256 bytes).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) purpose: Option<String>,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,

@@ -55,11 +55,29 @@ pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, F
     if let Some(lease) = args.lease {
         builder = builder.lease_duration(lease);
     }
+    if let Some(purpose) = purpose_of(args.purpose.as_deref(), &args.command) {
+        builder = builder.purpose(&purpose);
+    }
     let lock = builder.env_load(false).build().map_err(|e| usage(&e))?;
     let timing = Timing::for_lease(lock.config().lease_duration());
     let guard = held(&store, &args, "lock", acquire!(lock, args)).await?;
     say!("acquired lock {} (fencing token {})", args.name, guard.fence());
     run_held(&store, guard, &args.name, &args.command, timing, args.on_lost.as_deref()).await
+}
+
+/// The purpose given (checked when the lock is built), or the command line (control characters
+/// as spaces, cut at 256 bytes; none if blank).
+fn purpose_of(given: Option<&str>, command: &[String]) -> Option<String> {
+    if let Some(given) = given {
+        return Some(given.to_owned());
+    }
+    let line: String = command.join(" ").chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let mut end = line.len().min(tenure::core::store::MAX_PURPOSE_BYTES);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    let line = line[..end].trim();
+    (!line.is_empty()).then(|| line.to_owned())
 }
 
 /// The guard of `what` (`lock`, `read-write lock`, `semaphore`), or the failure a refused or timed-out
@@ -95,7 +113,10 @@ pub(crate) async fn task(backend: Option<&str>, args: TaskArgs) -> Result<i32, F
         let (window, lease) = (args.min_hold.as_secs_f64(), lease.as_secs_f64());
         return Err(Failure::new(EXIT_USAGE, format!("--min-hold ({window}s) must be at most --lease ({lease}s)")));
     }
-    let builder = coordination.task_lock(&args.name).map_err(|e| usage(&e))?.min_hold_duration(args.min_hold);
+    let mut builder = coordination.task_lock(&args.name).map_err(|e| usage(&e))?.min_hold_duration(args.min_hold);
+    if let Some(purpose) = purpose_of(args.purpose.as_deref(), &args.command) {
+        builder = builder.purpose(&purpose);
+    }
     let task = builder.lease_duration(lease).env_load(false).build().map_err(|e| usage(&e))?;
     let timing = Timing::for_lease(task.config().lease_duration());
     let guard = match task.enter().await {

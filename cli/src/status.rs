@@ -54,6 +54,7 @@ fn lock_json(l: &LockState, now: i64) -> Value {
         "holder": l.holder.as_deref().map(holder_worker),
         "expires_at": l.expires_at.map(|t| t.to_string()),
         "expires_in_s": l.expires_at.map(|t| seconds_until(t, now)),
+        "holder_details": l.details.as_ref().map(|d| crate::listing::details_json(d, now)),
     })
 }
 

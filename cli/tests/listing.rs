@@ -242,10 +242,11 @@ fn bad_settings_exit_2_naming_the_problem() {
 #[test]
 fn locks_lists_every_kind_with_holders_waiters_and_leaders_and_never_a_token() {
     let (url, _) = sqlite_store();
-    let _holders = Holders::start(
+    let holders = Holders::start(
         &url,
         &[
-            &["lock", "cart", "--", "sleep", "600"],
+            &["lock", "cart", "--purpose", "nightly export", "--", "sleep", "600"],
+            &["task", "report", "--min-hold", "600", "--", "sleep", "600"],
             &["lock", "--permits", "1", "pool", "--", "sleep", "600"],
             &["lock", "--permits", "1", "pool", "--", "sleep", "600"],
             &["lock", "--shared", "doc", "--", "sleep", "600"],
@@ -266,6 +267,7 @@ fn locks_lists_every_kind_with_holders_waiters_and_leaders_and_never_a_token() {
         let named = |name: &str| locks.iter().find(|l| l["name"] == name).cloned().unwrap_or_default();
         let ready = doc["elections"][0]["name"] == "svc"
             && named("cart")["held"] == true
+            && named("report")["held"] == true
             && named("doc")["holders"][0]["side"] == "read"
             && named("pool")["waiters"].as_array().is_some_and(|w| w.len() == 1);
         if ready {
@@ -275,13 +277,33 @@ fn locks_lists_every_kind_with_holders_waiters_and_leaders_and_never_a_token() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(!document.contains(":task:") && !document.contains(":thread:"), "a token was shown: {document}");
+    // Who holds: the holder's host, pid and program, its purpose (the command line by default),
+    // and since when.
+    let doc: serde_json::Value = serde_json::from_str(&document).expect("JSON");
+    let holder_of = |name: &str| {
+        let locks = doc["locks"].as_array().cloned().unwrap_or_default();
+        locks.iter().find(|l| l["name"] == name).map(|l| l["holders"][0].clone()).unwrap_or_default()
+    };
+    let cart = holder_of("cart");
+    let pid = u64::from(holders.0[0].id());
+    assert_eq!((cart["pid"].as_u64(), cart["program"].as_str()), (Some(pid), Some("tenure")), "{cart}");
+    assert_eq!(cart["purpose"], "nightly export", "{cart}");
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
+    assert_eq!(cart["host"].as_str(), Some(host.trim()), "{cart}");
+    let held_for = cart["held_for_s"].as_f64().expect("held for");
+    assert!((-5.0..120.0).contains(&held_for), "{cart}");
+    assert!(cart["acquired_at"].as_str().is_some_and(|t| t.ends_with('Z')), "{cart}");
+    let report = holder_of("report");
+    assert_eq!(report["purpose"], "sleep 600", "the command line by default: {report}");
+    assert_eq!(report["pid"].as_u64(), Some(u64::from(holders.0[1].id())), "{report}");
     assert!(document.contains(r#""permits":1"#) && document.contains(r#""kind":"semaphore""#), "{document}");
     let table = listed(&["locks"]);
-    for expected in ["cart", "pool [1/1]", "doc", "svc", "(exclusive)", "(permit)", "(read)", "election"] {
+    let told = format!("(exclusive) on {} pid {pid} (tenure) for ", host.trim());
+    for expected in ["cart", "pool [1/1]", "doc", "svc", "(exclusive)", "(permit)", "(read)", "election", &told] {
         assert!(table.contains(expected), "{expected} missing:\n{table}");
     }
     let narrow = listed(&["locks", "ca"]);
     assert!(narrow.contains("cart") && !narrow.contains("pool"), "{narrow}");
     let capped = listed(&["locks", "--limit", "1"]);
-    assert!(capped.contains("svc") && capped.contains("… and 3 more names"), "{capped}");
+    assert!(capped.contains("svc") && capped.contains("… and 4 more names"), "{capped}");
 }

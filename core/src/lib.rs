@@ -88,7 +88,7 @@ pub use machine::{
 pub use record::{LeaderRecord, Metadata};
 pub use rng::SplitMix64;
 pub use store::{
-    Grant, PermitAnswer, REVOKED_PREFIX, Revocation, RevokeReason, RwState, SemState, StoreModel, StoreOp, StoreReply,
-    StoreRequest, Waiter, WriteGrant,
+    Grant, GrantDetails, HolderDetails, PermitAnswer, REVOKED_PREFIX, Revocation, RevokeReason, RwState, SemState,
+    StoreModel, StoreOp, StoreReply, StoreRequest, Waiter, WriteGrant,
 };
 pub use time::{CivilTime, Timestamp, WallTime};

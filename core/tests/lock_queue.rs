@@ -139,7 +139,7 @@ fn a_bounded_acquire_that_times_out_gives_its_place_up() {
     b.acquire(w.now, Some(ms(0))).unwrap();
     let attempt = w.take(&mut b);
     let cart = key(KeyKind::Lock, "cart");
-    let (fence, _) = w.store.lock_acquire_queued(&cart, &token("b"), (ms(1000), WAIT), 0, w.now);
+    let (fence, _) = w.store.lock_acquire_queued(&cart, &token("b"), (ms(1000), WAIT), (0, None), w.now);
     b.handle_reply(w.now, attempt.id, Ok(StoreReply::Fence(fence)));
     assert!(matches!(b.poll_event(), Some(LockEvent::Failed(Error::Timeout { .. }))));
     let give_up = w.take(&mut b);
@@ -160,7 +160,7 @@ fn attempt_answered_after(abandon: impl FnOnce(&mut World, &mut LockMachine)) ->
     b.acquire(w.now, None).unwrap();
     let attempt = w.take(&mut b);
     let cart = key(KeyKind::Lock, "cart");
-    let (fence, _) = w.store.lock_acquire_queued(&cart, &token("b"), (ms(60_000), WAIT), 0, w.now);
+    let (fence, _) = w.store.lock_acquire_queued(&cart, &token("b"), (ms(60_000), WAIT), (0, None), w.now);
     assert!(fence.is_none() && !w.store.lock_queue(&cart, w.now).is_empty(), "b keeps a place");
     abandon(&mut w, &mut b);
     b.handle_reply(w.now, attempt.id, Ok(StoreReply::Fence(fence)));

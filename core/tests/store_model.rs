@@ -109,7 +109,7 @@ fn lock_and_task_lock_keys_never_collide() {
 fn apply_dispatches_every_operation() {
     let mut s = store();
     let (k, a) = (key(KeyKind::Lock, "cart"), token("a"));
-    let acquire = StoreOp::LockAcquire { key: k.clone(), token: a.clone(), lease: LEASE };
+    let acquire = StoreOp::LockAcquire { key: k.clone(), token: a.clone(), lease: LEASE, details: None };
     assert_eq!(s.apply(&acquire, t(0)), StoreReply::Fence(Some(FencingToken::FIRST)));
     assert_eq!(s.apply(&StoreOp::LockLocked { key: k.clone() }, t(0)), StoreReply::Flag(true));
     assert_eq!(s.apply(&StoreOp::LockOwned { key: k.clone(), token: a.clone() }, t(0)), StoreReply::Flag(true));

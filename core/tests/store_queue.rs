@@ -32,7 +32,7 @@ fn fence(n: u64) -> FencingToken {
 
 /// A queued acquire by `who` at `at`, routed to `route`.
 fn attempt(s: &mut StoreModel, who: &Token, route: u64, at: u64) -> (Option<FencingToken>, Option<Grant>) {
-    s.lock_acquire_queued(&lock(), who, (LEASE, WAIT), route, t(at))
+    s.lock_acquire_queued(&lock(), who, (LEASE, WAIT), (route, None), t(at))
 }
 
 fn tokens(queue: &[Waiter]) -> Vec<&str> {

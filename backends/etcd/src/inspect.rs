@@ -62,11 +62,13 @@ impl Inspect for EtcdBackend {
             let mut states = Vec::new();
             for (name, contenders) in store.names(&["lock:", "tasklock:", "leader:"], &keys).await? {
                 let Some(holder) = contenders.first().filter(|_| !name.starts_with("leader:")) else { continue };
+                let details = store.details_of(&name, holder).await?;
                 states.push(LockState {
-                    key: name,
                     fence: u64::try_from(holder.create_revision()).ok().map(FencingToken::new),
                     holder: Some(String::from_utf8_lossy(holder.value()).into_owned()),
                     expires_at: store.lease_end(holder.lease()).await?,
+                    details,
+                    key: name,
                 });
             }
             Ok(states)

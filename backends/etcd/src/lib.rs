@@ -28,6 +28,7 @@
 mod call;
 mod client;
 mod contender;
+mod details;
 mod election;
 mod health;
 mod inspect;
@@ -50,11 +51,11 @@ use std::time::Duration;
 
 use client::{Client, ConnectOptions, KeyValue};
 use tenure::backend::{LockOperations, Wakeup};
-use tenure_core::{BackendError, BackendErrorKind, FencingToken, Revocation, RevokeReason, StoreReply};
+use tenure_core::{BackendError, BackendErrorKind, FencingToken, HolderDetails, Revocation, RevokeReason, StoreReply};
 use tenure_store::Wake;
 
 use call::{failed, on_tokio};
-use contender::{Beside, Held, Taken};
+use contender::{Held, Taken};
 pub use open::SCHEMES;
 pub use options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, EtcdOptions};
 
@@ -184,9 +185,11 @@ impl EtcdBackend {
         name: &str,
         token: &str,
         lease: Duration,
+        details: Option<&HolderDetails>,
     ) -> Result<Result<Held, Option<String>>, BackendError> {
         let prefix = self.contenders_prefix(name);
-        let (taken, _) = self.take_ready(prefix.clone(), token.into(), lease, Beside::default(), name).await?;
+        let beside = self.beside_take(name, details);
+        let (taken, _) = self.take_ready(prefix.clone(), token.into(), lease, beside, name).await?;
         match taken {
             Taken::Holds(held) => Ok(Ok(held)),
             Taken::Crowded(leased) => Ok(self.candidate(prefix, token.into(), leased, name).await?.ok_or(None)),
@@ -243,19 +246,29 @@ fn is_token(kv: &KeyValue, token: &str) -> bool {
 }
 
 impl LockOperations for EtcdBackend {
+    fn lock_state(&self, key: &str) -> Option<tenure::backend::BackendFuture<'static, Option<tenure::LockState>>> {
+        tenure::backend::state_of(self, key)
+    }
+
     async fn acquire(&self, name: &str, token: &str, lease: Duration) -> Result<Option<FencingToken>, BackendError> {
-        tenure::backend::granted(self.acquire_answer(name, token, lease).await?)
+        tenure::backend::granted(self.acquire_answer(name, token, lease, None).await?)
     }
 
     /// grelmicro's acquire; a refusal by a revocation's placeholder is answered `Revoked`.
-    async fn acquire_answer(&self, name: &str, token: &str, lease: Duration) -> Result<StoreReply, BackendError> {
+    async fn acquire_answer(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        details: Option<&HolderDetails>,
+    ) -> Result<StoreReply, BackendError> {
         let mut held = None;
         if let Some(known) = self.state.locks.take(name, token) {
             held = self.renew(&known, token.into(), false, lease, name).await?;
         }
         let held = match held {
             Some(held) => held,
-            None => match self.lock_take(name, token, lease).await? {
+            None => match self.lock_take(name, token, lease, details).await? {
                 Ok(held) => held,
                 Err(placeholder) => return Ok(tenure::backend::refused(placeholder.as_deref())),
             },
@@ -270,10 +283,10 @@ impl LockOperations for EtcdBackend {
         &self,
         name: &str,
         token: &str,
-        lease: Duration,
-        _wait: Duration,
+        (lease, _wait): (Duration, Duration),
+        details: Option<&HolderDetails>,
     ) -> Result<StoreReply, BackendError> {
-        self.acquire_answer(name, token, lease).await
+        self.acquire_answer(name, token, lease, details).await
     }
 
     async fn revoke(&self, name: &str, reason: &RevokeReason) -> Result<Option<Revocation>, BackendError> {

@@ -303,3 +303,11 @@ async fn status_lists_read_write_locks_and_semaphores() {
     let store = open(&member).await;
     tenure_conformance::inspect::inspection_lists_read_write_locks_and_semaphores(&store).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holder_details_are_kept_beside_each_grant() {
+    let member = Member::start();
+    let store = open(&member).await;
+    tenure_conformance::inspect::holder_details_are_kept_beside_each_grant(&store).await;
+    tenure_conformance::inspect::holder_details_follow_a_hand_off(&store).await;
+}

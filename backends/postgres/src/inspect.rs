@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use tenure::{Holding, LeaderState, LockState, SharedState, Side};
+use tenure::{HolderInfo, Holding, LeaderState, LockState, SharedState, Side};
 use tenure_core::BackendError;
 use tokio_postgres::types::ToSql;
 
@@ -25,7 +25,10 @@ impl PostgresBackend {
                 let fence = (fence != 0).then(|| tenure_store::record::fence(&key, fence)).transpose()?;
                 let holder: Option<String> = record::column(row, 2, &key, "token")?;
                 let expires_at: Option<Instant> = record::column(row, 3, &key, "expire_at")?;
-                Ok(LockState { fence, holder, expires_at: expires_at.map(|i| i.0), key })
+                let acquired_at: Option<Instant> = record::column(row, 4, &key, "acquired_at")?;
+                let details: Option<String> = record::column(row, 5, &key, "details")?;
+                let details = acquired_at.zip(details).and_then(|(at, text)| HolderInfo::parse(&text, at.0));
+                Ok(LockState { fence, holder, expires_at: expires_at.map(|i| i.0), key, details })
             })
             .collect()
     }

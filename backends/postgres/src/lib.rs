@@ -69,6 +69,7 @@
 
 mod batch;
 mod connect;
+mod details;
 mod inspect;
 mod open;
 mod options;
@@ -92,7 +93,8 @@ use tenure::backend::{
 };
 use tenure::{Inspect, LeaderState, LockState, SharedState};
 use tenure_core::{
-    BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, Revocation, RevokeReason, StoreReply,
+    BackendError, BackendErrorKind, FencingToken, HolderDetails, LeaderRecord, Metadata, Revocation, RevokeReason,
+    StoreReply,
 };
 pub use tenure_store::OpenError;
 use tenure_store::record::{fence, metadata_json};
@@ -275,10 +277,16 @@ impl PostgresBackend {
     }
 
     /// grelmicro's acquire; a refusal by a revocation's placeholder is answered `Revoked`.
-    async fn lock_acquire(&self, name: &str, token: &str, lease: Duration) -> Result<StoreReply, BackendError> {
-        let micros = micros(lease);
+    async fn lock_acquire(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        details: Option<&HolderDetails>,
+    ) -> Result<StoreReply, BackendError> {
+        let (micros, details) = (micros(lease), details.map(HolderDetails::as_str));
         self.listen_if_waited(name).await;
-        let row = self.row("lock acquire", name, |s| &s.lock_acquire, &[&name, &token, &micros]).await?;
+        let row = self.row("lock acquire", name, |s| &s.lock_acquire, &[&name, &token, &micros, &details]).await?;
         acquired(name, row.as_ref())
     }
 
@@ -289,16 +297,17 @@ impl PostgresBackend {
         &self,
         name: &str,
         token: &str,
-        lease: Duration,
-        wait: Duration,
+        (lease, wait): (Duration, Duration),
+        details: Option<&HolderDetails>,
     ) -> Result<StoreReply, BackendError> {
         if let Err(e) = self.listen(name).await {
             tracing::debug!(name, error = %e, "cannot LISTEN for hand-offs; polling instead");
-            return self.lock_acquire(name, token, lease).await;
+            return self.lock_acquire(name, token, lease, details).await;
         }
         let (micros, wait) = (micros(lease), self::micros(wait));
         let route = self.inner.texts.grant_channel.as_str();
-        let params: [&(dyn ToSql + Sync); 5] = [&name, &token, &micros, &wait, &route];
+        let details = details.map(HolderDetails::as_str);
+        let params: [&(dyn ToSql + Sync); 6] = [&name, &token, &micros, &wait, &route, &details];
         let row = self.row("lock acquire", name, |s| &s.lock_acquire_queued, &params).await?;
         acquired(name, row.as_ref())
     }
@@ -553,13 +562,17 @@ fn acquired(name: &str, row: Option<&Row>) -> Result<StoreReply, BackendError> {
 }
 
 impl LockOperations for PostgresBackend {
+    fn lock_state(&self, key: &str) -> Option<tenure::backend::BackendFuture<'static, Option<tenure::LockState>>> {
+        tenure::backend::state_of(self, key)
+    }
+
     fn acquire(
         &self,
         name: &str,
         token: &str,
         duration: Duration,
     ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
-        let answer = self.lock_acquire(name, token, duration);
+        let answer = self.lock_acquire(name, token, duration, None);
         async move { tenure::backend::granted(answer.await?) }
     }
 
@@ -568,18 +581,19 @@ impl LockOperations for PostgresBackend {
         name: &str,
         token: &str,
         duration: Duration,
+        details: Option<&HolderDetails>,
     ) -> impl Future<Output = Result<StoreReply, BackendError>> + Send {
-        self.lock_acquire(name, token, duration)
+        self.lock_acquire(name, token, duration, details)
     }
 
     fn acquire_queued_answer(
         &self,
         name: &str,
         token: &str,
-        lease: Duration,
-        wait: Duration,
+        lease_wait: (Duration, Duration),
+        details: Option<&HolderDetails>,
     ) -> impl Future<Output = Result<StoreReply, BackendError>> + Send {
-        self.lock_acquire_queued(name, token, lease, wait)
+        self.lock_acquire_queued(name, token, lease_wait, details)
     }
 
     fn revoke(
@@ -613,7 +627,7 @@ impl LockOperations for PostgresBackend {
         lease: Duration,
         wait: Duration,
     ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
-        let answer = self.lock_acquire_queued(name, token, lease, wait);
+        let answer = self.lock_acquire_queued(name, token, (lease, wait), None);
         async move { tenure::backend::granted(answer.await?) }
     }
 

@@ -76,11 +76,14 @@ impl Texts {
                      INSERT INTO {locks} (name, token, expire_at, fence) \
                      SELECT $1, $2, NOW() + $3::bigint * INTERVAL '1 microsecond', 1 \
                      WHERE NOT EXISTS (SELECT 1 FROM {locks} WHERE name = $1) \
-                     ON CONFLICT (name) DO NOTHING RETURNING fence) \
+                     ON CONFLICT (name) DO NOTHING RETURNING fence), \
+                 {kept} \
                  SELECT fence, NULL FROM taken UNION ALL SELECT fence, NULL FROM created \
                  UNION ALL SELECT NULL, token {placeholder}",
                 // (a one-time filter: a grant or a renewal reads no more than before)
-                placeholder = crate::revoke::placeholder(locks, "NOT EXISTS (SELECT 1 FROM taken)")
+                placeholder = crate::revoke::placeholder(locks, "NOT EXISTS (SELECT 1 FROM taken)"),
+                // ($4: the holder's details, kept beside a grant of a new fence: crate::details)
+                kept = crate::details::kept(locks),
             ),
             // (a refusal by a revocation's placeholder answers the placeholder, as above)
             lock_acquire_queued: format!(
@@ -103,10 +106,14 @@ impl Texts {
             },
             lock_locked: format!("SELECT 1 FROM {locks} WHERE name = $1 AND token IS NOT NULL AND expire_at >= NOW()"),
             lock_owned: format!("SELECT 1 FROM {locks} WHERE name = $1 AND token = $2 AND expire_at >= NOW()"),
+            // (with the live lease's holder details, if its holder gave any: crate::details)
             lock_states: format!(
-                "SELECT name, fence, CASE WHEN expire_at >= NOW() THEN token END, \
-                        CASE WHEN expire_at >= NOW() THEN expire_at END \
-                 FROM {locks} WHERE cardinality($1::text[]) = 0 OR name = ANY($1) ORDER BY name"
+                "SELECT l.name, l.fence, CASE WHEN expire_at >= NOW() THEN token END, \
+                        CASE WHEN expire_at >= NOW() THEN expire_at END, \
+                        CASE WHEN expire_at >= NOW() THEN d.acquired_at END, \
+                        CASE WHEN expire_at >= NOW() THEN d.details END \
+                 FROM {locks} l LEFT JOIN {locks}_details d ON d.name = l.name AND d.fence = l.fence \
+                 WHERE cardinality($1::text[]) = 0 OR l.name = ANY($1) ORDER BY l.name"
             ),
             // grelmicro's function decides; a take it made (acquired = renewed, to this token)
             // begins a term with the next fence, in Tenure's table beside grelmicro's (under the

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use tenure::{LeaderState, LockState};
+use tenure::{HolderInfo, LeaderState, LockState};
 use tenure_core::{BackendError, WallTime};
 
 use crate::{RedisBackend, error, record};
@@ -26,24 +26,26 @@ impl RedisBackend {
         let now = self.server_now().await?;
         let mut states = Vec::with_capacity(names.len());
         for name in names {
-            let (value, ttl_ms, fence): (Option<String>, i64, Option<i64>) = redis::pipe()
+            let (value, ttl_ms, fence, details): (Option<String>, i64, Option<i64>, Option<String>) = redis::pipe()
                 .get(self.key(&name))
                 .pttl(self.key(&name))
                 .get(self.key(&format!("fence:{name}")))
+                .get(self.key(&format!("details:{name}")))
                 .query_async(&mut con)
                 .await
                 .map_err(|e| error("lock status", &name, &e))?;
             let fence = fence.map(|f| record::fence(&name, f)).transpose()?;
-            let (holder, expires_at) = match &value {
+            let (holder, expires_at, details) = match &value {
                 Some(v) => {
-                    let (_, token) = record::lock_value(&name, v)?;
+                    let (held, token) = record::lock_value(&name, v)?;
                     let ttl = Duration::from_millis(u64::try_from(ttl_ms).unwrap_or(0));
-                    (Some(token.to_owned()), Some(now.saturating_add(ttl)))
+                    let details = details.as_deref().and_then(|text| kept_details(text, held));
+                    (Some(token.to_owned()), Some(now.saturating_add(ttl)), details)
                 }
-                None => (None, None),
+                None => (None, None, None),
             };
             if fence.is_some() || holder.is_some() {
-                states.push(LockState { key: name, fence, holder, expires_at });
+                states.push(LockState { key: name, fence, holder, expires_at, details });
             }
         }
         Ok(states)
@@ -114,4 +116,16 @@ fn glob_escape(text: &str) -> String {
         out.push(c);
     }
     out
+}
+
+/// The holder details kept as `<fence>:<server ms>:<details>` (`scripts::LOCK_ACQUIRE`), if they
+/// are the grant of the live lease's `fence`.
+fn kept_details(text: &str, fence: tenure_core::FencingToken) -> Option<HolderInfo> {
+    let (kept, rest) = text.split_once(':')?;
+    let (ms, details) = rest.split_once(':')?;
+    if kept.parse::<u64>().ok()? != fence.get() {
+        return None;
+    }
+    let at = WallTime::from_unix_micros(ms.parse::<i64>().ok()?.checked_mul(1000)?);
+    HolderInfo::parse(details, at)
 }

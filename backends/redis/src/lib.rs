@@ -139,8 +139,8 @@ use tenure::backend::{
 };
 use tenure::{Inspect, LeaderState, LockState, SharedState};
 use tenure_core::{
-    BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, Revocation, RevokeReason, SettingsError,
-    StoreReply,
+    BackendError, BackendErrorKind, FencingToken, HolderDetails, LeaderRecord, Metadata, Revocation, RevokeReason,
+    SettingsError, StoreReply,
 };
 pub use tenure_store::OpenError;
 
@@ -201,11 +201,22 @@ impl RedisBackend {
     }
 
     /// grelmicro's acquire; a refusal by a revocation's placeholder is answered `Revoked`.
-    async fn lock_acquire(&self, name: &str, token: &str, lease: Duration) -> Result<StoreReply, BackendError> {
+    async fn lock_acquire(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        details: Option<&HolderDetails>,
+    ) -> Result<StoreReply, BackendError> {
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
         let mut invocation = self.inner.scripts.lock_acquire.key(self.key(name));
-        invocation.key(self.key(&format!("fence:{name}"))).arg(token).arg(tenure_core::time::ceil_millis(lease));
+        invocation
+            .key(self.key(&format!("fence:{name}")))
+            .key(self.key(&format!("details:{name}")))
+            .arg(token)
+            .arg(tenure_core::time::ceil_millis(lease))
+            .arg(details.map_or("", HolderDetails::as_str));
         let grant = Grant {
             what: "lock acquire",
             name,
@@ -245,13 +256,15 @@ impl RedisBackend {
         Ok(released == 1)
     }
 
-    /// The keys a lock's scripts touch: the lock, its fence, its queue and the queue's places.
+    /// The keys a lock's scripts touch: the lock, its fence, its queue, the queue's places and
+    /// its holder's details.
     fn lock_keys<'a>(&self, script: &'a redis::Script, name: &str) -> redis::ScriptInvocation<'a> {
         let mut invocation = script.key(self.key(name));
         invocation
             .key(self.key(&format!("fence:{name}")))
             .key(self.key(&format!("queue:{name}")))
-            .key(self.key(&format!("queue-places:{name}")));
+            .key(self.key(&format!("queue-places:{name}")))
+            .key(self.key(&format!("details:{name}")));
         invocation
     }
 
@@ -276,13 +289,13 @@ impl RedisBackend {
         &self,
         name: &str,
         token: &str,
-        lease: Duration,
-        wait: Duration,
+        (lease, wait): (Duration, Duration),
+        details: Option<&HolderDetails>,
     ) -> Result<StoreReply, BackendError> {
         if self.inner.confirm.is_some() {
             // A hand-off is a grant the releaser's write makes and a push announces before any
             // `WAIT`: with min_replicas, waiters are woken instead, and take the lock themselves.
-            return self.lock_acquire(name, token, lease).await;
+            return self.lock_acquire(name, token, lease, details).await;
         }
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
@@ -294,6 +307,7 @@ impl RedisBackend {
             .arg(tenure_core::time::ceil_millis(wait))
             .arg(self.inner.subscriptions.grant_channel())
             .arg(name)
+            .arg(details.map_or("", HolderDetails::as_str))
             .invoke_async(&mut con)
             .await
             .map_err(|e| error("lock acquire", name, &e))?;
@@ -594,13 +608,17 @@ impl std::fmt::Debug for RedisBackend {
 }
 
 impl LockOperations for RedisBackend {
+    fn lock_state(&self, key: &str) -> Option<tenure::backend::BackendFuture<'static, Option<tenure::LockState>>> {
+        tenure::backend::state_of(self, key)
+    }
+
     fn acquire(
         &self,
         name: &str,
         token: &str,
         duration: Duration,
     ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
-        let answer = self.lock_acquire(name, token, duration);
+        let answer = self.lock_acquire(name, token, duration, None);
         async move { tenure::backend::granted(answer.await?) }
     }
 
@@ -609,18 +627,19 @@ impl LockOperations for RedisBackend {
         name: &str,
         token: &str,
         duration: Duration,
+        details: Option<&HolderDetails>,
     ) -> impl Future<Output = Result<StoreReply, BackendError>> + Send {
-        self.lock_acquire(name, token, duration)
+        self.lock_acquire(name, token, duration, details)
     }
 
     fn acquire_queued_answer(
         &self,
         name: &str,
         token: &str,
-        lease: Duration,
-        wait: Duration,
+        lease_wait: (Duration, Duration),
+        details: Option<&HolderDetails>,
     ) -> impl Future<Output = Result<StoreReply, BackendError>> + Send {
-        self.lock_acquire_queued(name, token, lease, wait)
+        self.lock_acquire_queued(name, token, lease_wait, details)
     }
 
     fn revoke(
@@ -654,7 +673,7 @@ impl LockOperations for RedisBackend {
         lease: Duration,
         wait: Duration,
     ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
-        let answer = self.lock_acquire_queued(name, token, lease, wait);
+        let answer = self.lock_acquire_queued(name, token, (lease, wait), None);
         async move { tenure::backend::granted(answer.await?) }
     }
 

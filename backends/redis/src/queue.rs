@@ -17,7 +17,7 @@
 
 /// What every queue script starts with, after the lock's holder is read
 /// ([`crate::scripts::HOLDER`]): helpers. `KEYS[1]` lock key, `KEYS[2]` fence key, `KEYS[3]`
-/// queue, `KEYS[4]` places.
+/// queue, `KEYS[4]` places, `KEYS[5]` holder details ([`crate::scripts::LOCK_ACQUIRE`]).
 ///
 /// A token is in the queue list iff it has a field in the places hash. Lapsed places are dropped
 /// lazily, where a decision looks at them — at the head, or the caller's own — so a call costs
@@ -39,13 +39,13 @@ end
 local function place_of(token)
     return queued and redis.call('HGET', KEYS[4], token) or nil
 end
--- A place's lease and route; nil if it lapsed or cannot be read.
+-- A place's lease, route and holder details ('' if none); nil if it lapsed or cannot be read.
 local function live(place)
-    local expires, lease, route = string.match(place or '', '^(%d+):(%d+):(.+)$')
+    local expires, lease, route, details = string.match(place or '', '^(%d+):(%d+):([^\n]+)\n?(.*)$')
     if not expires or tonumber(expires) < clock() then
         return nil
     end
-    return lease, route
+    return lease, route, details
 end
 local function leave(token)
     if queued and redis.call('HDEL', KEYS[4], token) == 1 then
@@ -67,9 +67,13 @@ local function head()
     end
     return nil
 end
-local function take(token, lease)
+-- Gives the lock to the token, with its holder details kept beside the grant (KEYS[5]).
+local function take(token, lease, details)
     local fence = redis.call('INCR', KEYS[2])
     redis.call('SET', KEYS[1], fence .. ':' .. token, 'PX', lease)
+    if details and details ~= '' then
+        redis.call('SET', KEYS[5], fence .. ':' .. clock() .. ':' .. details)
+    end
     return fence
 end
 -- Hands the lock to the oldest waiter whose place is live (lapsed ones ahead of it leave), and
@@ -80,10 +84,10 @@ local function hand_over(name)
         if not token then
             return false
         end
-        local lease, route = live(place_of(token))
+        local lease, route, details = live(place_of(token))
         redis.call('HDEL', KEYS[4], token)
         if lease then
-            local fence = take(token, lease)
+            local fence = take(token, lease, details)
             redis.call('PUBLISH', route, fence .. ':' .. string.len(name) .. ':' .. name .. token)
             return true
         end
@@ -92,8 +96,8 @@ local function hand_over(name)
 end
 ";
 
-/// `ARGV[1]` token, `ARGV[2]` lease ms, `ARGV[3]` wait ms, `ARGV[4]` route, `ARGV[5]` name.
-/// Takes or renews like grelmicro's acquire unless a live waiter of another token is ahead;
+/// `ARGV[1]` token, `ARGV[2]` lease ms, `ARGV[3]` wait ms, `ARGV[4]` route, `ARGV[5]` name,
+/// `ARGV[6]` holder details ('' for none: kept with the place and beside its grant). Takes or renews like grelmicro's acquire unless a live waiter of another token is ahead;
 /// else keeps the token's place (a lapsed one goes to the back) and answers nil (or the
 /// placeholder, if a revocation's holds the lock: [`crate::revoke`]).
 const ACQUIRE: &str = r"
@@ -107,12 +111,15 @@ else
     local first = head()
     if not first or first == ARGV[1] then
         leave(ARGV[1])
-        return take(ARGV[1], ARGV[2])
+        return take(ARGV[1], ARGV[2], ARGV[6])
     end
     hand_over(ARGV[5])
 end
 local wait = tonumber(ARGV[3])
 local place = (clock() + wait) .. ':' .. ARGV[2] .. ':' .. ARGV[4]
+if ARGV[6] ~= '' then
+    place = place .. '\n' .. ARGV[6]
+end
 local kept = place_of(ARGV[1])
 if not live(kept) then
     if not queued then

@@ -25,14 +25,22 @@ if stored then
 end
 ";
 
-/// After [`HOLDER`]: `KEYS[2]` fence key; `ARGV[1]` token, `ARGV[2]` lease in whole ms.
-/// Free → `INCR` the fence and store `"<fence>:<token>"` with the TTL; held by the token →
+/// After [`HOLDER`]: `KEYS[2]` fence key, `KEYS[3]` holder details key; `ARGV[1]` token,
+/// `ARGV[2]` lease in whole ms, `ARGV[3]` holder details ('' for none). Free → `INCR` the fence
+/// and store `"<fence>:<token>"` with the TTL, and (Tenure's addition) the details as
+/// `"<fence>:<server ms>:<details>"` under `details:<name>` (no TTL: one per name, like the
+/// fence; a listing shows them only while that fence's lease lives); held by the token →
 /// `PEXPIRE`, same fence; held by another → nil, or the placeholder if a revocation's
 /// ([`crate::revoke`]) holds it.
 pub(crate) const LOCK_ACQUIRE: &str = r"
 if not stored then
     local taken = redis.call('incr', KEYS[2])
     redis.call('set', KEYS[1], taken .. ':' .. ARGV[1], 'px', ARGV[2])
+    if ARGV[3] and ARGV[3] ~= '' then
+        local now = redis.call('TIME')
+        local ms = now[1] .. string.format('%03d', math.floor(tonumber(now[2]) / 1000))
+        redis.call('set', KEYS[3], taken .. ':' .. ms .. ':' .. ARGV[3])
+    end
     return taken
 end
 if holding == ARGV[1] then

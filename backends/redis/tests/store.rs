@@ -122,6 +122,13 @@ async fn inspection_lists_holders_and_leaders() {
 }
 
 #[tokio::test]
+async fn holder_details_are_kept_beside_each_grant() {
+    let (store, _) = open().await;
+    tenure_conformance::inspect::holder_details_are_kept_beside_each_grant(&store).await;
+    tenure_conformance::inspect::holder_details_follow_a_hand_off(&store).await;
+}
+
+#[tokio::test]
 async fn inspection_lists_read_write_locks_and_semaphores() {
     let (store, _) = open().await;
     tenure_conformance::inspect::inspection_lists_read_write_locks_and_semaphores(&store).await;

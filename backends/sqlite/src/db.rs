@@ -14,6 +14,7 @@ use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Me
 use crate::options::{SqliteOptions, Synchronous};
 use crate::time::{self, Clock};
 use crate::{LeaderState, LockState};
+use tenure::HolderInfo;
 
 /// A stored expiry read to the millisecond: a whole-second value holds through that second's
 /// last millisecond (grelmicro 0.44's `_expiry`).
@@ -23,6 +24,7 @@ macro_rules! expiry {
     };
 }
 
+mod details;
 mod revoke;
 mod rw;
 mod sem;
@@ -49,6 +51,7 @@ struct Statements {
     leader_release: String,
     schedule_claim: String,
     schedule_last_fired: String,
+    details: details::Statements,
     revoke: revoke::Statements,
     rw: rw::Statements,
     sem: sem::Statements,
@@ -58,10 +61,14 @@ struct Statements {
 impl Statements {
     fn new(locks: &str, leaders: &str, schedules: &str, rwlocks: &str, semaphores: &str) -> Self {
         let t = locks;
+        // (with the live lease's holder details, if its holder gave any: details.rs)
         let lock_row = format!(
-            "SELECT name, CASE WHEN token IS NOT NULL AND {e} >= ?1 THEN token END, \
-             CASE WHEN token IS NOT NULL AND {e} >= ?1 THEN {e} END, fence FROM {t}",
-            e = expiry!("expire_at")
+            "SELECT l.name, CASE WHEN token IS NOT NULL AND {e} >= ?1 THEN token END, \
+             CASE WHEN token IS NOT NULL AND {e} >= ?1 THEN {e} END, l.fence, \
+             CASE WHEN token IS NOT NULL AND {e} >= ?1 THEN d.acquired_at END, \
+             CASE WHEN token IS NOT NULL AND {e} >= ?1 THEN d.details END \
+             FROM {t} l LEFT JOIN {t}_details d ON d.name = l.name AND d.fence = l.fence",
+            e = expiry!("l.expire_at")
         );
         Self {
             lock_acquire: format!(
@@ -85,8 +92,8 @@ impl Statements {
                 "UPDATE {t} SET token = NULL, expire_at = NULL WHERE {} < ?1",
                 expiry!("expire_at")
             ),
-            lock_state_one: format!("{lock_row} WHERE name = ?2"),
-            lock_state_all: format!("{lock_row} ORDER BY name"),
+            lock_state_one: format!("{lock_row} WHERE l.name = ?2"),
+            lock_state_all: format!("{lock_row} ORDER BY l.name"),
             leader_acquire_or_renew: format!(
                 "INSERT INTO {l} (name, holder, lease_ms, acquired_at, renewed_at, expire_at, transitions, metadata) \
                  VALUES (?1, ?2, ?3, ?4, ?4, ?5, 0, ?6) \
@@ -126,6 +133,7 @@ impl Statements {
                  SET last_fired = excluded.last_fired WHERE last_fired < excluded.last_fired"
             ),
             schedule_last_fired: format!("SELECT last_fired FROM {schedules} WHERE name = ?1"),
+            details: details::Statements::new(t),
             revoke: revoke::Statements::new(t),
             rw: rw::Statements::new(rwlocks),
             sem: sem::Statements::new(semaphores),
@@ -169,6 +177,7 @@ impl Db {
         let sql =
             Statements::new(locks, leaders, schedules, options.rwlock_table_name(), options.semaphore_table_name());
         conn.execute_batch(&create).map_err(|e| error("cannot create the tables", e))?;
+        conn.execute_batch(&sql.details.create).map_err(|e| error("cannot create the holder details table", e))?;
         conn.execute_batch(sql.rw.create()).map_err(|e| error("cannot create the read-write lock tables", e))?;
         conn.execute_batch(sql.sem.create()).map_err(|e| error("cannot create the semaphore tables", e))?;
         let clock = options.clock_value();
@@ -199,7 +208,7 @@ impl Db {
         token: &str,
         lease: Duration,
     ) -> Result<Option<FencingToken>, BackendError> {
-        tenure::backend::granted(self.lock_acquire_answer(name, token, lease)?)
+        tenure::backend::granted(self.lock_acquire_answer(name, token, lease, None)?)
     }
 
     pub(crate) fn lock_release(&mut self, name: &str, token: &str) -> Result<bool, BackendError> {
@@ -229,8 +238,9 @@ impl Db {
 
     pub(crate) fn lock_states(&mut self, names: &[String]) -> Result<Vec<LockState>, BackendError> {
         let now = time::to_text(self.now());
-        let read = |r: &rusqlite::Row<'_>| -> rusqlite::Result<(String, Option<String>, Option<String>, i64)> {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        type Row = (String, Option<String>, Option<String>, i64, Option<String>, Option<String>);
+        let read = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Row> {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
         };
         let rows: Vec<_> = if names.is_empty() {
             let mut s = self.conn.prepare_cached(&self.sql.lock_state_all).map_err(|e| error("lock status", e))?;
@@ -248,10 +258,12 @@ impl Db {
             rows
         };
         rows.into_iter()
-            .map(|(key, holder, expires, fence)| {
+            .map(|(key, holder, expires, fence, acquired, details)| {
                 let expires_at = expires.map(|t| time::from_text(&t, "expire_at")).transpose()?;
                 let fence = if fence == 0 { None } else { Some(fence_of(&key, fence)?) };
-                Ok(LockState { key, fence, holder, expires_at })
+                let acquired_at = acquired.map(|t| time::from_text(&t, "acquired_at")).transpose()?;
+                let details = acquired_at.zip(details).and_then(|(at, text)| HolderInfo::parse(&text, at));
+                Ok(LockState { key, fence, holder, expires_at, details })
             })
             .collect()
     }

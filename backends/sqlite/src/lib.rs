@@ -53,8 +53,8 @@ use tenure::backend::{
 };
 use tenure::{Inspect, LeaderState, LockState, SharedState};
 use tenure_core::{
-    BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, PermitAnswer, Revocation, RevokeReason,
-    RwState, SemState, StoreReply, WriteGrant,
+    BackendError, BackendErrorKind, FencingToken, HolderDetails, LeaderRecord, Metadata, PermitAnswer, Revocation,
+    RevokeReason, RwState, SemState, StoreReply, WriteGrant,
 };
 pub use tenure_store::OpenError;
 
@@ -203,6 +203,10 @@ impl std::fmt::Debug for SqliteBackend {
 }
 
 impl LockOperations for SqliteBackend {
+    fn lock_state(&self, key: &str) -> Option<tenure::backend::BackendFuture<'static, Option<tenure::LockState>>> {
+        tenure::backend::state_of(self, key)
+    }
+
     fn acquire(
         &self,
         name: &str,
@@ -218,9 +222,10 @@ impl LockOperations for SqliteBackend {
         name: &str,
         token: &str,
         duration: Duration,
+        details: Option<&HolderDetails>,
     ) -> impl Future<Output = Result<StoreReply, BackendError>> + Send {
-        let (name, token) = (name.to_owned(), token.to_owned());
-        self.call(move |db| db.lock_acquire_answer(&name, &token, duration))
+        let (name, token, details) = (name.to_owned(), token.to_owned(), details.cloned());
+        self.call(move |db| db.lock_acquire_answer(&name, &token, duration, details.as_ref()))
     }
 
     /// (SQLite keeps no queue: a queued acquire is a plain one)
@@ -228,10 +233,10 @@ impl LockOperations for SqliteBackend {
         &self,
         name: &str,
         token: &str,
-        duration: Duration,
-        _wait: Duration,
+        (duration, _wait): (Duration, Duration),
+        details: Option<&HolderDetails>,
     ) -> impl Future<Output = Result<StoreReply, BackendError>> + Send {
-        self.acquire_answer(name, token, duration)
+        self.acquire_answer(name, token, duration, details)
     }
 
     fn revoke(

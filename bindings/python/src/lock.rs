@@ -23,7 +23,7 @@ pub(crate) struct Lock {
 #[pymethods]
 impl Lock {
     #[new]
-    #[pyo3(signature = (name, backend, *, worker=None, lease_duration=None, retry_interval=None, retry_jitter=None, backend_timeout=None, env_prefix=None, env_load=None))]
+    #[pyo3(signature = (name, backend, *, worker=None, lease_duration=None, retry_interval=None, retry_jitter=None, backend_timeout=None, env_prefix=None, env_load=None, purpose=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -36,6 +36,7 @@ impl Lock {
         backend_timeout: Option<f64>,
         env_prefix: Option<&str>,
         env_load: Option<bool>,
+        purpose: Option<&str>,
     ) -> PyResult<Self> {
         let options = crate::lock::lock_options(
             py,
@@ -48,7 +49,16 @@ impl Lock {
             env_load,
         )?;
         let builder = tenure::Lock::builder(name, runtime()).shared_backend(backend.locks(py)?);
-        Ok(Self { inner: crate::lock::built(py, &options, builder, |b| b.build())? })
+        let inner: tenure::Lock<Tokio> = crate::lock::built(py, &options, builder, |b| b.build())?;
+        inner.set_purpose(purpose).map_err(|e| py_error(py, &e))?;
+        Ok(Self { inner })
+    }
+
+    /// Who holds the lock: `(name, fencing token, worker, expires at µs, details)`, details
+    /// `(host, pid, program, purpose, acquired at µs)`, each `None` when unknown.
+    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let lock = self.inner.clone();
+        awaitable(py, async move { lock.state().await.map(state_tuple).map_err(Fail::from) })
     }
 
     /// The lock name.
@@ -280,4 +290,15 @@ impl Holder {
         let kept = self.inner.keep_alive(max_hold).map_err(|e| py_error(py, &e))?;
         Ok(crate::kept::Kept::new(kept))
     }
+}
+
+/// A lock's state as the native layer hands it to Python ([`Lock::state`]).
+pub(crate) type StateTuple = (String, Option<u64>, Option<String>, Option<i64>, Option<DetailsTuple>);
+/// `(host, pid, program, purpose, acquired at µs)`.
+pub(crate) type DetailsTuple = (String, u32, String, Option<String>, i64);
+
+pub(crate) fn state_tuple(info: tenure::LockInfo) -> StateTuple {
+    let details = info.details.map(|d| (d.host, d.pid, d.program, d.purpose, d.acquired_at.as_unix_micros()));
+    let expires = info.expires_at.map(|t| t.as_unix_micros());
+    (info.name, info.fencing_token.map(|f| f.get()), info.worker, expires, details)
 }

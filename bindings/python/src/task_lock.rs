@@ -21,7 +21,7 @@ pub(crate) struct TaskLock {
 #[pymethods]
 impl TaskLock {
     #[new]
-    #[pyo3(signature = (name, backend, *, worker=None, min_hold_duration=None, lease_duration=None, backend_timeout=None, env_prefix=None, env_load=None))]
+    #[pyo3(signature = (name, backend, *, worker=None, min_hold_duration=None, lease_duration=None, backend_timeout=None, env_prefix=None, env_load=None, purpose=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -33,6 +33,7 @@ impl TaskLock {
         backend_timeout: Option<f64>,
         env_prefix: Option<&str>,
         env_load: Option<bool>,
+        purpose: Option<&str>,
     ) -> PyResult<Self> {
         let fail = |e: tenure::Error| py_error(py, &e);
         let given = [min_hold_duration, lease_duration, backend_timeout];
@@ -40,7 +41,15 @@ impl TaskLock {
         let (worker, env_prefix) = (worker.map(str::to_owned), env_prefix.map(str::to_owned));
         let options = binding::TaskLockOptions { worker, env_prefix, env_load, ..given };
         let builder = tenure::TaskLock::builder(name, runtime()).shared_backend(backend.locks(py)?);
-        Ok(Self { inner: options.apply(builder).and_then(tenure::TaskLockBuilder::build).map_err(fail)? })
+        let inner = options.apply(builder).and_then(tenure::TaskLockBuilder::build).map_err(fail)?;
+        inner.set_purpose(purpose).map_err(fail)?;
+        Ok(Self { inner })
+    }
+
+    /// Who runs the task: as `Lock.state`.
+    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let lock = self.inner.clone();
+        awaitable(py, async move { lock.state().await.map(crate::lock::state_tuple).map_err(Fail::from) })
     }
 
     /// The resolved configuration (seconds as floats).

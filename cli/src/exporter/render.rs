@@ -199,6 +199,7 @@ mod tests {
                 fence: None,
                 holder: Some("token-of-another-shape".into()),
                 expires_at: Some(at(3_000_000)),
+                details: None,
             }],
             shared: vec![SharedState {
                 key: "rwlock:doc".into(),

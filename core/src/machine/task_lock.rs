@@ -9,7 +9,7 @@ use crate::config::TaskLockConfig;
 use crate::error::{BackendError, Error, WouldBlockReason};
 use crate::ids::{FencingToken, Key, OpId, Token};
 use crate::machine::LossReason;
-use crate::store::{StoreOp, StoreReply, StoreRequest};
+use crate::store::{HolderDetails, StoreOp, StoreReply, StoreRequest};
 use crate::time::Timestamp;
 
 /// What a [`TaskLockMachine`] tells its driver.
@@ -127,6 +127,8 @@ pub struct TaskLockMachine {
     orphan: Option<(OpId, Token)>,
     /// The last run's lease lost, and why (as its [`TaskLockEvent::Lost`] said).
     loss: Option<(FencingToken, LossReason)>,
+    /// Who runs the task, sent with every enter ([`TaskLockMachine::set_details`]).
+    details: Option<HolderDetails>,
     out: Outbox<TaskLockEvent>,
     #[cfg(feature = "bug-injection")]
     bugs: crate::bugs::Bugs,
@@ -144,10 +146,17 @@ impl TaskLockMachine {
             held_over: None,
             orphan: None,
             loss: None,
+            details: None,
             out: Outbox::new(),
             #[cfg(feature = "bug-injection")]
             bugs: crate::bugs::Bugs::NONE,
         }
+    }
+
+    /// Sends `details` (who runs the task) with every enter, for the store to keep beside the
+    /// grant ([`crate::store::HolderDetails`]).
+    pub fn set_details(&mut self, details: Option<HolderDetails>) {
+        self.details = details;
     }
 
     /// The last run's lease this machine lost and why, as its [`TaskLockEvent::Lost`] said. Read
@@ -282,7 +291,8 @@ impl TaskLockMachine {
             }
         };
         let lease = self.lease;
-        let op = StoreOp::LockAcquire { key: self.key.clone(), token: token.clone(), lease };
+        let op =
+            StoreOp::LockAcquire { key: self.key.clone(), token: token.clone(), lease, details: self.details.clone() };
         let flight = self.out.send(now, op, self.backend_timeout);
         self.state = State::Entering { flight, token, lease };
         Ok(())
@@ -300,7 +310,7 @@ impl TaskLockMachine {
             State::Exiting { .. } | State::Abandoning { .. } => return Err(self.busy("exit")),
         };
         let lease = self.lease;
-        let op = StoreOp::LockAcquire { key: self.key.clone(), token: run.token.clone(), lease };
+        let op = StoreOp::LockAcquire { key: self.key.clone(), token: run.token.clone(), lease, details: None };
         let flight = self.out.send(now, op, self.backend_timeout);
         // Once applied, the lease ends `lease` after that: maybe sooner than before (set_config).
         let mut run = run;
@@ -326,7 +336,12 @@ impl TaskLockMachine {
             (StoreOp::LockRelease { key: self.key.clone(), token: run.token.clone() }, None)
         } else {
             let remaining = self.min_hold - elapsed;
-            let op = StoreOp::LockAcquire { key: self.key.clone(), token: run.token.clone(), lease: remaining };
+            let op = StoreOp::LockAcquire {
+                key: self.key.clone(),
+                token: run.token.clone(),
+                lease: remaining,
+                details: None,
+            };
             (op, Some(run.acquired_at + self.min_hold))
         };
         let flight = self.out.send(now, op, self.backend_timeout);

@@ -4,6 +4,7 @@
 //! back as `Result<StoreReply, BackendError>`. The memory backend, the simulator and the backend
 //! conformance suite answer with [`StoreModel::apply`], the reference semantics of spec §5.
 
+mod details;
 mod model;
 mod queue;
 mod revoke;
@@ -13,6 +14,7 @@ mod sem;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use details::{GrantDetails, HolderDetails, MAX_DETAILS_BYTES, MAX_PURPOSE_BYTES, check_purpose};
 pub use model::{LockLease, StoreKey, StoreModel};
 pub use queue::{Grant, Waiter};
 pub use revoke::{MAX_REASON_BYTES, REVOKED_PREFIX, Revocation, RevokeReason};
@@ -35,6 +37,8 @@ pub enum StoreOp {
         token: Token,
         /// How long the lease lasts from when the store applies it.
         lease: Duration,
+        /// Who holds, kept beside a new grant ([`HolderDetails`]); a renewal ignores them.
+        details: Option<HolderDetails>,
     },
     /// A queued acquire ([`StoreModel::lock_acquire_queued`]): takes or renews like
     /// [`StoreOp::LockAcquire`] unless a live waiter of another token is ahead; else keeps
@@ -50,6 +54,8 @@ pub enum StoreOp {
         lease: Duration,
         /// How long the place in the queue lasts from when the store applies the attempt.
         wait: Duration,
+        /// Who holds, kept beside a new grant, and with the place while it waits.
+        details: Option<HolderDetails>,
     },
     /// `LockBackend.release`: answers [`StoreReply::Flag`] (true iff `token` held a live lease).
     LockRelease {

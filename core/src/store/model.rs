@@ -61,6 +61,8 @@ pub(super) struct LockEntry {
     pub(super) lease: Option<LockLease>,
     /// Waiters of queued acquires, oldest first ([`super::queue`]).
     pub(super) queue: VecDeque<Waiter>,
+    /// The details of the last grant whose holder gave any ([`super::details`]).
+    pub(super) details: Option<super::GrantDetails>,
 }
 
 #[derive(Clone, Debug)]
@@ -123,14 +125,17 @@ impl StoreModel {
     pub fn apply(&mut self, op: &StoreOp, now: Timestamp) -> StoreReply {
         match op {
             // (an acquire refused by a revocation's placeholder is told so: StoreReply::Revoked)
-            StoreOp::LockAcquire { key, token, lease } => match self.lock_acquire(key, token, *lease, now) {
+            StoreOp::LockAcquire { key, token, lease, details } => match self.lock_acquire(key, token, *lease, now) {
                 None => self.lock_revoked(key, now).unwrap_or(StoreReply::Fence(None)),
-                granted => StoreReply::Fence(granted),
+                Some(fence) => {
+                    self.note_details(key, fence, details.as_ref(), now);
+                    StoreReply::Fence(Some(fence))
+                }
             },
             // The model pushes nothing: a grant it hands over reaches its waiter at the waiter's
             // next attempt (which renews it).
-            StoreOp::LockAcquireQueued { key, token, lease, wait } => {
-                match self.lock_acquire_queued(key, token, (*lease, *wait), 0, now).0 {
+            StoreOp::LockAcquireQueued { key, token, lease, wait, details } => {
+                match self.lock_acquire_queued(key, token, (*lease, *wait), (0, details.as_ref()), now).0 {
                     None => self.lock_revoked(key, now).unwrap_or(StoreReply::Fence(None)),
                     granted => StoreReply::Fence(granted),
                 }
@@ -180,7 +185,10 @@ impl StoreModel {
         let expires_at = now + lease;
         let Some(entry) = self.locks.get_mut(key.text()) else {
             let lease = Some(LockLease { token: token.clone(), expires_at });
-            self.locks.insert(key.shared(), LockEntry { fence: FencingToken::FIRST, lease, queue: VecDeque::new() });
+            self.locks.insert(
+                key.shared(),
+                LockEntry { fence: FencingToken::FIRST, lease, queue: VecDeque::new(), details: None },
+            );
             return Some(FencingToken::FIRST);
         };
         match &mut entry.lease {
@@ -234,6 +242,11 @@ impl StoreModel {
     pub fn lock_lease(&self, key: &(impl StoreKey + ?Sized), now: Timestamp) -> Option<&LockLease> {
         let entry = self.locks.get(key.text())?;
         entry.lease.as_ref().filter(|lease| lease.expires_at >= now)
+    }
+
+    /// The calendar time of `t` by this store's clock.
+    pub fn wall_time(&self, t: Timestamp) -> WallTime {
+        self.wall_at_zero.saturating_add(Duration::from_nanos(t.as_nanos()))
     }
 
     /// The last fencing token issued for `key`.

@@ -22,8 +22,8 @@
 
 use std::time::Duration;
 
-use super::StoreKey;
 use super::model::{LockEntry, LockLease, StoreModel};
+use super::{GrantDetails, HolderDetails, StoreKey};
 use crate::ids::{FencingToken, Token};
 use crate::time::Timestamp;
 
@@ -38,6 +38,8 @@ pub struct Waiter {
     pub expires_at: Timestamp,
     /// Where a grant is pushed (the waiter's process), opaque to the store.
     pub route: u64,
+    /// Who waits: kept beside the grant if the lock is handed over ([`super::details`]).
+    pub details: Option<HolderDetails>,
 }
 
 /// The lock handed to the head of its queue: the store holds it for `token` until `expires_at`;
@@ -64,30 +66,32 @@ impl StoreModel {
         key: &(impl StoreKey + ?Sized),
         token: &Token,
         (lease, wait): (Duration, Duration),
-        route: u64,
+        (route, details): (u64, Option<&HolderDetails>),
         now: Timestamp,
     ) -> (Option<FencingToken>, Option<Grant>) {
         let lapsed_kept = bug!(self, HAND_OVER_LAPSED);
         let Some(entry) = self.locks.get_mut(key.text()) else {
-            return (self.lock_acquire(key, token, lease, now), None);
+            let fence = self.lock_acquire(key, token, lease, now);
+            fence.inspect(|fence| self.note_details(key, *fence, details, now));
+            return (fence, None);
         };
         entry.queue.retain(|w| w.expires_at >= now || lapsed_kept);
         let held = entry.lease.as_ref().filter(|held| held.expires_at >= now).map(|held| held.token == *token);
         let grant = match held {
             Some(true) => {
                 entry.queue.retain(|w| w.token != *token);
-                return (Some(take(entry, token, lease, now)), None);
+                return (Some(take(entry, token, (lease, details), now)), None);
             }
             Some(false) => None,
             None => match entry.queue.front() {
                 Some(head) if head.token != *token => hand_over(entry, now),
                 _ => {
                     entry.queue.retain(|w| w.token != *token);
-                    return (Some(take(entry, token, lease, now)), None);
+                    return (Some(take(entry, token, (lease, details), now)), None);
                 }
             },
         };
-        let place = Waiter { token: token.clone(), lease, expires_at: now + wait, route };
+        let place = Waiter { token: token.clone(), lease, expires_at: now + wait, route, details: details.cloned() };
         match entry.queue.iter_mut().find(|w| w.token == *token) {
             Some(queued) => *queued = place,
             None => entry.queue.push_back(place),
@@ -126,14 +130,21 @@ impl StoreModel {
     }
 }
 
-/// Gives the free lock to `token` for `lease` (a new fencing token), or renews it if `token`
-/// holds it.
-fn take(entry: &mut LockEntry, token: &Token, lease: Duration, now: Timestamp) -> FencingToken {
+/// Gives the free lock to `token` for `lease` (a new fencing token, with the holder's
+/// `details`), or renews it if `token` holds it.
+fn take(
+    entry: &mut LockEntry,
+    token: &Token,
+    (lease, details): (Duration, Option<&HolderDetails>),
+    now: Timestamp,
+) -> FencingToken {
     match &mut entry.lease {
         Some(held) if held.expires_at >= now && held.token == *token => held.expires_at = now + lease,
         vacant => {
             entry.fence = entry.fence.next();
             *vacant = Some(LockLease { token: token.clone(), expires_at: now + lease });
+            entry.details =
+                details.map(|details| GrantDetails { fence: entry.fence, granted_at: now, details: details.clone() });
         }
     }
     entry.fence
@@ -142,6 +153,6 @@ fn take(entry: &mut LockEntry, token: &Token, lease: Duration, now: Timestamp) -
 /// Hands the free lock to the head of the (pruned) queue, if anyone waits.
 fn hand_over(entry: &mut LockEntry, now: Timestamp) -> Option<Grant> {
     let head = entry.queue.pop_front()?;
-    let fence = take(entry, &head.token, head.lease, now);
+    let fence = take(entry, &head.token, (head.lease, head.details.as_ref()), now);
     Some(Grant { token: head.token, fence, expires_at: now + head.lease, route: head.route })
 }

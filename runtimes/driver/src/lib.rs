@@ -16,6 +16,7 @@ pub mod binding;
 mod blocking;
 mod builder;
 mod coordination;
+mod details;
 mod drive;
 mod election;
 mod env;
@@ -39,6 +40,7 @@ pub use backend::{
 };
 pub use blocking::{BlockingLock, BlockingLockGuard, BlockingLockHolder, BlockingTaskLock, BlockingTaskLockGuard};
 pub use coordination::{Coordination, Provider, Registry};
+pub use details::{HolderInfo, LockInfo};
 pub use election::{LeaderElection, LeaderElectionBuilder, LeaderGuard, LeaderHealth};
 pub use env::process_env;
 pub use keep_alive::{KeepAlive, KeepAliveEnd, Keepable};

@@ -37,12 +37,14 @@ struct TaskShared<R> {
     config: Mutex<TaskLockConfig>,
     backend: Arc<dyn LockBackend>,
     runtime: R,
+    /// Who runs the task, sent with enters.
+    details: crate::details::Details,
 }
 
 impl<R: Runtime> TaskLock<R> {
     /// Starts building the task lock `name` (settings from `GREL_TASKLOCK_*` when unset).
     pub fn builder(name: &str, runtime: R) -> TaskLockBuilder<R> {
-        TaskLockBuilder { common: Common::new(name, runtime), config: TaskLockConfig::builder() }
+        TaskLockBuilder { common: Common::new(name, runtime), config: TaskLockConfig::builder(), purpose: None }
     }
 
     /// The task lock `name` with exactly `config`, on `backend`.
@@ -59,7 +61,8 @@ impl<R: Runtime> TaskLock<R> {
         let key = Key::new(KeyKind::TaskLock, name);
         let cell = Arc::new(Cell::new(TaskLockMachine::new(key.clone(), &config)));
         let name = key.name();
-        Self { shared: Arc::new(TaskShared { key, name, cell, config: Mutex::new(config), backend, runtime }) }
+        let (config, details) = (Mutex::new(config), crate::details::Details::default());
+        Self { shared: Arc::new(TaskShared { key, name, cell, config, backend, runtime, details }) }
     }
 
     /// The task lock name.
@@ -98,7 +101,12 @@ impl<R: Runtime> TaskLock<R> {
     pub(crate) async fn enter_as(&self, kind: HolderKind) -> Result<TaskLockGuard<R>, Error> {
         let config = self.config();
         let token = task_lock_token(config.worker(), kind);
-        match self.command(|m, now| m.enter(now, token), &config, "enter").await? {
+        let details = self.shared.details.get();
+        let enter = |m: &mut TaskLockMachine, now| {
+            m.set_details(details);
+            m.enter(now, token)
+        };
+        match self.command(enter, &config, "enter").await? {
             TaskLockEvent::Entered { fence, .. } => Ok(TaskLockGuard { lock: self.clone(), fence, done: false }),
             _ => Err(stopped(self.name(), "enter")),
         }
@@ -123,6 +131,18 @@ impl<R: Runtime> TaskLock<R> {
         let config = self.config();
         let (query, request) = tenure_core::Query::locked(&self.shared.key, self.now(), config.backend_timeout());
         crate::lock::ask(&self.shared.runtime, &self.exec(), query, request).await
+    }
+
+    /// Who runs the task now, for people ([`crate::Lock::state`]).
+    pub async fn state(&self) -> Result<crate::LockInfo, Error> {
+        let (shared, timeout) = (&self.shared, self.config().backend_timeout());
+        crate::details::lock_info(&shared.runtime, &*shared.backend, &shared.key, timeout).await
+    }
+
+    /// Says what the task is ("nightly export"): shown with each run's host, pid and program by
+    /// `tenure locks`, from the next enter on. 1 to 256 bytes, no control characters.
+    pub fn set_purpose(&self, purpose: Option<&str>) -> Result<(), Error> {
+        self.shared.details.set_purpose(purpose)
     }
 
     /// Whether the current run may still count on its lease.
@@ -370,6 +390,7 @@ impl<R: Runtime> std::fmt::Debug for TaskLockGuard<R> {
 pub struct TaskLockBuilder<R: Runtime> {
     common: Common<dyn LockBackend, R>,
     config: TaskLockConfigBuilder,
+    purpose: Option<String>,
 }
 
 impl<R: Runtime> TaskLockBuilder<R> {
@@ -386,10 +407,18 @@ impl<R: Runtime> TaskLockBuilder<R> {
         backend_timeout: Duration,
     }
 
+    /// What the task is, shown with its run's holder ([`TaskLock::set_purpose`]).
+    pub fn purpose(mut self, purpose: &str) -> Self {
+        self.purpose = Some(purpose.to_owned());
+        self
+    }
+
     /// Validates and builds.
     pub fn build(self) -> Result<TaskLock<R>, Error> {
         let built = self.common.build("TaskLock", self.config)?;
-        Ok(TaskLock::assemble(&built.name, built.config, built.backend, built.runtime))
+        let lock = TaskLock::assemble(&built.name, built.config, built.backend, built.runtime);
+        lock.set_purpose(self.purpose.as_deref())?;
+        Ok(lock)
     }
 }
 

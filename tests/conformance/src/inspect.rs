@@ -5,6 +5,7 @@ use std::time::Duration;
 use tenure::backend::{LeaderElectionBackend, LockBackend, ReadWriteLockBackend, SemaphoreBackend};
 use tenure::backend::{LeaderElectionCalls, LockCalls, ReadWriteCalls, SemaphoreCalls};
 use tenure::{Inspect, Metadata, Side};
+use tenure_core::{HolderDetails, Key, StoreOp, StoreReply, Token};
 
 /// A held lock, a released task lock (its fence kept) and a leader are listed, each with what
 /// it is; asking for names lists only those the store knows.
@@ -84,4 +85,79 @@ where
     let all = store.shared_states(Vec::new()).await.expect("all");
     let keys: Vec<_> = all.iter().map(|s| (s.key.as_str(), s.holders.len())).collect();
     assert_eq!(keys, [("rwlock:doc", 2), ("rwlock:x:r", 1), ("semaphore:db:w", 1), ("semaphore:pool", 2)]);
+}
+
+/// Holder details (`tenure_core::store::details`): kept beside a new grant with when it was
+/// made, unchanged by a renewal, never shown for a lease whose holder gave none (a grelmicro
+/// process), and written again by the next holder that gives some.
+pub async fn holder_details_are_kept_beside_each_grant<B>(store: &B)
+where
+    B: Inspect + LockBackend,
+{
+    let lease = Duration::from_secs(30);
+    let details = |purpose: &str| {
+        let text = format!(r#"{{"host":"h1","pid":41,"program":"python3 worker.py","purpose":"{purpose}"}}"#);
+        Some(HolderDetails::new(&text).expect("details"))
+    };
+    let acquire = |name: &str, token: &str, details: Option<HolderDetails>| {
+        let (key, token) = (Key::parse(name).expect("key"), Token::new(token).expect("token"));
+        store.execute(StoreOp::LockAcquire { key, token, lease, details })
+    };
+    let shown = |name: &'static str| async move {
+        let states = store.lock_states(vec![name.to_owned()]).await.expect("states");
+        states.into_iter().next().and_then(|s| s.details)
+    };
+    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock");
+    let before = i64::try_from(since_epoch.as_micros()).expect("micros");
+    for name in ["lock:d", "tasklock:d"] {
+        let fence = acquire(name, "w1:task:0.1", details("nightly export")).await.expect("grant");
+        assert!(matches!(fence, StoreReply::Fence(Some(_))), "{name}: {fence:?}");
+        let first = shown(name).await.unwrap_or_else(|| panic!("{name}: details kept with the grant"));
+        assert_eq!(
+            (first.host.as_str(), first.pid, first.program.as_str(), first.purpose.as_deref()),
+            ("h1", 41, "python3 worker.py", Some("nightly export")),
+            "{name}"
+        );
+        // (a store's clock may differ from this process's: within a minute of it)
+        let at = first.acquired_at.as_unix_micros();
+        assert!((at - before).abs() < 60_000_000, "{name}: acquired at {at}, test started at {before}");
+        acquire(name, "w1:task:0.1", details("a renewal")).await.expect("renewal");
+        assert_eq!(shown(name).await.as_ref(), Some(&first), "{name}: a renewal keeps the grant's details");
+        assert!(LockCalls::release(store, name, "w1:task:0.1").await.expect("release"));
+        assert_eq!(shown(name).await, None, "{name}: no details without a live lease");
+        acquire(name, "g:task:0.2", None).await.expect("a holder giving none");
+        assert_eq!(shown(name).await, None, "{name}: a holder that gave none shows none");
+        assert!(LockCalls::release(store, name, "g:task:0.2").await.expect("release"));
+        acquire(name, "w3:task:0.3", details("next")).await.expect("next");
+        let next = shown(name).await.expect("the next holder's details");
+        assert_eq!(next.purpose.as_deref(), Some("next"), "{name}");
+        assert!(LockCalls::release(store, name, "w3:task:0.3").await.expect("release"));
+    }
+}
+
+/// A waiter's details wait with its place: a store that hands the lock over from its queue
+/// keeps them beside the grant (one without a queue grants the waiter's next attempt).
+pub async fn holder_details_follow_a_hand_off<B>(store: &B)
+where
+    B: Inspect + LockBackend,
+{
+    let (lease, wait) = (Duration::from_secs(30), Duration::from_secs(30));
+    let queued = |token: &str, purpose: &str| {
+        let text = format!(r#"{{"host":"h","pid":7,"program":"node server.mjs","purpose":"{purpose}"}}"#);
+        let details = Some(HolderDetails::new(&text).expect("details"));
+        let (key, token) = (Key::parse("lock:line").expect("key"), Token::new(token).expect("token"));
+        store.execute(StoreOp::LockAcquireQueued { key, token, lease, wait, details })
+    };
+    assert!(matches!(queued("w1:task:0.1", "first").await.expect("w1"), StoreReply::Fence(Some(_))));
+    assert_eq!(queued("w2:task:0.2", "second").await.expect("w2 waits"), StoreReply::Fence(None));
+    assert!(LockCalls::release(store, "lock:line", "w1:task:0.1").await.expect("release"));
+    // (a store may list a free name, or not at all)
+    let handed = store.lock_states(vec!["lock:line".into()]).await.expect("states").into_iter().next();
+    if handed.and_then(|s| s.holder).is_none() {
+        queued("w2:task:0.2", "second").await.expect("w2 takes it");
+    }
+    let state = store.lock_states(vec!["lock:line".into()]).await.expect("states").remove(0);
+    assert_eq!(state.holder.as_deref(), Some("w2:task:0.2"));
+    assert_eq!(state.details.and_then(|d| d.purpose).as_deref(), Some("second"), "the waiter's details");
+    assert!(LockCalls::release(store, "lock:line", "w2:task:0.2").await.expect("release"));
 }

@@ -62,6 +62,13 @@ mod system_clock {
 }
 
 #[tokio::test]
+async fn holder_details_are_kept_beside_each_grant() {
+    let store = SqliteOptions::new(fresh_path()).open().await.expect("open");
+    tenure_conformance::inspect::holder_details_are_kept_beside_each_grant(&store).await;
+    tenure_conformance::inspect::holder_details_follow_a_hand_off(&store).await;
+}
+
+#[tokio::test]
 async fn inspection_lists_read_write_locks_and_semaphores() {
     let store = SqliteOptions::new(fresh_path()).open().await.expect("open");
     tenure_conformance::inspect::inspection_lists_read_write_locks_and_semaphores(&store).await;

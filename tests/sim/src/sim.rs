@@ -776,8 +776,9 @@ impl Sim {
             _ => Vec::new(),
         };
         let (reply, grant) = match op {
-            StoreOp::LockAcquireQueued { key, token, lease, wait } => {
-                let (fence, grant) = self.store.lock_acquire_queued(key, token, (*lease, *wait), w as u64, now);
+            StoreOp::LockAcquireQueued { key, token, lease, wait, details } => {
+                let place = (w as u64, details.as_ref());
+                let (fence, grant) = self.store.lock_acquire_queued(key, token, (*lease, *wait), place, now);
                 (StoreReply::Fence(fence), grant)
             }
             // Where holders queue, a release hands the lock to the queue's head.

@@ -12,6 +12,7 @@ pub mod blocking;
 pub mod config;
 pub mod coordination;
 pub mod election;
+pub mod holder;
 pub mod keep_alive;
 pub mod lock;
 pub mod rw;
@@ -29,6 +30,8 @@ macro_rules! suite {
     ($runtime:expr, $block_on:expr) => {
         $crate::suite!(@tests $runtime, $block_on;
             lock::lock_key_is_prefixed_and_the_raw_name_stays_free,
+            holder::lock_state_names_the_holder_and_its_purpose,
+            holder::task_lock_state_names_the_run,
             lock::lock_acquire_release_and_handle,
             lock::lock_owned_only_for_the_holder,
             lock::lock_nowait_would_block_when_held,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use tenure::backend::{holder_worker, refused};
-use tenure_core::{BackendError, Revocation, RevokeReason, StoreReply};
+use tenure_core::{BackendError, HolderDetails, Revocation, RevokeReason, StoreReply};
 
 use super::{Db, error, fence_of};
 use crate::time;
@@ -49,6 +49,7 @@ impl Db {
         name: &str,
         token: &str,
         lease: Duration,
+        details: Option<&HolderDetails>,
     ) -> Result<StoreReply, BackendError> {
         self.immediate("lock acquire", |conn, sql, now| {
             let expire = time::to_text(super::expire_after(now, lease));
@@ -58,7 +59,10 @@ impl Db {
                 .and_then(|mut s| s.query_row(params![name, token, expire, now], |r| r.get(0)).optional())
                 .map_err(|e| error("lock acquire", e))?;
             match fence {
-                Some(f) => Ok(StoreReply::Fence(Some(fence_of(name, f)?))),
+                Some(f) => {
+                    super::details::keep(conn, &sql.details, (name, f), &now, details)?;
+                    Ok(StoreReply::Fence(Some(fence_of(name, f)?)))
+                }
                 // (refused: read only then, whether a placeholder refused it)
                 None => Ok(refused(live(conn, &sql.revoke, name, &now)?.map(|(t, ..)| t).as_deref())),
             }

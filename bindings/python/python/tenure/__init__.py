@@ -6,6 +6,7 @@ import atexit
 
 from tenure import _tenure
 from tenure._lock import Lock, LockHandle
+from tenure._state import HolderInfo, LockState
 from tenure._config import LeaderElectionConfig, LockConfig, ReadWriteLockConfig, TaskLockConfig
 from tenure._coordination import Coordination
 from tenure._election import LeaderElection, LeaderHealth
@@ -96,6 +97,8 @@ __all__ = [
     "LockConfig",
     "LockExtendError",
     "LockHandle",
+    "LockState",
+    "HolderInfo",
     "LockLockedCheckError",
     "LockLostError",
     "LockNotOwnedError",

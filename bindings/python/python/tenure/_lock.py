@@ -11,6 +11,7 @@ from tenure import _tenure
 from tenure._durations import Seconds, positive, seconds
 from tenure._config import LockConfig
 from tenure._primitive import Primitive
+from tenure._state import LockState, lock_state
 from tenure._adapters import MemoryLockAdapter
 from tenure._user_backend import LockBackend
 from tenure._thread import ThreadLockAdapter
@@ -53,6 +54,7 @@ class Lock(Primitive):
         backend_timeout: Optional[Seconds] = None,
         env_prefix: Optional[str] = None,
         env_load: Optional[bool] = None,
+        purpose: Optional[str] = None,
     ) -> None:
         super().__init__(
             name,
@@ -64,6 +66,7 @@ class Lock(Primitive):
             retry_interval=retry_interval,
             retry_jitter=retry_jitter,
             backend_timeout=backend_timeout,
+            purpose=purpose,
         )
         self._holders: weakref.WeakKeyDictionary[Any, _tenure.Holder] = weakref.WeakKeyDictionary()
 
@@ -111,6 +114,12 @@ class Lock(Primitive):
     async def locked(self) -> bool:
         """Whether anyone holds the lock."""
         return bool(await self._built().locked())
+
+    async def state(self) -> LockState:
+        """Who holds the lock now: worker, fencing token, lease end and what the holder told the
+        store (host, pid, program, `purpose`, since when) — never its token. `LockLockedCheckError`
+        if the store fails or cannot tell (a user-written backend). A Tenure extension."""
+        return lock_state(await self._built().state())
 
     async def owned(self) -> bool:
         """Whether this task holds a live lease."""

@@ -80,7 +80,8 @@ class Semaphore(Lock):
         ones (asyncio's `Semaphore.locked`)."""
         return bool(await self._built().locked())
 
-    async def state(self) -> SemaphoreState:
+    # (a semaphore's state is its count and leases, not a lock's one holder)
+    async def state(self) -> SemaphoreState:  # type: ignore[override]
         """The stored count, the holders, the waiters and the last fencing token."""
         return SemaphoreState(*await self._built().state())
 

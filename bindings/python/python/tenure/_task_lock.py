@@ -11,6 +11,7 @@ from tenure import _tenure
 from tenure._durations import Seconds, positive
 from tenure._config import TaskLockConfig
 from tenure._primitive import Primitive
+from tenure._state import LockState, lock_state
 from tenure._user_backend import LockBackend
 from tenure._thread import ThreadTaskLockAdapter
 from tenure.errors import LockAcquireError, LockNotOwnedError, LockReleaseError, SettingsValidationError
@@ -36,6 +37,7 @@ class TaskLock(Primitive):
         backend_timeout: Optional[Seconds] = None,
         env_prefix: Optional[str] = None,
         env_load: Optional[bool] = None,
+        purpose: Optional[str] = None,
     ) -> None:
         super().__init__(
             name,
@@ -46,8 +48,13 @@ class TaskLock(Primitive):
             min_hold_duration=min_hold_duration,
             lease_duration=lease_duration,
             backend_timeout=backend_timeout,
+            purpose=purpose,
         )
         self._guard: Optional[_tenure.TaskGuard] = None
+
+    async def state(self) -> LockState:
+        """Who runs the task now (see `Lock.state`). A Tenure extension."""
+        return lock_state(await self._built().state())
 
     @property
     def fencing_token(self) -> Optional[int]:

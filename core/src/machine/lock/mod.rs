@@ -15,7 +15,7 @@ use crate::config::LockConfig;
 use crate::error::{BackendError, BackendErrorKind, Error};
 use crate::ids::{FencingToken, Key, LockHandle, OpId, Token};
 use crate::rng::SplitMix64;
-use crate::store::{StoreOp, StoreReply};
+use crate::store::{HolderDetails, StoreOp, StoreReply};
 use crate::time::Timestamp;
 
 /// What a [`LockMachine`] tells its driver.
@@ -258,6 +258,8 @@ pub struct LockMachine {
     maybe_reading: bool,
     /// The last lease lost, and why: the first cause told for its fence ([`LockEvent::Lost`]).
     loss: Option<(FencingToken, LossReason)>,
+    /// Who holds, sent with every acquire ([`LockMachine::set_details`]).
+    details: Option<HolderDetails>,
 
     jitter: SplitMix64,
     out: Outbox<LockEvent, LockOp>,
@@ -301,6 +303,7 @@ impl LockMachine {
             then: None,
             maybe_reading: false,
             loss: None,
+            details: None,
             jitter: SplitMix64::from_rng(rng),
             out: Outbox::new(),
             #[cfg(feature = "bug-injection")]
@@ -717,6 +720,12 @@ impl LockMachine {
         }
     }
 
+    /// Sends `details` (who holds: host, pid, program, purpose) with every acquire of a lock (not
+    /// with an extend), for the store to keep beside a new grant ([`crate::store::HolderDetails`]).
+    pub fn set_details(&mut self, details: Option<HolderDetails>) {
+        self.details = details;
+    }
+
     /// Uses `config`'s durations for the commands that start from now on; a command in flight
     /// keeps the lease it started with.
     pub fn set_config(&mut self, config: &LockConfig) {
@@ -732,6 +741,8 @@ impl LockMachine {
     #[must_use]
     pub fn poll_effect(&mut self) -> Option<crate::store::StoreRequest> {
         let (key, token, access) = (self.key.clone(), self.token.clone(), self.access);
+        // (an extend renews: the store keeps the details given with the grant)
+        let details = if matches!(self.state, State::Extending { .. }) { None } else { self.details.clone() };
         self.out.poll_effect_with(|op| {
             // (A read-write lock's sides never queue: `set_queued` is ignored for them.)
             let op = match (access, op) {
@@ -740,10 +751,10 @@ impl LockMachine {
             };
             match (access, op) {
                 (Access::Exclusive, LockOp::Acquire(lease) | LockOp::Attempt(lease)) => {
-                    StoreOp::LockAcquire { key, token, lease }
+                    StoreOp::LockAcquire { key, token, lease, details }
                 }
                 (Access::Exclusive, LockOp::Queue(lease, wait)) => {
-                    StoreOp::LockAcquireQueued { key, token, lease, wait }
+                    StoreOp::LockAcquireQueued { key, token, lease, wait, details }
                 }
                 (Access::Exclusive, _) => StoreOp::LockRelease { key, token },
                 (Access::Read, LockOp::Acquire(lease) | LockOp::Attempt(lease)) => {

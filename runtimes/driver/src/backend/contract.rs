@@ -12,11 +12,11 @@ use std::future::Future;
 use std::time::Duration;
 
 use tenure_core::{
-    BackendError, BackendErrorKind, Error, FencingToken, Key, LeaderRecord, Metadata, Revocation, RevokeReason,
-    StoreOp, StoreReply, Token,
+    BackendError, BackendErrorKind, Error, FencingToken, HolderDetails, Key, LeaderRecord, Metadata, Revocation,
+    RevokeReason, StoreOp, StoreReply, Token,
 };
 
-use super::{BackendFuture, ReadWriteLockBackend, SemaphoreBackend, Wakeup};
+use super::{BackendFuture, Inspect, LockState, ReadWriteLockBackend, SemaphoreBackend, Wakeup};
 
 /// Locks with fencing tokens (spec §5.1), as the driver uses them (`Lock`, `TaskLock`).
 pub trait LockBackend: Send + Sync + 'static {
@@ -54,6 +54,14 @@ pub trait LockBackend: Send + Sync + 'static {
     /// once).
     fn take_grant(&self, name: &str, token: &str) -> Option<FencingToken> {
         let _ = (name, token);
+        None
+    }
+
+    /// The state of the lock key `key` (`lock:cart`, `tasklock:nightly`) for people
+    /// (`Lock::state`): its fence, holder, expiry and holder details; `None` if the store cannot
+    /// tell (the default). A store that lists its holders answers with [`state_of`].
+    fn lock_state(&self, key: &str) -> Option<BackendFuture<'static, Option<LockState>>> {
+        let _ = key;
         None
     }
 
@@ -133,26 +141,31 @@ pub trait LockOperations: Clone + Send + Sync + 'static {
     }
 
     /// `acquire`, answered as [`StoreReply::Fence`], or as [`StoreReply::Revoked`] when a
-    /// revocation's placeholder refuses it ([`refused`] tells which). The default, for a store that
-    /// cannot revoke: `acquire`.
+    /// revocation's placeholder refuses it ([`refused`] tells which); a new grant keeps the
+    /// holder's `details` beside it ([`HolderDetails`]). The default, for a store that can neither
+    /// revoke nor keep details: `acquire`.
     fn acquire_answer(
         &self,
         name: &str,
         token: &str,
         lease: Duration,
+        details: Option<&HolderDetails>,
     ) -> impl Future<Output = Result<StoreReply, BackendError>> + Send {
+        let _ = details;
         async move { self.acquire(name, token, lease).await.map(StoreReply::Fence) }
     }
 
-    /// `acquire_queued`, answered as [`LockOperations::acquire_answer`] is. The default:
+    /// `acquire_queued`, answered as [`LockOperations::acquire_answer`] is; a waiter's `details`
+    /// are kept with its place, and beside the grant if the lock is handed to it. The default:
     /// `acquire_queued`.
     fn acquire_queued_answer(
         &self,
         name: &str,
         token: &str,
-        lease: Duration,
-        wait: Duration,
+        (lease, wait): (Duration, Duration),
+        details: Option<&HolderDetails>,
     ) -> impl Future<Output = Result<StoreReply, BackendError>> + Send {
+        let _ = details;
         async move { self.acquire_queued(name, token, lease, wait).await.map(StoreReply::Fence) }
     }
 
@@ -182,6 +195,12 @@ pub trait LockOperations: Clone + Send + Sync + 'static {
         None
     }
 
+    /// See [`LockBackend::lock_state`].
+    fn lock_state(&self, key: &str) -> Option<BackendFuture<'static, Option<LockState>>> {
+        let _ = key;
+        None
+    }
+
     /// See [`LockBackend::read_write`].
     fn read_write(&self) -> Option<std::sync::Arc<dyn ReadWriteLockBackend>> {
         None
@@ -198,11 +217,11 @@ impl<T: LockOperations> LockBackend for T {
         let store = self.clone();
         Box::pin(async move {
             match op {
-                StoreOp::LockAcquire { key, token, lease } => {
-                    store.acquire_answer(key.as_str(), token.as_str(), lease).await
+                StoreOp::LockAcquire { key, token, lease, details } => {
+                    store.acquire_answer(key.as_str(), token.as_str(), lease, details.as_ref()).await
                 }
-                StoreOp::LockAcquireQueued { key, token, lease, wait } => {
-                    store.acquire_queued_answer(key.as_str(), token.as_str(), lease, wait).await
+                StoreOp::LockAcquireQueued { key, token, lease, wait, details } => {
+                    store.acquire_queued_answer(key.as_str(), token.as_str(), (lease, wait), details.as_ref()).await
                 }
                 StoreOp::LockRevoke { key, reason } => {
                     store.revoke(key.as_str(), &reason).await.map(StoreReply::Revocation)
@@ -229,6 +248,9 @@ impl<T: LockOperations> LockBackend for T {
 
     fn take_grant(&self, name: &str, token: &str) -> Option<FencingToken> {
         LockOperations::take_grant(self, name, token)
+    }
+    fn lock_state(&self, key: &str) -> Option<BackendFuture<'static, Option<LockState>>> {
+        LockOperations::lock_state(self, key)
     }
     fn read_write(&self) -> Option<std::sync::Arc<dyn ReadWriteLockBackend>> {
         LockOperations::read_write(self)
@@ -311,7 +333,8 @@ pub trait LockCalls {
 
 impl<B: LockBackend + ?Sized> LockCalls for B {
     fn acquire(&self, name: &str, token: &str, lease: Duration) -> BackendFuture<'static, Option<FencingToken>> {
-        let op = Key::parse(name).and_then(|key| Ok(StoreOp::LockAcquire { key, token: Token::new(token)?, lease }));
+        let op = Key::parse(name)
+            .and_then(|key| Ok(StoreOp::LockAcquire { key, token: Token::new(token)?, lease, details: None }));
         call(|op| self.execute(op), op, fence)
     }
 
@@ -322,8 +345,9 @@ impl<B: LockBackend + ?Sized> LockCalls for B {
         lease: Duration,
         wait: Duration,
     ) -> BackendFuture<'static, Option<FencingToken>> {
-        let op = Key::parse(name)
-            .and_then(|key| Ok(StoreOp::LockAcquireQueued { key, token: Token::new(token)?, lease, wait }));
+        let op = Key::parse(name).and_then(|key| {
+            Ok(StoreOp::LockAcquireQueued { key, token: Token::new(token)?, lease, wait, details: None })
+        });
         call(|op| self.execute(op), op, fence)
     }
 
@@ -465,4 +489,10 @@ fn op_name(op: &StoreOp) -> &'static str {
         StoreOp::RwOwnedWrite { .. } => "a write owned check",
         _ => "an unknown operation",
     }
+}
+
+/// [`LockBackend::lock_state`] of a store that lists its holders ([`Inspect`]).
+pub fn state_of<I: Inspect + Clone>(store: &I, key: &str) -> Option<BackendFuture<'static, Option<LockState>>> {
+    let (store, key) = (store.clone(), key.to_owned());
+    Some(Box::pin(async move { Ok(store.lock_states(vec![key]).await?.into_iter().next()) }))
 }

@@ -5,6 +5,7 @@
 use tenure_core::{FencingToken, LeaderRecord, WallTime};
 
 use super::BackendFuture;
+pub use crate::details::HolderInfo;
 
 /// A lock name as a store holds it, for people and tools (`tenure status`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,6 +19,9 @@ pub struct LockState {
     pub holder: Option<String>,
     /// When the live lease ends, by the store's clock.
     pub expires_at: Option<WallTime>,
+    /// Who holds the live lease, as its holder told the store ([`HolderInfo`]); `None` when no
+    /// lease is live or its holder told nothing (a grelmicro process).
+    pub details: Option<HolderInfo>,
 }
 
 /// A live leader record.

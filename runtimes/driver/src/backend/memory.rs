@@ -7,8 +7,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tenure_core::{BackendError, FencingToken, StoreModel, StoreOp, StoreReply, Timestamp, WallTime};
 
 use super::{
-    BackendFuture, LeaderElectionBackend, LockBackend, ReadWriteLockBackend, ReleaseSignals, ScheduleBackend,
-    SemaphoreBackend, Wakeup,
+    BackendFuture, HolderInfo, LeaderElectionBackend, LockBackend, LockState, ReadWriteLockBackend, ReleaseSignals,
+    ScheduleBackend, SemaphoreBackend, Wakeup,
 };
 
 /// Locks, read-write locks, semaphores, leader elections and schedules for the tasks and threads
@@ -142,6 +142,24 @@ macro_rules! answered_at_once {
 }
 
 answered_at_once!(LockBackend {
+    fn lock_state(&self, key: &str) -> Option<BackendFuture<'static, Option<LockState>>> {
+        let (model, now) = (self.model(), self.now());
+        let state = model.last_fence(key).map(|fence| {
+            let lease = model.lock_lease(key, now);
+            let details = model.lock_details(key, now).and_then(|kept| {
+                HolderInfo::parse(kept.details.as_str(), model.wall_time(kept.granted_at))
+            });
+            LockState {
+                key: key.to_owned(),
+                fence: Some(fence),
+                holder: lease.map(|l| l.token.as_str().to_owned()),
+                expires_at: lease.map(|l| model.wall_time(l.expires_at)),
+                details,
+            }
+        });
+        Some(Box::pin(ready(Ok(state))))
+    }
+
     fn read_write(&self) -> Option<Arc<dyn ReadWriteLockBackend>> {
         Some(Arc::new(self.clone()))
     }

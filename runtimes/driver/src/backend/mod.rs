@@ -30,9 +30,9 @@ use event_listener::{Event, EventListener};
 
 pub use contract::{
     LeaderElectionBackend, LeaderElectionCalls, LeaderElectionOperations, LockBackend, LockCalls, LockOperations,
-    granted, refused,
+    granted, refused, state_of,
 };
-pub use inspect::{Holding, Inspect, LeaderState, LockState, SharedState, Side, holder_worker};
+pub use inspect::{HolderInfo, Holding, Inspect, LeaderState, LockState, SharedState, Side, holder_worker};
 pub use memory::MemoryBackend;
 pub use rw::{ReadWriteCalls, ReadWriteLockBackend, ReadWriteOperations};
 pub use sem::{SemaphoreBackend, SemaphoreCalls, SemaphoreOperations};

@@ -36,21 +36,30 @@ pub(super) use lock_config_setters;
 pub struct LockBuilder<R: Runtime> {
     common: Common<dyn LockBackend, R>,
     config: LockConfigBuilder,
+    purpose: Option<String>,
 }
 
 impl<R: Runtime> LockBuilder<R> {
     pub(crate) fn new(name: &str, runtime: R) -> Self {
-        Self { common: Common::new(name, runtime), config: LockConfig::builder() }
+        Self { common: Common::new(name, runtime), config: LockConfig::builder(), purpose: None }
     }
 
     common_setters!(LockBackend);
 
     lock_config_setters!();
 
+    /// What the lock is held for, shown with its holder ([`Lock::set_purpose`]).
+    pub fn purpose(mut self, purpose: &str) -> Self {
+        self.purpose = Some(purpose.to_owned());
+        self
+    }
+
     /// Validates the name and every setting and builds the lock.
     pub fn build(self) -> Result<Lock<R>, Error> {
         let built = self.common.build("Lock", self.config)?;
-        Ok(Lock::assemble(&built.name, built.config, built.backend, built.runtime))
+        let lock = Lock::assemble(&built.name, built.config, built.backend, built.runtime);
+        lock.set_purpose(self.purpose.as_deref())?;
+        Ok(lock)
     }
 }
 

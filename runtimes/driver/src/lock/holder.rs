@@ -34,13 +34,15 @@ impl<R: Runtime> LockHolder<R> {
         // The token is a capability (the OS's generator); the jitter is the runtime's to seed.
         let token = holder_token(config.worker(), kind, &mut rand::rng());
         let mut jitter = tenure_core::SplitMix64::new(lock.shared.runtime.jitter_seed());
-        let machine =
+        let mut machine =
             LockMachine::with_access(lock.shared.key.clone(), token, lock.shared.access, &config, &mut jitter);
+        machine.set_details(lock.shared.details.get());
         let cell = Arc::new(Cell::new(machine));
         Self { lock, cell, kind }
     }
 
     pub(crate) fn from_cell(lock: Lock<R>, cell: Arc<Cell<LockMachine>>) -> Self {
+        cell.lock().set_details(lock.shared.details.get());
         Self { lock, cell, kind: HolderKind::Task }
     }
 

@@ -103,6 +103,8 @@ pub(crate) struct LockShared<R> {
     /// store answering lower (a failover that lost its last grants) is refused as
     /// `FenceRegression` whichever holder asks.
     seen_fence: Mutex<Option<FencingToken>>,
+    /// Who holds, sent with acquires (a lock's; a side of a read-write lock sends none yet).
+    pub(crate) details: crate::details::Details,
 }
 
 /// How many idle holders a lock keeps.
@@ -185,7 +187,30 @@ impl<R: Runtime> Lock<R> {
         let name = key.name();
         let idle = Mutex::new(Vec::new());
         let seen_fence = Mutex::new(None);
-        Self { shared: Arc::new(LockShared { key, access, name, config, backend, runtime, idle, seen_fence }) }
+        let details = crate::details::Details::default();
+        Self { shared: Arc::new(LockShared { key, access, name, config, backend, runtime, idle, seen_fence, details }) }
+    }
+
+    /// Says what the lock is held for ("nightly export"): shown with the holder's host, pid and
+    /// program by `tenure locks` and [`Lock::holder`], from the next acquisition on. 1 to 256
+    /// bytes, no control characters; `None` says nothing.
+    pub fn set_purpose(&self, purpose: Option<&str>) -> Result<(), Error> {
+        self.shared.details.set_purpose(purpose)
+    }
+
+    /// The purpose given ([`Lock::set_purpose`]).
+    pub fn purpose(&self) -> Option<String> {
+        self.shared.details.purpose().map(|p| p.to_string())
+    }
+
+    /// Who holds the lock now, for people: the holder's worker, fencing token and lease end,
+    /// and what it told the store (host, pid, program, purpose, since when) — never its token.
+    /// [`Error::LockedCheck`] if the store fails, does not answer within `backend_timeout`, or
+    /// cannot tell (a user-written store). On a side of a read-write lock: not held (its state
+    /// is the read-write lock's).
+    pub async fn state(&self) -> Result<crate::LockInfo, Error> {
+        let shared = &self.shared;
+        crate::details::lock_info(&shared.runtime, &*shared.backend, &shared.key, self.backend_timeout()).await
     }
 
     /// The lock name.

@@ -308,7 +308,7 @@ pub async fn compare(h: &Harness, mix: Mix, seed: u64, ops: usize, coarser: u32)
                 let want = match queue {
                     Queue::None => model.lock_acquire(key, &token(t), lease, now),
                     Queue::Kept | Queue::HandedOver => {
-                        model.lock_acquire_queued(key, &token(t), (lease, wait), 0, now).0
+                        model.lock_acquire_queued(key, &token(t), (lease, wait), (0, None), now).0
                     }
                 };
                 if !fences.agree(key, got, want) {

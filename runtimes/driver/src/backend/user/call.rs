@@ -195,7 +195,7 @@ impl Call {
         };
         Some(match op {
             // A user's backend keeps no queue: a queued acquire is a plain one (the waiter polls).
-            StoreOp::LockAcquire { key, token, lease } | StoreOp::LockAcquireQueued { key, token, lease, .. } => {
+            StoreOp::LockAcquire { key, token, lease, .. } | StoreOp::LockAcquireQueued { key, token, lease, .. } => {
                 Call { lease: Some(*lease), ..call(Method::Acquire, key, Some(token)) }
             }
             StoreOp::LockRelease { key, token } => call(Method::Release, key, Some(token)),

@@ -85,6 +85,7 @@ fn acquire(name: &str, token: &str) -> StoreOp {
         key: Key::parse(name).expect("a key"),
         token: Token::new(token).expect("a token"),
         lease: Duration::from_secs(1),
+        details: None,
     }
 }
 

@@ -1,0 +1,58 @@
+"""`await lock.state()`: who holds a lock — worker, fencing token, lease end, and what the holder
+told the store (host, pid, program, `purpose=`, since when) — on every store; never the token."""
+
+import asyncio
+import os
+import socket
+from datetime import datetime, timezone
+
+import pytest
+
+from tenure import HolderInfo, Lock, LockState, SettingsValidationError, TaskLock
+
+
+def test_state_names_the_holder_its_process_and_its_purpose(store):
+    async def main():
+        async with store() as provider:
+            lock = Lock("export", backend=provider.lock(), worker="batch-1", purpose="nightly export")
+            watcher = Lock("export", backend=provider.lock())
+            free = await watcher.state()
+            assert free == LockState("export", False, None, None, None, None)
+            async with lock as handle:
+                state = await watcher.state()
+                assert (state.name, state.held, state.worker) == ("export", True, "batch-1")
+                assert state.fencing_token == handle.fencing_token
+                holder = state.holder
+                assert isinstance(holder, HolderInfo)
+                assert (holder.pid, holder.purpose) == (os.getpid(), "nightly export")
+                assert holder.host == socket.gethostname()
+                assert holder.program.startswith("python")
+                now = datetime.now(timezone.utc)
+                assert abs((now - holder.acquired_at).total_seconds()) < 60
+                assert state.expires_at > holder.acquired_at
+                assert handle.token not in repr(state)
+            after = await watcher.state()
+            assert not after.held and after.holder is None
+            # (the last fence stays readable where the store keeps it: not etcd, whose fence is a revision)
+            assert after.fencing_token == (None if store.kind == "etcd" else handle.fencing_token)
+
+    asyncio.run(main())
+
+
+def test_a_task_lock_run_is_named_too(store):
+    async def main():
+        async with store() as provider:
+            task = TaskLock("report", backend=provider.lock(), min_hold_duration=0.01, purpose="weekly report")
+            async with task:
+                state = await task.state()
+                assert state.held and state.holder.purpose == "weekly report"
+                assert state.fencing_token == task.fencing_token
+
+    asyncio.run(main())
+
+
+def test_a_bad_purpose_is_refused_when_the_lock_is_made():
+    with pytest.raises(SettingsValidationError, match="purpose"):
+        Lock("x", purpose="a\nb")
+    with pytest.raises(SettingsValidationError, match="256"):
+        Lock("x", purpose="p" * 10_000)

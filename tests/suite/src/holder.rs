@@ -1,0 +1,58 @@
+//! Who holds a lock (`Lock::state`, `TaskLock::state`): the holder's worker, fence, lease end,
+//! host, pid, program and purpose, as a Rust user reads them; never a token.
+
+use tenure::{Lock, MemoryBackend, Runtime, TaskLock};
+
+use crate::support::ms;
+
+pub async fn lock_state_names_the_holder_and_its_purpose<R: Runtime>(rt: R) {
+    let store = MemoryBackend::new();
+    let lock = Lock::builder("cart", rt.clone())
+        .backend(store.clone())
+        .worker(tenure::WorkerId::new("checkout-1").unwrap())
+        .purpose("nightly export")
+        .build()
+        .unwrap();
+    let free = lock.state().await.unwrap();
+    assert!(!free.held() && free.fencing_token.is_none() && free.details.is_none(), "{free:?}");
+
+    let guard = lock.acquire().await.unwrap();
+    let state = Lock::builder("cart", rt.clone()).backend(store.clone()).build().unwrap().state().await.unwrap();
+    assert_eq!((state.name.as_str(), state.worker.as_deref()), ("cart", Some("checkout-1")));
+    assert_eq!(state.fencing_token, Some(guard.handle().fencing_token));
+    let details = state.details.clone().expect("the holder told who it is");
+    assert_eq!((details.pid, details.purpose.as_deref()), (std::process::id(), Some("nightly export")));
+    assert!(!details.host.is_empty() && !details.program.is_empty(), "{details:?}");
+    assert!(state.expires_at.expect("a live lease") > details.acquired_at, "{state:?}");
+    assert!(!format!("{state:?}").contains(guard.handle().token.as_str()), "no token: {state:?}");
+    guard.release().await.unwrap();
+    let released = lock.state().await.unwrap();
+    assert!(!released.held() && released.details.is_none(), "{released:?}");
+    assert_eq!(released.fencing_token, state.fencing_token, "the fence stays");
+
+    // A purpose may change between acquisitions, and is checked.
+    lock.set_purpose(None).unwrap();
+    let guard = lock.acquire().await.unwrap();
+    assert_eq!(lock.state().await.unwrap().details.and_then(|d| d.purpose), None);
+    guard.release().await.unwrap();
+    let err = lock.set_purpose(Some(&"x".repeat(10_000))).unwrap_err();
+    assert!(err.to_string().contains("256"), "{err}");
+    let Err(err) = Lock::builder("cart", rt).backend(store).purpose("a\nb").build() else { panic!("a bad purpose") };
+    assert!(err.to_string().contains("purpose"), "{err}");
+}
+
+pub async fn task_lock_state_names_the_run<R: Runtime>(rt: R) {
+    let store = MemoryBackend::new();
+    let task = TaskLock::builder("report", rt.clone())
+        .backend(store)
+        .min_hold_duration(ms(10))
+        .lease_duration(ms(60_000))
+        .purpose("weekly report")
+        .build()
+        .unwrap();
+    let run = task.enter().await.unwrap();
+    let state = task.state().await.unwrap();
+    assert_eq!(state.fencing_token, Some(run.fencing_token()));
+    assert_eq!(state.details.and_then(|d| d.purpose).as_deref(), Some("weekly report"));
+    run.exit().await.unwrap();
+}
