@@ -153,6 +153,32 @@ export interface LockOptions {
   envPrefix?: string;
   /** Read (`true`) or ignore (`false`) the environment, whatever `GREL_ENV_LOAD` says. */
   envLoad?: boolean;
+  /**
+   * What the lock is held for, shown with its holder's host, pid and program by `lock.state()`
+   * and `tenure locks` (1 to 256 bytes). A `Lock`'s only.
+   */
+  purpose?: string;
+}
+
+/** What a holder told the store when it took the lock. */
+export interface HolderInfo {
+  host: string;
+  pid: number;
+  program: string;
+  purpose: string | null;
+  acquiredAt: Date;
+}
+
+/** Who holds a lock now (`lock.state()`); never its ownership token. */
+export interface LockState {
+  name: string;
+  held: boolean;
+  /** The last fencing token issued for the name (kept after release, except on etcd). */
+  fencingToken: bigint | null;
+  worker: string | null;
+  expiresAt: Date | null;
+  /** `null` when free, or when the holder told nothing (a grelmicro process). */
+  holder: HolderInfo | null;
 }
 
 /** A lock's resolved settings. */
@@ -221,6 +247,8 @@ export declare class Lock {
   tryAcquire(): Promise<LockHandle>;
   /** Whether anyone holds the lock. */
   locked(): Promise<boolean>;
+  /** Who holds the lock: worker, fencing token, lease end and what the holder told the store. */
+  state(): Promise<LockState>;
   /**
    * Runs `fn` holding the lock, its lease kept alive; `signal` aborts with a `LockLostError` the
    * moment the lease is lost. Releases when `fn` settles.
@@ -395,6 +423,8 @@ export interface TaskLockOptions {
   backendTimeout?: number;
   envPrefix?: string;
   envLoad?: boolean;
+  /** What the task is, shown with each run's holder (1 to 256 bytes). */
+  purpose?: string;
 }
 
 /** One run under a task lock. */
@@ -418,6 +448,8 @@ export declare class TaskLock {
   /** Starts a run, or rejects at once with a `WouldBlockError` (held, or within the window). */
   enter(): Promise<TaskRun>;
   locked(): Promise<boolean>;
+  /** Who runs the task: as `Lock.state()`. */
+  state(): Promise<LockState>;
 }
 
 export interface TenureErrorOptions {

@@ -8,6 +8,7 @@ const { AsyncLocalStorage } = require('node:async_hooks');
 const { Alive, endQuietly, native, errors, asyncDispose, settle, now, waitUnless, version } = require('./call');
 const { LeaderElection } = require('./election');
 const { TaskLock, TaskRun } = require('./task_lock');
+const { lockState } = require('./state');
 const { logger } = require('./logging');
 const { telemetry } = require('./telemetry');
 const { Coordination, resolve } = require('./coordination');
@@ -273,6 +274,11 @@ class Lock extends Leasing {
   /** Whether anyone holds the lock. */
   locked() {
     return settle(() => this[nativeOf]().locked());
+  }
+
+  /** Who holds the lock: worker, fencing token, lease end and what the holder told the store. */
+  async state() {
+    return lockState(await settle(() => this[nativeOf]().state()));
   }
 }
 

@@ -4,6 +4,7 @@
 
 const { endQuietly, native, asyncDispose, settle, now } = require('./call');
 const { resolve } = require('./coordination');
+const { lockState } = require('./state');
 
 /** One run under a task lock. */
 class TaskRun {
@@ -66,6 +67,11 @@ class TaskLock {
   /** Whether anyone holds the task lock. */
   locked() {
     return settle(() => this.#native.locked());
+  }
+
+  /** Who runs the task: as `Lock.state()`. */
+  async state() {
+    return lockState(await settle(() => this.#native.state()));
   }
 }
 

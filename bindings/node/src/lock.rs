@@ -27,6 +27,8 @@ pub struct LockOptions {
     pub backend_timeout: Option<f64>,
     pub env_prefix: Option<String>,
     pub env_load: Option<bool>,
+    /// What the lock is held for, shown with its holder (a `Lock`'s only).
+    pub purpose: Option<String>,
 }
 
 /// A lock's resolved settings, in milliseconds.
@@ -43,6 +45,11 @@ pub struct LockSettings {
 /// The settings `o` gives (a `Lock`'s, a `ReadWriteLock`'s, a `Semaphore`'s), from milliseconds,
 /// checked: a settings error names the JavaScript option.
 pub(crate) fn lock_options(o: &LockOptions) -> Result<binding::LockOptions, Fail> {
+    if o.purpose.is_some() {
+        let why =
+            "purpose is a Lock's (set when it is made): read-write locks and semaphores keep no holder details yet";
+        return Err(tenure::Error::settings("purpose", why).into());
+    }
     let given = [o.lease_duration, o.retry_interval, o.backend_timeout];
     let given = binding::LockOptions::from_numbers(Unit::Millis, Spelling::Camel, given)?;
     let (worker, env_prefix) = (o.worker.clone(), o.env_prefix.clone());
@@ -155,9 +162,64 @@ impl Lock {
         sync(Self::build(&name, backend, options.unwrap_or_default()))
     }
 
-    fn build(name: &str, backend: &Backend, o: LockOptions) -> Result<Self, Fail> {
+    fn build(name: &str, backend: &Backend, mut o: LockOptions) -> Result<Self, Fail> {
+        let purpose = o.purpose.take();
         let builder = tenure::Lock::builder(name, crate::runtime()).shared_backend(backend.0.slots().lock()?);
-        Ok(Self { inner: lock_options(&o)?.apply(builder)?.build()? })
+        let inner = lock_options(&o)?.apply(builder)?.build()?;
+        inner.set_purpose(purpose.as_deref())?;
+        Ok(Self { inner })
+    }
+
+    /// Who holds the lock: worker, fencing token, lease end (ms since the epoch) and what the
+    /// holder told the store; never its token.
+    #[napi]
+    pub fn state<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, LockState>> {
+        let lock = self.inner.clone();
+        promise(env, async move { Ok(LockState::of(lock.state().await?)) })
+    }
+}
+
+/// Who holds a lock or task lock (`state()`), times in ms since the epoch.
+#[napi(object)]
+pub struct LockState {
+    pub name: String,
+    pub held: bool,
+    pub fencing_token: Option<BigInt>,
+    pub worker: Option<String>,
+    pub expires_at: Option<f64>,
+    pub holder: Option<HolderInfo>,
+}
+
+/// What a holder told the store when it took the lock.
+#[napi(object)]
+pub struct HolderInfo {
+    pub host: String,
+    pub pid: u32,
+    pub program: String,
+    pub purpose: Option<String>,
+    pub acquired_at: f64,
+}
+
+impl LockState {
+    pub(crate) fn of(info: tenure::LockInfo) -> Self {
+        #[allow(clippy::cast_precision_loss)] // (ms since the epoch: exact below 2^53)
+        let ms = |t: tenure::core::WallTime| t.as_unix_micros() as f64 / 1000.0;
+        let held = info.held();
+        let holder = info.details.map(|d| HolderInfo {
+            host: d.host,
+            pid: d.pid,
+            program: d.program,
+            purpose: d.purpose,
+            acquired_at: ms(d.acquired_at),
+        });
+        LockState {
+            held,
+            fencing_token: info.fencing_token.map(|f| BigInt::from(f.get())),
+            worker: info.worker,
+            expires_at: info.expires_at.map(ms),
+            holder,
+            name: info.name,
+        }
     }
 }
 

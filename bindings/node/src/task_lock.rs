@@ -23,6 +23,8 @@ pub struct TaskLockOptions {
     pub backend_timeout: Option<f64>,
     pub env_prefix: Option<String>,
     pub env_load: Option<bool>,
+    /// What the task is, shown with each run's holder.
+    pub purpose: Option<String>,
 }
 
 /// The settings `o` gives, from milliseconds, checked: a settings error names the JavaScript
@@ -50,8 +52,21 @@ impl TaskLock {
     pub fn new(name: String, backend: &Backend, options: Option<TaskLockOptions>) -> napi::Result<Self> {
         sync((|| {
             let b = tenure::TaskLock::builder(&name, crate::runtime()).shared_backend(backend.0.slots().lock()?);
-            Ok(Self { inner: task_lock_options(&options.unwrap_or_default())?.apply(b)?.build()? })
+            let options = options.unwrap_or_default();
+            let inner = task_lock_options(&options)?.apply(b)?.build()?;
+            inner.set_purpose(options.purpose.as_deref())?;
+            Ok(Self { inner })
         })())
+    }
+
+    /// Who runs the task: as `Lock.state()`.
+    #[napi]
+    pub fn state<'env>(
+        &self,
+        env: &'env napi::Env,
+    ) -> napi::Result<crate::promise::Settled<'env, crate::lock::LockState>> {
+        let lock = self.inner.clone();
+        crate::promise::promise(env, async move { Ok(crate::lock::LockState::of(lock.state().await?)) })
     }
 
     /// The resolved settings, in ms.

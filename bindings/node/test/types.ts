@@ -3,7 +3,7 @@
 import type { LockBackend } from 'tenure';
 import { Coordination, LeaderElection, Lock, ReadWriteLock, Semaphore, TaskLock, LockLostError, LockTimeoutError, TenureError, WouldBlockError, logger, memoryBackend, openBackend } from 'tenure';
 import type { ReadHandle, ReadWriteLockBackend, SemaphoreBackend, SemaphoreState, WriteGrantAnswer } from 'tenure';
-import type { LockHandle, LockSettings, LogRecord } from 'tenure';
+import type { LockHandle, LockSettings, LockState, LogRecord } from 'tenure';
 
 export async function quickStart(url: string): Promise<bigint> {
   await using backend = await openBackend(url);
@@ -34,6 +34,8 @@ export async function quickStart(url: string): Promise<bigint> {
   const settings: LockSettings = lock.settings();
   lock.reconfigure({ leaseDuration: settings.leaseDuration * 2 });
   const locked: boolean = await new Lock('x', memoryBackend()).locked();
+  const state: LockState = await new Lock('x', memoryBackend(), { purpose: 'nightly export' }).state();
+  if (state.holder !== null) console.log(state.worker, state.holder.pid, state.holder.acquiredAt.toISOString());
   await using election = new LeaderElection('svc', backend, { leaseDuration: 15_000, metadata: { zone: 'a' } });
   election.on('leader', () => console.log('leading')).on('follower', () => console.log('following'));
   election.start();

@@ -1,0 +1,53 @@
+// `await lock.state()`: who holds a lock — worker, fencing token, lease end, and what the holder
+// told the store (host, pid, program, `purpose`, since when) — on every store; never the token.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { hostname } from 'node:os';
+import { Lock, Semaphore, SettingsValidationError, TaskLock, openBackend } from 'tenure';
+import { storeUrls } from './stores.mjs';
+
+const backends = {};
+for (const [kind, url] of Object.entries(storeUrls())) backends[kind] = await openBackend(url);
+after(() => Promise.all(Object.values(backends).map((b) => b.close())));
+
+for (const [kind, backend] of Object.entries(backends)) {
+  test(`${kind}: state() names the holder, its process and its purpose`, async () => {
+    const lock = new Lock('export', backend, { worker: 'batch-1', purpose: 'nightly export' });
+    const watcher = new Lock('export', backend);
+    assert.deepEqual(await watcher.state(), {
+      name: 'export', held: false, fencingToken: null, worker: null, expiresAt: null, holder: null,
+    });
+    await lock.using(async (signal, handle) => {
+      const state = await watcher.state();
+      assert.equal(state.held, true);
+      assert.equal(state.worker, 'batch-1');
+      assert.equal(state.fencingToken, handle.fencingToken);
+      assert.equal(state.holder.pid, process.pid);
+      assert.equal(state.holder.host, hostname());
+      assert.match(state.holder.program, /^node/);
+      assert.equal(state.holder.purpose, 'nightly export');
+      assert.ok(Math.abs(Date.now() - state.holder.acquiredAt.getTime()) < 60_000, String(state.holder.acquiredAt));
+      assert.ok(state.expiresAt > state.holder.acquiredAt);
+      assert.ok(!JSON.stringify(state, (k, v) => (typeof v === 'bigint' ? String(v) : v)).includes(':task:'));
+    });
+    const free = await watcher.state();
+    assert.equal(free.held, false);
+    assert.equal(free.holder, null);
+  });
+
+  test(`${kind}: a task lock's run is named too`, async () => {
+    const task = new TaskLock('report', backend, { minHoldDuration: 10, purpose: 'weekly report' });
+    const run = await task.enter();
+    const state = await task.state();
+    assert.equal(state.holder.purpose, 'weekly report');
+    assert.equal(state.fencingToken, run.fencingToken);
+    await run.exit();
+  });
+}
+
+test('a bad purpose, or one on a semaphore, is a SettingsValidationError naming it', () => {
+  const backend = backends.memory;
+  assert.throws(() => new Lock('x', backend, { purpose: 'a\nb' }), (e) => e instanceof SettingsValidationError && /purpose/.test(e.message));
+  assert.throws(() => new Lock('x', backend, { purpose: 'p'.repeat(10_000) }), /256/);
+  assert.throws(() => new Semaphore('x', 2, backend, { purpose: 'pool' }), (e) => e instanceof SettingsValidationError && /purpose/.test(e.message));
+});
