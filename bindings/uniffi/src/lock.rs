@@ -36,6 +36,58 @@ pub struct LockOptions {
     /// Whether to read environment variables (default: `GREL_ENV_LOAD`, else yes).
     #[uniffi(default = None)]
     pub env_load: Option<bool>,
+    /// What the lock is held for, shown with its holder by `state()` and `tenure locks` (1 to
+    /// 256 bytes). A `Lock`'s only.
+    #[uniffi(default = None)]
+    pub purpose: Option<String>,
+}
+
+/// Who holds a lock or task lock now (`state()`); never its ownership token.
+#[derive(Debug, Clone, uniffi::Record)]
+pub struct LockState {
+    pub name: String,
+    pub held: bool,
+    /// The last fencing token issued for the name (kept after release, except on etcd).
+    pub fencing_token: Option<u64>,
+    pub worker: Option<String>,
+    pub expires_at: Option<std::time::SystemTime>,
+    /// What the holder told the store; `None` when free or when it told nothing (grelmicro).
+    pub holder: Option<HolderInfo>,
+}
+
+/// What a holder told the store when it took the lock.
+#[derive(Debug, Clone, uniffi::Record)]
+pub struct HolderInfo {
+    pub host: String,
+    pub pid: u32,
+    pub program: String,
+    pub purpose: Option<String>,
+    pub acquired_at: std::time::SystemTime,
+}
+
+impl LockState {
+    pub(crate) fn of(info: tenure::LockInfo) -> Self {
+        let at = |t: tenure::core::WallTime| {
+            let micros = u64::try_from(t.as_unix_micros()).unwrap_or(0);
+            std::time::UNIX_EPOCH + std::time::Duration::from_micros(micros)
+        };
+        let held = info.held();
+        let holder = info.details.map(|d| HolderInfo {
+            host: d.host,
+            pid: d.pid,
+            program: d.program,
+            purpose: d.purpose,
+            acquired_at: at(d.acquired_at),
+        });
+        Self {
+            held,
+            fencing_token: info.fencing_token.map(|f| f.get()),
+            worker: info.worker,
+            expires_at: info.expires_at.map(at),
+            holder,
+            name: info.name,
+        }
+    }
 }
 
 /// A lock's resolved settings, in seconds.
@@ -57,6 +109,11 @@ pub(crate) fn settings_of(c: &tenure::LockConfig) -> LockSettings {
 
 /// The settings `o` gives, from seconds, checked: a settings error names the Kotlin option.
 pub(crate) fn lock_options(o: &LockOptions) -> Result<binding::LockOptions, TenureError> {
+    if o.purpose.is_some() {
+        let why =
+            "purpose is a Lock's (set when it is made): read-write locks and semaphores keep no holder details yet";
+        return Err(tenure::Error::settings("purpose", why).into());
+    }
     let given = [o.lease_duration, o.retry_interval, o.backend_timeout];
     let given = binding::LockOptions::from_numbers(Unit::Seconds, Spelling::Camel, given)?;
     let (worker, env_prefix) = (o.worker.clone(), o.env_prefix.clone());
@@ -161,9 +218,22 @@ impl Lock {
     /// The lock `name` on `store`.
     #[uniffi::constructor(default(options = None))]
     pub fn new(name: String, store: Arc<Store>, options: Option<LockOptions>) -> Result<Arc<Self>, TenureError> {
-        let o = options.unwrap_or_default();
+        let mut o = options.unwrap_or_default();
+        let purpose = o.purpose.take();
         let builder = tenure::Lock::builder(&name, runtime()).shared_backend(store.inner.slots().lock()?);
-        Ok(Arc::new(Self { inner: lock_options(&o)?.apply(builder)?.build()? }))
+        let inner = lock_options(&o)?.apply(builder)?.build()?;
+        inner.set_purpose(purpose.as_deref())?;
+        Ok(Arc::new(Self { inner }))
+    }
+
+    /// Who holds the lock: worker, fencing token, lease end and what the holder told the store.
+    pub async fn state(&self) -> Result<LockState, TenureError> {
+        Ok(LockState::of(self.inner.state().await?))
+    }
+
+    /// [`Lock::state`], blocking the calling thread.
+    pub fn state_blocking(&self) -> Result<LockState, TenureError> {
+        crate::block("Lock.stateBlocking", self.state())
     }
 }
 

@@ -34,6 +34,9 @@ pub struct TaskLockOptions {
     /// Whether to read environment variables (default: `GREL_ENV_LOAD`, else yes).
     #[uniffi(default = None)]
     pub env_load: Option<bool>,
+    /// What the task is, shown with each run's holder (1 to 256 bytes).
+    #[uniffi(default = None)]
+    pub purpose: Option<String>,
 }
 
 /// A task lock's resolved settings, in seconds.
@@ -69,7 +72,20 @@ impl TaskLock {
     #[uniffi::constructor(default(options = None))]
     pub fn new(name: String, store: Arc<Store>, options: Option<TaskLockOptions>) -> Result<Arc<Self>, TenureError> {
         let builder = tenure::TaskLock::builder(&name, runtime()).shared_backend(store.inner.slots().lock()?);
-        Ok(Arc::new(Self { inner: task_lock_options(&options.unwrap_or_default())?.apply(builder)?.build()? }))
+        let options = options.unwrap_or_default();
+        let inner = task_lock_options(&options)?.apply(builder)?.build()?;
+        inner.set_purpose(options.purpose.as_deref())?;
+        Ok(Arc::new(Self { inner }))
+    }
+
+    /// Who runs the task: as `Lock.state`.
+    pub async fn state(&self) -> Result<crate::lock::LockState, TenureError> {
+        Ok(crate::lock::LockState::of(self.inner.state().await?))
+    }
+
+    /// [`TaskLock::state`], blocking the calling thread.
+    pub fn state_blocking(&self) -> Result<crate::lock::LockState, TenureError> {
+        block("TaskLock.stateBlocking", self.state())
     }
 
     /// The task lock name.

@@ -15,6 +15,7 @@ import tenure.Lock;
 import tenure.LockGuard;
 import tenure.LockNotOwnedException;
 import tenure.LockOptions;
+import tenure.LockState;
 import tenure.LockTimeoutException;
 import tenure.Permit;
 import tenure.Semaphore;
@@ -97,10 +98,14 @@ public final class JavaUsers {
     public static void main(String[] args) throws Exception {
         String suffix = "-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
         try (Store store = Store.openBlocking(args[0])) {
-            Lock lock = new Lock("orders" + suffix, store, new LockOptions().withLeaseDuration(Duration.ofSeconds(30)));
+            LockOptions options = new LockOptions().withLeaseDuration(Duration.ofSeconds(30)).withPurpose("nightly export");
+            Lock lock = new Lock("orders" + suffix, store, options);
             long first;
             try (LockGuard guard = lock.acquireBlocking(Duration.ofSeconds(5))) {
                 first = guard.getFencingToken();
+                LockState state = lock.stateBlocking();
+                check(state.getHolder() != null && "nightly export".equals(state.getHolder().getPurpose()), "state: " + state);
+                check(state.getHolder().getPid() == ProcessHandle.current().pid(), "the holder's pid: " + state);
                 check(guard.ownedBlocking(), "a fresh guard is not owned");
                 check(guard.extendBlocking() == first, "an extend changed the fence");
             }

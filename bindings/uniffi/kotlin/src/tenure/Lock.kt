@@ -23,8 +23,14 @@ data class LockOptions @JvmOverloads constructor(
     /** Prefix of the variables read (default `GREL_LOCK_{NAME}_`). */
     val envPrefix: String? = null,
     val envLoad: Boolean? = null,
+    /**
+     * What the lock is held for, shown with its holder by [Lock.state] and `tenure locks` (1 to
+     * 256 bytes). A [Lock]'s only: read-write locks and semaphores refuse it.
+     */
+    val purpose: String? = null,
 ) {
     fun withWorker(worker: String) = copy(worker = worker)
+    fun withPurpose(purpose: String) = copy(purpose = purpose)
     fun withLeaseDuration(d: java.time.Duration) = copy(leaseDuration = d.toKotlinDuration())
     fun withRetryInterval(d: java.time.Duration) = copy(retryInterval = d.toKotlinDuration())
     fun withRetryJitter(jitter: Double) = copy(retryJitter = jitter)
@@ -34,6 +40,7 @@ data class LockOptions @JvmOverloads constructor(
 
     internal fun raw() = FfiOptions(
         worker, leaseDuration.seconds(), retryInterval.seconds(), retryJitter, backendTimeout.seconds(), envPrefix, envLoad,
+        purpose,
     )
 }
 
@@ -108,6 +115,12 @@ class Lock private constructor(private val raw: Ffi) :
 
     /** [locked], blocking the calling thread. */
     fun lockedBlocking(): Boolean = call { raw.lockedBlocking() }
+
+    /** Who holds the lock: worker, fencing token, lease end and what the holder told the store. */
+    suspend fun state(): LockState = call { raw.state() }.kotlin()
+
+    /** [state], blocking the calling thread. */
+    fun stateBlocking(): LockState = call { raw.stateBlocking() }.kotlin()
 
     override fun toString() = "Lock($name)"
 }

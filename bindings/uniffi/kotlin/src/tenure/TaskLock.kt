@@ -21,8 +21,11 @@ data class TaskLockOptions @JvmOverloads constructor(
     val backendTimeout: Duration? = null,
     val envPrefix: String? = null,
     val envLoad: Boolean? = null,
+    /** What the task is, shown with each run's holder by [TaskLock.state] and `tenure locks`. */
+    val purpose: String? = null,
 ) {
     fun withWorker(worker: String) = copy(worker = worker)
+    fun withPurpose(purpose: String) = copy(purpose = purpose)
     fun withMinHoldDuration(d: java.time.Duration) = copy(minHoldDuration = d.toKotlinDuration())
     fun withLeaseDuration(d: java.time.Duration) = copy(leaseDuration = d.toKotlinDuration())
     fun withBackendTimeout(d: java.time.Duration) = copy(backendTimeout = d.toKotlinDuration())
@@ -30,7 +33,7 @@ data class TaskLockOptions @JvmOverloads constructor(
     fun withEnvLoad(load: Boolean) = copy(envLoad = load)
 
     internal fun raw() = FfiOptions(
-        worker, minHoldDuration.seconds(), leaseDuration.seconds(), backendTimeout.seconds(), envPrefix, envLoad,
+        worker, minHoldDuration.seconds(), leaseDuration.seconds(), backendTimeout.seconds(), envPrefix, envLoad, purpose,
     )
 }
 
@@ -84,6 +87,12 @@ class TaskLock @JvmOverloads constructor(name: String, store: Store, options: Ta
 
     /** [locked], blocking the calling thread. */
     fun lockedBlocking(): Boolean = call { raw.lockedBlocking() }
+
+    /** Who runs the task: as [Lock.state]. */
+    suspend fun state(): LockState = call { raw.state() }.kotlin()
+
+    /** [state], blocking the calling thread. */
+    fun stateBlocking(): LockState = call { raw.stateBlocking() }.kotlin()
 
     /**
      * Runs [block] if no worker ran this job within the window, with the run's fencing token, and

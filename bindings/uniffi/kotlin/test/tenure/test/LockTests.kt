@@ -25,6 +25,11 @@ import tenure.Lock
 import tenure.LockLostException
 import tenure.LockNotOwnedException
 import tenure.LockOptions
+import tenure.LockState
+import tenure.Semaphore
+import tenure.SettingsValidationException
+import tenure.TaskLock
+import tenure.TaskLockOptions
 import tenure.LockTimeoutException
 import tenure.Store
 import tenure.TenureException
@@ -69,6 +74,32 @@ fun lockTests(suite: Suite) {
     }
 
     for (kind in Stores.kinds) {
+        suite.test("$kind: state() names the holder, its process and its purpose; never the token") {
+            val name = Stores.fresh("state")
+            val lock = Lock(name, Stores.of(kind), LockOptions(worker = "batch-1", purpose = "nightly export"))
+            val watcher = Lock(name, Stores.of(kind))
+            assertEquals(LockState(name, false, null, null, null, null), watcher.state(), "free")
+            lock.withLock { token ->
+                val state = watcher.stateBlocking()
+                assertEquals(Triple(true, "batch-1", token), Triple(state.held, state.worker, state.fencingToken), "held")
+                val holder = state.holder ?: error("no holder details: $state")
+                assertEquals(ProcessHandle.current().pid().toInt(), holder.pid, "pid")
+                assertEquals("nightly export", holder.purpose, "purpose")
+                check(holder.program.startsWith("java")) { holder.program }
+                check(java.time.Duration.between(holder.acquiredAt, java.time.Instant.now()).abs().seconds < 60) { "$holder" }
+                check(state.expiresAt!! > holder.acquiredAt) { "$state" }
+                check(":task:" !in state.toString() && ":thread:" !in state.toString()) { "a token shown: $state" }
+            }
+            val free = watcher.state()
+            check(!free.held && free.holder == null) { "$free" }
+            val task = TaskLock(Stores.fresh("state-task"), Stores.of(kind), TaskLockOptions(minHoldDuration = 10.milliseconds, purpose = "weekly"))
+            val run = task.enter()
+            assertEquals("weekly", task.state().holder?.purpose, "the run's purpose")
+            run.exit()
+            assertThrows<SettingsValidationException> { Lock(name, Stores.of(kind), LockOptions(purpose = "a\nb")) }
+            assertThrows<SettingsValidationException> { Semaphore(name, 2, Stores.of(kind), LockOptions(purpose = "pool")) }
+        }
+
         suite.test("$kind: a lock cycle gives strictly increasing fencing tokens") {
             val lock = Lock(Stores.fresh("cycle"), Stores.of(kind), LockOptions(leaseDuration = 5.seconds))
             val fences = mutableListOf<Long>()
