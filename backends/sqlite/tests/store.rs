@@ -63,12 +63,13 @@ async fn the_layout_is_grelmicro_044s() {
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
         .and_then(|mut s| s.query_map([], |r| r.get(0)).and_then(Iterator::collect))
         .expect("tables");
-    // grelmicro 0.44's tables, and Tenure's own for semaphores and leaders' terms (grelmicro has
-    // neither).
+    // grelmicro 0.44's tables, and Tenure's own for semaphores, leaders' terms and holder details
+    // (grelmicro has none of them).
     let expected = [
         "grelmicro_leader_election",
         "grelmicro_leader_election_fences",
         "locks",
+        "locks_details",
         "rwlocks",
         "rwlocks_holders",
         "schedules",
