@@ -127,8 +127,8 @@ pub(crate) struct LockArgs {
     #[arg(long, value_name = "SHELL")]
     pub(crate) on_lost: Option<String>,
     /// What the lock is held for, shown with this holder's host, pid and program by `tenure
-    /// locks` (default: the command line, cut at 256 bytes). Locks only: read-write locks and
-    /// semaphores keep no holder details yet.
+    /// locks` (default: the command's name, never its arguments). Locks only: read-write locks
+    /// and semaphores keep no holder details yet.
     #[arg(long, value_name = "TEXT", conflicts_with_all = ["shared", "exclusive", "permits"])]
     pub(crate) purpose: Option<String>,
     /// The command and its arguments.
@@ -166,7 +166,7 @@ pub(crate) struct TaskArgs {
     #[arg(long, value_name = "S", value_parser = seconds, allow_negative_numbers = true)]
     pub(crate) lease: Option<Duration>,
     /// What the task is, shown with each run's host, pid and program by `tenure locks`
-    /// (default: the command line, cut at 256 bytes).
+    /// (default: the command's name, never its arguments).
     #[arg(long, value_name = "TEXT")]
     pub(crate) purpose: Option<String>,
     /// The command and its arguments.

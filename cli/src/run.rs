@@ -65,19 +65,20 @@ pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, F
     run_held(&store, guard, &args.name, &args.command, timing, args.on_lost.as_deref()).await
 }
 
-/// The purpose given (checked when the lock is built), or the command line (control characters
-/// as spaces, cut at 256 bytes; none if blank).
+/// The purpose given (checked when the lock is built), or the name of the command run (its first
+/// word's file name: never its arguments, which may hold a password).
 fn purpose_of(given: Option<&str>, command: &[String]) -> Option<String> {
     if let Some(given) = given {
         return Some(given.to_owned());
     }
-    let line: String = command.join(" ").chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-    let mut end = line.len().min(tenure::core::store::MAX_PURPOSE_BYTES);
-    while !line.is_char_boundary(end) {
+    let program = std::path::Path::new(command.first()?).file_name()?.to_string_lossy().into_owned();
+    let program: String = program.chars().filter(|c| !c.is_control()).collect();
+    let mut end = program.len().min(tenure::core::store::MAX_PURPOSE_BYTES);
+    while !program.is_char_boundary(end) {
         end -= 1;
     }
-    let line = line[..end].trim();
-    (!line.is_empty()).then(|| line.to_owned())
+    let program = program[..end].trim();
+    (!program.is_empty()).then(|| program.to_owned())
 }
 
 /// The guard of `what` (`lock`, `read-write lock`, `semaphore`), or the failure a refused or timed-out

@@ -294,7 +294,7 @@ fn locks_lists_every_kind_with_holders_waiters_and_leaders_and_never_a_token() {
     assert!((-5.0..120.0).contains(&held_for), "{cart}");
     assert!(cart["acquired_at"].as_str().is_some_and(|t| t.ends_with('Z')), "{cart}");
     let report = holder_of("report");
-    assert_eq!(report["purpose"], "sleep 600", "the command line by default: {report}");
+    assert_eq!(report["purpose"], "sleep", "the command's name by default, never its arguments: {report}");
     assert_eq!(report["pid"].as_u64(), Some(u64::from(holders.0[1].id())), "{report}");
     assert!(document.contains(r#""permits":1"#) && document.contains(r#""kind":"semaphore""#), "{document}");
     let table = listed(&["locks"]);
