@@ -2,6 +2,7 @@
 //! semaphores and elections — bounded in names, for `tenure locks` and `tenure exporter`; and each
 //! name as one row (kind, name, fence, holders by worker and side, waiters), tokens never whole.
 
+use tenure::backend::Waiting;
 use tenure::backend::holder_worker;
 use tenure::core::WallTime;
 use tenure::{HolderInfo, Inspect, LeaderState, LockState, SharedState};
@@ -47,13 +48,16 @@ pub(crate) struct Row<'a> {
     pub(crate) fence: Option<u64>,
     /// `(worker, lease end, side)`, never a token.
     pub(crate) holders: Vec<(&'a str, WallTime, &'static str)>,
-    /// The waiters' workers, first in line first; `None` where the store keeps no line.
+    /// The waiters' workers, first in line first; `None` where the store keeps no line (SQLite's
+    /// locks).
     pub(crate) waiters: Option<Vec<&'a str>>,
     /// A semaphore's permit count.
     pub(crate) permits: Option<u32>,
     /// Who holds a lock or task lock (host, pid, program, purpose, since when), if its holder
     /// told the store.
     pub(crate) details: Option<&'a HolderInfo>,
+    /// A lock's line as the store keeps it (since when, what each waiter told); empty otherwise.
+    pub(crate) line: &'a [Waiting],
 }
 
 impl<'a> Row<'a> {
@@ -63,15 +67,17 @@ impl<'a> Row<'a> {
             (Some(token), Some(end)) => vec![(holder_worker(token), end, "exclusive")],
             _ => Vec::new(),
         };
-        let details = l.details.as_ref();
-        Self { kind, name, fence: l.fence.map(|f| f.get()), holders, waiters: None, permits: None, details }
+        let (details, line) = (l.details.as_ref(), l.waiting.as_deref().unwrap_or_default());
+        let waiters = l.waiting.as_ref().map(|w| w.iter().map(|w| holder_worker(&w.token)).collect());
+        Self { kind, name, fence: l.fence.map(|f| f.get()), holders, waiters, permits: None, details, line }
     }
 
     pub(crate) fn of_shared(s: &'a SharedState) -> Self {
         let (kind, name) = split(&s.key);
         let holders = s.holders.iter().map(|h| (holder_worker(&h.token), h.expires_at, h.side.as_str())).collect();
         let waiters = Some(s.waiters.iter().map(|t| holder_worker(t)).collect());
-        Self { kind, name, fence: s.fence.map(|f| f.get()), holders, waiters, permits: s.permits, details: None }
+        let (fence, permits) = (s.fence.map(|f| f.get()), s.permits);
+        Self { kind, name, fence, holders, waiters, permits, details: None, line: &[] }
     }
 
     /// Every lock-like name of `snapshot`, in the store's order.

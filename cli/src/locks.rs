@@ -5,6 +5,8 @@
 use clap::Args;
 use serde_json::{Value, json};
 
+use tenure::backend::{Waiting, holder_worker};
+
 use crate::Failure;
 use crate::listing::{self, Row, Snapshot, seconds_until};
 use crate::status::now_micros;
@@ -64,6 +66,7 @@ fn document(s: &Snapshot, now: i64) -> Value {
                     holder
                 }).collect::<Vec<_>>(),
                 "waiters": r.waiters,
+                "line": r.line.iter().map(|w| waiter_json(w, now)).collect::<Vec<_>>(),
                 "permits": r.permits,
             })
         })
@@ -103,6 +106,10 @@ pub(crate) fn table(s: &Snapshot, now: i64) -> String {
                 r.holders.iter().map(|(worker, _, side)| format!("{worker} ({side}){}", told(r, now))).collect();
             if holders.is_empty() {
                 holders.push("free".to_owned());
+            }
+            if !r.line.is_empty() {
+                let line: Vec<String> = r.line.iter().map(|w| waiter_text(w, now)).collect();
+                holders.push(format!("waiting: {}", line.join(", ")));
             }
             let name = match r.permits {
                 Some(p) => format!("{} [{}/{p}]", r.name, r.holders.len()),
@@ -145,4 +152,30 @@ fn told(r: &Row<'_>, now: i64) -> String {
     let held = -seconds_until(d.acquired_at, now);
     let purpose = d.purpose.as_deref().map(|p| format!(": {p}")).unwrap_or_default();
     format!(" on {} pid {} ({}) for {held:.1}s{purpose}", d.host, d.pid, d.program)
+}
+
+/// One waiter of a lock's line, for the table: `w2 for 3.1s (node server.mjs on web-2 pid 88)`.
+fn waiter_text(w: &Waiting, now: i64) -> String {
+    let mut out = holder_worker(&w.token).to_owned();
+    if let Some(since) = w.since {
+        out.push_str(&format!(" for {:.1}s", -seconds_until(since, now)));
+    }
+    if let Some(d) = &w.details {
+        out.push_str(&format!(" ({} on {} pid {})", d.program, d.host, d.pid));
+    }
+    out
+}
+
+/// One waiter of a lock's line, as JSON: its worker, since when, and what it told the store.
+fn waiter_json(w: &Waiting, now: i64) -> Value {
+    let mut fields = serde_json::Map::new();
+    fields.insert("worker".into(), holder_worker(&w.token).into());
+    fields.insert("since".into(), w.since.map(|t| t.to_string()).into());
+    fields.insert("waiting_for_s".into(), w.since.map(|t| -seconds_until(t, now)).into());
+    if let Some(d) = &w.details {
+        fields.extend(
+            listing::details_json(d, now).into_iter().filter(|(k, _)| !k.contains("acquired") && k != "held_for_s"),
+        );
+    }
+    Value::Object(fields)
 }

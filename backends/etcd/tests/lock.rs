@@ -309,5 +309,5 @@ async fn holder_details_are_kept_beside_each_grant() {
     let member = Member::start();
     let store = open(&member).await;
     tenure_conformance::inspect::holder_details_are_kept_beside_each_grant(&store).await;
-    tenure_conformance::inspect::holder_details_follow_a_hand_off(&store).await;
+    tenure_conformance::inspect::holder_details_follow_a_hand_off(&store, false).await;
 }

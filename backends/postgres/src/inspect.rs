@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use tenure::{HolderInfo, Holding, LeaderState, LockState, SharedState, Side};
+use tenure::{HolderInfo, Holding, LeaderState, LockState, SharedState, Side, Waiting};
 use tenure_core::BackendError;
 use tokio_postgres::types::ToSql;
 
@@ -28,7 +28,8 @@ impl PostgresBackend {
                 let acquired_at: Option<Instant> = record::column(row, 4, &key, "acquired_at")?;
                 let details: Option<String> = record::column(row, 5, &key, "details")?;
                 let details = acquired_at.zip(details).and_then(|(at, text)| HolderInfo::parse(&text, at.0));
-                Ok(LockState { fence, holder, expires_at: expires_at.map(|i| i.0), key, details })
+                let waiting = if self.inner.options.notify { Some(line(row, &key)?) } else { None };
+                Ok(LockState { fence, holder, expires_at: expires_at.map(|i| i.0), key, details, waiting })
             })
             .collect()
     }
@@ -96,4 +97,21 @@ impl PostgresBackend {
         }
         Ok(states)
     }
+}
+
+/// The live places of a lock's line (columns 6 to 8: tokens, since, details, each in turn
+/// order; NULL when nobody waits).
+fn line(row: &tokio_postgres::Row, key: &str) -> Result<Vec<Waiting>, BackendError> {
+    let tokens: Option<Vec<String>> = record::column(row, 6, key, "queue tokens")?;
+    let since: Option<Vec<Instant>> = record::column(row, 7, key, "queue since")?;
+    let details: Option<Vec<Option<String>>> = record::column(row, 8, key, "queue details")?;
+    let (since, details) = (since.unwrap_or_default(), details.unwrap_or_default());
+    let places = tokens.unwrap_or_default().into_iter().zip(since).zip(details);
+    Ok(places
+        .map(|((token, since), details)| Waiting {
+            token,
+            since: Some(since.0),
+            details: details.and_then(|text| HolderInfo::parse(&text, since.0)),
+        })
+        .collect())
 }

@@ -106,13 +106,18 @@ impl Texts {
             },
             lock_locked: format!("SELECT 1 FROM {locks} WHERE name = $1 AND token IS NOT NULL AND expire_at >= NOW()"),
             lock_owned: format!("SELECT 1 FROM {locks} WHERE name = $1 AND token = $2 AND expire_at >= NOW()"),
-            // (with the live lease's holder details, if its holder gave any: crate::details)
+            // (with the live lease's holder details, if its holder gave any: crate::details; and the
+            // live places of its line, first in line first: crate::queue)
             lock_states: format!(
                 "SELECT l.name, l.fence, CASE WHEN expire_at >= NOW() THEN token END, \
                         CASE WHEN expire_at >= NOW() THEN expire_at END, \
                         CASE WHEN expire_at >= NOW() THEN d.acquired_at END, \
-                        CASE WHEN expire_at >= NOW() THEN d.details END \
+                        CASE WHEN expire_at >= NOW() THEN d.details END, \
+                        w.tokens, w.since, w.details \
                  FROM {locks} l LEFT JOIN {locks}_details d ON d.name = l.name AND d.fence = l.fence \
+                 LEFT JOIN LATERAL (SELECT array_agg(q.token ORDER BY q.seq) AS tokens, \
+                         array_agg(q.since ORDER BY q.seq) AS since, array_agg(q.details ORDER BY q.seq) AS details \
+                     FROM {locks}_queue q WHERE q.name = l.name AND q.expire_at >= NOW()) w ON true \
                  WHERE cardinality($1::text[]) = 0 OR l.name = ANY($1) ORDER BY l.name"
             ),
             // grelmicro's function decides; a take it made (acquired = renewed, to this token)

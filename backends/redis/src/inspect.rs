@@ -1,9 +1,11 @@
 //! What `tenure status` shows of a Redis store: every lock name with a fencing counter (a name
-//! once acquired keeps its `fence:` key), its live holder and expiry, and the live leader records.
+//! once acquired keeps its `fence:` key), its live holder, expiry and details, the live places of
+//! its line, and the live leader records.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
-use tenure::{HolderInfo, LeaderState, LockState};
+use tenure::{HolderInfo, LeaderState, LockState, Waiting};
 use tenure_core::{BackendError, WallTime};
 
 use crate::{RedisBackend, error, record};
@@ -26,14 +28,18 @@ impl RedisBackend {
         let now = self.server_now().await?;
         let mut states = Vec::with_capacity(names.len());
         for name in names {
-            let (value, ttl_ms, fence, details): (Option<String>, i64, Option<i64>, Option<String>) = redis::pipe()
+            let (value, ttl_ms, fence, details, queue, places): Read = redis::pipe()
                 .get(self.key(&name))
                 .pttl(self.key(&name))
                 .get(self.key(&format!("fence:{name}")))
                 .get(self.key(&format!("details:{name}")))
+                .lrange(self.key(&format!("queue:{name}")), 0, -1)
+                .hgetall(self.key(&format!("queue-places:{name}")))
                 .query_async(&mut con)
                 .await
                 .map_err(|e| error("lock status", &name, &e))?;
+            // (with min_replicas there is no queue: waiters poll)
+            let waiting = self.inner.confirm.is_none().then(|| line(&queue, &places, now));
             let fence = fence.map(|f| record::fence(&name, f)).transpose()?;
             let (holder, expires_at, details) = match &value {
                 Some(v) => {
@@ -45,7 +51,7 @@ impl RedisBackend {
                 None => (None, None, None),
             };
             if fence.is_some() || holder.is_some() {
-                states.push(LockState { key: name, fence, holder, expires_at, details });
+                states.push(LockState { key: name, fence, holder, expires_at, details, waiting });
             }
         }
         Ok(states)
@@ -128,4 +134,25 @@ fn kept_details(text: &str, fence: tenure_core::FencingToken) -> Option<HolderIn
     }
     let at = WallTime::from_unix_micros(ms.parse::<i64>().ok()?.checked_mul(1000)?);
     HolderInfo::parse(details, at)
+}
+
+/// What one read of a lock name gives: its value, TTL, fence, holder details, queue and places.
+type Read = (Option<String>, i64, Option<i64>, Option<String>, Vec<String>, HashMap<String, String>);
+
+/// The live places of a lock's line, in turn order (`queue::PRELUDE`'s layout: `<expires
+/// ms>:<lease ms>:<route>`, then a line with when it was taken, then one with the details).
+fn line(queue: &[String], places: &HashMap<String, String>, now: WallTime) -> Vec<Waiting> {
+    let now_ms = now.as_unix_micros() / 1000;
+    let read = |token: &String| {
+        let (head, rest) = places.get(token)?.split_once('\n')?;
+        let (since, details) = rest.split_once('\n')?;
+        let expires: i64 = head.split(':').next()?.parse().ok()?;
+        let since = WallTime::from_unix_micros(since.parse::<i64>().ok()?.checked_mul(1000)?);
+        (expires >= now_ms).then(|| Waiting {
+            token: token.clone(),
+            since: Some(since),
+            details: HolderInfo::parse(details, since),
+        })
+    };
+    queue.iter().filter_map(read).collect()
 }

@@ -39,13 +39,15 @@ end
 local function place_of(token)
     return queued and redis.call('HGET', KEYS[4], token) or nil
 end
--- A place's lease, route and holder details ('' if none); nil if it lapsed or cannot be read.
+-- A place's lease, route, holder details ('' if none) and when it was taken; nil if it lapsed
+-- or cannot be read.
 local function live(place)
-    local expires, lease, route, details = string.match(place or '', '^(%d+):(%d+):([^\n]+)\n?(.*)$')
+    local expires, lease, route, since, details =
+        string.match(place or '', '^(%d+):(%d+):([^\n]+)\n(%d+)\n(.*)$')
     if not expires or tonumber(expires) < clock() then
         return nil
     end
-    return lease, route, details
+    return lease, route, details, since
 end
 local function leave(token)
     if queued and redis.call('HDEL', KEYS[4], token) == 1 then
@@ -97,9 +99,10 @@ end
 ";
 
 /// `ARGV[1]` token, `ARGV[2]` lease ms, `ARGV[3]` wait ms, `ARGV[4]` route, `ARGV[5]` name,
-/// `ARGV[6]` holder details ('' for none: kept with the place and beside its grant). Takes or renews like grelmicro's acquire unless a live waiter of another token is ahead;
-/// else keeps the token's place (a lapsed one goes to the back) and answers nil (or the
-/// placeholder, if a revocation's holds the lock: [`crate::revoke`]).
+/// `ARGV[6]` holder details ('' for none: kept with the place and beside its grant). Takes or
+/// renews like grelmicro's acquire unless a live waiter of another token is ahead; else keeps
+/// the token's place (a lapsed one goes to the back) and answers nil (or the placeholder, if a
+/// revocation's holds the lock: [`crate::revoke`]).
 const ACQUIRE: &str = r"
 if stored then
     if holding == ARGV[1] then
@@ -116,12 +119,11 @@ else
     hand_over(ARGV[5])
 end
 local wait = tonumber(ARGV[3])
-local place = (clock() + wait) .. ':' .. ARGV[2] .. ':' .. ARGV[4]
-if ARGV[6] ~= '' then
-    place = place .. '\n' .. ARGV[6]
-end
 local kept = place_of(ARGV[1])
-if not live(kept) then
+-- (a renewed place keeps its turn, and when it was first taken)
+local _, _, _, since = live(kept)
+local place = (clock() + wait) .. ':' .. ARGV[2] .. ':' .. ARGV[4] .. '\n' .. (since or clock()) .. '\n' .. ARGV[6]
+if not since then
     if not queued then
         -- No list: any place left (its key outlived the list's) lapsed with it.
         redis.call('DEL', KEYS[4])

@@ -125,7 +125,7 @@ async fn inspection_lists_holders_and_leaders() {
 async fn holder_details_are_kept_beside_each_grant() {
     let (store, _) = open().await;
     tenure_conformance::inspect::holder_details_are_kept_beside_each_grant(&store).await;
-    tenure_conformance::inspect::holder_details_follow_a_hand_off(&store).await;
+    tenure_conformance::inspect::holder_details_follow_a_hand_off(&store, true).await;
 }
 
 #[tokio::test]

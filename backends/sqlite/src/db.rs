@@ -263,7 +263,8 @@ impl Db {
                 let fence = if fence == 0 { None } else { Some(fence_of(&key, fence)?) };
                 let acquired_at = acquired.map(|t| time::from_text(&t, "acquired_at")).transpose()?;
                 let details = acquired_at.zip(details).and_then(|(at, text)| HolderInfo::parse(&text, at));
-                Ok(LockState { key, fence, holder, expires_at, details })
+                // (SQLite keeps no line: its waiters poll)
+                Ok(LockState { key, fence, holder, expires_at, details, waiting: None })
             })
             .collect()
     }

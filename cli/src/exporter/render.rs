@@ -200,6 +200,7 @@ mod tests {
                 holder: Some("token-of-another-shape".into()),
                 expires_at: Some(at(3_000_000)),
                 details: None,
+                waiting: None,
             }],
             shared: vec![SharedState {
                 key: "rwlock:doc".into(),

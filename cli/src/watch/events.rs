@@ -46,7 +46,8 @@ impl View {
                 holders.insert(token.clone(), ("exclusive", end.as_unix_micros()));
             }
             let fence = l.fence.map(|f| f.get());
-            names.insert(l.key.clone(), Name { exclusive: true, fence, holders, waiters: Vec::new() });
+            let waiters = l.waiting.iter().flatten().map(|w| w.token.clone()).collect();
+            names.insert(l.key.clone(), Name { exclusive: true, fence, holders, waiters });
         }
         for sh in &s.shared {
             let holders = sh

@@ -40,6 +40,8 @@ pub struct Waiter {
     pub route: u64,
     /// Who waits: kept beside the grant if the lock is handed over ([`super::details`]).
     pub details: Option<HolderDetails>,
+    /// When the place was taken (a renewal keeps it): how long it has waited, for people.
+    pub since: Timestamp,
 }
 
 /// The lock handed to the head of its queue: the store holds it for `token` until `expires_at`;
@@ -91,9 +93,20 @@ impl StoreModel {
                 }
             },
         };
-        let place = Waiter { token: token.clone(), lease, expires_at: now + wait, route, details: details.cloned() };
+        let mut place = Waiter {
+            token: token.clone(),
+            lease,
+            expires_at: now + wait,
+            route,
+            details: details.cloned(),
+            since: now,
+        };
         match entry.queue.iter_mut().find(|w| w.token == *token) {
-            Some(queued) => *queued = place,
+            Some(queued) => {
+                // (a renewed place keeps its turn, and when it was first taken)
+                place.since = queued.since;
+                *queued = place;
+            }
             None => entry.queue.push_back(place),
         }
         (None, grant)

@@ -28,7 +28,8 @@ pub struct HolderInfo {
     pub program: String,
     /// What the holder said it holds the lease for, if it said.
     pub purpose: Option<String>,
-    /// When the store granted the lease (by the store's clock; etcd's by the holder's).
+    /// When the store granted the lease (by the store's clock, or the holder's where the store
+    /// has none to read).
     pub acquired_at: WallTime,
 }
 
@@ -39,8 +40,8 @@ pub struct HolderInfo {
 pub struct LockInfo {
     /// The lock name.
     pub name: String,
-    /// The last fencing token the store issued for the name (kept after release, except on etcd,
-    /// whose fences are the holders' revisions), if any.
+    /// The last fencing token the store issued for the name (kept after release, except where a
+    /// fence is a holder's revision), if any.
     pub fencing_token: Option<FencingToken>,
     /// The worker of the live holder (`tenure-revoked` while a revocation holds it); `None` when
     /// free.

@@ -36,7 +36,8 @@ use std::time::Duration;
 
 pub use backend::{
     BackendFuture, Holding, Inspect, LeaderElectionBackend, LeaderState, LockBackend, LockState, MemoryBackend,
-    ReadWriteLockBackend, ReleaseSignals, ScheduleBackend, SemaphoreBackend, SharedState, Side, Signal, Wakeup,
+    ReadWriteLockBackend, ReleaseSignals, ScheduleBackend, SemaphoreBackend, SharedState, Side, Signal, Waiting,
+    Wakeup,
 };
 pub use blocking::{BlockingLock, BlockingLockGuard, BlockingLockHolder, BlockingTaskLock, BlockingTaskLockGuard};
 pub use coordination::{Coordination, Provider, Registry};

@@ -136,8 +136,10 @@ where
 }
 
 /// A waiter's details wait with its place: a store that hands the lock over from its queue
-/// keeps them beside the grant (one without a queue grants the waiter's next attempt).
-pub async fn holder_details_follow_a_hand_off<B>(store: &B)
+/// keeps them beside the grant (one without a queue grants the waiter's next attempt). A store
+/// that `keeps_places` lists its line in turn order, with when each place was taken and what each
+/// waiter told it; one that does not lists none.
+pub async fn holder_details_follow_a_hand_off<B>(store: &B, keeps_places: bool)
 where
     B: Inspect + LockBackend,
 {
@@ -148,8 +150,30 @@ where
         let (key, token) = (Key::parse("lock:line").expect("key"), Token::new(token).expect("token"));
         store.execute(StoreOp::LockAcquireQueued { key, token, lease, wait, details })
     };
+    let line = || async {
+        let state = store.lock_states(vec!["lock:line".into()]).await.expect("states").into_iter().next();
+        let waiting = state.and_then(|s| s.waiting).unwrap_or_default();
+        waiting.into_iter().map(|w| (w.token, w.since, w.details.and_then(|d| d.purpose))).collect::<Vec<_>>()
+    };
     assert!(matches!(queued("w1:task:0.1", "first").await.expect("w1"), StoreReply::Fence(Some(_))));
+    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock");
+    let before = i64::try_from(since_epoch.as_micros()).expect("micros");
     assert_eq!(queued("w2:task:0.2", "second").await.expect("w2 waits"), StoreReply::Fence(None));
+    assert_eq!(queued("w3:task:0.3", "third").await.expect("w3 waits"), StoreReply::Fence(None));
+    assert_eq!(queued("w2:task:0.2", "second").await.expect("w2 waits on"), StoreReply::Fence(None));
+    let waiting = line().await;
+    if keeps_places {
+        let shown: Vec<_> = waiting.iter().map(|(t, _, p)| (t.as_str(), p.as_deref())).collect();
+        assert_eq!(shown, [("w2:task:0.2", Some("second")), ("w3:task:0.3", Some("third"))], "in turn order");
+        for (token, since, _) in &waiting {
+            // (a store's clock may differ from this process's: within a minute of it; a renewed
+            // place keeps when it was first taken)
+            let since = since.unwrap_or_else(|| panic!("{token}: no time")).as_unix_micros();
+            assert!((since - before).abs() < 60_000_000, "{token}: since {since}, test at {before}");
+        }
+    } else {
+        assert!(waiting.is_empty(), "a store that keeps no places lists none: {waiting:?}");
+    }
     assert!(LockCalls::release(store, "lock:line", "w1:task:0.1").await.expect("release"));
     // (a store may list a free name, or not at all)
     let handed = store.lock_states(vec!["lock:line".into()]).await.expect("states").into_iter().next();
@@ -159,5 +183,9 @@ where
     let state = store.lock_states(vec!["lock:line".into()]).await.expect("states").remove(0);
     assert_eq!(state.holder.as_deref(), Some("w2:task:0.2"));
     assert_eq!(state.details.and_then(|d| d.purpose).as_deref(), Some("second"), "the waiter's details");
+    if keeps_places {
+        let left: Vec<_> = line().await.into_iter().map(|(t, ..)| t).collect();
+        assert_eq!(left, ["w3:task:0.3"], "the rest of the line");
+    }
     assert!(LockCalls::release(store, "lock:line", "w2:task:0.2").await.expect("release"));
 }

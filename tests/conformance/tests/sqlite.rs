@@ -65,7 +65,7 @@ mod system_clock {
 async fn holder_details_are_kept_beside_each_grant() {
     let store = SqliteOptions::new(fresh_path()).open().await.expect("open");
     tenure_conformance::inspect::holder_details_are_kept_beside_each_grant(&store).await;
-    tenure_conformance::inspect::holder_details_follow_a_hand_off(&store).await;
+    tenure_conformance::inspect::holder_details_follow_a_hand_off(&store, false).await;
 }
 
 #[tokio::test]

@@ -22,6 +22,20 @@ pub struct LockState {
     /// Who holds the live lease, as its holder told the store ([`HolderInfo`]); `None` when no
     /// lease is live or its holder told nothing (a grelmicro process).
     pub details: Option<HolderInfo>,
+    /// The waiters keeping a place in the store's line, first in line first; `None` where the
+    /// store keeps no line for locks (its waiters poll).
+    pub waiting: Option<Vec<Waiting>>,
+}
+
+/// One waiter in a lock's line ([`LockState::waiting`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    /// The waiter's token (show people [`holder_worker`] of it).
+    pub token: String,
+    /// When it took its place, if the store keeps that.
+    pub since: Option<WallTime>,
+    /// What the waiter told the store, if anything.
+    pub details: Option<HolderInfo>,
 }
 
 /// A live leader record.

@@ -32,7 +32,7 @@ pub use contract::{
     LeaderElectionBackend, LeaderElectionCalls, LeaderElectionOperations, LockBackend, LockCalls, LockOperations,
     granted, refused, state_of,
 };
-pub use inspect::{HolderInfo, Holding, Inspect, LeaderState, LockState, SharedState, Side, holder_worker};
+pub use inspect::{HolderInfo, Holding, Inspect, LeaderState, LockState, SharedState, Side, Waiting, holder_worker};
 pub use memory::MemoryBackend;
 pub use rw::{ReadWriteCalls, ReadWriteLockBackend, ReadWriteOperations};
 pub use sem::{SemaphoreBackend, SemaphoreCalls, SemaphoreOperations};
