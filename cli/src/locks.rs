@@ -107,19 +107,16 @@ pub(crate) fn table(s: &Snapshot, now: i64) -> String {
             if holders.is_empty() {
                 holders.push("free".to_owned());
             }
+            let mut shown = holders.join(", ");
             if !r.line.is_empty() {
                 let line: Vec<String> = r.line.iter().map(|w| waiter_text(w, now)).collect();
-                holders.push(format!("waiting: {}", line.join(", ")));
+                shown.push_str(&format!("; waiting: {}", line.join(", ")));
             }
             let name = match r.permits {
                 Some(p) => format!("{} [{}/{p}]", r.name, r.holders.len()),
                 None => r.name.to_owned(),
             };
-            out.push_str(&format!(
-                "{:<10} {name:<28} {fence:>8} {left:>9} {waiting:>8}  {}\n",
-                r.kind,
-                holders.join(", ")
-            ));
+            out.push_str(&format!("{:<10} {name:<28} {fence:>8} {left:>9} {waiting:>8}  {}\n", r.kind, shown));
         }
     }
     if !s.leaders.is_empty() {

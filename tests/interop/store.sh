@@ -7,6 +7,8 @@
 #    never interleave, and fencing tokens strictly increase across both libraries.
 # 2. A leader elected by grelmicro keeps `tenure elect` out until its lease ends; `tenure
 #    status` shows it; then grelmicro sees tenure's leader.
+# 3. `tenure locks` names a Python package holder, a Node waiter in its line and a grelmicro
+#    holder of another name (who_holds.py; with TENURE_NODE_PATH).
 # With TENURE_NODE_PATH (a node_modules holding the npm package) Node processes contend too, and
 # with TENURE_PYTHON (an interpreter with the Python package) processes of the Python package.
 # Usage: tests/interop/store.sh redis|postgres PYTHON TENURE
@@ -25,7 +27,7 @@ case $kind in
     server=${TENURE_POSTGRES_URL:-postgresql://postgres@127.0.0.1:5432/test}
     where="interop_$$_$(date +%s)"
     url="$server?lock_table=${where}_locks&leader_table=${where}_leaders&schedule_table=${where}_schedules"
-    trap 'rm -rf "$dir"; psql "$server" -qc "DROP TABLE IF EXISTS ${where}_locks, ${where}_locks_queue, ${where}_leaders, ${where}_schedules;
+    trap 'rm -rf "$dir"; psql "$server" -qc "DROP TABLE IF EXISTS ${where}_locks, ${where}_locks_queue, ${where}_locks_details, ${where}_leaders, ${where}_schedules;
       DROP FUNCTION IF EXISTS ${where}_leaders_le_acquire_or_renew_v2, ${where}_locks_queue_acquire,
         ${where}_locks_queue_release, ${where}_locks_queue_hand_over" > /dev/null 2>&1 || true' EXIT
     ;;
@@ -60,6 +62,12 @@ echo "$kind: final fence $fence"
 
 # A grelmicro holder's lock revoked by `tenure revoke`: what grelmicro sees (docs/interop.md).
 "${grelmicro[@]}" revoked "$server" "$where" revoked "$tenure" "$url" | sed "s/^/$kind: grelmicro revoked: /"
+
+# Who holds what (`tenure locks`): a holder through the Python package, a Node waiter in its line,
+# and a grelmicro holder of another name, each shown with what it told the store.
+if [ -n "${TENURE_NODE_PATH:-}" ]; then
+  "$py" "$here/who_holds.py" "$kind" "$url" "$server" "$where" "$tenure" "$TENURE_NODE_PATH"
+fi
 
 # Leader election: grelmicro leads for 2 s; tenure must wait it out, then lead.
 "${grelmicro[@]}" take "$server" "$where" leader:svc grelmicro-worker 2
