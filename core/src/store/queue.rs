@@ -38,7 +38,7 @@ pub struct Waiter {
     pub expires_at: Timestamp,
     /// Where a grant is pushed (the waiter's process), opaque to the store.
     pub route: u64,
-    /// Who waits: kept beside the grant if the lock is handed over ([`super::details`]).
+    /// Who waits: kept beside the grant if the lock is handed over ([`HolderDetails`]).
     pub details: Option<HolderDetails>,
     /// When the place was taken (a renewal keeps it): how long it has waited, for people.
     pub since: Timestamp,
