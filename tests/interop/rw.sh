@@ -27,7 +27,7 @@ case $kind in
     where="rw_interop_$$_$(date +%s)"
     url="$server?lock_table=${where}_locks&leader_table=${where}_leaders&schedule_table=${where}_schedules&rwlock_table=${where}_rwlocks"
     grelmicro_url=$server
-    trap 'rm -rf "$dir"; psql "$server" -qc "DROP TABLE IF EXISTS ${where}_locks, ${where}_locks_queue, ${where}_leaders,
+    trap 'rm -rf "$dir"; psql "$server" -qc "DROP TABLE IF EXISTS ${where}_locks, ${where}_locks_queue, ${where}_locks_details, ${where}_leaders,
         ${where}_schedules, ${where}_rwlocks, ${where}_rwlocks_holders;
       DROP FUNCTION IF EXISTS ${where}_leaders_le_acquire_or_renew_v2, ${where}_locks_queue_acquire,
         ${where}_locks_queue_release, ${where}_locks_queue_hand_over, ${where}_rwlocks_acquire_read_v2,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::client::{GetOptions, KeyValue};
-use tenure::backend::{BackendFuture, Inspect, LeaderState, LockState, SharedState, Waiting};
+use tenure::backend::{BackendFuture, Inspect, LeaderState, LockState, SharedState};
 use tenure_core::{BackendError, FencingToken, WallTime};
 
 use crate::EtcdBackend;
@@ -63,19 +63,14 @@ impl Inspect for EtcdBackend {
             for (name, contenders) in store.names(&["lock:", "tasklock:", "leader:"], &keys).await? {
                 let Some(holder) = contenders.first().filter(|_| !name.starts_with("leader:")) else { continue };
                 let details = store.details_of(&name, holder).await?;
-                // The contenders behind the holder, oldest first (`etcdctl lock` sessions: Tenure's
-                // own attempts leave no key when refused); etcd keeps no time for them.
-                let waiting = contenders[1..].iter().map(|kv| Waiting {
-                    token: String::from_utf8_lossy(kv.value()).into_owned(),
-                    since: None,
-                    details: None,
-                });
                 states.push(LockState {
                     fence: u64::try_from(holder.create_revision()).ok().map(FencingToken::new),
                     holder: Some(String::from_utf8_lossy(holder.value()).into_owned()),
                     expires_at: store.lease_end(holder.lease()).await?,
                     details,
-                    waiting: Some(waiting.collect()),
+                    // No line: Tenure's waiters poll and leave no key while refused (`etcdctl
+                    // lock` sessions wait as contenders), so the contenders are not the waiters.
+                    waiting: None,
                     key: name,
                 });
             }

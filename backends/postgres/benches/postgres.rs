@@ -42,9 +42,9 @@ async fn statements_floor(store: &PostgresBackend) -> Duration {
     let (acquire, release) = store.lock_statements();
     let acquire = client.prepare(acquire).await.expect("prepare acquire");
     let release = client.prepare(release).await.expect("prepare release");
-    let (name, token, micros) = ("lock:floor", "floor-token", 60_000_000_i64);
+    let (name, token, micros, details) = ("lock:floor", "floor-token", 60_000_000_i64, None::<&str>);
     per_call(|| async {
-        client.query_opt(&acquire, &[&name, &token, &micros]).await.expect("acquire");
+        client.query_opt(&acquire, &[&name, &token, &micros, &details]).await.expect("acquire");
         client.query_one(&release, &[&name, &token]).await.expect("release");
     })
     .await
@@ -57,6 +57,7 @@ fn pgbench_floor(store: &PostgresBackend) -> Option<Duration> {
     // pgbench reads `:word` as a variable, even inside a string: constants without colons.
     let constants = |sql: &str| {
         sql.replace("$3::bigint", "CAST(60000000 AS bigint)")
+            .replace("$4::text", "CAST(NULL AS text)")
             .replace("$1", "'pgbench_lock'")
             .replace("$2", "'pgbench-token'")
     };
@@ -79,7 +80,7 @@ fn pgbench_floor(store: &PostgresBackend) -> Option<Duration> {
 async fn drop_tables() {
     let t = stem();
     let sql = format!(
-        "DROP TABLE IF EXISTS {t}_locks, {t}_locks_queue, {t}_leaders, {t}_schedules; \
+        "DROP TABLE IF EXISTS {t}_locks, {t}_locks_queue, {t}_locks_details, {t}_leaders, {t}_schedules; \
          DROP FUNCTION IF EXISTS {t}_leaders_le_acquire_or_renew_v2, {t}_locks_queue_acquire, \
              {t}_locks_queue_release, {t}_locks_queue_hand_over"
     );

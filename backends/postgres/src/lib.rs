@@ -155,7 +155,8 @@ impl PostgresBackend {
     }
 
     /// The statements this backend prepares to acquire and to release a lock, as sent (for
-    /// audits and benchmarks): `$1` is the name, `$2` the token, `$3` the lease in microseconds.
+    /// audits and benchmarks): `$1` is the name, `$2` the token, `$3` the lease in microseconds,
+    /// and the acquire's `$4` the holder's details (text, or NULL for none).
     pub fn lock_statements(&self) -> (&str, &str) {
         (&self.inner.texts.lock_acquire, &self.inner.texts.lock_release)
     }

@@ -4,7 +4,9 @@
 //! Beside grelmicro's lock key and fence key, a name has two keys of Tenure's own:
 //! `queue:<name>`, a list of the waiting tokens, oldest first, and `queue-places:<name>`, a hash
 //! from each token to `<expires ms>:<lease ms>:<route>` — when its place lapses (server time),
-//! the lease it asked for, and the channel its grant is published on (its backend's). Both
+//! the lease it asked for, and the channel its grant is published on (its backend's) — then, a
+//! line each, when the place was taken (server ms, kept by a renewal: `tenure locks` shows it)
+//! and the waiter's holder details ('' if none: written beside its grant by the hand-off). Both
 //! expire once the longest place has lapsed.
 //!
 //! A refused queued acquire keeps or renews its place. A release — or a queued attempt that finds

@@ -109,11 +109,7 @@ pub(crate) fn settings_of(c: &tenure::LockConfig) -> LockSettings {
 
 /// The settings `o` gives, from seconds, checked: a settings error names the Kotlin option.
 pub(crate) fn lock_options(o: &LockOptions) -> Result<binding::LockOptions, TenureError> {
-    if o.purpose.is_some() {
-        let why =
-            "purpose is a Lock's (set when it is made): read-write locks and semaphores keep no holder details yet";
-        return Err(tenure::Error::settings("purpose", why).into());
-    }
+    binding::refuse_purpose(o.purpose.as_deref())?;
     let given = [o.lease_duration, o.retry_interval, o.backend_timeout];
     let given = binding::LockOptions::from_numbers(Unit::Seconds, Spelling::Camel, given)?;
     let (worker, env_prefix) = (o.worker.clone(), o.env_prefix.clone());

@@ -71,7 +71,7 @@ fn locks(out: &mut String, s: &Snapshot, now: i64) {
     let mut f = family(
         out,
         "tenure_store_lock_waiters",
-        "Waiters keeping a place in the store's line (read-write locks' writers, semaphores).",
+        "Waiters keeping a place in the store's line (queued locks, read-write locks' writers, semaphores).",
     );
     for r in &rows {
         if let Some(waiters) = &r.waiters {

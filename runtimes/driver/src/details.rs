@@ -1,4 +1,4 @@
-//! Holder details: who holds a lease, for people (`tenure locks`, `lock.holder()`). A holder
+//! Holder details: who holds a lease, for people (`tenure locks`, `lock.state()`). A holder
 //! sends them with its acquires — its host, pid and program, and the purpose its user gave — as
 //! one JSON text ([`HolderDetails`]); the store keeps them beside a new grant, with when it
 //! granted it, and a listing reads them back as a [`HolderInfo`].
@@ -33,7 +33,6 @@ pub struct HolderInfo {
     pub acquired_at: WallTime,
 }
 
-/// The stored text (borrowed where it needs no unescaping).
 /// A lock or task lock as people ask about it ([`crate::Lock::state`]): who holds it, since when
 /// and until when, never its token.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,6 +86,7 @@ pub(crate) async fn lock_info<R: Runtime>(
     })
 }
 
+/// The stored text (borrowed where it needs no unescaping).
 #[derive(Serialize, Deserialize)]
 struct Text<'a> {
     #[serde(borrow)]
@@ -100,13 +100,15 @@ struct Text<'a> {
 
 impl HolderInfo {
     /// Reads details a store kept (`None` if they are not a holder's details: another writer's).
+    /// Whoever can write to the store could write anything: control characters (a terminal's
+    /// escapes, as JSON `\u001b`) come out as `?`, and each field at most 256 bytes.
     pub fn parse(text: &str, acquired_at: WallTime) -> Option<Self> {
         let read: Text<'_> = serde_json::from_str(text).ok()?;
         Some(Self {
-            host: read.host.into_owned(),
+            host: clean(&read.host, 256),
             pid: read.pid,
-            program: read.program.into_owned(),
-            purpose: read.purpose.map(Cow::into_owned),
+            program: clean(&read.program, 256),
+            purpose: read.purpose.map(|p| clean(&p, 256)),
             acquired_at,
         })
     }
@@ -115,7 +117,7 @@ impl HolderInfo {
 /// This process's host name and program, read once.
 fn process() -> &'static (String, String) {
     static PROCESS: OnceLock<(String, String)> = OnceLock::new();
-    PROCESS.get_or_init(|| (clean(&host()), clean(&program(&std::env::args_os().collect::<Vec<_>>()))))
+    PROCESS.get_or_init(|| (clean(&host(), 200), clean(&program(&std::env::args_os().collect::<Vec<_>>()), 200)))
 }
 
 /// The host name: the kernel's (Linux), else `$HOSTNAME`, else `unknown`.
@@ -134,7 +136,9 @@ fn program(args: &[std::ffi::OsString]) -> String {
         Path::new(arg).file_name().map_or_else(|| arg.to_string_lossy(), OsStr::to_string_lossy).into_owned()
     };
     let Some(first) = args.first().map(base) else { return "unknown".to_owned() };
-    let interpreter = ["python", "node", "bun", "deno", "ruby", "perl"].iter().any(|i| first.starts_with(i));
+    // (`python3.14`, `node`, `pypy3`: an interpreter's name and its version; not `nodetool`)
+    let stem = first.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let interpreter = ["python", "pypy", "node", "nodejs", "bun", "deno", "ruby", "perl"].contains(&stem);
     match args.get(1) {
         Some(script) if interpreter && !script.to_string_lossy().starts_with('-') => {
             format!("{first} {}", base(script))
@@ -143,11 +147,11 @@ fn program(args: &[std::ffi::OsString]) -> String {
     }
 }
 
-/// Control characters replaced, and at most 200 bytes (details are bounded).
-fn clean(text: &str) -> String {
+/// Control characters replaced, and at most `max` bytes (details are bounded).
+fn clean(text: &str, max: usize) -> String {
     let mut out: String = text.chars().map(|c| if c.is_control() { '?' } else { c }).collect();
-    if out.len() > 200 {
-        let mut end = 200;
+    if out.len() > max {
+        let mut end = max;
         while !out.is_char_boundary(end) {
             end -= 1;
         }
@@ -218,8 +222,14 @@ mod tests {
         assert_eq!(program(&args(&["/usr/bin/python3.14", "/srv/app/worker.py", "-v"])), "python3.14 worker.py");
         assert_eq!(program(&args(&["/usr/bin/python3", "-m", "app"])), "python3");
         assert_eq!(program(&args(&["/usr/local/bin/tenure", "lock", "x"])), "tenure");
+        assert_eq!(program(&args(&["/usr/bin/nodetool", "--password-file", "secret"])), "nodetool");
+        assert_eq!(program(&args(&["/usr/bin/bundle", "exec", "rake"])), "bundle");
+        assert_eq!(program(&args(&["/usr/bin/node", "server.mjs"])), "node server.mjs");
+        let escaped = r#"{"host":"h\u001b[2J","pid":1,"program":"p","purpose":"x\ny"}"#;
+        let read = HolderInfo::parse(escaped, WallTime::UNIX_EPOCH).expect("read");
+        assert_eq!((read.host.as_str(), read.purpose.as_deref()), ("h?[2J", Some("x?y")));
         assert_eq!(program(&args(&[])), "unknown");
-        assert_eq!(clean("a\tb"), "a?b");
-        assert_eq!(clean(&"é".repeat(150)).len(), 200);
+        assert_eq!(clean("a\tb", 200), "a?b");
+        assert_eq!(clean(&"é".repeat(150), 200).len(), 200);
     }
 }

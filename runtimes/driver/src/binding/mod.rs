@@ -15,3 +15,16 @@ pub use options::{
     TaskLockOptionsTarget, Unit, lock_settings,
 };
 pub use slot::LeaseSlot;
+
+/// A purpose given to a primitive that keeps no holder details (a read-write lock, a semaphore):
+/// a settings error naming `purpose`; `Ok` when none was given. (A lock's and a task lock's
+/// purpose is set with `set_purpose`, which checks it.)
+pub fn refuse_purpose(purpose: Option<&str>) -> Result<(), tenure_core::Error> {
+    match purpose {
+        None => Ok(()),
+        Some(_) => Err(tenure_core::Error::settings(
+            "purpose",
+            "purpose is a Lock's or a TaskLock's (set when it is made): read-write locks and semaphores keep no holder details yet",
+        )),
+    }
+}

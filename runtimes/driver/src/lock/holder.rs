@@ -34,16 +34,21 @@ impl<R: Runtime> LockHolder<R> {
         // The token is a capability (the OS's generator); the jitter is the runtime's to seed.
         let token = holder_token(config.worker(), kind, &mut rand::rng());
         let mut jitter = tenure_core::SplitMix64::new(lock.shared.runtime.jitter_seed());
-        let mut machine =
+        let machine =
             LockMachine::with_access(lock.shared.key.clone(), token, lock.shared.access, &config, &mut jitter);
-        machine.set_details(lock.shared.details.get());
         let cell = Arc::new(Cell::new(machine));
         Self { lock, cell, kind }
     }
 
     pub(crate) fn from_cell(lock: Lock<R>, cell: Arc<Cell<LockMachine>>) -> Self {
-        cell.lock().set_details(lock.shared.details.get());
         Self { lock, cell, kind: HolderKind::Task }
+    }
+
+    /// Who holds, as the lock says now (its purpose may have changed since this holder was made):
+    /// a lock's; the sides of a read-write lock and semaphores send none yet.
+    fn details(&self) -> Option<tenure_core::HolderDetails> {
+        let shared = &self.lock.shared;
+        (shared.access == Access::Exclusive).then(|| shared.details.get()).flatten()
     }
 
     /// Returns this task holder to its lock's idle holders if nobody else refers to it and its
@@ -171,10 +176,11 @@ impl<R: Runtime> LockHolder<R> {
             .flatten();
         let queued = turn.is_some();
         let wakeup = turn.or_else(|| shared.backend.wakeup(shared.key.as_str()));
-        let (kind, access, seen) = (self.kind, shared.access, shared.seen_fence());
+        let (kind, access, seen, details) = (self.kind, shared.access, shared.seen_fence(), self.details());
         let start = move |m: &mut LockMachine, now, config: &LockConfig| {
             fresh_token(m, config.worker(), kind, access)?;
             remember(m, seen);
+            m.set_details(details.clone());
             // A semaphore's waiter keeps a short place in line, as a queued lock's does.
             m.set_queued((queued || matches!(access, Access::Permit(_))).then(|| queue_wait(config)));
             m.acquire(now, timeout)
@@ -195,9 +201,11 @@ impl<R: Runtime> LockHolder<R> {
     /// One attempt; [`Error::WouldBlock`] if another holder has the lock.
     pub async fn acquire_nowait(&self) -> Result<LockHandle, Error> {
         let (kind, access, seen) = (self.kind, self.lock.shared.access, self.lock.shared.seen_fence());
+        let details = self.details();
         let start = move |m: &mut LockMachine, now, config: &LockConfig| {
             fresh_token(m, config.worker(), kind, access)?;
             remember(m, seen);
+            m.set_details(details.clone());
             m.acquire_nowait(now)
         };
         let ended = self.run(start, None, false, "acquire").await;

@@ -192,7 +192,7 @@ impl<R: Runtime> Lock<R> {
     }
 
     /// Says what the lock is held for ("nightly export"): shown with the holder's host, pid and
-    /// program by `tenure locks` and [`Lock::holder`], from the next acquisition on. 1 to 256
+    /// program by `tenure locks` and [`Lock::state`], from the next acquisition on. 1 to 256
     /// bytes, no control characters; `None` says nothing.
     pub fn set_purpose(&self, purpose: Option<&str>) -> Result<(), Error> {
         self.shared.details.set_purpose(purpose)
