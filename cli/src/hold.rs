@@ -93,8 +93,8 @@ pub(crate) enum Ended {
     Stopped {
         /// What happened, for people.
         why: String,
-        /// Why the lease went, for programs (`TENURE_LOST_CAUSE`): `expired`, `taken`,
-        /// `unreachable` or `revoked`, as the telemetry's causes.
+        /// Why the lease went, for programs (`TENURE_LOST_CAUSE`): `expired`, `unreachable`,
+        /// `taken`, `fence_regression` or `revoked`, as the telemetry's causes.
         cause: &'static str,
     },
 }
@@ -161,10 +161,17 @@ fn instant(t: Timestamp) -> Instant {
 
 /// What ended the lease, for people and as a cause.
 fn why_lost<G: Lease>(kept: &KeepAlive<G>) -> (String, &'static str) {
-    let (why, cause) = match kept.ended() {
-        Some(KeepAliveEnd::Expired) => ("the lease was lost: it could not be renewed in time", "expired"),
-        Some(KeepAliveEnd::Lost) => ("the lease was lost: another holder has it", "taken"),
-        Some(KeepAliveEnd::Revoked(reason)) => {
+    let (why, cause) = match kept.loss_cause() {
+        KeepAliveEnd::Expired => ("the lease was lost: it ran out before a renewal was tried", "expired"),
+        KeepAliveEnd::Unreachable => (
+            "the lease was lost: renewals failed or went unanswered until it ran out (the store was unreachable)",
+            "unreachable",
+        ),
+        KeepAliveEnd::Lost => ("the lease was lost: another holder has it", "taken"),
+        KeepAliveEnd::FenceRegression => {
+            ("the lease was lost: the store answered a lower fencing token (it lost its grants)", "fence_regression")
+        }
+        KeepAliveEnd::Revoked(reason) => {
             return (format!("the lease was revoked by an operator: {reason}"), "revoked");
         }
         _ => ("the lease was lost", "expired"),

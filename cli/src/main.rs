@@ -122,7 +122,7 @@ pub(crate) struct LockArgs {
     #[arg(long, value_name = "N", conflicts_with_all = ["shared", "exclusive"])]
     pub(crate) permits: Option<u32>,
     /// When the lease is lost (the command then stopped), run this shell command, with
-    /// TENURE_LOCK_NAME, TENURE_FENCING_TOKEN, TENURE_LOST_CAUSE (expired, taken, unreachable or revoked)
+    /// TENURE_LOCK_NAME, TENURE_FENCING_TOKEN, TENURE_LOST_CAUSE (expired, unreachable, taken, fence_regression or revoked)
     /// and TENURE_LOST_REASON in its environment; tenure still exits 70.
     #[arg(long, value_name = "SHELL")]
     pub(crate) on_lost: Option<String>,

@@ -44,9 +44,14 @@ pub(crate) async fn run(backend: Option<&str>, args: RevokeArgs) -> Result<i32, 
     let kind = if args.task { "tasklock" } else { "lock" };
     let key = Key::parse(&format!("{kind}:{name}")).map_err(|e| Failure::from_error(&e))?;
     let store = store::open(backend).await?;
-    let answer = store.locks().execute(StoreOp::LockRevoke { key, reason: reason.clone() }).await;
+    let answer = store.locks().execute(StoreOp::LockRevoke { key: key.clone(), reason: reason.clone() }).await;
     let shared =
         if matches!(answer, Ok(StoreReply::Revocation(None))) { shared_holders(&store, &name).await } else { None };
+    // Revoked already: the reason that stands is the first revocation's, kept in its placeholder.
+    let reason = match &answer {
+        Ok(StoreReply::Revocation(Some(r))) if r.already => standing_reason(&store, &key).await.unwrap_or(reason),
+        _ => reason,
+    };
     store::close(&store).await;
     let revocation = match answer {
         Ok(StoreReply::Revocation(revocation)) => revocation,
@@ -68,19 +73,27 @@ pub(crate) async fn run(backend: Option<&str>, args: RevokeArgs) -> Result<i32, 
     } else {
         #[allow(clippy::print_stdout)]
         {
-            println!("{}", sentence(kind, &args.name, &r));
+            println!("{}", sentence(kind, &args.name, &reason, &r));
         }
     }
     Ok(0)
 }
 
+/// The reason of the revocation whose placeholder holds `key` now, if the store lists it.
+async fn standing_reason(store: &store::Store, key: &Key) -> Option<RevokeReason> {
+    let states = store.inspect()?.lock_states(vec![key.as_str().to_owned()]).await.ok()?;
+    let holder = states.into_iter().find(|s| s.key == key.as_str())?.holder?;
+    RevokeReason::of_placeholder(&holder).map(|(_, reason)| reason)
+}
+
 /// What people are told.
-fn sentence(kind: &str, name: &str, r: &Revocation) -> String {
+fn sentence(kind: &str, name: &str, reason: &RevokeReason, r: &Revocation) -> String {
     let left = r.left.as_secs_f64();
     if r.already {
         return format!(
-            "{kind} {name} was revoked already (fence {} revoked; fence now {}); it is free again in {left:.1}s",
+            "{kind} {name} was revoked already (fence {} revoked: {}; fence now {}); it is free again in {left:.1}s",
             r.revoked_fence.get(),
+            reason.as_str(),
             r.fence.get()
         );
     }

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-const TENURE: &str = env!("CARGO_BIN_EXE_tenure");
+mod common;
+
+use common::{TENURE, run, tenure};
 
 /// A fresh directory holding a fresh store.
 fn workspace() -> (PathBuf, String) {
@@ -24,16 +26,6 @@ fn workspace() -> (PathBuf, String) {
 /// 1.5 s lease once (and past 0.6 s leases before).
 fn without_fsync(url: &str) -> String {
     format!("{url}?synchronous=normal")
-}
-
-fn tenure(url: &str, args: &[&str]) -> Command {
-    let mut command = Command::new(TENURE);
-    command.arg("--backend").arg(url).args(args).env_remove("TENURE_BACKEND");
-    command
-}
-
-fn run(url: &str, args: &[&str]) -> Output {
-    tenure(url, args).output().expect("run tenure")
 }
 
 fn code(output: &Output) -> i32 {

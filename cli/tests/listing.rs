@@ -9,7 +9,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-const TENURE: &str = env!("CARGO_BIN_EXE_tenure");
+mod common;
+
+use common::tenure;
 
 /// A fresh SQLite store's URL and its file.
 fn sqlite_store() -> (String, PathBuf) {
@@ -22,12 +24,6 @@ fn sqlite_store() -> (String, PathBuf) {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let file = dir.join("store.db");
     (format!("sqlite://{}?synchronous=normal", file.display()), file)
-}
-
-fn tenure(url: &str, args: &[&str]) -> Command {
-    let mut command = Command::new(TENURE);
-    command.arg("--backend").arg(url).args(args).env_remove("TENURE_BACKEND");
-    command
 }
 
 /// A running exporter, ended with SIGTERM when dropped.

@@ -179,6 +179,20 @@ export interface LockState {
   expiresAt: Date | null;
   /** `null` when free, or when the holder told nothing (a grelmicro process). */
   holder: HolderInfo | null;
+  /**
+   * Who waits for it, first in line first; `null` where the store keeps no line (SQLite, etcd, a
+   * user-written backend).
+   */
+  waiting: Waiter[] | null;
+}
+
+/** One in a lock's waiting line (never its ownership token). */
+export interface Waiter {
+  worker: string;
+  /** Since when it waits; `null` where the store does not keep it. */
+  since: Date | null;
+  /** What it told the store; `null` if nothing. */
+  details: HolderInfo | null;
 }
 
 /** A lock's resolved settings. */
@@ -200,6 +214,14 @@ export interface AcquireOptions {
 export interface UsingOptions extends AcquireOptions {
   /** Release after at most this many ms even if `fn` still runs (its signal then aborts). */
   maxHold?: number;
+  /** Warn below this many ms of validity left while renewals fail (default a third of the lease). */
+  warnBelow?: number;
+  /**
+   * Called when renewals keep failing and less than `warnBelow` ms of validity is left, with
+   * the ms left: the work's chance to checkpoint before the loss. Once per run of failures;
+   * what it throws becomes a process warning, never an unhandled rejection.
+   */
+  onWarning?: (msLeft: number, handle: LockHandle) => void | Promise<void>;
 }
 
 /** One acquisition of a lock. */
@@ -218,16 +240,23 @@ export declare class LockHandle {
   /** Releases (`LockNotOwnedError` if it was released or lost meanwhile). */
   release(): Promise<void>;
   /**
-   * Keeps the lease alive in the background for at most `maxHold` ms (unbounded without); the
-   * process stays alive meanwhile, as with a running timer, unless `unref()` is called.
+   * Keeps the lease alive in the background for at most `maxHold` ms (unbounded without),
+   * warning (`warning()`) below `warnBelow` ms of validity left while renewals fail (a third of
+   * the lease without); the process stays alive meanwhile, as with a running timer, unless
+   * `unref()` is called.
    */
-  keepAlive(maxHold?: number): this;
+  keepAlive(maxHold?: number, warnBelow?: number): this;
   /** Lets the process exit while the lease is kept alive (as `timer.unref()`). */
   unref(): this;
   /** Undoes `unref()`. */
   ref(): this;
   /** Resolves `true` the moment the lease is lost, `false` once it is released. */
   lost(): Promise<boolean>;
+  /**
+   * Resolves at the keep-alive's next warning (renewals keep failing, validity running out) with
+   * the ms of validity left; `null` once the lease is released or lost.
+   */
+  warning(): Promise<number | null>;
   /** Releases at the end of an `await using` block (a lost or released lease is not an error). */
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -496,10 +525,12 @@ export declare class LockNotOwnedError extends CoordinationError {}
 /** The lease was lost while held (`using()`), and the work's signal aborted. */
 export declare class LockLostError extends LockNotOwnedError {
   /**
-   * Why: `expired` (no renewal confirmed in time), `lost` (another holder has it), `max_hold`, or
-   * `revoked` (an operator ran `tenure revoke`; the message gives the reason).
+   * Why: `expired` (it ran out before a renewal was tried: the process was paused),
+   * `unreachable` (renewals failed or went unanswered until it ran out), `lost` (another holder
+   * has it), `fence_regression` (the store answered a lower fence: it lost its grants),
+   * `max_hold`, or `revoked` (an operator ran `tenure revoke`; the message gives the reason).
    */
-  readonly reason: 'expired' | 'lost' | 'max_hold' | 'revoked';
+  readonly reason: 'expired' | 'unreachable' | 'lost' | 'fence_regression' | 'max_hold' | 'revoked';
 }
 export declare class AdmissionError extends TenureError {}
 export declare class WouldBlockError extends AdmissionError {}

@@ -83,11 +83,13 @@ class LockHandle {
   }
 
   /**
-   * Keeps the lease alive in the background for at most `maxHold` ms (unbounded without).
-   * Meanwhile the process stays alive, as with a running timer, unless `unref()` was called.
+   * Keeps the lease alive in the background for at most `maxHold` ms (unbounded without),
+   * warning (see `warning()`) when renewals keep failing and less than `warnBelow` ms of validity
+   * is left (a third of the lease without; under two thirds of the lease). Meanwhile the
+   * process stays alive, as with a running timer, unless `unref()` was called.
    */
-  keepAlive(maxHold) {
-    now(() => this.#guard.keepAlive(maxHold));
+  keepAlive(maxHold, warnBelow) {
+    now(() => this.#guard.keepAlive(maxHold, warnBelow));
     // Until the keep-alive ends: released, lost, or at its maxHold.
     (this.#alive ??= new Alive()).start(() => this.#guard.keeping());
     return this;
@@ -109,6 +111,14 @@ class LockHandle {
   /** Settles with `true` the moment the lease is lost, with `false` once it is released. */
   lost() {
     return settle(() => this.#guard.lost());
+  }
+
+  /**
+   * Settles at the keep-alive's next warning — renewals keep failing and its validity is running
+   * out — with the ms of validity left, or with `null` once the lease is released or lost.
+   */
+  warning() {
+    return settle(() => this.#guard.warning());
   }
 
   /** The core's `LockLostError` for this lease (its `reason`: why the keep-alive ended). */
@@ -151,6 +161,30 @@ class WriteHandle extends LockHandle {
     const guard = this[guardOf]();
     await settle(() => guard.downgrade());
     return new ReadHandle(guard);
+  }
+}
+
+/**
+ * Calls `onWarning(msLeft, handle)` at each of the handle's warnings until it is released or
+ * lost; what it throws or rejects with is a process warning, never an unhandled rejection.
+ */
+async function tellWarnings(handle, onWarning) {
+  for (;;) {
+    let left;
+    try {
+      left = await handle.warning();
+    } catch {
+      return;
+    }
+    if (left === null) return;
+    try {
+      await onWarning(left, handle);
+    } catch (error) {
+      process.emitWarning(`onWarning of the lock ${JSON.stringify(handle.name)} threw: ${error}`, {
+        type: 'TenureWarning',
+        detail: 'The lease is still kept; the warning is given once per run of failed renewals.',
+      });
+    }
   }
 }
 
@@ -219,20 +253,28 @@ class Leasing extends Configured {
    * `maxHold` ms), then releases. `signal` aborts with a `LockLostError` the moment the lease is
    * lost — pass it to `fetch`, database drivers and timers — or with the reason of the
    * `signal` given here. If the lease was lost and `fn` did not throw, `using` rejects with the
-   * `LockLostError`.
+   * `LockLostError` (its `reason` says why). `onWarning(msLeft, handle)` is called when renewals
+   * keep failing and less than `warnBelow` ms of validity is left (a third of the lease
+   * without): the work's chance to checkpoint. What it throws or rejects with becomes a process
+   * warning (`process.emitWarning`), never an unhandled rejection.
    */
-  async using(fn, { timeout, signal, maxHold } = {}) {
+  async using(fn, { timeout, signal, maxHold, warnBelow, onWarning } = {}) {
     if (typeof fn !== 'function') throw new TypeError('using(fn): fn must be a function');
     if (maxHold !== undefined) now(() => native.checkDuration('maxHold', maxHold));
+    if (warnBelow !== undefined) now(() => native.checkDuration('warnBelow', warnBelow));
+    if (onWarning !== undefined && typeof onWarning !== 'function') {
+      throw new TypeError('using(fn, { onWarning }): onWarning must be a function');
+    }
     const handle = await this.acquire({ timeout, signal });
     const controller = new AbortController();
     const onAbort = () => controller.abort(signal.reason);
     try {
-      handle.keepAlive(maxHold);
+      handle.keepAlive(maxHold, warnBelow);
     } catch (error) {
       await handle[asyncDispose]();
       throw error;
     }
+    if (onWarning !== undefined) tellWarnings(handle, onWarning);
     handle.lost().then(
       (lost) => {
         if (lost) controller.abort(handle[lostError]());

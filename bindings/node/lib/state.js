@@ -3,16 +3,24 @@
 
 const at = (ms) => (ms === null || ms === undefined ? null : new Date(ms));
 
-/** The native `{ name, held, fencingToken, worker, expiresAt, holder }` with `Date`s for times. */
+const holderOf = (details) => (details ? { ...details, acquiredAt: at(details.acquiredAt) } : null);
+
+/**
+ * The native `{ name, held, fencingToken, worker, expiresAt, holder, waiting }` with `Date`s for
+ * times (`waiting`: `null` where the store keeps no line).
+ */
 function lockState(state) {
-  const holder = state.holder ? { ...state.holder, acquiredAt: at(state.holder.acquiredAt) } : null;
+  const waiting = state.waiting
+    ? state.waiting.map((w) => ({ worker: w.worker, since: at(w.since), details: holderOf(w.details) }))
+    : null;
   return {
     name: state.name,
     held: state.held,
     fencingToken: state.fencingToken ?? null,
     worker: state.worker ?? null,
     expiresAt: at(state.expiresAt),
-    holder,
+    holder: holderOf(state.holder),
+    waiting,
   };
 }
 

@@ -188,6 +188,16 @@ pub struct LockState {
     pub worker: Option<String>,
     pub expires_at: Option<f64>,
     pub holder: Option<HolderInfo>,
+    /// Who waits, first in line first; `None` where the store keeps no line.
+    pub waiting: Option<Vec<Waiter>>,
+}
+
+/// One in a lock's waiting line.
+#[napi(object)]
+pub struct Waiter {
+    pub worker: String,
+    pub since: Option<f64>,
+    pub details: Option<HolderInfo>,
 }
 
 /// What a holder told the store when it took the lock.
@@ -205,19 +215,25 @@ impl LockState {
         #[allow(clippy::cast_precision_loss)] // (ms since the epoch: exact below 2^53)
         let ms = |t: tenure::core::WallTime| t.as_unix_micros() as f64 / 1000.0;
         let held = info.held();
-        let holder = info.details.map(|d| HolderInfo {
+        let holder = |d: tenure::HolderInfo| HolderInfo {
             host: d.host,
             pid: d.pid,
             program: d.program,
             purpose: d.purpose,
             acquired_at: ms(d.acquired_at),
+        };
+        let waiting = info.waiting.map(|line| {
+            line.into_iter()
+                .map(|w| Waiter { worker: w.worker, since: w.since.map(ms), details: w.details.map(holder) })
+                .collect()
         });
         LockState {
             held,
             fencing_token: info.fencing_token.map(|f| BigInt::from(f.get())),
             worker: info.worker,
             expires_at: info.expires_at.map(ms),
-            holder,
+            holder: info.details.map(holder),
+            waiting,
             name: info.name,
         }
     }
@@ -301,11 +317,21 @@ impl Guard {
         promise(env, async move { Ok(released.await?) })
     }
 
-    /// Keeps the lease alive in the background for at most `maxHold` ms (no bound without it).
+    /// Keeps the lease alive in the background for at most `maxHold` ms (no bound without it),
+    /// warning below `warnBelow` ms of validity left (a third of the lease without).
     #[napi]
-    pub fn keep_alive(&self, max_hold: Option<f64>) -> napi::Result<()> {
+    pub fn keep_alive(&self, max_hold: Option<f64>, warn_below: Option<f64>) -> napi::Result<()> {
         let max_hold = sync(optional("maxHold", max_hold))?.unwrap_or(Duration::MAX);
-        sync(self.slot.keep_alive(max_hold).map_err(Fail::from))
+        let warn_below = sync(optional("warnBelow", warn_below))?;
+        sync(self.slot.keep_alive(max_hold, warn_below).map_err(Fail::from))
+    }
+
+    /// Settles at the keep-alive's next warning with the ms of validity left, or with `null` once
+    /// the lease is released or lost (or was never kept alive).
+    #[napi]
+    pub fn warning<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, Option<f64>>> {
+        let warning = self.slot.warning();
+        promise(env, async move { Ok(warning.await.map(|left| left.as_secs_f64() * 1000.0)) })
     }
 
     /// Throws the core's `LOCK_LOST` error for this lease, by why its keep-alive ended.

@@ -15,7 +15,7 @@ for (const [kind, backend] of Object.entries(backends)) {
     const lock = new Lock('export', backend, { worker: 'batch-1', purpose: 'nightly export' });
     const watcher = new Lock('export', backend);
     assert.deepEqual(await watcher.state(), {
-      name: 'export', held: false, fencingToken: null, worker: null, expiresAt: null, holder: null,
+      name: 'export', held: false, fencingToken: null, worker: null, expiresAt: null, holder: null, waiting: null,
     });
     await lock.using(async (signal, handle) => {
       const state = await watcher.state();
@@ -33,6 +33,36 @@ for (const [kind, backend] of Object.entries(backends)) {
     const free = await watcher.state();
     assert.equal(free.held, false);
     assert.equal(free.holder, null);
+  });
+
+  test(`${kind}: state() lists who waits, first in line first (null where the store keeps no line)`, async () => {
+    const holder = new Lock('queued-export', backend, { worker: 'batch-1' });
+    const first = new Lock('queued-export', backend, { worker: 'batch-2', purpose: 'retry export' });
+    const second = new Lock('queued-export', backend, { worker: 'batch-3' });
+    const handle = await holder.acquire();
+    const waiters = [first.acquire()];
+    const line = async (n) => {
+      for (;;) {
+        const state = await holder.state();
+        if (state.waiting === null || state.waiting.length >= n) return state;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    if (kind === 'sqlite' || kind === 'etcd' || kind === 'memory') {
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal((await holder.state()).waiting, null);
+    } else {
+      await line(1);
+      waiters.push(second.acquire());
+      const state = await line(2);
+      assert.deepEqual(state.waiting.map((w) => w.worker), ['batch-2', 'batch-3']);
+      const [head, next] = state.waiting;
+      assert.equal(head.details.purpose, 'retry export');
+      assert.equal(head.details.pid, process.pid);
+      assert.ok(head.since instanceof Date && head.since <= next.since, String(head.since));
+    }
+    await handle.release();
+    for (const waiter of waiters) await (await waiter).release();
   });
 
   test(`${kind}: a task lock's run is named too`, async () => {

@@ -36,6 +36,15 @@ export async function quickStart(url: string): Promise<bigint> {
   const locked: boolean = await new Lock('x', memoryBackend()).locked();
   const state: LockState = await new Lock('x', memoryBackend(), { purpose: 'nightly export' }).state();
   if (state.holder !== null) console.log(state.worker, state.holder.pid, state.holder.acquiredAt.toISOString());
+  for (const waiter of state.waiting ?? []) console.log(waiter.worker, waiter.since?.toISOString(), waiter.details?.purpose);
+  await lock.using(async (_signal, handle) => handle.fencingToken, {
+    maxHold: 60_000,
+    warnBelow: 5_000,
+    onWarning: async (msLeft: number) => console.log(msLeft),
+  });
+  const kept = (await lock.acquire()).keepAlive(60_000, 5_000);
+  const left: number | null = await kept.warning();
+  if (left !== null) await kept.release();
   await using election = new LeaderElection('svc', backend, { leaseDuration: 15_000, metadata: { zone: 'a' } });
   election.on('leader', () => console.log('leading')).on('follower', () => console.log('following'));
   election.start();

@@ -31,7 +31,16 @@ impl Kept {
         })
     }
 
-    /// Why the renewals stopped on their own: `"max_hold"`, `"expired"`, `"lost"`, or `None`.
+    /// An awaitable completing at the next warning (renewals keep failing and the validity is
+    /// running out) with the seconds of validity left, or with `None` once the lease is released
+    /// or lost.
+    fn warning<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let warning = self.slot.warning();
+        awaitable(py, async move { Ok(warning.await.map(|left| left.as_secs_f64())) })
+    }
+
+    /// Why the renewals stopped on their own: `"max_hold"`, `"expired"`, `"unreachable"`,
+    /// `"lost"`, `"fence_regression"`, `"revoked"`, or `None`.
     #[getter]
     fn ended(&self) -> Option<&'static str> {
         self.slot.ended().map(|end| end.as_str())

@@ -284,21 +284,31 @@ impl Holder {
     }
 
     /// Keeps the lease this holder holds alive (see the driver's `KeepAlive`), for at most
-    /// `max_hold` seconds; `LockNotOwnedError` if it holds none.
-    fn keep_alive(&self, py: Python<'_>, max_hold: f64) -> PyResult<crate::kept::Kept> {
+    /// `max_hold` seconds, warning below `warn_below` seconds of validity left (a third of the
+    /// lease without); `LockNotOwnedError` if it holds none, `SettingsValidationError` for a
+    /// threshold not under two thirds of the lease (the lease then held as before).
+    #[pyo3(signature = (max_hold, warn_below=None))]
+    fn keep_alive(&self, py: Python<'_>, max_hold: f64, warn_below: Option<f64>) -> PyResult<crate::kept::Kept> {
         let max_hold = seconds(py, "max_hold", max_hold)?;
-        let kept = self.inner.keep_alive(max_hold).map_err(|e| py_error(py, &e))?;
+        let warn_below = warn_below.map(|t| seconds(py, "warn_below", t)).transpose()?;
+        let kept = self.inner.keep_alive(max_hold, warn_below).map_err(|e| py_error(py, &e))?;
         Ok(crate::kept::Kept::new(kept))
     }
 }
 
 /// A lock's state as the native layer hands it to Python ([`Lock::state`]).
-pub(crate) type StateTuple = (String, Option<u64>, Option<String>, Option<i64>, Option<DetailsTuple>);
+pub(crate) type StateTuple =
+    (String, Option<u64>, Option<String>, Option<i64>, Option<DetailsTuple>, Option<Vec<WaiterTuple>>);
 /// `(host, pid, program, purpose, acquired at µs)`.
 pub(crate) type DetailsTuple = (String, u32, String, Option<String>, i64);
+/// `(worker, since µs, details)`.
+pub(crate) type WaiterTuple = (String, Option<i64>, Option<DetailsTuple>);
 
 pub(crate) fn state_tuple(info: tenure::LockInfo) -> StateTuple {
-    let details = info.details.map(|d| (d.host, d.pid, d.program, d.purpose, d.acquired_at.as_unix_micros()));
+    let details = |d: tenure::HolderInfo| (d.host, d.pid, d.program, d.purpose, d.acquired_at.as_unix_micros());
     let expires = info.expires_at.map(|t| t.as_unix_micros());
-    (info.name, info.fencing_token.map(|f| f.get()), info.worker, expires, details)
+    let waiting = info.waiting.map(|line| {
+        line.into_iter().map(|w| (w.worker, w.since.map(|t| t.as_unix_micros()), w.details.map(details))).collect()
+    });
+    (info.name, info.fencing_token.map(|f| f.get()), info.worker, expires, info.details.map(details), waiting)
 }

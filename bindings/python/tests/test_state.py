@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from tenure import HolderInfo, Lock, LockState, SettingsValidationError, TaskLock
+from tenure import HolderInfo, Lock, LockState, SettingsValidationError, TaskLock, Waiter
 
 
 def test_state_names_the_holder_its_process_and_its_purpose(store):
@@ -17,7 +17,7 @@ def test_state_names_the_holder_its_process_and_its_purpose(store):
             lock = Lock("export", backend=provider.lock(), worker="batch-1", purpose="nightly export")
             watcher = Lock("export", backend=provider.lock())
             free = await watcher.state()
-            assert free == LockState("export", False, None, None, None, None)
+            assert free == LockState("export", False, None, None, None, None, None)
             async with lock as handle:
                 state = await watcher.state()
                 assert (state.name, state.held, state.worker) == ("export", True, "batch-1")
@@ -35,6 +35,49 @@ def test_state_names_the_holder_its_process_and_its_purpose(store):
             assert not after.held and after.holder is None
             # (the last fence stays readable where the store keeps it: not etcd, whose fence is a revision)
             assert after.fencing_token == (None if store.kind == "etcd" else handle.fencing_token)
+
+    asyncio.run(main())
+
+
+def test_state_lists_who_waits_first_in_line_first(store):
+    """Redis and PostgreSQL keep a line of waiters and list it; SQLite, etcd and memory keep none
+    (their waiters poll, or are woken by each release) and say `None`."""
+
+    async def main():
+        async with store() as provider:
+            holder = Lock("export", backend=provider.lock(), worker="batch-1")
+            first = Lock("export", backend=provider.lock(), worker="batch-2", purpose="retry export")
+            second = Lock("export", backend=provider.lock(), worker="batch-3")
+            async def take(lock):
+                async with lock:
+                    pass
+
+            async with holder as handle:
+                waiters = [asyncio.ensure_future(take(first)), None]
+                if store.kind in ("sqlite", "etcd", "memory"):
+                    await asyncio.sleep(0.3)
+                    state = await holder.state()
+                    assert state.held and state.waiting is None, state
+                else:
+                    async def line():
+                        while len((state := await holder.state()).waiting) < len([w for w in waiters if w]):
+                            await asyncio.sleep(0.02)
+                        return state
+
+                    await asyncio.wait_for(line(), 10)
+                    waiters[1] = asyncio.ensure_future(take(second))
+                    state = await asyncio.wait_for(line(), 10)
+                    assert [w.worker for w in state.waiting] == ["batch-2", "batch-3"], state.waiting
+                    head = state.waiting[0]
+                    assert isinstance(head, Waiter)
+                    assert head.details is not None and head.details.purpose == "retry export"
+                    assert head.details.pid == os.getpid()
+                    assert head.since is not None and head.since <= state.waiting[1].since
+                    assert abs((datetime.now(timezone.utc) - head.since).total_seconds()) < 60
+                    assert handle.token not in repr(state)
+            for waiter in waiters:
+                if waiter is not None:
+                    await asyncio.wait_for(waiter, 10)
 
     asyncio.run(main())
 

@@ -16,10 +16,17 @@ use crate::{TenureError, block};
 pub enum KeepAliveStop {
     /// The maximum hold was reached and the lease released.
     MaxHold,
-    /// The lease ran out without a confirmed renewal (the store was unreachable or slow).
+    /// The lease ran out before a renewal was even tried (the process was paused).
     Expired,
+    /// The lease ran out while renewals failed or went unanswered (the store was unreachable or
+    /// too slow).
+    Unreachable,
     /// A renewal found the lease taken by another holder.
     Lost,
+    /// A renewal was answered with a lower fencing token (the store lost its grants).
+    FenceRegression,
+    /// An operator revoked the lease (`tenure revoke`); the loss's error gives the reason.
+    Revoked,
 }
 
 impl From<KeepAliveEnd> for KeepAliveStop {
@@ -27,6 +34,10 @@ impl From<KeepAliveEnd> for KeepAliveStop {
         match end {
             KeepAliveEnd::MaxHold => Self::MaxHold,
             KeepAliveEnd::Expired => Self::Expired,
+            KeepAliveEnd::Unreachable => Self::Unreachable,
+            KeepAliveEnd::FenceRegression => Self::FenceRegression,
+            KeepAliveEnd::Revoked(_) => Self::Revoked,
+            // (Lost, and a cause this package does not know yet)
             _ => Self::Lost,
         }
     }
@@ -109,11 +120,19 @@ impl LockGuard {
     }
 
     /// Keeps the lease alive in the background (a renewal every third of it) for at most
-    /// `max_hold` seconds (no bound without one), then releases it.
-    #[uniffi::method(default(max_hold = None))]
-    pub fn keep_alive(&self, max_hold: Option<f64>) -> Result<(), TenureError> {
+    /// `max_hold` seconds (no bound without one), then releases it; warns below `warn_below`
+    /// seconds of validity left while renewals fail (a third of the lease without).
+    #[uniffi::method(default(max_hold = None, warn_below = None))]
+    pub fn keep_alive(&self, max_hold: Option<f64>, warn_below: Option<f64>) -> Result<(), TenureError> {
         let max_hold = optional("maxHold", max_hold)?.unwrap_or(Duration::MAX);
-        Ok(self.slot.keep_alive(max_hold)?)
+        let warn_below = optional("warnBelow", warn_below)?;
+        Ok(self.slot.keep_alive(max_hold, warn_below)?)
+    }
+
+    /// Completes at the keep-alive's next warning (renewals keep failing, the validity running
+    /// out) with the seconds of validity left, or with `None` once the lease is released or lost.
+    pub async fn warning(&self) -> Option<f64> {
+        self.slot.warning().await.map(|left| left.as_secs_f64())
     }
 
     /// Completes with `true` the moment the lease is lost (or a keep-alive reached its maximum

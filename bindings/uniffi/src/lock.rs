@@ -53,6 +53,16 @@ pub struct LockState {
     pub expires_at: Option<std::time::SystemTime>,
     /// What the holder told the store; `None` when free or when it told nothing (grelmicro).
     pub holder: Option<HolderInfo>,
+    /// Who waits, first in line first; `None` where the store keeps no line.
+    pub waiting: Option<Vec<Waiter>>,
+}
+
+/// One in a lock's waiting line (never its token).
+#[derive(Debug, Clone, uniffi::Record)]
+pub struct Waiter {
+    pub worker: String,
+    pub since: Option<std::time::SystemTime>,
+    pub details: Option<HolderInfo>,
 }
 
 /// What a holder told the store when it took the lock.
@@ -72,19 +82,25 @@ impl LockState {
             std::time::UNIX_EPOCH + std::time::Duration::from_micros(micros)
         };
         let held = info.held();
-        let holder = info.details.map(|d| HolderInfo {
+        let holder = |d: tenure::HolderInfo| HolderInfo {
             host: d.host,
             pid: d.pid,
             program: d.program,
             purpose: d.purpose,
             acquired_at: at(d.acquired_at),
+        };
+        let waiting = info.waiting.map(|line| {
+            line.into_iter()
+                .map(|w| Waiter { worker: w.worker, since: w.since.map(at), details: w.details.map(holder) })
+                .collect()
         });
         Self {
             held,
             fencing_token: info.fencing_token.map(|f| f.get()),
             worker: info.worker,
             expires_at: info.expires_at.map(at),
-            holder,
+            holder: info.details.map(holder),
+            waiting,
             name: info.name,
         }
     }

@@ -191,22 +191,31 @@ pub enum Error {
 pub enum LossCause {
     /// The maximum hold was reached and the lease ended (released, or a task lock exited).
     MaxHold,
-    /// The validity ran out without a confirmed renewal (the store was unreachable or slow).
+    /// The validity ran out while no renewal was tried (the process was paused or its runtime
+    /// starved past the lease).
     Expired,
+    /// The validity ran out while renewals failed or were still unanswered (the store was
+    /// unreachable or too slow).
+    Unreachable,
     /// A renewal found the lease taken by another holder.
     Lost,
+    /// A renewal was answered with a fencing token below this holder's (the store lost its
+    /// grants, as after a failover to a replica that had not seen them).
+    FenceRegression,
     /// An operator revoked the lease (`tenure revoke`), for this reason.
     Revoked(crate::store::RevokeReason),
 }
 
 impl LossCause {
-    /// The cause as bindings and the CLI's JSON give it: `max_hold`, `expired`, `lost` or
-    /// `revoked`.
+    /// The cause as bindings and the CLI's JSON give it: `max_hold`, `expired`, `unreachable`,
+    /// `lost`, `fence_regression` or `revoked`.
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::MaxHold => "max_hold",
             Self::Expired => "expired",
+            Self::Unreachable => "unreachable",
             Self::Lost => "lost",
+            Self::FenceRegression => "fence_regression",
             Self::Revoked(_) => "revoked",
         }
     }
@@ -224,10 +233,16 @@ impl LossCause {
             Self::MaxHold => {
                 "The maximum hold was reached and the lease given back; the work was cancelled.".to_owned()
             }
-            Self::Expired => "No renewal was confirmed before the lease's validity ran out (the store was unreachable \
-                              or slow); the work was cancelled."
+            Self::Expired => "The lease's validity ran out before a renewal was even tried (the process was paused \
+                              or its runtime starved past the lease); the work was cancelled."
+                .to_owned(),
+            Self::Unreachable => "Renewals failed or went unanswered until the lease's validity ran out (the store \
+                                  was unreachable or too slow); the work was cancelled."
                 .to_owned(),
             Self::Lost => "A renewal found the lease held by another holder; the work was cancelled.".to_owned(),
+            Self::FenceRegression => "A renewal was answered with a fencing token below this lease's (the store lost \
+                                      its grants, as after a failover); the work was cancelled."
+                .to_owned(),
             Self::Revoked(reason) => format!(
                 "An operator revoked the lease ({reason:?}); its fence was advanced, so a fenced resource refuses \
                  this holder's writes; the work was cancelled."

@@ -24,6 +24,10 @@ pub enum KeepAliveStep {
     /// The lease is no longer valid (it ran out without a confirmed renewal, or it was lost or
     /// released): stop.
     Lost,
+    /// Renewals are failing (or unanswered) and less than the warning threshold of validity is
+    /// left, this much: tell the job, so it checkpoints. Given once per run of failures (a
+    /// confirmed renewal starts a new one); call [`KeepAlive::warned`] then ask again.
+    Warn(Duration),
 }
 
 /// The renewal schedule of one held lease.
@@ -36,6 +40,9 @@ pub enum KeepAliveStep {
 /// - At `max_hold` after the start the lease is released, renewed or not: a hung job cannot
 ///   keep a lock for ever.
 /// - Once the validity has run out without a confirmed renewal, the lease is lost.
+/// - While renewals fail (or one goes unanswered), a warning is due once the validity left falls
+///   below [`KeepAlive::warn_below`] (a third of the lease unless set): the job's last chance to
+///   checkpoint before the loss. [`KeepAlive::warning_at`] says when, for a renewal in flight.
 ///
 /// ```
 /// use std::time::Duration;
@@ -56,12 +63,73 @@ pub struct KeepAlive {
     hold_until: Timestamp,
     /// After a failed renewal: not before this instant.
     retry_at: Option<Timestamp>,
+    warn_below: Duration,
+    /// A renewal was tried and none confirmed since.
+    failing: bool,
+    /// The warning of this run of failures was given.
+    warned: bool,
 }
 
 impl KeepAlive {
     /// Keeps a lease of `lease` from `now` for at most `max_hold` (`Duration::MAX`: no bound).
     pub fn new(now: Timestamp, lease: Duration, max_hold: Duration) -> Self {
-        Self { lease, hold_until: now.saturating_add(max_hold), retry_at: None }
+        Self {
+            lease,
+            hold_until: now.saturating_add(max_hold),
+            retry_at: None,
+            warn_below: lease / 3,
+            failing: false,
+            warned: false,
+        }
+    }
+
+    /// Warns once renewals fail and less than `threshold` of validity is left (instead of a third
+    /// of the lease); see [`KeepAlive::check_warning`].
+    pub fn set_warning(&mut self, threshold: Duration) -> Result<(), crate::Error> {
+        self.warn_below = Self::check_warning(self.lease, threshold)?;
+        Ok(())
+    }
+
+    /// A warning threshold for a lease of `lease`: greater than 0 and less than two thirds of the
+    /// lease, the validity left when a renewal is due (a larger one would warn at every renewal
+    /// still in flight), else refused naming `warn_below`.
+    pub fn check_warning(lease: Duration, threshold: Duration) -> Result<Duration, crate::Error> {
+        let threshold = crate::time::positive("warn_below", threshold)?;
+        if threshold >= lease * 2 / 3 {
+            let message = format!(
+                "warn_below must be less than two thirds of the lease_duration ({lease:?}), the validity left when a \
+                 renewal is due: the warning comes when renewals fail and less than warn_below of the lease's \
+                 validity is left (default a third of the lease)"
+            );
+            return Err(crate::error::SettingsError::field("warn_below", message).into());
+        }
+        Ok(threshold)
+    }
+
+    /// The validity left below which failing renewals warn.
+    pub fn warn_below(&self) -> Duration {
+        self.warn_below
+    }
+
+    /// Whether a renewal was tried and none confirmed since.
+    pub fn failing(&self) -> bool {
+        self.failing
+    }
+
+    /// When the warning is due for a lease valid until `valid_until`, while renewals fail or one is
+    /// in flight: `None` once given for this run of failures.
+    pub fn warning_at(&self, valid_until: Timestamp) -> Option<Timestamp> {
+        (!self.warned).then(|| valid_until.saturating_sub(self.warn_below))
+    }
+
+    /// A renewal is being sent: until it is confirmed, the lease counts as failing to renew.
+    pub fn renewing(&mut self) {
+        self.failing = true;
+    }
+
+    /// The warning was given: no other until a renewal is confirmed.
+    pub fn warned(&mut self) {
+        self.warned = true;
     }
 
     /// When the maximum hold is reached.
@@ -83,19 +151,31 @@ impl KeepAlive {
         let Some(valid_until) = valid_until.filter(|&until| now < until) else {
             return KeepAliveStep::Lost;
         };
+        let warn_at = self.warning_at(valid_until).filter(|_| self.failing);
+        if warn_at.is_some_and(|at| now >= at) {
+            return KeepAliveStep::Warn(valid_until.saturating_duration_since(now));
+        }
         let due = valid_until.saturating_sub(self.lease * 2 / 3);
         let due = self.retry_at.map_or(due, |retry| due.max(retry));
-        if now >= due { KeepAliveStep::Renew } else { KeepAliveStep::Wait(due.min(valid_until).min(self.hold_until)) }
+        if now >= due {
+            return KeepAliveStep::Renew;
+        }
+        let wake = due.min(valid_until).min(self.hold_until);
+        KeepAliveStep::Wait(warn_at.map_or(wake, |at| wake.min(at)))
     }
 
-    /// A renewal was confirmed: the next is due a third of the lease after its send.
+    /// A renewal was confirmed: the next is due a third of the lease after its send, and a new
+    /// run of failures will warn again.
     pub fn renewed(&mut self) {
         self.retry_at = None;
+        self.failing = false;
+        self.warned = false;
     }
 
     /// A renewal at `now` failed without losing the lease: try again after the retry pause.
     pub fn failed(&mut self, now: Timestamp) {
         self.retry_at = Some(now + self.retry_pause());
+        self.failing = true;
     }
 }
 
@@ -120,6 +200,8 @@ mod tests {
         assert_eq!(keep.next(at(1_000), Some(valid)), KeepAliveStep::Wait(at(1_300)));
         assert_eq!(keep.next(at(1_300), Some(valid)), KeepAliveStep::Renew);
         keep.failed(at(2_800));
+        assert_eq!(keep.next(at(2_800), Some(valid)), KeepAliveStep::Warn(Duration::from_millis(170)));
+        keep.warned();
         // The retry would come after the validity: wake at its end, to report the loss.
         assert_eq!(keep.next(at(2_800), Some(valid)), KeepAliveStep::Wait(valid));
         assert_eq!(keep.next(valid, Some(valid)), KeepAliveStep::Lost);
@@ -138,6 +220,51 @@ mod tests {
         assert_eq!(keep.next(at(600), None), KeepAliveStep::Release);
         let unbounded = KeepAlive::new(at(100), LEASE, Duration::MAX);
         assert_eq!(unbounded.hold_until(), Timestamp::MAX);
+    }
+
+    #[test]
+    fn failing_renewals_warn_once_below_a_third_of_the_lease() {
+        let mut keep = KeepAlive::new(at(0), LEASE, Duration::from_secs(60));
+        assert_eq!(keep.warn_below(), Duration::from_secs(1));
+        let valid = at(2_970);
+        // Renewals that go through never warn, however late in the validity they are looked at.
+        assert_eq!(keep.next(at(2_500), Some(valid)), KeepAliveStep::Renew);
+        assert!(!keep.failing());
+        keep.renewing();
+        keep.failed(at(1_000));
+        assert!(keep.failing());
+        assert_eq!(keep.warning_at(valid), Some(at(1_970)));
+        // Waits for the retry, then for the warning, then warns with the validity left.
+        assert_eq!(keep.next(at(1_000), Some(valid)), KeepAliveStep::Wait(at(1_300)));
+        keep.failed(at(1_900));
+        assert_eq!(keep.next(at(1_900), Some(valid)), KeepAliveStep::Wait(at(1_970)));
+        assert_eq!(keep.next(at(1_970), Some(valid)), KeepAliveStep::Warn(Duration::from_secs(1)));
+        keep.warned();
+        assert_eq!(keep.warning_at(valid), None);
+        assert_eq!(keep.next(at(1_970), Some(valid)), KeepAliveStep::Wait(at(2_200)));
+        // A confirmed renewal ends the run: the next run of failures warns again.
+        keep.renewed();
+        let renewed = at(2_200 + 2_970);
+        assert_eq!(keep.warning_at(renewed), Some(at(4_170)));
+        assert_eq!(keep.next(at(4_200), Some(renewed)), KeepAliveStep::Renew);
+    }
+
+    #[test]
+    fn the_warning_threshold_is_checked_against_the_lease() {
+        let mut keep = KeepAlive::new(at(0), LEASE, Duration::MAX);
+        assert_eq!(keep.set_warning(Duration::from_millis(500)), Ok(()));
+        assert_eq!(keep.warn_below(), Duration::from_millis(500));
+        for bad in [Duration::ZERO, Duration::from_secs(2), LEASE, LEASE * 2] {
+            let error = keep.set_warning(bad).unwrap_err().to_string();
+            assert!(error.contains("warn_below"), "{error}");
+        }
+        assert_eq!(keep.warn_below(), Duration::from_millis(500));
+        let error = keep.set_warning(LEASE).unwrap_err().to_string();
+        assert!(
+            error.contains("less than two thirds of the lease_duration (3s)") && error.contains("default a third"),
+            "{error}"
+        );
+        assert_eq!(keep.set_warning(Duration::from_millis(1999)), Ok(()));
     }
 
     #[test]

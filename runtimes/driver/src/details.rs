@@ -49,6 +49,20 @@ pub struct LockInfo {
     pub expires_at: Option<WallTime>,
     /// What the holder told the store: host, pid, program, purpose, when acquired.
     pub details: Option<HolderInfo>,
+    /// Who waits for it, first in line first; `None` where the store keeps no line (its waiters
+    /// poll or are woken; a user-written store).
+    pub waiting: Option<Vec<WaiterInfo>>,
+}
+
+/// One in a lock's waiting line, as people ask about it: never its token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaiterInfo {
+    /// The waiter's worker.
+    pub worker: String,
+    /// Since when it waits, where the store keeps that.
+    pub since: Option<WallTime>,
+    /// What it told the store, if anything.
+    pub details: Option<HolderInfo>,
 }
 
 impl LockInfo {
@@ -76,12 +90,27 @@ pub(crate) async fn lock_info<R: Runtime>(
         Some(state) => state.map_err(failed)?,
         None => return Err(failed(BackendError::timeout(timeout))),
     };
-    let state = state.filter(|s| s.key == key.as_str());
+    let Some(state) = state.filter(|s| s.key == key.as_str()) else {
+        // Nothing stored under the name: free, nobody waiting.
+        return Ok(LockInfo {
+            name,
+            fencing_token: None,
+            worker: None,
+            expires_at: None,
+            details: None,
+            waiting: None,
+        });
+    };
+    let worker = |token: &str| tenure_core::holder_worker(token).to_owned();
+    let waiting = state.waiting.map(|line| {
+        line.into_iter().map(|w| WaiterInfo { worker: worker(&w.token), since: w.since, details: w.details }).collect()
+    });
     Ok(LockInfo {
-        fencing_token: state.as_ref().and_then(|s| s.fence),
-        worker: state.as_ref().and_then(|s| s.holder.as_deref()).map(|t| tenure_core::holder_worker(t).to_owned()),
-        expires_at: state.as_ref().and_then(|s| s.expires_at),
-        details: state.and_then(|s| s.details),
+        fencing_token: state.fence,
+        worker: state.holder.as_deref().map(worker),
+        expires_at: state.expires_at,
+        details: state.details,
+        waiting,
         name,
     })
 }

@@ -8,13 +8,13 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use event_listener::Event;
 use futures_lite::future;
-use tenure_core::{Error, FencingToken, KeepAliveStep, LossCause, Timestamp};
+use tenure_core::{BackendErrorKind, Error, FencingToken, KeepAliveStep, LossCause, Timestamp};
 
 use crate::runtime::{Runtime, sleep_until};
 
@@ -45,7 +45,8 @@ pub(crate) mod private {
         /// Tells its holder's metrics that renewals keep failing with only `left` of its
         /// validity remaining.
         fn validity_low(&self, left: Duration);
-        /// Tells its holder's metrics the lease is lost (`expired`, `unreachable` or `taken`).
+        /// Tells its holder's metrics the lease is lost (`expired`, `unreachable`, `taken`,
+        /// `fence_regression` or `revoked`).
         fn lost(&self, cause: &'static str);
     }
 
@@ -111,12 +112,42 @@ pub struct KeepAlive<G: Keepable> {
 #[derive(Default)]
 struct Shared {
     stopped: AtomicBool,
-    /// Rung on stop (so a waiting renewal task ends at once) and on the end.
+    /// Rung on stop (so a waiting renewal task ends at once), on the end and on each warning.
     event: Event,
     ended: Mutex<Option<KeepAliveEnd>>,
+    /// A renewal was tried and none confirmed since: a loss by expiry is then `Unreachable`.
+    failing: AtomicBool,
+    /// The warnings given so far, and the validity left at the last.
+    warnings: Mutex<(u64, Duration)>,
+    /// A warning threshold set after the start, in nanoseconds (0: none), for the task to take.
+    warn_below: AtomicU64,
 }
 
 impl Shared {
+    fn warn(&self, left: Duration) {
+        let mut warnings = self.warnings.lock().unwrap_or_else(PoisonError::into_inner);
+        *warnings = (warnings.0 + 1, left);
+        drop(warnings);
+        self.event.notify(usize::MAX);
+    }
+
+    fn warnings(&self) -> (u64, Duration) {
+        *self.warnings.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Completes with the validity left at the first warning after `seen` were given, or with
+    /// `None` once the renewals have stopped or ended.
+    async fn warning_after(self: Arc<Self>, seen: u64) -> Option<Duration> {
+        loop {
+            let listener = self.event.listen();
+            match self.warnings() {
+                (count, left) if count > seen => return Some(left),
+                _ if self.stopped.load(Ordering::SeqCst) || self.ended().is_some() => return None,
+                _ => listener.await,
+            }
+        }
+    }
+
     fn stop(&self) {
         self.stopped.store(true, Ordering::SeqCst);
         self.event.notify(usize::MAX);
@@ -191,7 +222,46 @@ impl<G: Keepable> KeepAlive<G> {
     /// its holder knows (so that whoever wakes on [`KeepAlive::lost`] reads the cause even
     /// before the renewal task, woken by the same answer, has said it).
     pub fn ended(&self) -> Option<KeepAliveEnd> {
-        self.shared.ended().or_else(|| self.lease.loss())
+        self.shared.ended().or_else(|| {
+            // Run out while renewals failed: the store was unreachable, whatever the holder saw.
+            self.lease.loss().map(|cause| match cause {
+                LossCause::Expired if self.shared.failing.load(Ordering::SeqCst) => LossCause::Unreachable,
+                cause => cause,
+            })
+        })
+    }
+
+    /// Why the lease was lost, for whoever woke on [`KeepAlive::lost`] before the renewal task
+    /// said it: [`KeepAlive::ended`], else how its validity ran out (`Unreachable` while renewals
+    /// failed or went unanswered, else `Expired`).
+    pub fn loss_cause(&self) -> KeepAliveEnd {
+        self.ended().unwrap_or_else(|| match self.shared.failing.load(Ordering::SeqCst) {
+            true => LossCause::Unreachable,
+            false => LossCause::Expired,
+        })
+    }
+
+    /// Warns when renewals fail and less than `threshold` of the lease's validity is left,
+    /// instead of a third of the lease. Refused (a settings error naming `warn_below`) unless it
+    /// is greater than 0 and less than two thirds of the lease (the validity left when a renewal
+    /// is due).
+    pub fn warn_below(&self, threshold: Duration) -> Result<(), Error> {
+        let threshold = tenure_core::KeepAlive::check_warning(self.lease.lease(), threshold)?;
+        let nanos = u64::try_from(threshold.as_nanos()).unwrap_or(u64::MAX).max(1);
+        self.shared.warn_below.store(nanos, Ordering::SeqCst);
+        self.shared.event.notify(usize::MAX);
+        Ok(())
+    }
+
+    /// Completes at the next warning — renewals keep failing and less than the threshold
+    /// ([`KeepAlive::warn_below`], a third of the lease unless set) of validity is left — with
+    /// the validity left then: the work's last chance to checkpoint before the loss. `None` once
+    /// the renewals have stopped or ended. One warning per run of failed renewals; the same is
+    /// logged and counted (`tenure.lock.validity.warnings`).
+    pub fn warning(&self) -> impl Future<Output = Option<Duration>> + Send + 'static + use<G> {
+        let shared = self.shared.clone();
+        let seen = shared.warnings().0;
+        shared.warning_after(seen)
     }
 
     /// Stops renewing and hands the guard back at once (a renewal already in flight still
@@ -221,17 +291,26 @@ impl<G: Keepable> std::fmt::Debug for KeepAlive<G> {
     }
 }
 
-/// Ends the renewals on a loss, counted in the holder's metrics at once: `unreachable` when a
-/// renewal was in flight as the validity ran out (the store too slow to answer in time),
-/// `expired` when none was (the meter says `unreachable` if the last ones failed), `taken`.
-fn lost(lease: &dyn Renew, shared: &Shared, end: KeepAliveEnd, cause: &'static str) {
-    lease.lost(cause);
+/// Ends the renewals on a loss, counted in the holder's metrics at once by the cause's name
+/// there (`taken` for [`LossCause::Lost`]).
+fn lost(lease: &dyn Renew, shared: &Shared, end: KeepAliveEnd) {
+    lease.lost(match end {
+        LossCause::Lost => "taken",
+        ref cause => cause.as_str(),
+    });
     shared.end(end);
 }
 
-/// The warning a job checkpoints on: renewals keep failing and less than a third of the lease's
-/// validity is left. Given once per run of failed renewals.
-fn warn_low(lease: &dyn Renew, left: Duration) {
+/// The validity ran out: `Unreachable` if renewals were failing or unanswered, else `Expired`
+/// (none was even tried: the process paused).
+fn ran_out(policy: &tenure_core::KeepAlive) -> KeepAliveEnd {
+    if policy.failing() { LossCause::Unreachable } else { LossCause::Expired }
+}
+
+/// The warning a job checkpoints on: renewals keep failing and less than the threshold of the
+/// lease's validity is left. Given once per run of failed renewals.
+fn warn_low(lease: &dyn Renew, shared: &Shared, policy: &mut tenure_core::KeepAlive, left: Duration) {
+    policy.warned();
     let left_ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
     tracing::warn!(
         name = lease.name(),
@@ -240,6 +319,33 @@ fn warn_low(lease: &dyn Renew, left: Duration) {
         "a kept lease's renewals keep failing and its validity is running out: checkpoint the work"
     );
     lease.validity_low(left);
+    shared.warn(left);
+}
+
+/// A renewal's answer; if it is still unanswered when the warning is due, the warning first.
+async fn answer<R: Runtime>(
+    runtime: &R,
+    lease: &dyn Renew,
+    shared: &Shared,
+    policy: &mut tenure_core::KeepAlive,
+    before: Option<Timestamp>,
+    mut renewal: Step<'_>,
+) -> Result<(), Error> {
+    let Some((until, warn_at)) = before.and_then(|until| Some((until, policy.warning_at(until)?))) else {
+        return renewal.await;
+    };
+    let due = async {
+        sleep_until(runtime, Some(warn_at)).await;
+        None
+    };
+    if let Some(answered) = future::or(async { Some((&mut renewal).await) }, due).await {
+        return answered;
+    }
+    let now = runtime.now();
+    if now < until {
+        warn_low(lease, shared, policy, until.saturating_duration_since(now));
+    }
+    renewal.await
 }
 
 /// Whether a lease valid until `until` still is.
@@ -249,48 +355,54 @@ fn validity_held<R: Runtime>(runtime: &R, until: Option<Timestamp>) -> bool {
 
 /// The renewal task: follows the core's schedule until stopped, lost or ended.
 async fn renew<R: Runtime>(runtime: R, lease: Arc<dyn Renew>, mut policy: tenure_core::KeepAlive, shared: Arc<Shared>) {
-    // The validity warning was given since the last confirmed renewal.
-    let mut warned = false;
     loop {
         // Listen before looking, so a stop in between is not missed.
         let stopped = shared.event.listen();
         if shared.stopped.load(Ordering::SeqCst) {
             return;
         }
+        let threshold = shared.warn_below.swap(0, Ordering::SeqCst);
+        if threshold != 0 {
+            // Checked against this lease by `KeepAlive::warn_below`.
+            let _ = policy.set_warning(Duration::from_nanos(threshold));
+        }
         let before = lease.valid_until();
         match policy.next(runtime.now(), before) {
             KeepAliveStep::Wait(at) => future::or(sleep_until(&runtime, Some(at)), stopped).await,
-            KeepAliveStep::Renew => match lease.renew().await {
-                // A confirmation that came after the validity it renewed ran out is no use: the
-                // holder has been told the lease is lost (its `lost()` completed) and may have
-                // stopped its job. Lost is final.
-                Ok(()) if !validity_held(&runtime, before) => {
-                    return lost(&*lease, &shared, KeepAliveEnd::Expired, "unreachable");
-                }
-                Ok(()) => {
-                    warned = false;
-                    policy.renewed();
-                }
-                // Told it holds no more after its validity ran out: it ended by expiry first.
-                Err(e) if e.is_not_owned() && !validity_held(&runtime, before) => {
-                    return lost(&*lease, &shared, KeepAliveEnd::Expired, "unreachable");
-                }
-                // Revoked by an operator: told so, with the reason, whatever the validity left.
-                Err(Error::Lost { cause: cause @ LossCause::Revoked(_), .. }) => {
-                    return lost(&*lease, &shared, cause, "revoked");
-                }
-                Err(e) if e.is_not_owned() => return lost(&*lease, &shared, KeepAliveEnd::Lost, "taken"),
-                Err(e) => {
-                    tracing::warn!(name = lease.name(), error = %e, "renewing a kept lease failed; retrying while it is valid");
-                    let now = runtime.now();
-                    policy.failed(now);
-                    let left = before.map(|until| until.saturating_duration_since(now));
-                    if let Some(left) = left.filter(|&left| !warned && left < lease.lease() / 3) {
-                        warned = true;
-                        warn_low(&*lease, left);
+            KeepAliveStep::Warn(left) => warn_low(&*lease, &shared, &mut policy, left),
+            KeepAliveStep::Renew => {
+                policy.renewing();
+                shared.failing.store(true, Ordering::SeqCst);
+                match answer(&runtime, &*lease, &shared, &mut policy, before, lease.renew()).await {
+                    // A confirmation that came after the validity it renewed ran out is no use:
+                    // the holder has been told the lease is lost (its `lost()` completed) and may
+                    // have stopped its job. Lost is final.
+                    Ok(()) if !validity_held(&runtime, before) => {
+                        return lost(&*lease, &shared, LossCause::Unreachable);
+                    }
+                    Ok(()) => {
+                        shared.failing.store(false, Ordering::SeqCst);
+                        policy.renewed();
+                    }
+                    // Told it holds no more after its validity ran out: it ended by expiry first.
+                    Err(e) if e.is_not_owned() && !validity_held(&runtime, before) => {
+                        return lost(&*lease, &shared, LossCause::Unreachable);
+                    }
+                    // Revoked by an operator: told so, with the reason, whatever the validity left.
+                    Err(Error::Lost { cause: cause @ LossCause::Revoked(_), .. }) => {
+                        return lost(&*lease, &shared, cause);
+                    }
+                    Err(e) if e.is_not_owned() => return lost(&*lease, &shared, LossCause::Lost),
+                    // The store answered a fence below this lease's: it lost the grant.
+                    Err(e) if e.backend_error().is_some_and(|c| c.kind() == BackendErrorKind::FenceRegression) => {
+                        return lost(&*lease, &shared, LossCause::FenceRegression);
+                    }
+                    Err(e) => {
+                        tracing::warn!(name = lease.name(), error = %e, "renewing a kept lease failed; retrying while it is valid");
+                        policy.failed(runtime.now());
                     }
                 }
-            },
+            }
             KeepAliveStep::Release => {
                 // Said before the release starts, so whoever sees the lease go knows why.
                 shared.end(KeepAliveEnd::MaxHold);
@@ -299,7 +411,7 @@ async fn renew<R: Runtime>(runtime: R, lease: Arc<dyn Renew>, mut policy: tenure
                 }
                 return;
             }
-            KeepAliveStep::Lost => return lost(&*lease, &shared, KeepAliveEnd::Expired, "expired"),
+            KeepAliveStep::Lost => return lost(&*lease, &shared, ran_out(&policy)),
             // A step this driver does not know: nothing it can keep.
             _ => return,
         }

@@ -41,7 +41,7 @@ pub use backend::{
 };
 pub use blocking::{BlockingLock, BlockingLockGuard, BlockingLockHolder, BlockingTaskLock, BlockingTaskLockGuard};
 pub use coordination::{Coordination, Provider, Registry};
-pub use details::{HolderInfo, LockInfo};
+pub use details::{HolderInfo, LockInfo, WaiterInfo};
 pub use election::{LeaderElection, LeaderElectionBuilder, LeaderGuard, LeaderHealth};
 pub use env::process_env;
 pub use keep_alive::{KeepAlive, KeepAliveEnd, Keepable};

@@ -12,7 +12,7 @@ use crate::support::{eventually_async, lock, ms};
 pub async fn binding_slot_release_beats_the_loss_its_stop_shows<R: Runtime>(rt: R) {
     let lock = lock(&rt, MemoryBackend::new(), "cart", ms(2000));
     let slot = LeaseSlot::new(lock.acquire().await.unwrap());
-    slot.keep_alive(Duration::MAX).unwrap();
+    slot.keep_alive(Duration::MAX, None).unwrap();
     assert!(slot.keeping() && slot.is_valid() && slot.valid_until().is_some());
     let lost = slot.lost().unwrap();
     slot.release().await.unwrap();
@@ -26,7 +26,7 @@ pub async fn binding_slot_release_beats_the_loss_its_stop_shows<R: Runtime>(rt: 
 pub async fn binding_slot_loss_at_the_maximum_hold_is_a_lost_error_with_its_cause<R: Runtime>(rt: R) {
     let lock = lock(&rt, MemoryBackend::new(), "cart", ms(2000));
     let slot = LeaseSlot::new(lock.acquire().await.unwrap());
-    slot.keep_alive(ms(100)).unwrap();
+    slot.keep_alive(ms(100), None).unwrap();
     assert!(slot.lost().unwrap().await, "the maximum hold ends the lease");
     assert_eq!(slot.ended(), Some(KeepAliveEnd::MaxHold));
     let lost = slot.lost_error();
@@ -37,11 +37,29 @@ pub async fn binding_slot_loss_at_the_maximum_hold_is_a_lost_error_with_its_caus
     assert!(slot.release().await.unwrap_err().is_not_owned());
 }
 
+pub async fn binding_slot_refuses_a_warning_threshold_and_keeps_the_guard_as_it_was<R: Runtime>(rt: R) {
+    let lock = lock(&rt, MemoryBackend::new(), "cart", ms(2000));
+    let slot = LeaseSlot::new(lock.acquire().await.unwrap());
+    assert_eq!(slot.warning().await, None, "no warning from a lease nobody keeps alive");
+    let refused = slot.keep_alive(Duration::MAX, Some(ms(2000))).unwrap_err();
+    assert_eq!(refused.field(), Some("warn_below"), "{refused}");
+    assert!(!slot.keeping() && slot.is_valid(), "the guard holds as before, not kept");
+    slot.keep_alive(Duration::MAX, Some(ms(500))).unwrap();
+    assert!(slot.keeping());
+    // A second call may set another threshold; a bad one leaves the keep-alive as it was.
+    assert!(slot.keep_alive(Duration::MAX, Some(ms(0))).is_err());
+    assert!(slot.keeping());
+    let warning = slot.warning();
+    slot.release().await.unwrap();
+    assert_eq!(warning.await, None, "a release ends the warnings");
+    assert!(!lock.locked().await.unwrap());
+}
+
 pub async fn binding_slot_refuses_a_downgrade_while_kept_and_downgrades_otherwise<R: Runtime>(rt: R) {
     let doc = rw(&rt, MemoryBackend::new(), "doc", ms(5000));
     let slot = LeaseSlot::new(doc.write().acquire().await.unwrap().into_lock_guard());
     let fence = slot.fencing_token();
-    slot.keep_alive(Duration::MAX).unwrap();
+    slot.keep_alive(Duration::MAX, None).unwrap();
     let refused = slot.downgrade().await.unwrap_err();
     assert!(refused.is_reentrant() && refused.code() == "LOCK_BUSY", "{refused}");
     slot.release().await.unwrap();

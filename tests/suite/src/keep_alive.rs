@@ -58,8 +58,9 @@ pub async fn keep_alive_loses_a_frozen_lease_before_another_holder_can_take_it<R
     assert!(taken_at > believed_until, "another holder took the lease while this one could count on it");
     assert!(lost_at.saturating_duration_since(believed_until) < ms(1000), "lost() came far too late");
     assert!(!kept.is_valid());
-    eventually(&rt, "the renewals stop, seeing the lease expired", || kept.ended() == Some(KeepAliveEnd::Expired))
-        .await;
+    // The renewal sent a third into the lease was still unanswered: the store was unreachable.
+    let unreachable = || kept.ended() == Some(KeepAliveEnd::Unreachable);
+    eventually(&rt, "the renewals stop, seeing the store unreachable", unreachable).await;
     store.heal();
     guard.release().await.unwrap();
     assert!(kept.stop().release().await.unwrap_err().is_not_owned());
@@ -78,6 +79,65 @@ pub async fn keep_alive_retries_a_failed_renewal_while_the_lease_is_valid<R: Run
     sleep(&rt, ms(400)).await;
     assert!(kept.is_valid(), "a retried renewal kept the lease");
     assert_eq!((kept.fencing_token(), kept.ended()), (fence, None));
+    kept.stop().release().await.unwrap();
+}
+
+pub async fn keep_alive_warns_once_per_run_of_failed_renewals_before_the_loss<R: Runtime>(rt: R) {
+    let store = Faulty::default();
+    let lock = lock(&rt, store.clone(), "cart", ms(1500));
+    let kept = lock.acquire().await.unwrap().keep_alive(NO_BOUND);
+    let warning = kept.warning();
+    // Renewals fail: retried every 150 ms while valid; once less than a third (500 ms) is left,
+    // the warning says how much.
+    store.fail();
+    let left = warning.await.expect("a warning before the loss");
+    assert!(left < ms(500) && left > ms(0), "warned with {left:?} left");
+    assert!(kept.is_valid() && kept.ended().is_none(), "warned before the loss, not with it");
+    // The store comes back before the validity runs out: kept, one fence, and the next run of
+    // failures warns again.
+    store.heal();
+    eventually(&rt, "a renewal gets through", || kept.valid_until().is_some_and(|until| until > rt.now() + ms(1000)))
+        .await;
+    let fence = kept.fencing_token();
+    let again = kept.warning();
+    store.fail();
+    assert!(again.await.is_some(), "a new run of failures warns again");
+    kept.lost().await;
+    eventually(&rt, "the renewals stop", || kept.ended().is_some()).await;
+    assert_eq!(kept.ended(), Some(KeepAliveEnd::Unreachable), "lost while renewals failed: unreachable");
+    assert_eq!(kept.warning().await, None, "no warning after the end");
+    assert_eq!(kept.fencing_token(), fence);
+    store.heal();
+    let _ = kept.stop().release().await;
+}
+
+pub async fn keep_alive_warns_while_a_renewal_hangs<R: Runtime>(rt: R) {
+    let store = Faulty::default();
+    let lock = lock(&rt, store.clone(), "cart", ms(1500));
+    let kept = lock.acquire().await.unwrap().keep_alive(NO_BOUND);
+    // Frozen: the renewal sent at 500 ms goes unanswered; the warning comes at its time (750 ms),
+    // not only when an answer (or none) comes back.
+    kept.warn_below(ms(750)).unwrap();
+    let warning = kept.warning();
+    store.freeze();
+    let left = warning.await.expect("a warning while the renewal hangs");
+    assert!(left <= ms(750), "warned with {left:?} left");
+    assert!(kept.is_valid(), "before the loss");
+    kept.lost().await;
+    eventually(&rt, "the renewals stop", || kept.ended().is_some()).await;
+    assert_eq!(kept.ended(), Some(KeepAliveEnd::Unreachable));
+    store.heal();
+    let _ = kept.stop().release().await;
+}
+
+pub async fn keep_alive_refuses_a_warning_threshold_outside_the_lease<R: Runtime>(rt: R) {
+    let lock = lock(&rt, MemoryBackend::new(), "cart", ms(600));
+    let kept = lock.acquire().await.unwrap().keep_alive(NO_BOUND);
+    for bad in [ms(0), ms(600), ms(5000)] {
+        let error = kept.warn_below(bad).unwrap_err();
+        assert_eq!(error.field(), Some("warn_below"), "{error}");
+    }
+    kept.warn_below(ms(100)).unwrap();
     kept.stop().release().await.unwrap();
 }
 
@@ -137,26 +197,28 @@ pub async fn keep_alive_a_renewal_confirmed_after_the_validity_does_not_revive_i
     store.late(&rt, ms(85));
     kept.lost().await;
     store.heal();
-    eventually(&rt, "the late confirmation ends the renewals", || kept.ended() == Some(KeepAliveEnd::Expired)).await;
+    let unreachable = || kept.ended() == Some(KeepAliveEnd::Unreachable);
+    eventually(&rt, "the late confirmation ends the renewals", unreachable).await;
     assert!(!kept.is_valid() && kept.valid_until().is_none());
     kept.lost().await; // completes at once from now on
     // Nothing renews the lease any more: another holder gets it once it runs out.
     other.acquire_timeout(ms(1000)).await.unwrap().release().await.unwrap();
 }
 
-pub async fn keep_alive_told_it_holds_no_more_after_its_validity_ran_out_ends_as_expired<R: Runtime>(rt: R) {
+pub async fn keep_alive_told_it_holds_no_more_after_its_validity_ran_out_ends_as_unreachable<R: Runtime>(rt: R) {
     let store = Faulty::default();
     let lock = lock(&rt, store.clone(), "cart", ms(100));
     let other = crate::support::lock(&rt, store.memory.clone(), "cart", ms(1000));
     let kept = lock.acquire().await.unwrap().keep_alive(NO_BOUND);
     // The next renewal (due at ~33 ms) reaches the store only at ~118 ms, after another holder
     // took the lease that ended at ~100 ms: the store answers that this one holds no more, after
-    // its validity ran out (~99 ms). It ended by expiry first, and that is what it says.
+    // its validity ran out (~99 ms). It ran out while the store was too slow to renew it first,
+    // and that is what it says.
     store.slow(&rt, ms(85));
     kept.lost().await;
     let taken = other.acquire_timeout(ms(15)).await.expect("free once the lease ended");
     eventually(&rt, "the renewal's answer ends the keep-alive", || kept.ended().is_some()).await;
-    assert_eq!(kept.ended(), Some(KeepAliveEnd::Expired));
+    assert_eq!(kept.ended(), Some(KeepAliveEnd::Unreachable));
     store.heal();
     taken.release().await.unwrap();
 }

@@ -182,7 +182,7 @@ pub async fn telemetry_a_lease_lost_while_renewals_fail_warns_then_counts_the_st
     store.fail();
     kept.lost().await;
     eventually(&rt, "the keep-alive says why", || kept.ended().is_some()).await;
-    assert_eq!(kept.ended(), Some(KeepAliveEnd::Expired));
+    assert_eq!(kept.ended(), Some(KeepAliveEnd::Unreachable));
     // Counted when the keep-alive saw it, before anyone released.
     assert_eq!(recorder.count("tenure.lock.losses", name, &[("cause", "unreachable")]), 1);
     assert_eq!(gauge(&telemetry::HOLDERS, name), Some(0.0));

@@ -6,7 +6,7 @@ import atexit
 
 from tenure import _tenure
 from tenure._lock import Lock, LockHandle
-from tenure._state import HolderInfo, LockState
+from tenure._state import HolderInfo, LockState, Waiter
 from tenure._config import LeaderElectionConfig, LockConfig, ReadWriteLockConfig, TaskLockConfig
 from tenure._coordination import Coordination
 from tenure._election import LeaderElection, LeaderHealth
@@ -99,6 +99,7 @@ __all__ = [
     "LockHandle",
     "LockState",
     "HolderInfo",
+    "Waiter",
     "LockLockedCheckError",
     "LockLostError",
     "LockNotOwnedError",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+import logging
 import weakref
-from typing import Any, NamedTuple, Optional, Union
+from typing import Any, Awaitable, Callable, NamedTuple, Optional, Union
 from uuid import UUID
 
 from tenure import _tenure
@@ -20,6 +22,7 @@ from tenure.errors import (
     LockNotOwnedError,
     LockOwnedCheckError,
     LockReleaseError,
+    SettingsValidationError,
 )
 
 
@@ -126,14 +129,35 @@ class Lock(Primitive):
         holder = self._holder(create=False)
         return False if holder is None else bool(await holder.owned())
 
-    def hold(self, *, max_hold: Seconds, timeout: Optional[Seconds] = None) -> "LockHold":
+    def hold(
+        self,
+        *,
+        max_hold: Seconds,
+        timeout: Optional[Seconds] = None,
+        warn_below: Optional[Seconds] = None,
+        on_warning: Optional[WarningCallback] = None,
+    ) -> "LockHold":
         """`async with lock.hold(max_hold=3600) as handle:` acquires (waiting up to `timeout`), keeps
         the lease alive while the body runs — renewed every third of the lease, retried while it is
         still valid — and releases at the end. The body is cancelled the moment the lease is lost
-        (its validity ran out without a confirmed renewal, another holder took it) or `max_hold`
-        passes; the block then raises `LockLostError` (a `LockNotOwnedError`). The block releases
-        the lock itself: do not release it in the body. A Tenure extension."""
-        return LockHold(self, seconds("max_hold", max_hold), seconds("timeout", timeout))
+        (`LockLostError.reason` says why: `expired`, `unreachable`, `lost`, `fence_regression`,
+        `revoked`) or `max_hold` passes; the block then raises `LockLostError` (a
+        `LockNotOwnedError`). The block releases the lock itself: do not release it in the body.
+
+        `on_warning(seconds_left)` (a function or a coroutine function) is called when renewals
+        keep failing and less than `warn_below` seconds of validity are left (default a third of
+        the lease; it must be under two thirds of the lease): the work's chance to checkpoint before the
+        loss. Once per run of failed renewals; an exception it raises is logged (logger `tenure`)
+        and the hold goes on. A Tenure extension."""
+        if on_warning is not None and not callable(on_warning):
+            raise SettingsValidationError(f"on_warning must be callable, got {type(on_warning).__name__}")
+        return LockHold(
+            self,
+            seconds("max_hold", max_hold),
+            seconds("timeout", timeout),
+            seconds("warn_below", warn_below),
+            on_warning,
+        )
 
     # grelmicro's low-level calls: "should not be called directly", but public. `do_acquire`,
     # `do_release` and `do_owned` are single backend calls for `token` (no retry, no holder);
@@ -176,13 +200,40 @@ class Lock(Primitive):
         await self.release()
 
 
+WarningCallback = Callable[[float], Union[None, Awaitable[None]]]
+"""`on_warning(seconds_left)`: see `Lock.hold`."""
+
+_log = logging.getLogger("tenure")
+
+
+async def _tell_warnings(name: str, kept: "_tenure.Kept", on_warning: WarningCallback) -> None:
+    """Calls `on_warning` at each of the kept lease's warnings until it is released or lost; what
+    the callback raises is logged, never let out of this background task."""
+    while (left := await kept.warning()) is not None:
+        try:
+            told = on_warning(left)
+            if inspect.isawaitable(told):
+                await told
+        except Exception:
+            _log.exception("on_warning of the lock %r raised; the lease is still kept", name)
+
+
 class LockHold:
     """A lock held with its lease kept alive: see `Lock.hold`."""
 
-    def __init__(self, lock: Lock, max_hold: Optional[float], timeout: Optional[float]) -> None:
+    def __init__(
+        self,
+        lock: Lock,
+        max_hold: Optional[float],
+        timeout: Optional[float],
+        warn_below: Optional[float] = None,
+        on_warning: Optional[WarningCallback] = None,
+    ) -> None:
         self._lock, self._max_hold, self._timeout = lock, max_hold, timeout
+        self._warn_below, self._on_warning = warn_below, on_warning
         self._kept: Optional[_tenure.Kept] = None
         self._watch: Optional[asyncio.Future[None]] = None
+        self._warner: Optional[asyncio.Task[None]] = None
         self._task: Optional[asyncio.Task[Any]] = None
         self._cancelled = False
 
@@ -193,10 +244,12 @@ class LockHold:
         holder = self._lock._holder(create=False)
         assert holder is not None and self._max_hold is not None
         try:
-            self._kept = holder.keep_alive(self._max_hold)
+            self._kept = holder.keep_alive(self._max_hold, self._warn_below)
         except BaseException:
             await self._lock.release()
             raise
+        if self._on_warning is not None:
+            self._warner = asyncio.ensure_future(_tell_warnings(self._lock.name, self._kept, self._on_warning))
         self._task = asyncio.current_task()
         self._watch = asyncio.ensure_future(self._kept.lost())
         self._watch.add_done_callback(self._lost)

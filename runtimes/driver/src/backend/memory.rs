@@ -8,7 +8,7 @@ use tenure_core::{BackendError, FencingToken, StoreModel, StoreOp, StoreReply, T
 
 use super::{
     BackendFuture, HolderInfo, LeaderElectionBackend, LockBackend, LockState, ReadWriteLockBackend, ReleaseSignals,
-    ScheduleBackend, SemaphoreBackend, Waiting, Wakeup,
+    ScheduleBackend, SemaphoreBackend, Wakeup,
 };
 
 /// Locks, read-write locks, semaphores, leader elections and schedules for the tasks and threads
@@ -149,19 +149,15 @@ answered_at_once!(LockBackend {
             let details = model.lock_details(key, now).and_then(|kept| {
                 HolderInfo::parse(kept.details.as_str(), model.wall_time(kept.granted_at))
             });
-            let read = |d: &tenure_core::HolderDetails, at| HolderInfo::parse(d.as_str(), model.wall_time(at));
-            let waiting = model.lock_queue(key, now).into_iter().map(|w| Waiting {
-                token: w.token.as_str().to_owned(),
-                since: Some(model.wall_time(w.since)),
-                details: w.details.as_ref().and_then(|d| read(d, w.since)),
-            });
             LockState {
                 key: key.to_owned(),
                 fence: Some(fence),
                 holder: lease.map(|l| l.token.as_str().to_owned()),
                 expires_at: lease.map(|l| model.wall_time(l.expires_at)),
                 details,
-                waiting: Some(waiting.collect()),
+                // (a lock's waiters here are woken by each release: none keeps a place, so there
+                // is no line to list)
+                waiting: None,
             }
         });
         Some(Box::pin(ready(Ok(state))))

@@ -145,19 +145,40 @@ impl<R: Runtime> LeaseSlot<R> {
         }
     }
 
-    /// The core's [`Error::Lost`] for this lease, by why its keep-alive ended (`Expired` when no
-    /// end was said: the validity ran out, or a renewal was still in flight).
+    /// The core's [`Error::Lost`] for this lease, by why its keep-alive ended
+    /// ([`KeepAlive::loss_cause`]: when no end was said yet, how the validity ran out).
     pub fn lost_error(&self) -> Error {
-        Error::Lost { name: self.inner.name.clone(), cause: self.ended().unwrap_or(LossCause::Expired) }
+        let cause = match &*self.held() {
+            Held::Kept(k) => k.loss_cause(),
+            _ => LossCause::Expired,
+        };
+        Error::Lost { name: self.inner.name.clone(), cause }
     }
 
     /// Keeps the lease alive in the background for at most `max_hold` (`Duration::MAX`: no
-    /// bound); a second call keeps the first keep-alive.
-    pub fn keep_alive(&self, max_hold: Duration) -> Result<(), Error> {
+    /// bound), warning when renewals fail and less than `warn_below` of its validity is left (a
+    /// third of the lease without); a second call keeps the first keep-alive (with the new
+    /// threshold, if one is given). A threshold not under two thirds of the lease is refused, and
+    /// the lease stays held as it was.
+    pub fn keep_alive(&self, max_hold: Duration, warn_below: Option<Duration>) -> Result<(), Error> {
         let mut held = self.held();
         *held = match std::mem::replace(&mut *held, Held::Released) {
-            Held::Guard(guard) => Held::Kept(guard.keep_alive(max_hold)),
-            kept @ Held::Kept(_) => kept,
+            Held::Guard(guard) => {
+                let kept = guard.keep_alive(max_hold);
+                match warn_below.map(|threshold| kept.warn_below(threshold)).transpose() {
+                    Ok(_) => Held::Kept(kept),
+                    Err(refused) => {
+                        // Stopped before its first renewal: the guard holds as before.
+                        *held = Held::Guard(kept.stop());
+                        return Err(refused);
+                    }
+                }
+            }
+            Held::Kept(kept) => {
+                let set = warn_below.map(|threshold| kept.warn_below(threshold)).transpose();
+                *held = Held::Kept(kept);
+                return set.map(drop);
+            }
             Held::Busy => {
                 *held = Held::Busy;
                 return Err(self.busy("downgrade"));
@@ -165,6 +186,22 @@ impl<R: Runtime> LeaseSlot<R> {
             Held::Released => return Err(self.not_owned()),
         };
         Ok(())
+    }
+
+    /// Completes at the keep-alive's next warning (renewals keep failing and its validity is
+    /// running out) with the validity left, or with `None` once it ended, was released or was
+    /// never started: a binding calls it again after each warning, until `None`.
+    pub fn warning(&self) -> impl Future<Output = Option<Duration>> + Send + 'static + use<R> {
+        let next = match &*self.held() {
+            Held::Kept(kept) => Some(kept.warning()),
+            _ => None,
+        };
+        async move {
+            match next {
+                Some(next) => next.await,
+                None => None,
+            }
+        }
     }
 
     /// Renews the lease for another lease duration.

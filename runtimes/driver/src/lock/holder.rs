@@ -262,14 +262,27 @@ impl<R: Runtime> LockHolder<R> {
         }
     }
 
-    /// Keeps the lease this holder holds alive in the background (see [`KeepAlive`]):
-    /// [`Error::NotOwned`] if it holds none. Dropping the `KeepAlive` releases the lease.
-    pub fn keep_alive(&self, max_hold: Duration) -> Result<KeepAlive<LockGuard<R>>, Error> {
+    /// Keeps the lease this holder holds alive in the background (see [`KeepAlive`]), warning
+    /// below `warn_below` of validity left (a third of the lease without): [`Error::NotOwned`]
+    /// if it holds none, a settings error naming `warn_below` if that is not under two thirds of the lease
+    /// (the lease then held as before). Dropping the `KeepAlive` releases the lease.
+    pub fn keep_alive(
+        &self,
+        max_hold: Duration,
+        warn_below: Option<Duration>,
+    ) -> Result<KeepAlive<LockGuard<R>>, Error> {
         let handle = self
             .handle()
             .filter(|_| self.is_held())
             .ok_or_else(|| Error::NotOwned { name: self.lock.name().as_str().to_owned() })?;
-        Ok(LockGuard::new(self.clone(), handle).keep_alive(max_hold))
+        if let Some(threshold) = warn_below {
+            tenure_core::KeepAlive::check_warning(self.lock.shared.config().lease_duration(), threshold)?;
+        }
+        let kept = LockGuard::new(self.clone(), handle).keep_alive(max_hold);
+        if let Some(threshold) = warn_below {
+            kept.warn_below(threshold)?;
+        }
+        Ok(kept)
     }
 
     pub(crate) async fn acquire_guard(self, timeout: Option<Duration>) -> Result<LockGuard<R>, Error> {

@@ -1,15 +1,23 @@
 package tenure
 
 import java.util.concurrent.atomic.AtomicBoolean
+import java.util.logging.Level
+import kotlin.coroutines.cancellation.CancellationException
 import kotlin.time.Duration
+import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.async
 import kotlinx.coroutines.coroutineScope
+import kotlinx.coroutines.launch
 import kotlinx.coroutines.selects.select
 import kotlin.time.toKotlinDuration
 
 import tenure.ffi.LockGuard as Ffi
 
-/** Why a keep-alive stopped renewing on its own: `MAX_HOLD`, `EXPIRED` (renewals did not get through in time) or `LOST` (another holder has it). */
+/**
+ * Why a keep-alive stopped renewing on its own: `MAX_HOLD`, `EXPIRED` (it ran out before a
+ * renewal was tried), `UNREACHABLE` (renewals failed until it ran out), `LOST` (another holder has
+ * it), `FENCE_REGRESSION` (the store answered a lower fence) or `REVOKED` (`tenure revoke`).
+ */
 typealias KeepAliveStop = tenure.ffi.KeepAliveStop
 
 /**
@@ -33,7 +41,7 @@ class LockGuard internal constructor(private val raw: Ffi) : AutoCloseable {
     /** Whether a keep-alive renews the lease (kept, not ended, still valid). */
     val keeping: Boolean get() = raw.keeping()
 
-    /** Why the keep-alive stopped on its own (`MAX_HOLD`, `EXPIRED`, `LOST`), once it has. */
+    /** Why the keep-alive stopped on its own (see [KeepAliveStop]), once it has. */
     val keepAliveStop: KeepAliveStop? get() = raw.keepAliveStop()
 
     /** Renews the lease for another lease duration; the fencing token (unchanged while held). */
@@ -63,16 +71,28 @@ class LockGuard internal constructor(private val raw: Ffi) : AutoCloseable {
     /**
      * Keeps the lease alive in the background (a renewal every third of it) for at most
      * [maxHold] (no bound without one), then releases it. [lost] completes if renewals stop
-     * getting through before the lease runs out.
+     * getting through before the lease runs out; [warning] before, once renewals keep failing
+     * and less than [warnBelow] of validity is left (a third of the lease without; it must be
+     * under two thirds of the lease).
      */
     @JvmOverloads
-    fun keepAlive(maxHold: Duration? = null) = call { raw.keepAlive(maxHold.seconds()) }
+    fun keepAlive(maxHold: Duration? = null, warnBelow: Duration? = null) =
+        call { raw.keepAlive(maxHold.seconds(), warnBelow.seconds()) }
 
-    /** [keepAlive] with a `java.time.Duration`. */
-    fun keepAlive(maxHold: java.time.Duration) = keepAlive(maxHold.toKotlinDuration())
+    /** [keepAlive] with `java.time.Duration`s. */
+    @JvmOverloads
+    fun keepAlive(maxHold: java.time.Duration, warnBelow: java.time.Duration? = null) =
+        keepAlive(maxHold.toKotlinDuration(), warnBelow?.toKotlinDuration())
 
     /** Completes with `true` the moment the lease is lost (or a keep-alive reached its maximum hold), with `false` once it is released. */
     suspend fun lost(): Boolean = call { raw.lost() }
+
+    /**
+     * Completes at the keep-alive's next warning — renewals keep failing and its validity is
+     * running out — with the validity left, or with `null` once the lease is released or lost:
+     * the work's chance to checkpoint before the loss.
+     */
+    suspend fun warning(): Duration? = raw.warning()?.seconds
 
     /**
      * On the write side of a [ReadWriteLock]: whether the writer before this one let its lease
@@ -100,8 +120,33 @@ class LockGuard internal constructor(private val raw: Ffi) : AutoCloseable {
             e
         }
 
-    /** [work]'s result, cancelled the moment the lease is lost, which then throws [lostError]. */
-    internal suspend fun <T> holding(work: suspend () -> T): T = coroutineScope {
+    /**
+     * [work]'s result, cancelled the moment the lease is lost, which then throws [lostError];
+     * [onWarning] called at each warning meanwhile (what it throws is logged, never let out).
+     */
+    internal suspend fun <T> holding(onWarning: (suspend (Duration) -> Unit)?, work: suspend () -> T): T = coroutineScope {
+        val warner = onWarning?.let { told -> launch { tellWarnings(told) } }
+        try {
+            held(work)
+        } finally {
+            warner?.cancel()
+        }
+    }
+
+    private suspend fun tellWarnings(onWarning: suspend (Duration) -> Unit) {
+        while (true) {
+            val left = warning() ?: return
+            try {
+                onWarning(left)
+            } catch (e: CancellationException) {
+                throw e
+            } catch (e: Throwable) {
+                TenureLogging.logger.log(Level.WARNING, "onWarning of the lock \"$name\" threw; the lease is still kept", e)
+            }
+        }
+    }
+
+    private suspend fun <T> held(work: suspend () -> T): T = coroutineScope {
         val job = async { work() }
         val lost = async { lost() }
         select {
@@ -158,10 +203,17 @@ abstract class Acquirable internal constructor() {
      * Meanwhile the lease is kept alive (a renewal every third of it) for at most [maxHold] (no
      * bound without one); the moment it is lost — renewals did not get through before it ran
      * out, another holder took it, or [maxHold] passed — the block is cancelled (at its next
-     * suspension) and `withLock` throws a [LockLostException] saying why.
+     * suspension) and `withLock` throws a [LockLostException] saying why. [onWarning] is called
+     * with the validity left when renewals keep failing and less than [warnBelow] of it is left
+     * (a third of the lease without): the block's chance to checkpoint.
      */
-    suspend fun <T> withLock(timeout: Duration? = null, maxHold: Duration? = null, block: suspend (fencingToken: Long) -> T): T =
-        scoped { acquire(timeout).holdFor(maxHold, block) }
+    suspend fun <T> withLock(
+        timeout: Duration? = null,
+        maxHold: Duration? = null,
+        warnBelow: Duration? = null,
+        onWarning: (suspend (left: Duration) -> Unit)? = null,
+        block: suspend (fencingToken: Long) -> T,
+    ): T = scoped { acquire(timeout).holdFor(maxHold, warnBelow, onWarning, block) }
 
     /** Runs [block] as the caller a `withLock` acquires and works as (a side of a read-write lock: one). */
     internal open suspend fun <T> scoped(block: suspend () -> T): T = block()
@@ -173,8 +225,13 @@ abstract class Acquirable internal constructor() {
  * [LockLostException]), and the lease released at the end however it ends: the `withLock` of
  * every primitive.
  */
-internal suspend fun <T> LockGuard.holdFor(maxHold: Duration?, block: suspend (fencingToken: Long) -> T): T =
+internal suspend fun <T> LockGuard.holdFor(
+    maxHold: Duration?,
+    warnBelow: Duration?,
+    onWarning: (suspend (Duration) -> Unit)?,
+    block: suspend (fencingToken: Long) -> T,
+): T =
     ending({ release() }) {
-        keepAlive(maxHold)
-        holding { block(fencingToken) }
+        keepAlive(maxHold, warnBelow)
+        holding(onWarning) { block(fencingToken) }
     }

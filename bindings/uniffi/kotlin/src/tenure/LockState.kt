@@ -11,10 +11,19 @@ data class HolderInfo(
     val acquiredAt: Instant,
 )
 
+/** One in a lock's waiting line: its worker, since when it waits (`null` where the store does not keep it), what it told the store. */
+data class Waiter(
+    val worker: String,
+    val since: Instant?,
+    val details: HolderInfo?,
+)
+
 /**
- * Who holds a lock or task lock now ([Lock.state], [TaskLock.state]); never its ownership token.
+ * Who holds a lock or task lock now ([Lock.state], [TaskLock.state]); never an ownership token.
  * [holder] is `null` when the lock is free, or when its holder told nothing (a grelmicro process).
  * [fencingToken] is the last one issued for the name (kept after release, except on etcd).
+ * [waiting] lists who waits, first in line first; `null` where the store keeps no line (SQLite,
+ * etcd, a store of your own).
  */
 data class LockState(
     val name: String,
@@ -23,7 +32,10 @@ data class LockState(
     val worker: String?,
     val expiresAt: Instant?,
     val holder: HolderInfo?,
+    val waiting: List<Waiter>? = null,
 )
+
+private fun tenure.ffi.HolderInfo.kotlin() = HolderInfo(host, pid.toInt(), program, purpose, acquiredAt)
 
 internal fun tenure.ffi.LockState.kotlin() = LockState(
     name,
@@ -31,5 +43,6 @@ internal fun tenure.ffi.LockState.kotlin() = LockState(
     fencingToken?.toLong(),
     worker,
     expiresAt,
-    holder?.let { HolderInfo(it.host, it.pid.toInt(), it.program, it.purpose, it.acquiredAt) },
+    holder?.kotlin(),
+    waiting?.map { Waiter(it.worker, it.since, it.details?.kotlin()) },
 )

@@ -56,8 +56,13 @@ class Semaphore private constructor(private val raw: Ffi) :
     fun stateBlocking(): SemaphoreState = call { raw.stateBlocking() }.kotlin()
 
     /** [withLock] in a semaphore's words: runs [block] holding a permit. */
-    suspend fun <T> withPermit(timeout: Duration? = null, maxHold: Duration? = null, block: suspend (fencingToken: Long) -> T): T =
-        withLock(timeout, maxHold, block)
+    suspend fun <T> withPermit(
+        timeout: Duration? = null,
+        maxHold: Duration? = null,
+        warnBelow: Duration? = null,
+        onWarning: (suspend (left: Duration) -> Unit)? = null,
+        block: suspend (fencingToken: Long) -> T,
+    ): T = withLock(timeout, maxHold, warnBelow, onWarning, block)
 
     override fun toString() = "Semaphore($name, permits=$permits)"
 }

@@ -100,6 +100,32 @@ fun lockTests(suite: Suite) {
             assertThrows<SettingsValidationException> { Semaphore(name, 2, Stores.of(kind), LockOptions(purpose = "pool")) }
         }
 
+        suite.test("$kind: state() lists who waits, first in line first (null where the store keeps no line)") {
+            val name = Stores.fresh("line")
+            val holder = Lock(name, Stores.of(kind), LockOptions(worker = "batch-1"))
+            val first = Lock(name, Stores.of(kind), LockOptions(worker = "batch-2", purpose = "retry export"))
+            val second = Lock(name, Stores.of(kind), LockOptions(worker = "batch-3"))
+            val guard = holder.acquire()
+            coroutineScope {
+                val waiters = mutableListOf(async { first.acquire() })
+                if (kind == "sqlite" || kind == "etcd" || kind == "memory") {
+                    delay(300)
+                    assertEquals(null, holder.state().waiting, "no line on $kind")
+                } else {
+                    eventually(what = "the first waiter in line") { holder.state().waiting.orEmpty().size == 1 }
+                    waiters += async { second.acquire() }
+                    eventually(what = "both waiters in line") { holder.state().waiting.orEmpty().size == 2 }
+                    val line = holder.state().waiting!!
+                    assertEquals(listOf("batch-2", "batch-3"), line.map { it.worker }, "the line")
+                    assertEquals("retry export", line[0].details?.purpose, "the first waiter's purpose")
+                    assertEquals(ProcessHandle.current().pid().toInt(), line[0].details?.pid, "its pid")
+                    check(line[0].since!! <= line[1].since!!) { "$line" }
+                }
+                guard.release()
+                for (waiter in waiters) waiter.await().release()
+            }
+        }
+
         suite.test("$kind: a lock cycle gives strictly increasing fencing tokens") {
             val lock = Lock(Stores.fresh("cycle"), Stores.of(kind), LockOptions(leaseDuration = 5.seconds))
             val fences = mutableListOf<Long>()

@@ -10,7 +10,7 @@ import tenure.Lock
 import tenure.TenureLogging
 
 /** [body] with every record of the `tenure` logger collected. */
-private suspend fun collecting(body: suspend (records: List<LogRecord>) -> Unit) {
+internal suspend fun collecting(body: suspend (records: List<LogRecord>) -> Unit) {
     val records = Collections.synchronizedList(mutableListOf<LogRecord>())
     val handler = object : Handler() {
         override fun publish(record: LogRecord) {

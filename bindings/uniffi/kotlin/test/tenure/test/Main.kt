@@ -14,6 +14,7 @@ fun main(args: Array<String>) {
     firstLinesTests(suite)
     sentinelTests(suite)
     userBackendTests(suite)
+    lossTests(suite)
     userReadWriteTests(suite)
     coordinationTests(suite)
     telemetryTests(suite)
