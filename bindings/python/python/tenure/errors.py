@@ -151,8 +151,10 @@ class LockNotOwnedError(CoordinationError):
 
 class LockLostError(LockNotOwnedError):
     """The lease of a `Lock.hold()` was lost while its body ran, and the body was cancelled (a
-    Tenure extension). `reason`: `"expired"` (renewals did not get through before the lease's
-    validity ran out), `"lost"` (another holder has it), `"max_hold"` (the maximum hold was
+    Tenure extension). `reason`: `"expired"` (the lease's validity ran out before a renewal was
+    even tried: the process was paused), `"unreachable"` (renewals failed or went unanswered until
+    it ran out), `"lost"` (another holder has it), `"fence_regression"` (a renewal was answered
+    with a lower fencing token: the store lost its grants), `"max_hold"` (the maximum hold was
     reached and the lease released) or `"revoked"` (an operator revoked it with `tenure revoke`;
     the message gives the reason)."""
 

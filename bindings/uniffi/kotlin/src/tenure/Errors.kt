@@ -62,9 +62,11 @@ open class LockNotOwnedException internal constructor(message: String, name: Str
     CoordinationException(message, code, name)
 
 /**
- * The lease was lost while work ran under it, and the work was cancelled. `reason`: `expired` (no
- * renewal confirmed in time), `lost` (another holder has it), `max_hold`, or `revoked` (an operator
- * ran `tenure revoke`; the message gives the reason).
+ * The lease was lost while work ran under it, and the work was cancelled. `reason`: `expired` (it
+ * ran out before a renewal was even tried: the process was paused), `unreachable` (renewals failed
+ * or went unanswered until it ran out), `lost` (another holder has it), `fence_regression` (a
+ * renewal answered a lower fencing token: the store lost its grants), `max_hold`, or `revoked` (an
+ * operator ran `tenure revoke`; the message gives the reason).
  */
 class LockLostException internal constructor(message: String, name: String, val reason: String) :
     LockNotOwnedException(message, name, "LOCK_LOST")
