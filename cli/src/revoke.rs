@@ -47,10 +47,11 @@ pub(crate) async fn run(backend: Option<&str>, args: RevokeArgs) -> Result<i32, 
     let answer = store.locks().execute(StoreOp::LockRevoke { key: key.clone(), reason: reason.clone() }).await;
     let shared =
         if matches!(answer, Ok(StoreReply::Revocation(None))) { shared_holders(&store, &name).await } else { None };
-    // Revoked already: the reason that stands is the first revocation's, kept in its placeholder.
+    // Revoked already: the reason that stands is the first revocation's, kept in its placeholder
+    // (unknown if the store cannot list it, or the placeholder is gone or another's).
     let reason = match &answer {
-        Ok(StoreReply::Revocation(Some(r))) if r.already => standing_reason(&store, &key).await.unwrap_or(reason),
-        _ => reason,
+        Ok(StoreReply::Revocation(Some(r))) if r.already => standing_reason(&store, &key, r.revoked_fence).await,
+        _ => Some(reason),
     };
     store::close(&store).await;
     let revocation = match answer {
@@ -69,31 +70,32 @@ pub(crate) async fn run(backend: Option<&str>, args: RevokeArgs) -> Result<i32, 
         return Ok(EXIT_NOT_HELD);
     };
     if args.json {
-        print_json(&document(kind, &args.name, &reason, &r));
+        print_json(&document(kind, &args.name, reason.as_ref(), &r));
     } else {
         #[allow(clippy::print_stdout)]
         {
-            println!("{}", sentence(kind, &args.name, &reason, &r));
+            println!("{}", sentence(kind, &args.name, reason.as_ref(), &r));
         }
     }
     Ok(0)
 }
 
-/// The reason of the revocation whose placeholder holds `key` now, if the store lists it.
-async fn standing_reason(store: &store::Store, key: &Key) -> Option<RevokeReason> {
+/// The reason of the revocation of `revoked` whose placeholder holds `key` now, if the store
+/// lists it.
+async fn standing_reason(store: &store::Store, key: &Key, revoked: tenure::FencingToken) -> Option<RevokeReason> {
     let states = store.inspect()?.lock_states(vec![key.as_str().to_owned()]).await.ok()?;
     let holder = states.into_iter().find(|s| s.key == key.as_str())?.holder?;
-    RevokeReason::of_placeholder(&holder).map(|(_, reason)| reason)
+    RevokeReason::of_placeholder(&holder).filter(|(fence, _)| *fence == revoked).map(|(_, reason)| reason)
 }
 
 /// What people are told.
-fn sentence(kind: &str, name: &str, reason: &RevokeReason, r: &Revocation) -> String {
+fn sentence(kind: &str, name: &str, reason: Option<&RevokeReason>, r: &Revocation) -> String {
     let left = r.left.as_secs_f64();
     if r.already {
+        let why = reason.map_or_else(|| "its reason could not be read".to_owned(), |r| r.as_str().to_owned());
         return format!(
-            "{kind} {name} was revoked already (fence {} revoked: {}; fence now {}); it is free again in {left:.1}s",
+            "{kind} {name} was revoked already (fence {} revoked: {why}; fence now {}); it is free again in {left:.1}s",
             r.revoked_fence.get(),
-            reason.as_str(),
             r.fence.get()
         );
     }
@@ -108,7 +110,7 @@ fn sentence(kind: &str, name: &str, reason: &RevokeReason, r: &Revocation) -> St
     )
 }
 
-fn document(kind: &str, name: &str, reason: &RevokeReason, r: &Revocation) -> serde_json::Value {
+fn document(kind: &str, name: &str, reason: Option<&RevokeReason>, r: &Revocation) -> serde_json::Value {
     json!({
         "kind": kind,
         "name": name,
@@ -118,7 +120,7 @@ fn document(kind: &str, name: &str, reason: &RevokeReason, r: &Revocation) -> se
         "revoked_fencing_token": r.revoked_fence.get(),
         "fencing_token": r.fence.get(),
         "free_in_s": r.left.as_secs_f64(),
-        "reason": reason.as_str(),
+        "reason": reason.map(RevokeReason::as_str),
     })
 }
 

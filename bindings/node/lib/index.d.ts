@@ -180,8 +180,8 @@ export interface LockState {
   /** `null` when free, or when the holder told nothing (a grelmicro process). */
   holder: HolderInfo | null;
   /**
-   * Who waits for it, first in line first; `null` where the store keeps no line (SQLite, etcd, a
-   * user-written backend).
+   * Who waits for it, first in line first; `null` where the store keeps no line (SQLite, etcd,
+   * memory, a user-written backend).
    */
   waiting: Waiter[] | null;
 }

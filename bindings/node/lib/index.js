@@ -5,6 +5,7 @@
 // aborts when the lease is lost, and `await using` on handles. Durations are milliseconds.
 
 const { AsyncLocalStorage } = require('node:async_hooks');
+const { inspect } = require('node:util');
 const { Alive, endQuietly, native, errors, asyncDispose, settle, now, waitUnless, version } = require('./call');
 const { LeaderElection } = require('./election');
 const { TaskLock, TaskRun } = require('./task_lock');
@@ -85,7 +86,7 @@ class LockHandle {
   /**
    * Keeps the lease alive in the background for at most `maxHold` ms (unbounded without),
    * warning (see `warning()`) when renewals keep failing and less than `warnBelow` ms of validity
-   * is left (a third of the lease without; under two thirds of the lease). Meanwhile the
+   * is left (a third of the lease without; under half the lease). Meanwhile the
    * process stays alive, as with a running timer, unless `unref()` was called.
    */
   keepAlive(maxHold, warnBelow) {
@@ -164,6 +165,15 @@ class WriteHandle extends LockHandle {
   }
 }
 
+/** What a user's code threw, for a message: whatever it is (a Symbol, a null-prototype object). */
+function shown(thrown) {
+  try {
+    return inspect(thrown);
+  } catch {
+    return 'a value that cannot be shown';
+  }
+}
+
 /**
  * Calls `onWarning(msLeft, handle)` at each of the handle's warnings until it is released or
  * lost; what it throws or rejects with is a process warning, never an unhandled rejection.
@@ -180,7 +190,7 @@ async function tellWarnings(handle, onWarning) {
     try {
       await onWarning(left, handle);
     } catch (error) {
-      process.emitWarning(`onWarning of the lock ${JSON.stringify(handle.name)} threw: ${error}`, {
+      process.emitWarning(`onWarning of the lock ${JSON.stringify(handle.name)} threw: ${shown(error)}`, {
         type: 'TenureWarning',
         detail: 'The lease is still kept; the warning is given once per run of failed renewals.',
       });
@@ -255,8 +265,9 @@ class Leasing extends Configured {
    * `signal` given here. If the lease was lost and `fn` did not throw, `using` rejects with the
    * `LockLostError` (its `reason` says why). `onWarning(msLeft, handle)` is called when renewals
    * keep failing and less than `warnBelow` ms of validity is left (a third of the lease
-   * without): the work's chance to checkpoint. What it throws or rejects with becomes a process
-   * warning (`process.emitWarning`), never an unhandled rejection.
+   * without; under half the lease): the work's chance to checkpoint. What it throws or rejects
+   * with becomes a process warning (`process.emitWarning`), never an unhandled rejection; one
+   * under way when the work ends is awaited before `using` settles.
    */
   async using(fn, { timeout, signal, maxHold, warnBelow, onWarning } = {}) {
     if (typeof fn !== 'function') throw new TypeError('using(fn): fn must be a function');
@@ -274,7 +285,8 @@ class Leasing extends Configured {
       await handle[asyncDispose]();
       throw error;
     }
-    if (onWarning !== undefined) tellWarnings(handle, onWarning);
+    // (settles once the lease is released or lost; never rejects)
+    const warned = onWarning === undefined ? undefined : tellWarnings(handle, onWarning).catch(() => {});
     handle.lost().then(
       (lost) => {
         if (lost) controller.abort(handle[lostError]());
@@ -299,6 +311,9 @@ class Leasing extends Configured {
     } catch (error) {
       // The work's own failure, or the loss, says more than a release that could not be made.
       if (!failed && lost === undefined) throw error;
+    } finally {
+      // A checkpoint under way ends before `using` does.
+      await warned;
     }
     if (failed) throw failure;
     if (lost !== undefined) throw lost;

@@ -42,11 +42,12 @@ for (const [kind, backend] of Object.entries(backends)) {
     const handle = await holder.acquire();
     const waiters = [first.acquire()];
     const line = async (n) => {
-      for (;;) {
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
         const state = await holder.state();
         if (state.waiting === null || state.waiting.length >= n) return state;
         await new Promise((r) => setTimeout(r, 20));
       }
+      throw new Error(`fewer than ${n} waiters in line after 10 s`);
     };
     if (kind === 'sqlite' || kind === 'etcd' || kind === 'memory') {
       await new Promise((r) => setTimeout(r, 300));

@@ -46,8 +46,9 @@ impl Kept {
         self.slot.ended().map(|end| end.as_str())
     }
 
-    /// The core's `LockLostError` for this lease, by why it ended (`expired` when no end was said
-    /// yet: the validity ran out while a renewal was still in flight).
+    /// The core's `LockLostError` for this lease, by why it ended (when no end was said yet, how
+    /// its validity ran out: `unreachable` while renewals failed or went unanswered, else
+    /// `expired`).
     fn lost_error(&self, py: Python<'_>) -> PyErr {
         crate::py_error(py, &self.slot.lost_error())
     }

@@ -42,7 +42,8 @@ def test_the_warning_comes_before_the_loss_which_says_the_store_was_unreachable(
         warnings, body = [], []
 
         async def checkpoint(left):
-            warnings.append((left, await lock.owned()))
+            await asyncio.sleep(0)  # (a coroutine function is awaited)
+            warnings.append(left)
 
         with pytest.raises(LockLostError) as lost:
             async with lock.hold(max_hold=60, on_warning=checkpoint):
@@ -52,8 +53,8 @@ def test_the_warning_comes_before_the_loss_which_says_the_store_was_unreachable(
         assert lost.value.reason == "unreachable", lost.value
         assert "unreachable" in str(lost.value)
         assert len(warnings) == 1, warnings
-        left, _ = warnings[0]
-        assert 0 < left < 0.5, f"a third of the lease by default, {left} left"
+        left = warnings[0]
+        assert 0 < left <= 0.5, f"a third of the lease by default, {left} left"
         assert body == []
 
     run_quietly(main)
@@ -71,14 +72,14 @@ def test_a_threshold_of_the_users_and_a_callback_that_raises_is_logged(caplog):
             warnings.append(left)
             raise RuntimeError("the checkpoint failed")
 
-        async with lock.hold(max_hold=60, warn_below=0.9, on_warning=checkpoint):
+        async with lock.hold(max_hold=60, warn_below=0.7, on_warning=checkpoint):
             backend.failing = True
             while not warnings:
                 await asyncio.sleep(0.01)
             backend.failing = False  # renewals get through again: kept
             await asyncio.sleep(1.6)
             assert await lock.owned()
-        assert 0.5 < warnings[0] <= 0.9, warnings
+        assert 0.3 < warnings[0] <= 0.7, warnings
         assert not await lock.locked()
 
     run_quietly(main)
@@ -106,10 +107,10 @@ def test_a_regressed_fence_on_renewal_is_a_loss_by_fence_regression():
     run_quietly(main)
 
 
-def test_warn_below_not_under_two_thirds_of_the_lease_is_refused_and_the_lock_given_back():
+def test_warn_below_not_under_half_the_lease_is_refused_and_the_lock_given_back():
     async def main():
         lock = Lock("job", backend=DictBackend(), lease_duration=2, env_load=False)
-        with pytest.raises(SettingsValidationError, match="warn_below must be less than two thirds of the lease_duration"):
+        with pytest.raises(SettingsValidationError, match="warn_below must be less than half the lease_duration"):
             async with lock.hold(max_hold=60, warn_below=1.5):
                 pass
         assert not await lock.locked()

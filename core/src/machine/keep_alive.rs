@@ -90,15 +90,16 @@ impl KeepAlive {
         Ok(())
     }
 
-    /// A warning threshold for a lease of `lease`: greater than 0 and less than two thirds of the
-    /// lease, the validity left when a renewal is due (a larger one would warn at every renewal
-    /// still in flight), else refused naming `warn_below`.
+    /// A warning threshold for a lease of `lease`: greater than 0 and less than half the lease,
+    /// else refused naming `warn_below`. A renewal is due when two thirds of the lease are left,
+    /// and a healthy one must have time to be answered before the warning: a sixth of the lease
+    /// at least (a threshold near two thirds would warn at every routine renewal).
     pub fn check_warning(lease: Duration, threshold: Duration) -> Result<Duration, crate::Error> {
         let threshold = crate::time::positive("warn_below", threshold)?;
-        if threshold >= lease * 2 / 3 {
+        if threshold >= lease / 2 {
             let message = format!(
-                "warn_below must be less than two thirds of the lease_duration ({lease:?}), the validity left when a \
-                 renewal is due: the warning comes when renewals fail and less than warn_below of the lease's \
+                "warn_below must be less than half the lease_duration ({lease:?}): renewals are due when two thirds of \
+                 the lease are left, and the warning comes when they fail and less than warn_below of the lease's \
                  validity is left (default a third of the lease)"
             );
             return Err(crate::error::SettingsError::field("warn_below", message).into());
@@ -254,17 +255,17 @@ mod tests {
         let mut keep = KeepAlive::new(at(0), LEASE, Duration::MAX);
         assert_eq!(keep.set_warning(Duration::from_millis(500)), Ok(()));
         assert_eq!(keep.warn_below(), Duration::from_millis(500));
-        for bad in [Duration::ZERO, Duration::from_secs(2), LEASE, LEASE * 2] {
+        for bad in [Duration::ZERO, Duration::from_millis(1500), Duration::from_secs(2), LEASE, LEASE * 2] {
             let error = keep.set_warning(bad).unwrap_err().to_string();
             assert!(error.contains("warn_below"), "{error}");
         }
         assert_eq!(keep.warn_below(), Duration::from_millis(500));
         let error = keep.set_warning(LEASE).unwrap_err().to_string();
         assert!(
-            error.contains("less than two thirds of the lease_duration (3s)") && error.contains("default a third"),
+            error.contains("less than half the lease_duration (3s)") && error.contains("default a third"),
             "{error}"
         );
-        assert_eq!(keep.set_warning(Duration::from_millis(1999)), Ok(()));
+        assert_eq!(keep.set_warning(Duration::from_millis(1499)), Ok(()));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -119,8 +119,6 @@ struct Shared {
     failing: AtomicBool,
     /// The warnings given so far, and the validity left at the last.
     warnings: Mutex<(u64, Duration)>,
-    /// A warning threshold set after the start, in nanoseconds (0: none), for the task to take.
-    warn_below: AtomicU64,
 }
 
 impl Shared {
@@ -135,13 +133,13 @@ impl Shared {
         *self.warnings.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Completes with the validity left at the first warning after `seen` were given, or with
-    /// `None` once the renewals have stopped or ended.
-    async fn warning_after(self: Arc<Self>, seen: u64) -> Option<Duration> {
+    /// Completes with the warnings given and the validity left at the last, once more than
+    /// `seen` were given, or with `None` once the renewals have stopped or ended.
+    async fn warning_after(self: Arc<Self>, seen: u64) -> Option<(u64, Duration)> {
         loop {
             let listener = self.event.listen();
             match self.warnings() {
-                (count, left) if count > seen => return Some(left),
+                (count, left) if count > seen => return Some((count, left)),
                 _ if self.stopped.load(Ordering::SeqCst) || self.ended().is_some() => return None,
                 _ => listener.await,
             }
@@ -181,6 +179,26 @@ impl<G: Keepable> KeepAlive<G> {
         let lease = private::Sealed::lease_of(&guard);
         let runtime = guard.runtime().clone();
         let policy = tenure_core::KeepAlive::new(runtime.now(), lease.lease(), max_hold);
+        Self::start(guard, lease, policy)
+    }
+
+    /// [`KeepAlive::new`], warning when renewals fail and less than `warn_below` of the lease's
+    /// validity is left (instead of a third of the lease). A threshold that is not greater than 0
+    /// and under half the lease (a renewal is due when two thirds are left, and must have time
+    /// to be answered before the warning) is refused as a settings error naming `warn_below`,
+    /// before anything starts: the guard comes back with the error, holding as it was.
+    pub fn with_warning(guard: G, max_hold: Duration, warn_below: Duration) -> Result<Self, (Error, G)> {
+        let lease = private::Sealed::lease_of(&guard);
+        let runtime = guard.runtime().clone();
+        let mut policy = tenure_core::KeepAlive::new(runtime.now(), lease.lease(), max_hold);
+        match policy.set_warning(warn_below) {
+            Ok(()) => Ok(Self::start(guard, lease, policy)),
+            Err(refused) => Err((refused, guard)),
+        }
+    }
+
+    fn start(guard: G, lease: Arc<dyn Renew>, policy: tenure_core::KeepAlive) -> Self {
+        let runtime = guard.runtime().clone();
         let shared = Arc::new(Shared::default());
         runtime.clone().spawn(renew(runtime, lease.clone(), policy, shared.clone()));
         Self { guard: Some(guard), lease, shared }
@@ -222,13 +240,7 @@ impl<G: Keepable> KeepAlive<G> {
     /// its holder knows (so that whoever wakes on [`KeepAlive::lost`] reads the cause even
     /// before the renewal task, woken by the same answer, has said it).
     pub fn ended(&self) -> Option<KeepAliveEnd> {
-        self.shared.ended().or_else(|| {
-            // Run out while renewals failed: the store was unreachable, whatever the holder saw.
-            self.lease.loss().map(|cause| match cause {
-                LossCause::Expired if self.shared.failing.load(Ordering::SeqCst) => LossCause::Unreachable,
-                cause => cause,
-            })
-        })
+        self.shared.ended().or_else(|| held_loss(&*self.lease, &self.shared))
     }
 
     /// Why the lease was lost, for whoever woke on [`KeepAlive::lost`] before the renewal task
@@ -241,27 +253,23 @@ impl<G: Keepable> KeepAlive<G> {
         })
     }
 
-    /// Warns when renewals fail and less than `threshold` of the lease's validity is left,
-    /// instead of a third of the lease. Refused (a settings error naming `warn_below`) unless it
-    /// is greater than 0 and less than two thirds of the lease (the validity left when a renewal
-    /// is due).
-    pub fn warn_below(&self, threshold: Duration) -> Result<(), Error> {
-        let threshold = tenure_core::KeepAlive::check_warning(self.lease.lease(), threshold)?;
-        let nanos = u64::try_from(threshold.as_nanos()).unwrap_or(u64::MAX).max(1);
-        self.shared.warn_below.store(nanos, Ordering::SeqCst);
-        self.shared.event.notify(usize::MAX);
-        Ok(())
-    }
-
-    /// Completes at the next warning — renewals keep failing and less than the threshold
-    /// ([`KeepAlive::warn_below`], a third of the lease unless set) of validity is left — with
+    /// Completes at the next warning — renewals keep failing and less than the threshold (a
+    /// third of the lease unless [`KeepAlive::with_warning`] set it) of validity is left — with
     /// the validity left then: the work's last chance to checkpoint before the loss. `None` once
     /// the renewals have stopped or ended. One warning per run of failed renewals; the same is
     /// logged and counted (`tenure.lock.validity.warnings`).
     pub fn warning(&self) -> impl Future<Output = Option<Duration>> + Send + 'static + use<G> {
-        let shared = self.shared.clone();
-        let seen = shared.warnings().0;
-        shared.warning_after(seen)
+        let next = self.warning_after(self.shared.warnings().0);
+        async move { next.await.map(|(_, left)| left) }
+    }
+
+    /// The first warning after `seen` were given (a consumer's cursor, so that none is missed
+    /// while it handles the last): how many were given then, and the validity left.
+    pub(crate) fn warning_after(
+        &self,
+        seen: u64,
+    ) -> impl Future<Output = Option<(u64, Duration)>> + Send + 'static + use<G> {
+        self.shared.clone().warning_after(seen)
     }
 
     /// Stops renewing and hands the guard back at once (a renewal already in flight still
@@ -301,10 +309,21 @@ fn lost(lease: &dyn Renew, shared: &Shared, end: KeepAliveEnd) {
     shared.end(end);
 }
 
-/// The validity ran out: `Unreachable` if renewals were failing or unanswered, else `Expired`
-/// (none was even tried: the process paused).
-fn ran_out(policy: &tenure_core::KeepAlive) -> KeepAliveEnd {
-    if policy.failing() { LossCause::Unreachable } else { LossCause::Expired }
+/// The loss the lease's holder recorded (an answer to any of its calls), told as the keep-alive
+/// tells it: run out while renewals failed is `Unreachable`, whatever the holder saw.
+fn held_loss(lease: &dyn Renew, shared: &Shared) -> Option<KeepAliveEnd> {
+    lease.loss().map(|cause| match cause {
+        LossCause::Expired if shared.failing.load(Ordering::SeqCst) => LossCause::Unreachable,
+        cause => cause,
+    })
+}
+
+/// The validity ran out: the loss its holder recorded first if it did (a revocation or a taking
+/// seen by another call), else `Unreachable` if renewals were failing or unanswered, else
+/// `Expired` (none was even tried: the process paused).
+fn ran_out(lease: &dyn Renew, shared: &Shared, policy: &tenure_core::KeepAlive) -> KeepAliveEnd {
+    let by_time = if policy.failing() { LossCause::Unreachable } else { LossCause::Expired };
+    held_loss(lease, shared).unwrap_or(by_time)
 }
 
 /// The warning a job checkpoints on: renewals keep failing and less than the threshold of the
@@ -322,7 +341,8 @@ fn warn_low(lease: &dyn Renew, shared: &Shared, policy: &mut tenure_core::KeepAl
     shared.warn(left);
 }
 
-/// A renewal's answer; if it is still unanswered when the warning is due, the warning first.
+/// A renewal's answer; if it is still unanswered when the warning is due, the warning first
+/// (unless the keep-alive was stopped meanwhile: nobody is to be warned of a lease given up).
 async fn answer<R: Runtime>(
     runtime: &R,
     lease: &dyn Renew,
@@ -342,7 +362,7 @@ async fn answer<R: Runtime>(
         return answered;
     }
     let now = runtime.now();
-    if now < until {
+    if now < until && !shared.stopped.load(Ordering::SeqCst) {
         warn_low(lease, shared, policy, until.saturating_duration_since(now));
     }
     renewal.await
@@ -360,11 +380,6 @@ async fn renew<R: Runtime>(runtime: R, lease: Arc<dyn Renew>, mut policy: tenure
         let stopped = shared.event.listen();
         if shared.stopped.load(Ordering::SeqCst) {
             return;
-        }
-        let threshold = shared.warn_below.swap(0, Ordering::SeqCst);
-        if threshold != 0 {
-            // Checked against this lease by `KeepAlive::warn_below`.
-            let _ = policy.set_warning(Duration::from_nanos(threshold));
         }
         let before = lease.valid_until();
         match policy.next(runtime.now(), before) {
@@ -384,13 +399,13 @@ async fn renew<R: Runtime>(runtime: R, lease: Arc<dyn Renew>, mut policy: tenure
                         shared.failing.store(false, Ordering::SeqCst);
                         policy.renewed();
                     }
-                    // Told it holds no more after its validity ran out: it ended by expiry first.
-                    Err(e) if e.is_not_owned() && !validity_held(&runtime, before) => {
-                        return lost(&*lease, &shared, LossCause::Unreachable);
-                    }
                     // Revoked by an operator: told so, with the reason, whatever the validity left.
                     Err(Error::Lost { cause: cause @ LossCause::Revoked(_), .. }) => {
                         return lost(&*lease, &shared, cause);
+                    }
+                    // Told it holds no more after its validity ran out: it ended by expiry first.
+                    Err(e) if e.is_not_owned() && !validity_held(&runtime, before) => {
+                        return lost(&*lease, &shared, LossCause::Unreachable);
                     }
                     Err(e) if e.is_not_owned() => return lost(&*lease, &shared, LossCause::Lost),
                     // The store answered a fence below this lease's: it lost the grant.
@@ -411,7 +426,7 @@ async fn renew<R: Runtime>(runtime: R, lease: Arc<dyn Renew>, mut policy: tenure
                 }
                 return;
             }
-            KeepAliveStep::Lost => return lost(&*lease, &shared, ran_out(&policy)),
+            KeepAliveStep::Lost => return lost(&*lease, &shared, ran_out(&*lease, &shared, &policy)),
             // A step this driver does not know: nothing it can keep.
             _ => return,
         }

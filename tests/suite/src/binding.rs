@@ -46,8 +46,10 @@ pub async fn binding_slot_refuses_a_warning_threshold_and_keeps_the_guard_as_it_
     assert!(!slot.keeping() && slot.is_valid(), "the guard holds as before, not kept");
     slot.keep_alive(Duration::MAX, Some(ms(500))).unwrap();
     assert!(slot.keeping());
-    // A second call may set another threshold; a bad one leaves the keep-alive as it was.
-    assert!(slot.keep_alive(Duration::MAX, Some(ms(0))).is_err());
+    // A second call keeps the first keep-alive; another threshold is refused (set at the start).
+    slot.keep_alive(Duration::MAX, None).unwrap();
+    let refused = slot.keep_alive(Duration::MAX, Some(ms(400))).unwrap_err();
+    assert_eq!(refused.field(), Some("warn_below"), "{refused}");
     assert!(slot.keeping());
     let warning = slot.warning();
     slot.release().await.unwrap();

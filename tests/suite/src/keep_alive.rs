@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use futures_lite::future;
-use tenure::{KeepAliveEnd, MemoryBackend, Runtime};
+use tenure::{KeepAlive, KeepAliveEnd, MemoryBackend, Runtime};
 
 use crate::support::{Faulty, eventually, eventually_async, lock, lock_bounded, ms, sleep, task_lock};
 use tenure::backend::LockCalls;
@@ -91,7 +91,7 @@ pub async fn keep_alive_warns_once_per_run_of_failed_renewals_before_the_loss<R:
     // the warning says how much.
     store.fail();
     let left = warning.await.expect("a warning before the loss");
-    assert!(left < ms(500) && left > ms(0), "warned with {left:?} left");
+    assert!(left <= ms(500) && left > ms(0), "warned with {left:?} left");
     assert!(kept.is_valid() && kept.ended().is_none(), "warned before the loss, not with it");
     // The store comes back before the validity runs out: kept, one fence, and the next run of
     // failures warns again.
@@ -113,15 +113,15 @@ pub async fn keep_alive_warns_once_per_run_of_failed_renewals_before_the_loss<R:
 
 pub async fn keep_alive_warns_while_a_renewal_hangs<R: Runtime>(rt: R) {
     let store = Faulty::default();
-    let lock = lock(&rt, store.clone(), "cart", ms(1500));
-    let kept = lock.acquire().await.unwrap().keep_alive(NO_BOUND);
-    // Frozen: the renewal sent at 500 ms goes unanswered; the warning comes at its time (750 ms),
-    // not only when an answer (or none) comes back.
-    kept.warn_below(ms(750)).unwrap();
-    let warning = kept.warning();
+    // A backend timeout longer than the lease: the renewal hangs until the validity runs out.
+    let lock = lock_bounded(&rt, store.clone(), "cart", ms(1500), ms(5000));
+    let guard = lock.acquire().await.unwrap();
+    // Frozen: the renewal sent at ~500 ms goes unanswered; the warning comes at its time (~800
+    // ms, 700 ms of validity left), not only when an answer (or none) comes back.
     store.freeze();
-    let left = warning.await.expect("a warning while the renewal hangs");
-    assert!(left <= ms(750), "warned with {left:?} left");
+    let kept = KeepAlive::with_warning(guard, NO_BOUND, ms(700)).map_err(|(e, _)| e).unwrap();
+    let left = kept.warning().await.expect("a warning while the renewal hangs");
+    assert!(left <= ms(700) && left > ms(300), "warned on time, with {left:?} left");
     assert!(kept.is_valid(), "before the loss");
     kept.lost().await;
     eventually(&rt, "the renewals stop", || kept.ended().is_some()).await;
@@ -132,12 +132,14 @@ pub async fn keep_alive_warns_while_a_renewal_hangs<R: Runtime>(rt: R) {
 
 pub async fn keep_alive_refuses_a_warning_threshold_outside_the_lease<R: Runtime>(rt: R) {
     let lock = lock(&rt, MemoryBackend::new(), "cart", ms(600));
-    let kept = lock.acquire().await.unwrap().keep_alive(NO_BOUND);
-    for bad in [ms(0), ms(600), ms(5000)] {
-        let error = kept.warn_below(bad).unwrap_err();
+    let mut guard = lock.acquire().await.unwrap();
+    for bad in [ms(0), ms(300), ms(600), ms(5000)] {
+        let (error, back) = KeepAlive::with_warning(guard, NO_BOUND, bad).unwrap_err();
         assert_eq!(error.field(), Some("warn_below"), "{error}");
+        assert!(back.is_valid(), "the guard comes back holding");
+        guard = back;
     }
-    kept.warn_below(ms(100)).unwrap();
+    let kept = KeepAlive::with_warning(guard, NO_BOUND, ms(100)).map_err(|(e, _)| e).unwrap();
     kept.stop().release().await.unwrap();
 }
 

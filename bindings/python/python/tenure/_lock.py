@@ -146,9 +146,11 @@ class Lock(Primitive):
 
         `on_warning(seconds_left)` (a function or a coroutine function) is called when renewals
         keep failing and less than `warn_below` seconds of validity are left (default a third of
-        the lease; it must be under two thirds of the lease): the work's chance to checkpoint before the
+        the lease; it must be under half the lease): the work's chance to checkpoint before the
         loss. Once per run of failed renewals; an exception it raises is logged (logger `tenure`)
-        and the hold goes on. A Tenure extension."""
+        and the hold goes on. It runs in a task of its own, cancelled when the block ends: use the
+        handle the block was given (its fencing token), not calls on the lock, which belong to the
+        block's task. A Tenure extension."""
         if on_warning is not None and not callable(on_warning):
             raise SettingsValidationError(f"on_warning must be callable, got {type(on_warning).__name__}")
         return LockHold(
@@ -267,6 +269,11 @@ class LockHold:
         assert kept is not None and watch is not None and task is not None
         watch.remove_done_callback(self._lost)
         watch.cancel()
+        # The callback ends with the hold: no checkpoint runs on after the lock is given back.
+        warner, self._warner = self._warner, None
+        if warner is not None:
+            warner.cancel()
+            await asyncio.wait([warner])
         lost = kept.lost_error()
         try:
             await kept.release()

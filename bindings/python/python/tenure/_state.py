@@ -29,7 +29,7 @@ class LockState(NamedTuple):
     """A lock as the store holds it now: who holds it, under which fencing token, until when, and
     what the holder told the store (`holder`: `None` when free, or when the holder told nothing, as
     a grelmicro process does); `waiting`: who waits for it, first in line first (`None` where the
-    store keeps no line: SQLite, etcd, a user-written backend). Never an ownership token.
+    store keeps no line: SQLite, etcd, memory, a user-written backend). Never an ownership token.
     Immutable."""
 
     name: str

@@ -4,7 +4,7 @@
 //! ends with the core's [`Error::Lost`] and its cause.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -30,6 +30,8 @@ struct Inner<R: Runtime> {
     held: Mutex<Held<R>>,
     /// Set once released: a release wins over the loss its own stop would show.
     released: AtomicBool,
+    /// The keep-alive's warnings the binding was told of (see [`LeaseSlot::warning`]).
+    warnings_seen: AtomicU64,
     released_event: Event,
 }
 
@@ -71,6 +73,7 @@ impl<R: Runtime> LeaseSlot<R> {
             fence,
             held: Mutex::new(held),
             released: AtomicBool::new(false),
+            warnings_seen: AtomicU64::new(0),
             released_event: Event::new(),
         };
         Self { inner: Arc::new(inner) }
@@ -157,27 +160,27 @@ impl<R: Runtime> LeaseSlot<R> {
 
     /// Keeps the lease alive in the background for at most `max_hold` (`Duration::MAX`: no
     /// bound), warning when renewals fail and less than `warn_below` of its validity is left (a
-    /// third of the lease without); a second call keeps the first keep-alive (with the new
-    /// threshold, if one is given). A threshold not under two thirds of the lease is refused, and
-    /// the lease stays held as it was.
+    /// third of the lease without; see [`KeepAlive::with_warning`]: a threshold refused leaves
+    /// the lease held as it was). A second call keeps the first keep-alive, and refuses another
+    /// threshold (it is set when the keep-alive starts).
     pub fn keep_alive(&self, max_hold: Duration, warn_below: Option<Duration>) -> Result<(), Error> {
         let mut held = self.held();
         *held = match std::mem::replace(&mut *held, Held::Released) {
-            Held::Guard(guard) => {
-                let kept = guard.keep_alive(max_hold);
-                match warn_below.map(|threshold| kept.warn_below(threshold)).transpose() {
-                    Ok(_) => Held::Kept(kept),
-                    Err(refused) => {
-                        // Stopped before its first renewal: the guard holds as before.
-                        *held = Held::Guard(kept.stop());
+            Held::Guard(guard) => match warn_below {
+                None => Held::Kept(guard.keep_alive(max_hold)),
+                Some(threshold) => match KeepAlive::with_warning(guard, max_hold, threshold) {
+                    Ok(kept) => Held::Kept(kept),
+                    Err((refused, guard)) => {
+                        *held = Held::Guard(guard);
                         return Err(refused);
                     }
-                }
-            }
-            Held::Kept(kept) => {
-                let set = warn_below.map(|threshold| kept.warn_below(threshold)).transpose();
-                *held = Held::Kept(kept);
-                return set.map(drop);
+                },
+            },
+            kept @ Held::Kept(_) if warn_below.is_none() => kept,
+            kept @ Held::Kept(_) => {
+                *held = kept;
+                let why = "warn_below is set when the keep-alive starts, and this lease is kept alive already";
+                return Err(Error::settings("warn_below", why));
             }
             Held::Busy => {
                 *held = Held::Busy;
@@ -190,17 +193,19 @@ impl<R: Runtime> LeaseSlot<R> {
 
     /// Completes at the keep-alive's next warning (renewals keep failing and its validity is
     /// running out) with the validity left, or with `None` once it ended, was released or was
-    /// never started: a binding calls it again after each warning, until `None`.
+    /// never started. A binding calls it again after each warning, until `None`: the slot keeps
+    /// its place, so a warning given while the binding handled the last is not missed.
     pub fn warning(&self) -> impl Future<Output = Option<Duration>> + Send + 'static + use<R> {
+        let seen = self.inner.warnings_seen.load(Ordering::SeqCst);
         let next = match &*self.held() {
-            Held::Kept(kept) => Some(kept.warning()),
+            Held::Kept(kept) => Some(kept.warning_after(seen)),
             _ => None,
         };
+        let inner = self.inner.clone();
         async move {
-            match next {
-                Some(next) => next.await,
-                None => None,
-            }
+            let (count, left) = next?.await?;
+            inner.warnings_seen.fetch_max(count, Ordering::SeqCst);
+            Some(left)
         }
     }
 

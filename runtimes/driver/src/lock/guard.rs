@@ -27,6 +27,12 @@ impl<R: Runtime> LockGuard<R> {
         Self { holder: Some(holder), handle }
     }
 
+    /// Lets the guard go without releasing: its holder keeps the lease (a binding's holder
+    /// object that made the guard only to keep it alive).
+    pub(crate) fn forget(mut self) {
+        self.holder = None;
+    }
+
     fn inner(&self) -> &LockHolder<R> {
         // `holder` is only taken by `release` and `drop`, after which no `&self` exists.
         self.holder.as_ref().expect("a live guard has its holder")

@@ -264,7 +264,7 @@ impl<R: Runtime> LockHolder<R> {
 
     /// Keeps the lease this holder holds alive in the background (see [`KeepAlive`]), warning
     /// below `warn_below` of validity left (a third of the lease without): [`Error::NotOwned`]
-    /// if it holds none, a settings error naming `warn_below` if that is not under two thirds of the lease
+    /// if it holds none, a settings error naming `warn_below` if that is not under half the lease
     /// (the lease then held as before). Dropping the `KeepAlive` releases the lease.
     pub fn keep_alive(
         &self,
@@ -275,14 +275,15 @@ impl<R: Runtime> LockHolder<R> {
             .handle()
             .filter(|_| self.is_held())
             .ok_or_else(|| Error::NotOwned { name: self.lock.name().as_str().to_owned() })?;
-        if let Some(threshold) = warn_below {
-            tenure_core::KeepAlive::check_warning(self.lock.shared.config().lease_duration(), threshold)?;
+        let guard = LockGuard::new(self.clone(), handle);
+        match warn_below {
+            None => Ok(guard.keep_alive(max_hold)),
+            // A refused threshold: the guard is forgotten, not dropped (a drop would release).
+            Some(threshold) => KeepAlive::with_warning(guard, max_hold, threshold).map_err(|(refused, guard)| {
+                guard.forget();
+                refused
+            }),
         }
-        let kept = LockGuard::new(self.clone(), handle).keep_alive(max_hold);
-        if let Some(threshold) = warn_below {
-            kept.warn_below(threshold)?;
-        }
-        Ok(kept)
     }
 
     pub(crate) async fn acquire_guard(self, timeout: Option<Duration>) -> Result<LockGuard<R>, Error> {

@@ -95,15 +95,15 @@ impl Meter {
         }
     }
 
-    /// The keep-alive task saw the lease held now lost (`expired`: its validity ran out unrenewed,
-    /// `taken`), which its machine says only when it is driven next: counted now, once.
+    /// The keep-alive task saw the lease held now lost, which its machine says only when it is
+    /// driven next: counted now, once, by the cause the keep-alive decided (`expired`,
+    /// `unreachable`, `taken`, `fence_regression`, `revoked`: the same as the loss's error).
     pub(crate) fn lost(&self, fence: u64, cause: &'static str) {
         let Some(labels) = self.labels.get() else { return };
         let mut state = self.state();
         // Only the lease the keep-alive kept: a later one (granted again under another fence, or
         // acquired anew) is not this loss.
         let Some(hold) = state.hold.take_if(|hold| hold.fence == fence) else { return };
-        let cause = if cause == "expired" && state.renewal_failed { "unreachable" } else { cause };
         state.lost = Some(hold.fence);
         drop(state);
         end_hold(labels, hold, cause, Instant::now());

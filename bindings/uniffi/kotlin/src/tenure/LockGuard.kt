@@ -7,6 +7,8 @@ import kotlin.time.Duration
 import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.async
 import kotlinx.coroutines.coroutineScope
+import kotlinx.coroutines.currentCoroutineContext
+import kotlinx.coroutines.ensureActive
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.selects.select
 import kotlin.time.toKotlinDuration
@@ -73,7 +75,7 @@ class LockGuard internal constructor(private val raw: Ffi) : AutoCloseable {
      * [maxHold] (no bound without one), then releases it. [lost] completes if renewals stop
      * getting through before the lease runs out; [warning] before, once renewals keep failing
      * and less than [warnBelow] of validity is left (a third of the lease without; it must be
-     * under two thirds of the lease).
+     * under half the lease).
      */
     @JvmOverloads
     fun keepAlive(maxHold: Duration? = null, warnBelow: Duration? = null) =
@@ -139,7 +141,9 @@ class LockGuard internal constructor(private val raw: Ffi) : AutoCloseable {
             try {
                 onWarning(left)
             } catch (e: CancellationException) {
-                throw e
+                // This warner cancelled (the block ended): stop. The callback's own timeout: log it.
+                currentCoroutineContext().ensureActive()
+                TenureLogging.logger.log(Level.WARNING, "onWarning of the lock \"$name\" was cancelled; the lease is still kept", e)
             } catch (e: Throwable) {
                 TenureLogging.logger.log(Level.WARNING, "onWarning of the lock \"$name\" threw; the lease is still kept", e)
             }

@@ -23,7 +23,7 @@ data class Waiter(
  * [holder] is `null` when the lock is free, or when its holder told nothing (a grelmicro process).
  * [fencingToken] is the last one issued for the name (kept after release, except on etcd).
  * [waiting] lists who waits, first in line first; `null` where the store keeps no line (SQLite,
- * etcd, a store of your own).
+ * etcd, memory, a store of your own).
  */
 data class LockState(
     val name: String,
