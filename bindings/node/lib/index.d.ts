@@ -214,14 +214,19 @@ export interface AcquireOptions {
 export interface UsingOptions extends AcquireOptions {
   /** Release after at most this many ms even if `fn` still runs (its signal then aborts). */
   maxHold?: number;
-  /** Warn below this many ms of validity left while renewals fail (default a third of the lease). */
+  /**
+   * Warn below this many ms of validity left while renewals fail (default a third of the lease;
+   * under half the lease).
+   */
   warnBelow?: number;
   /**
    * Called when renewals keep failing and less than `warnBelow` ms of validity is left, with
    * the ms left: the work's chance to checkpoint before the loss. Once per run of failures;
-   * what it throws becomes a process warning, never an unhandled rejection.
+   * what it throws becomes a process warning, never an unhandled rejection. One under way when
+   * the work ends is awaited before `using` settles: follow `signal` (the work's, aborted when
+   * the lease is lost).
    */
-  onWarning?: (msLeft: number, handle: LockHandle) => void | Promise<void>;
+  onWarning?: (msLeft: number, handle: LockHandle, signal: AbortSignal) => void | Promise<void>;
 }
 
 /** One acquisition of a lock. */

@@ -175,20 +175,22 @@ function shown(thrown) {
 }
 
 /**
- * Calls `onWarning(msLeft, handle)` at each of the handle's warnings until it is released or
- * lost; what it throws or rejects with is a process warning, never an unhandled rejection.
+ * Calls `onWarning(msLeft, handle, signal)` at each of the handle's warnings until it is released
+ * or lost (none missed while one runs); what it throws or rejects with is a process warning,
+ * never an unhandled rejection.
  */
-async function tellWarnings(handle, onWarning) {
+async function tellWarnings(handle, onWarning, signal) {
+  const guard = handle[guardOf]();
   for (;;) {
     let left;
     try {
-      left = await handle.warning();
+      left = await settle(() => guard.nextWarning());
     } catch {
       return;
     }
     if (left === null) return;
     try {
-      await onWarning(left, handle);
+      await onWarning(left, handle, signal);
     } catch (error) {
       process.emitWarning(`onWarning of the lock ${JSON.stringify(handle.name)} threw: ${shown(error)}`, {
         type: 'TenureWarning',
@@ -263,11 +265,12 @@ class Leasing extends Configured {
    * `maxHold` ms), then releases. `signal` aborts with a `LockLostError` the moment the lease is
    * lost — pass it to `fetch`, database drivers and timers — or with the reason of the
    * `signal` given here. If the lease was lost and `fn` did not throw, `using` rejects with the
-   * `LockLostError` (its `reason` says why). `onWarning(msLeft, handle)` is called when renewals
-   * keep failing and less than `warnBelow` ms of validity is left (a third of the lease
+   * `LockLostError` (its `reason` says why). `onWarning(msLeft, handle, signal)` is called when
+   * renewals keep failing and less than `warnBelow` ms of validity is left (a third of the lease
    * without; under half the lease): the work's chance to checkpoint. What it throws or rejects
    * with becomes a process warning (`process.emitWarning`), never an unhandled rejection; one
-   * under way when the work ends is awaited before `using` settles.
+   * under way when the work ends is awaited before `using` settles, so it should follow `signal`
+   * (the work's), which aborts when the lease is lost.
    */
   async using(fn, { timeout, signal, maxHold, warnBelow, onWarning } = {}) {
     if (typeof fn !== 'function') throw new TypeError('using(fn): fn must be a function');
@@ -286,7 +289,8 @@ class Leasing extends Configured {
       throw error;
     }
     // (settles once the lease is released or lost; never rejects)
-    const warned = onWarning === undefined ? undefined : tellWarnings(handle, onWarning).catch(() => {});
+    const warned =
+      onWarning === undefined ? undefined : tellWarnings(handle, onWarning, controller.signal).catch(() => {});
     handle.lost().then(
       (lost) => {
         if (lost) controller.abort(handle[lostError]());

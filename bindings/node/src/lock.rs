@@ -334,6 +334,13 @@ impl Guard {
         promise(env, async move { Ok(warning.await.map(|left| left.as_secs_f64() * 1000.0)) })
     }
 
+    /// [`Guard::warning`] for `using()`'s own loop: the next one it was not told of.
+    #[napi]
+    pub fn next_warning<'env>(&self, env: &'env Env) -> napi::Result<Settled<'env, Option<f64>>> {
+        let warning = self.slot.next_warning();
+        promise(env, async move { Ok(warning.await.map(|left| left.as_secs_f64() * 1000.0)) })
+    }
+
     /// Throws the core's `LOCK_LOST` error for this lease, by why its keep-alive ended.
     #[napi]
     pub fn lost_error(&self) -> napi::Result<()> {

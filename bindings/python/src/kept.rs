@@ -31,11 +31,11 @@ impl Kept {
         })
     }
 
-    /// An awaitable completing at the next warning (renewals keep failing and the validity is
-    /// running out) with the seconds of validity left, or with `None` once the lease is released
-    /// or lost.
-    fn warning<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let warning = self.slot.warning();
+    /// An awaitable completing at the next warning `LockHold`'s loop was not told of (renewals
+    /// keep failing and the validity is running out) with the seconds of validity left, or with
+    /// `None` once the lease is released or lost.
+    fn next_warning<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let warning = self.slot.next_warning();
         awaitable(py, async move { Ok(warning.await.map(|left| left.as_secs_f64())) })
     }
 

@@ -286,7 +286,7 @@ impl Holder {
     /// Keeps the lease this holder holds alive (see the driver's `KeepAlive`), for at most
     /// `max_hold` seconds, warning below `warn_below` seconds of validity left (a third of the
     /// lease without); `LockNotOwnedError` if it holds none, `SettingsValidationError` for a
-    /// threshold not under two thirds of the lease (the lease then held as before).
+    /// threshold not under half the lease (the lease then held as before).
     #[pyo3(signature = (max_hold, warn_below=None))]
     fn keep_alive(&self, py: Python<'_>, max_hold: f64, warn_below: Option<f64>) -> PyResult<crate::kept::Kept> {
         let max_hold = seconds(py, "max_hold", max_hold)?;

@@ -135,6 +135,11 @@ impl LockGuard {
         self.slot.warning().await.map(|left| left.as_secs_f64())
     }
 
+    /// [`LockGuard::warning`] for `withLock`'s own loop: the next one it was not told of.
+    pub async fn next_warning(&self) -> Option<f64> {
+        self.slot.next_warning().await.map(|left| left.as_secs_f64())
+    }
+
     /// Completes with `true` the moment the lease is lost (or a keep-alive reached its maximum
     /// hold), with `false` once it is released; `LockBusy` while a downgrade is under way.
     pub async fn lost(&self) -> Result<bool, TenureError> {

@@ -122,8 +122,13 @@ struct Shared {
 }
 
 impl Shared {
+    /// Records a warning, unless the renewals were stopped (nobody is to be warned of a lease
+    /// given up): checked under the lock a reader's `warning_after` reads it with.
     fn warn(&self, left: Duration) {
         let mut warnings = self.warnings.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.stopped.load(Ordering::SeqCst) {
+            return;
+        }
         *warnings = (warnings.0 + 1, left);
         drop(warnings);
         self.event.notify(usize::MAX);
@@ -147,7 +152,10 @@ impl Shared {
     }
 
     fn stop(&self) {
+        // (under the warnings' lock: a warning is recorded before the stop or not at all)
+        let warnings = self.warnings.lock().unwrap_or_else(PoisonError::into_inner);
         self.stopped.store(true, Ordering::SeqCst);
+        drop(warnings);
         self.event.notify(usize::MAX);
     }
 
@@ -300,8 +308,10 @@ impl<G: Keepable> std::fmt::Debug for KeepAlive<G> {
 }
 
 /// Ends the renewals on a loss, counted in the holder's metrics at once by the cause's name
-/// there (`taken` for [`LossCause::Lost`]).
+/// there (`taken` for [`LossCause::Lost`]). The loss the holder recorded first, if it did, is the
+/// one told: [`KeepAlive::ended`] read it already, and never changes its answer.
 fn lost(lease: &dyn Renew, shared: &Shared, end: KeepAliveEnd) {
+    let end = held_loss(lease, shared).unwrap_or(end);
     lease.lost(match end {
         LossCause::Lost => "taken",
         ref cause => cause.as_str(),
@@ -318,12 +328,11 @@ fn held_loss(lease: &dyn Renew, shared: &Shared) -> Option<KeepAliveEnd> {
     })
 }
 
-/// The validity ran out: the loss its holder recorded first if it did (a revocation or a taking
-/// seen by another call), else `Unreachable` if renewals were failing or unanswered, else
-/// `Expired` (none was even tried: the process paused).
-fn ran_out(lease: &dyn Renew, shared: &Shared, policy: &tenure_core::KeepAlive) -> KeepAliveEnd {
-    let by_time = if policy.failing() { LossCause::Unreachable } else { LossCause::Expired };
-    held_loss(lease, shared).unwrap_or(by_time)
+/// The validity ran out: `Unreachable` if renewals were failing or unanswered, else `Expired`
+/// (none was even tried: the process paused). (The loss its holder recorded first, if any, comes
+/// before: see [`lost`].)
+fn ran_out(policy: &tenure_core::KeepAlive) -> KeepAliveEnd {
+    if policy.failing() { LossCause::Unreachable } else { LossCause::Expired }
 }
 
 /// The warning a job checkpoints on: renewals keep failing and less than the threshold of the
@@ -426,7 +435,7 @@ async fn renew<R: Runtime>(runtime: R, lease: Arc<dyn Renew>, mut policy: tenure
                 }
                 return;
             }
-            KeepAliveStep::Lost => return lost(&*lease, &shared, ran_out(&*lease, &shared, &policy)),
+            KeepAliveStep::Lost => return lost(&*lease, &shared, ran_out(&policy)),
             // A step this driver does not know: nothing it can keep.
             _ => return,
         }

@@ -57,6 +57,31 @@ pub async fn binding_slot_refuses_a_warning_threshold_and_keeps_the_guard_as_it_
     assert!(!lock.locked().await.unwrap());
 }
 
+pub async fn binding_slot_tells_its_loop_a_warning_given_while_the_callback_ran<R: Runtime>(rt: R) {
+    let store = crate::support::Faulty::default();
+    let lock = lock(&rt, store.clone(), "cart", ms(1500));
+    let slot = LeaseSlot::new(lock.acquire().await.unwrap());
+    slot.keep_alive(Duration::MAX, None).unwrap();
+    store.fail();
+    assert!(slot.next_warning().await.is_some(), "the first warning");
+    // The "callback" runs long: the store heals, a renewal gets through, and a new run of failures
+    // warns before the loop asks again.
+    store.heal();
+    let renewed = || slot.valid_until().is_some_and(|until| until > rt.now() + ms(1000));
+    crate::support::eventually(&rt, "a renewal gets through", renewed).await;
+    let missed = slot.warning();
+    store.fail();
+    assert!(missed.await.is_some(), "a user's own wait sees the second warning");
+    let told = futures_lite::future::or(slot.next_warning(), async {
+        crate::support::sleep(&rt, ms(100)).await;
+        None
+    });
+    assert!(told.await.is_some(), "the loop is told the warning it did not see, at once");
+    store.heal();
+    slot.release().await.unwrap();
+    assert_eq!(slot.next_warning().await, None, "none after the release");
+}
+
 pub async fn binding_slot_refuses_a_downgrade_while_kept_and_downgrades_otherwise<R: Runtime>(rt: R) {
     let doc = rw(&rt, MemoryBackend::new(), "doc", ms(5000));
     let slot = LeaseSlot::new(doc.write().acquire().await.unwrap().into_lock_guard());

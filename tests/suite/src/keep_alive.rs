@@ -143,6 +143,23 @@ pub async fn keep_alive_refuses_a_warning_threshold_outside_the_lease<R: Runtime
     kept.stop().release().await.unwrap();
 }
 
+pub async fn keep_alive_a_revoked_task_run_says_so_and_never_changes_its_answer<R: Runtime>(rt: R) {
+    use tenure::core::{Key, RevokeReason, StoreOp, StoreReply};
+    let backend = MemoryBackend::new();
+    let task = task_lock(&rt, backend.clone(), "nightly", ms(10), ms(600));
+    let kept = task.enter().await.unwrap().keep_alive(NO_BOUND);
+    let reason = RevokeReason::new("stuck").unwrap();
+    let op = StoreOp::LockRevoke { key: Key::parse("tasklock:nightly").unwrap(), reason: reason.clone() };
+    assert!(matches!(tenure::backend::LockBackend::execute(&backend, op).await, Ok(StoreReply::Revocation(Some(_)))));
+    kept.lost().await;
+    let told = kept.ended();
+    assert_eq!(told, Some(KeepAliveEnd::Revoked(reason)), "told at once");
+    // The renewal task says its end later: the same one (it once said `Lost` here).
+    sleep(&rt, ms(300)).await;
+    assert_eq!(kept.ended(), told);
+    assert_eq!(kept.loss_cause(), told.unwrap());
+}
+
 pub async fn keep_alive_releases_at_the_maximum_hold<R: Runtime>(rt: R) {
     let backend = MemoryBackend::new();
     let lock = lock(&rt, backend.clone(), "cart", ms(60));

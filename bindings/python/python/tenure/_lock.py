@@ -211,7 +211,7 @@ _log = logging.getLogger("tenure")
 async def _tell_warnings(name: str, kept: "_tenure.Kept", on_warning: WarningCallback) -> None:
     """Calls `on_warning` at each of the kept lease's warnings until it is released or lost; what
     the callback raises is logged, never let out of this background task."""
-    while (left := await kept.warning()) is not None:
+    while (left := await kept.next_warning()) is not None:
         try:
             told = on_warning(left)
             if inspect.isawaitable(told):
@@ -269,14 +269,17 @@ class LockHold:
         assert kept is not None and watch is not None and task is not None
         watch.remove_done_callback(self._lost)
         watch.cancel()
-        # The callback ends with the hold: no checkpoint runs on after the lock is given back.
+        lost = kept.lost_error()
+        # The callback ends with the hold: no checkpoint runs on after the lock is given back. The
+        # release starts now (the slot gives the lease up at once), whatever the waits below see.
         warner, self._warner = self._warner, None
         if warner is not None:
             warner.cancel()
+        released = kept.release()
+        if warner is not None:
             await asyncio.wait([warner])
-        lost = kept.lost_error()
         try:
-            await kept.release()
+            await released
         except LockNotOwnedError:
             if not self._cancelled:
                 raise

@@ -30,8 +30,8 @@ struct Inner<R: Runtime> {
     held: Mutex<Held<R>>,
     /// Set once released: a release wins over the loss its own stop would show.
     released: AtomicBool,
-    /// The keep-alive's warnings the binding was told of (see [`LeaseSlot::warning`]).
-    warnings_seen: AtomicU64,
+    /// The keep-alive's warnings the binding's loop was told of ([`LeaseSlot::next_warning`]).
+    warnings_told: AtomicU64,
     released_event: Event,
 }
 
@@ -73,7 +73,7 @@ impl<R: Runtime> LeaseSlot<R> {
             fence,
             held: Mutex::new(held),
             released: AtomicBool::new(false),
-            warnings_seen: AtomicU64::new(0),
+            warnings_told: AtomicU64::new(0),
             released_event: Event::new(),
         };
         Self { inner: Arc::new(inner) }
@@ -191,12 +191,23 @@ impl<R: Runtime> LeaseSlot<R> {
         Ok(())
     }
 
-    /// Completes at the keep-alive's next warning (renewals keep failing and its validity is
-    /// running out) with the validity left, or with `None` once it ended, was released or was
-    /// never started. A binding calls it again after each warning, until `None`: the slot keeps
-    /// its place, so a warning given while the binding handled the last is not missed.
+    /// Completes at the keep-alive's next warning after this call (renewals keep failing and
+    /// its validity is running out) with the validity left, or with `None` once it ended, was
+    /// released or was never started.
     pub fn warning(&self) -> impl Future<Output = Option<Duration>> + Send + 'static + use<R> {
-        let seen = self.inner.warnings_seen.load(Ordering::SeqCst);
+        let next = match &*self.held() {
+            Held::Kept(kept) => Some(kept.warning()),
+            _ => None,
+        };
+        async move { next?.await }
+    }
+
+    /// The next warning the binding's own loop (the one that calls the user's callback) has not
+    /// been told of, or `None` once the keep-alive ended: the slot keeps that loop's place, so a
+    /// warning given while the callback ran is told next, and one given before the loop's first
+    /// call too. Only that loop calls it; a user's own waits use [`LeaseSlot::warning`].
+    pub fn next_warning(&self) -> impl Future<Output = Option<Duration>> + Send + 'static + use<R> {
+        let seen = self.inner.warnings_told.load(Ordering::SeqCst);
         let next = match &*self.held() {
             Held::Kept(kept) => Some(kept.warning_after(seen)),
             _ => None,
@@ -204,7 +215,7 @@ impl<R: Runtime> LeaseSlot<R> {
         let inner = self.inner.clone();
         async move {
             let (count, left) = next?.await?;
-            inner.warnings_seen.fetch_max(count, Ordering::SeqCst);
+            inner.warnings_told.fetch_max(count, Ordering::SeqCst);
             Some(left)
         }
     }

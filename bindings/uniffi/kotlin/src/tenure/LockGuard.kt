@@ -137,7 +137,8 @@ class LockGuard internal constructor(private val raw: Ffi) : AutoCloseable {
 
     private suspend fun tellWarnings(onWarning: suspend (Duration) -> Unit) {
         while (true) {
-            val left = warning() ?: return
+            // (the next warning this loop was not told of: none is missed while the callback runs)
+            val left = raw.nextWarning()?.seconds ?: return
             try {
                 onWarning(left)
             } catch (e: CancellationException) {
