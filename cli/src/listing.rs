@@ -46,38 +46,56 @@ pub(crate) struct Row<'a> {
     pub(crate) kind: &'a str,
     pub(crate) name: &'a str,
     pub(crate) fence: Option<u64>,
-    /// `(worker, lease end, side)`, never a token.
-    pub(crate) holders: Vec<(&'a str, WallTime, &'static str)>,
+    /// The live leases, never a token.
+    pub(crate) holders: Vec<Held<'a>>,
     /// The waiters' workers, first in line first; `None` where the store keeps no line (SQLite's
     /// locks).
     pub(crate) waiters: Option<Vec<&'a str>>,
     /// A semaphore's permit count.
     pub(crate) permits: Option<u32>,
-    /// Who holds a lock or task lock (host, pid, program, purpose, since when), if its holder
-    /// told the store.
-    pub(crate) details: Option<&'a HolderInfo>,
     /// A lock's line as the store keeps it (since when, what each waiter told); empty otherwise.
     pub(crate) line: &'a [Waiting],
+}
+
+/// One live lease of a [`Row`].
+pub(crate) struct Held<'a> {
+    pub(crate) worker: &'a str,
+    pub(crate) end: WallTime,
+    /// `exclusive`, `read`, `write` or `permit`.
+    pub(crate) side: &'static str,
+    /// Who holds it (host, pid, program, purpose, since when), if its holder told the store.
+    pub(crate) details: Option<&'a HolderInfo>,
 }
 
 impl<'a> Row<'a> {
     pub(crate) fn of_lock(l: &'a LockState) -> Self {
         let (kind, name) = split(&l.key);
         let holders = match (&l.holder, l.expires_at) {
-            (Some(token), Some(end)) => vec![(holder_worker(token), end, "exclusive")],
+            (Some(token), Some(end)) => {
+                vec![Held { worker: holder_worker(token), end, side: "exclusive", details: l.details.as_ref() }]
+            }
             _ => Vec::new(),
         };
-        let (details, line) = (l.details.as_ref(), l.waiting.as_deref().unwrap_or_default());
+        let line = l.waiting.as_deref().unwrap_or_default();
         let waiters = l.waiting.as_ref().map(|w| w.iter().map(|w| holder_worker(&w.token)).collect());
-        Self { kind, name, fence: l.fence.map(|f| f.get()), holders, waiters, permits: None, details, line }
+        Self { kind, name, fence: l.fence.map(|f| f.get()), holders, waiters, permits: None, line }
     }
 
     pub(crate) fn of_shared(s: &'a SharedState) -> Self {
         let (kind, name) = split(&s.key);
-        let holders = s.holders.iter().map(|h| (holder_worker(&h.token), h.expires_at, h.side.as_str())).collect();
+        let holders = s
+            .holders
+            .iter()
+            .map(|h| Held {
+                worker: holder_worker(&h.token),
+                end: h.expires_at,
+                side: h.side.as_str(),
+                details: h.details.as_ref(),
+            })
+            .collect();
         let waiters = Some(s.waiters.iter().map(|t| holder_worker(t)).collect());
         let (fence, permits) = (s.fence.map(|f| f.get()), s.permits);
-        Self { kind, name, fence, holders, waiters, permits, details: None, line: &[] }
+        Self { kind, name, fence, holders, waiters, permits, line: &[] }
     }
 
     /// Every lock-like name of `snapshot`, in the store's order.
@@ -87,7 +105,7 @@ impl<'a> Row<'a> {
 
     /// When the first live lease ends.
     pub(crate) fn first_end(&self) -> Option<WallTime> {
-        self.holders.iter().map(|h| h.1).min()
+        self.holders.iter().map(|h| h.end).min()
     }
 }
 

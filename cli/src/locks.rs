@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tenure::backend::{Waiting, holder_worker};
 
 use crate::Failure;
-use crate::listing::{self, Row, Snapshot, seconds_until};
+use crate::listing::{self, Held, Row, Snapshot, seconds_until};
 use crate::status::now_micros;
 use crate::store;
 
@@ -56,11 +56,11 @@ fn document(s: &Snapshot, now: i64) -> Value {
                 "name": r.name,
                 "held": !r.holders.is_empty(),
                 "fencing_token": r.fence,
-                "holders": r.holders.iter().map(|(worker, end, side)| {
+                "holders": r.holders.iter().map(|h| {
                     let mut holder = json!({
-                        "worker": worker, "side": side, "expires_in_s": seconds_until(*end, now),
+                        "worker": h.worker, "side": h.side, "expires_in_s": seconds_until(h.end, now),
                     });
-                    if let (Some(d), Some(fields)) = (r.details, holder.as_object_mut()) {
+                    if let (Some(d), Some(fields)) = (h.details, holder.as_object_mut()) {
                         fields.extend(listing::details_json(d, now));
                     }
                     holder
@@ -103,7 +103,7 @@ pub(crate) fn table(s: &Snapshot, now: i64) -> String {
             let left = r.first_end().map_or_else(|| "-".to_owned(), |end| format!("{:.1}s", seconds_until(end, now)));
             let waiting = r.waiters.as_ref().map_or_else(|| "-".to_owned(), |w| w.len().to_string());
             let mut holders: Vec<String> =
-                r.holders.iter().map(|(worker, _, side)| format!("{worker} ({side}){}", told(r, now))).collect();
+                r.holders.iter().map(|h| format!("{} ({}){}", h.worker, h.side, told(h, now))).collect();
             if holders.is_empty() {
                 holders.push("free".to_owned());
             }
@@ -144,8 +144,8 @@ pub(crate) fn table(s: &Snapshot, now: i64) -> String {
 }
 
 /// What a holder told the store, for the table: ` on HOST pid PID (PROGRAM) for 12.0s: PURPOSE`.
-fn told(r: &Row<'_>, now: i64) -> String {
-    let Some(d) = r.details else { return String::new() };
+fn told(h: &Held<'_>, now: i64) -> String {
+    let Some(d) = h.details else { return String::new() };
     let held = -seconds_until(d.acquired_at, now);
     let purpose = d.purpose.as_deref().map(|p| format!(": {p}")).unwrap_or_default();
     format!(" on {} pid {} ({}) for {held:.1}s{purpose}", d.host, d.pid, d.program)

@@ -126,10 +126,10 @@ pub(crate) struct LockArgs {
     /// and TENURE_LOST_REASON in its environment; tenure still exits 70.
     #[arg(long, value_name = "SHELL")]
     pub(crate) on_lost: Option<String>,
-    /// What the lock is held for, shown with this holder's host, pid and program by `tenure
-    /// locks` (default: the command's name, never its arguments). Locks only: read-write locks
-    /// and semaphores keep no holder details yet.
-    #[arg(long, value_name = "TEXT", conflicts_with_all = ["shared", "exclusive", "permits"])]
+    /// What the lock, the read-write lock's side or the permit is held for, shown with this
+    /// holder's host, pid and program by `tenure locks` (default: the command's name, never its
+    /// arguments).
+    #[arg(long, value_name = "TEXT")]
     pub(crate) purpose: Option<String>,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]

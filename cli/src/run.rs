@@ -67,7 +67,7 @@ pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, F
 
 /// The purpose given (checked when the lock is built), or the name of the command run (its first
 /// word's file name: never its arguments, which may hold a password).
-fn purpose_of(given: Option<&str>, command: &[String]) -> Option<String> {
+pub(crate) fn purpose_of(given: Option<&str>, command: &[String]) -> Option<String> {
     if let Some(given) = given {
         return Some(given.to_owned());
     }

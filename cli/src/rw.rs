@@ -11,6 +11,9 @@ pub(crate) async fn lock(backend: Option<&str>, args: LockArgs) -> Result<i32, F
     if let Some(lease) = args.lease {
         builder = builder.lease_duration(lease);
     }
+    if let Some(purpose) = crate::run::purpose_of(args.purpose.as_deref(), &args.command) {
+        builder = builder.purpose(&purpose);
+    }
     let lock = builder.env_load(false).build().map_err(|e| usage(&e))?;
     let timing = Timing::for_lease(lock.config().lease_duration());
     if args.shared {

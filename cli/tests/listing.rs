@@ -243,7 +243,7 @@ fn locks_lists_every_kind_with_holders_waiters_and_leaders_and_never_a_token() {
         &[
             &["lock", "cart", "--purpose", "nightly export", "--", "sleep", "600"],
             &["task", "report", "--min-hold", "600", "--", "sleep", "600"],
-            &["lock", "--permits", "1", "pool", "--", "sleep", "600"],
+            &["lock", "--permits", "1", "pool", "--purpose", "export", "--", "sleep", "600"],
             &["lock", "--permits", "1", "pool", "--", "sleep", "600"],
             &["lock", "--shared", "doc", "--", "sleep", "600"],
             &["elect", "svc", "--", "sleep", "600"],
@@ -293,6 +293,14 @@ fn locks_lists_every_kind_with_holders_waiters_and_leaders_and_never_a_token() {
     assert_eq!(report["purpose"], "sleep", "the command's name by default, never its arguments: {report}");
     assert_eq!(report["pid"].as_u64(), Some(u64::from(holders.0[1].id())), "{report}");
     assert!(document.contains(r#""permits":1"#) && document.contains(r#""kind":"semaphore""#), "{document}");
+    // A permit's holder and a reader tell the same: whichever of the two took the permit.
+    let permit = holder_of("pool");
+    let (first, second) = (u64::from(holders.0[2].id()), u64::from(holders.0[3].id()));
+    let expected = if permit["pid"].as_u64() == Some(first) { (first, "export") } else { (second, "sleep") };
+    assert_eq!((permit["pid"].as_u64(), permit["purpose"].as_str()), (Some(expected.0), Some(expected.1)), "{permit}");
+    assert_eq!(permit["side"], "permit", "{permit}");
+    let reader = holder_of("doc");
+    assert_eq!((reader["purpose"].as_str(), reader["program"].as_str()), (Some("sleep"), Some("tenure")), "{reader}");
     let table = listed(&["locks"]);
     let told = format!("(exclusive) on {} pid {pid} (tenure) for ", host.trim());
     for expected in ["cart", "pool [1/1]", "doc", "svc", "(exclusive)", "(permit)", "(read)", "election", &told] {

@@ -141,9 +141,10 @@ fn downgrade_leaves_the_caller_reading_keeps_writers_out_and_needs_the_write_lea
 fn apply_answers_each_operation_in_its_shape() {
     let mut s = store();
     let (k, a) = (doc(), token("a"));
-    let read = StoreOp::RwAcquireRead { key: k.clone(), token: a.clone(), lease: LEASE };
+    let read = StoreOp::RwAcquireRead { key: k.clone(), token: a.clone(), lease: LEASE, details: None };
     assert_eq!(s.apply(&read, t(0)), StoreReply::Fence(GEN0));
-    let write = StoreOp::RwAcquireWrite { key: k.clone(), token: token("b"), lease: LEASE, intent: true };
+    let write =
+        StoreOp::RwAcquireWrite { key: k.clone(), token: token("b"), lease: LEASE, intent: true, details: None };
     assert_eq!(s.apply(&write, t(1)), StoreReply::Write(None));
     assert_eq!(
         s.apply(&StoreOp::RwState { key: k.clone() }, t(2)),
@@ -153,7 +154,8 @@ fn apply_answers_each_operation_in_its_shape() {
     assert_eq!(s.apply(&StoreOp::RwReleaseRead { key: k.clone(), token: a.clone() }, t(4)), StoreReply::Flag(true));
     let cancel = StoreOp::RwCancelIntent { key: k.clone(), token: token("b") };
     assert_eq!(s.apply(&cancel, t(5)), StoreReply::Flag(true));
-    let write = StoreOp::RwAcquireWrite { key: k.clone(), token: a.clone(), lease: LEASE, intent: false };
+    let write =
+        StoreOp::RwAcquireWrite { key: k.clone(), token: a.clone(), lease: LEASE, intent: false, details: None };
     assert!(matches!(s.apply(&write, t(6)), StoreReply::Write(Some(g)) if g.fence == fence(1)));
     assert_eq!(s.apply(&StoreOp::RwOwnedWrite { key: k.clone(), token: a.clone() }, t(7)), StoreReply::Flag(true));
     let down = StoreOp::RwDowngrade { key: k.clone(), token: a.clone(), lease: LEASE };
@@ -265,4 +267,36 @@ proptest! {
             prop_assert_eq!(state.readers, readers.len());
         }
     }
+}
+
+#[test]
+fn a_grant_keeps_its_holders_details_until_the_lease_goes() {
+    let mut s = store();
+    let (k, r, w) = (doc(), token("r"), token("w"));
+    let told = |text: &str| Some(tenure_core::HolderDetails::new(text).unwrap());
+    let read = StoreOp::RwAcquireRead { key: k.clone(), token: r.clone(), lease: LEASE, details: told("reader") };
+    assert_eq!(s.apply(&read, t(0)), StoreReply::Fence(GEN0));
+    let renew = StoreOp::RwAcquireRead { key: k.clone(), token: r.clone(), lease: LEASE, details: None };
+    s.apply(&renew, t(50));
+    let (at, details) = s.held_details(&k, &r).unwrap();
+    assert_eq!((at, details.as_str()), (t(0), "reader"), "a renewal keeps what the grant told");
+    let refused =
+        StoreOp::RwAcquireWrite { key: k.clone(), token: w.clone(), lease: LEASE, intent: true, details: told("w") };
+    assert_eq!(s.apply(&refused, t(60)), StoreReply::Write(None));
+    assert_eq!(s.held_details(&k, &w), None, "a refusal keeps nothing");
+    assert!(s.rw_release_read(&k, &r, t(70)));
+    assert_eq!(s.held_details(&k, &r), None, "a release forgets them");
+    let write = StoreOp::RwAcquireWrite {
+        key: k.clone(),
+        token: w.clone(),
+        lease: LEASE,
+        intent: false,
+        details: told("writer"),
+    };
+    assert!(matches!(s.apply(&write, t(80)), StoreReply::Write(Some(_))));
+    assert_eq!(s.held_details(&k, &w).map(|(at, d)| (at, d.as_str())), Some((t(80), "writer")));
+    assert_eq!(s.rw_downgrade(&k, &w, LEASE, t(90)), Some(fence(1)));
+    assert!(s.held_details(&k, &w).is_some(), "a downgrade keeps the writer's details for its read");
+    s.rw_state(&k, t(400));
+    assert_eq!(s.held_details(&k, &w), None, "an expired lease's go with it");
 }

@@ -187,3 +187,28 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_permit_keeps_its_holders_details_until_it_goes() {
+    use tenure_core::{HolderDetails, StoreOp, StoreReply};
+    let mut s = store();
+    let acquire = |who: &str, details: Option<&str>| StoreOp::SemAcquire {
+        key: pool(),
+        token: token(who),
+        lease: Duration::from_millis(200),
+        permits: 1,
+        wait: Some(Duration::from_millis(200)),
+        details: details.map(|text| HolderDetails::new(text).unwrap()),
+    };
+    assert_eq!(s.apply(&acquire("a", Some("first")), t(0)), StoreReply::Permit(granted(1, 1)));
+    assert_eq!(s.apply(&acquire("b", Some("second")), t(1)), StoreReply::Permit(refused(1)));
+    assert_eq!(s.held_details(&pool(), &token("b")), None, "a waiter's place keeps nothing");
+    assert_eq!(s.apply(&acquire("a", None), t(100)), StoreReply::Permit(granted(1, 1)));
+    assert_eq!(s.held_details(&pool(), &token("a")).map(|(at, d)| (at, d.as_str())), Some((t(0), "first")));
+    assert!(s.sem_release(&pool(), &token("a"), t(150)));
+    assert_eq!(s.held_details(&pool(), &token("a")), None);
+    assert_eq!(s.apply(&acquire("b", Some("second")), t(160)), StoreReply::Permit(granted(2, 1)));
+    assert_eq!(s.held_details(&pool(), &token("b")).map(|(at, _)| at), Some(t(160)));
+    s.sem_state(&pool(), t(400));
+    assert_eq!(s.held_details(&pool(), &token("b")), None, "an expired permit's go with it");
+}

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use tenure::backend::{ReadWriteOperations, Wakeup};
 use tenure::{Holding, SharedState, Side};
-use tenure_core::{BackendError, BackendErrorKind, FencingToken, RwState, WriteGrant};
+use tenure_core::{BackendError, BackendErrorKind, FencingToken, HolderDetails, RwState, WriteGrant};
 use tenure_store::Wake;
 
 use crate::EtcdBackend;
@@ -77,11 +77,13 @@ impl EtcdBackend {
         if view.generation == 0 && view.writer.is_none() && view.readers.is_empty() && view.intents.is_empty() {
             return Ok(None);
         }
+        let mut told = self.held_details(name).await?;
         let mut holders = Vec::new();
         let leases = view.writer.iter().map(|(t, l)| (t, l, Side::Write));
         for (token, leased, side) in leases.chain(view.readers.iter().map(|(t, l)| (t, l, Side::Read))) {
             if let Some(expires_at) = self.lease_end(leased.lease).await? {
-                holders.push(Holding { token: token.clone(), side, expires_at });
+                let details = told.remove(token);
+                holders.push(Holding { token: token.clone(), side, expires_at, details });
             }
         }
         holders.sort_by(|a, b| a.token.cmp(&b.token));
@@ -117,6 +119,17 @@ impl ReadWriteOperations for EtcdBackend {
         token: &str,
         lease: Duration,
     ) -> Result<Option<FencingToken>, BackendError> {
+        self.acquire_read_with_details(name, token, lease, None).await
+    }
+
+    async fn acquire_read_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        details: Option<&HolderDetails>,
+    ) -> Result<Option<FencingToken>, BackendError> {
+        let beside = self.held_beside(name, token, details);
         self.txn_call(name, |view: &View, prefix| {
             let generation = Some(FencingToken::new(view.generation));
             let reads = view.readers.get(token).copied();
@@ -124,7 +137,8 @@ impl ReadWriteOperations for EtcdBackend {
                 return Ok(Plan::answer(None));
             }
             let key = format!("{prefix}r.{}", hex(token));
-            Ok(Plan { leased: Some(LeasedPut::new(key, reads, lease)), ..Plan::answer(generation) })
+            let leased = LeasedPut::new(key, reads, lease).with_beside(beside.clone());
+            Ok(Plan { leased: Some(leased), ..Plan::answer(generation) })
         })
         .await
     }
@@ -136,6 +150,17 @@ impl ReadWriteOperations for EtcdBackend {
         lease: Duration,
         intent: bool,
     ) -> Result<Option<WriteGrant>, BackendError> {
+        self.acquire_write_with_details(name, token, (lease, intent), None).await
+    }
+
+    async fn acquire_write_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        (lease, intent): (Duration, bool),
+        details: Option<&HolderDetails>,
+    ) -> Result<Option<WriteGrant>, BackendError> {
+        let beside = self.held_beside(name, token, details);
         self.txn_call(name, |view: &View, prefix| {
             let key = format!("{prefix}w.{}", hex(token));
             if let Some(writes) = view.writes(token) {
@@ -152,7 +177,8 @@ impl ReadWriteOperations for EtcdBackend {
             }
             let generation = view.generation.checked_add(1).ok_or_else(|| malformed(name, "no generation left"))?;
             let grant = WriteGrant { fence: FencingToken::new(generation), poisoned: view.last_writer };
-            let mut plan = Plan { leased: Some(LeasedPut::new(key, None, lease)), ..Plan::answer(Some(grant)) };
+            let leased = LeasedPut::new(key, None, lease).with_beside(beside.clone());
+            let mut plan = Plan { leased: Some(leased), ..Plan::answer(Some(grant)) };
             plan.puts = vec![(format!("{prefix}g"), generation.to_string()), (format!("{prefix}wl"), token.to_owned())];
             if let Some(withdrawn) = view.intents.get(token) {
                 plan.deletes.push(format!("{prefix}i.{}", hex(token)));
@@ -179,14 +205,15 @@ impl ReadWriteOperations for EtcdBackend {
     }
 
     async fn downgrade(&self, name: &str, token: &str, lease: Duration) -> Result<Option<FencingToken>, BackendError> {
+        // The writer's details go with its write lease: put again on the read lease.
+        let beside = self.held_beside_now(name, token).await?;
         self.txn_call(name, |view: &View, prefix| {
             let Some(writes) = view.writes(token) else { return Ok(Plan::answer(None)) };
             Ok(Plan {
-                leased: Some(LeasedPut::new(
-                    format!("{prefix}r.{}", hex(token)),
-                    view.readers.get(token).copied(),
-                    lease,
-                )),
+                leased: Some(
+                    LeasedPut::new(format!("{prefix}r.{}", hex(token)), view.readers.get(token).copied(), lease)
+                        .with_beside(beside.clone()),
+                ),
                 deletes: vec![format!("{prefix}w.{}", hex(token)), format!("{prefix}wl")],
                 retired: vec![writes.lease],
                 ..Plan::answer(Some(FencingToken::new(view.generation)))

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use tenure::backend::{SemaphoreOperations, Wakeup};
 use tenure::{Holding, SharedState, Side};
-use tenure_core::{BackendError, BackendErrorKind, FencingToken, PermitAnswer, SemState};
+use tenure_core::{BackendError, BackendErrorKind, FencingToken, HolderDetails, PermitAnswer, SemState};
 use tenure_store::Wake;
 
 use crate::EtcdBackend;
@@ -83,10 +83,12 @@ impl EtcdBackend {
         if view.fence == 0 && view.permits.is_none() && view.holders.is_empty() && view.waiters.is_empty() {
             return Ok(None);
         }
+        let mut told = self.held_details(name).await?;
         let mut holders = Vec::new();
         for (token, (leased, _)) in &view.holders {
             if let Some(expires_at) = self.lease_end(leased.lease).await? {
-                holders.push(Holding { token: token.clone(), side: Side::Permit, expires_at });
+                let details = told.remove(token);
+                holders.push(Holding { token: token.clone(), side: Side::Permit, expires_at, details });
             }
         }
         let mut waiters: Vec<(u64, String)> = view.waiters.into_iter().map(|(t, (_, arrival))| (arrival, t)).collect();
@@ -110,6 +112,17 @@ impl SemaphoreOperations for EtcdBackend {
         permits: u32,
         wait: Option<Duration>,
     ) -> Result<PermitAnswer, BackendError> {
+        self.acquire_with_details(name, token, (lease, permits, wait), None).await
+    }
+
+    async fn acquire_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        (lease, permits, wait): (Duration, u32, Option<Duration>),
+        details: Option<&HolderDetails>,
+    ) -> Result<PermitAnswer, BackendError> {
+        let beside = self.held_beside(name, token, details);
         self.txn_call(name, |view: &View, prefix| {
             let stored = view.stored(name, permits)?;
             if stored != permits {
@@ -130,7 +143,7 @@ impl SemaphoreOperations for EtcdBackend {
                 let fence = view.fence.checked_add(1).ok_or_else(|| malformed(name, "no fencing token left"))?;
                 let answer = PermitAnswer { fence: Some(FencingToken::new(fence)), permits };
                 let mut plan = Plan {
-                    leased: Some(LeasedPut::new(holder_key, None, lease).carrying(fence)),
+                    leased: Some(LeasedPut::new(holder_key, None, lease).carrying(fence).with_beside(beside.clone())),
                     ..Plan::answer(answer)
                 };
                 plan.puts.push((format!("{prefix}f"), fence.to_string()));

@@ -87,11 +87,21 @@ pub(crate) struct LeasedPut {
     lease: Duration,
     /// What its value holds after the TTL: nothing, or a space and a number.
     rest: String,
+    /// Keys (with their values) put on the same lease when the key gets a new one: its holder's
+    /// details (see `details.rs`).
+    beside: Vec<(String, String)>,
 }
 
 impl LeasedPut {
     pub(crate) fn new(key: String, now: Option<Leased>, lease: Duration) -> Self {
-        Self { key, now, lease, rest: String::new() }
+        Self { key, now, lease, rest: String::new(), beside: Vec::new() }
+    }
+
+    /// The same key, with `beside` put on its lease whenever it gets a new one (a grant, a
+    /// move): they end with it.
+    pub(crate) fn with_beside(mut self, beside: Vec<(String, String)>) -> Self {
+        self.beside = beside;
+        self
     }
 
     /// The same key, its value carrying `number` after the TTL.
@@ -193,7 +203,7 @@ impl EtcdBackend {
             ops.extend(plan.puts.iter().map(|(k, v)| TxnOp::put(k.as_str(), v.as_str(), None)));
             let mut fresh = None;
             let mut moved = None;
-            if let Some(LeasedPut { key, now, lease, rest }) = &plan.leased {
+            if let Some(LeasedPut { key, now, lease, rest, beside }) = &plan.leased {
                 if let Some(now) = now.filter(|n| n.ttl == ttl_of(*lease))
                     && ops.is_empty()
                 {
@@ -206,6 +216,9 @@ impl EtcdBackend {
                 let granted = self.lease_for(*lease, name).await?;
                 let value = format!("{}{rest}", granted.ttl);
                 ops.push(TxnOp::put(key.as_str(), value, Some(PutOptions::new().with_lease(granted.id))));
+                for (key, value) in beside {
+                    ops.push(TxnOp::put(key.as_str(), value.as_str(), Some(PutOptions::new().with_lease(granted.id))));
+                }
                 match now {
                     Some(old) => moved = Some((granted, old.lease)),
                     None => fresh = Some(granted),

@@ -30,8 +30,9 @@ use crate::{Inner, PostgresBackend};
 /// A reader's call.
 #[derive(Debug)]
 pub(crate) enum Call {
-    /// A read acquisition (or renewal) under `token` for `micros`.
-    Acquire { token: String, micros: i64 },
+    /// A read acquisition (or renewal) under `token` for `micros`, keeping `details` beside a
+    /// grant (a renewal sends none).
+    Acquire { token: String, micros: i64, details: Option<String> },
     /// A read release under `token`.
     Release { token: String },
 }
@@ -48,8 +49,11 @@ type Answers = Result<Arc<Vec<Result<Answer, BackendError>>>, BackendError>;
 
 type Running = Shared<Pin<Box<dyn Future<Output = Answers> + Send>>>;
 
+/// A read acquisition as sent: its call's place, token, lease µs and holder details.
+pub(crate) type Acquisition = (usize, String, i64, Option<String>);
+
 /// The sent calls of a batch: `(acquisitions, releases)`, each with its call's place.
-pub(crate) type Split = (Vec<(usize, String, i64)>, Vec<(usize, String)>);
+pub(crate) type Split = (Vec<Acquisition>, Vec<(usize, String)>);
 
 /// The names with batches under way.
 #[derive(Default)]
@@ -166,7 +170,7 @@ async fn run(inner: Weak<Inner>, name: String, number: u64, turn: Arc<tokio::syn
     let (mut acquires, mut releases): Split = (Vec::new(), Vec::new());
     for (place, call) in calls.into_iter().enumerate() {
         match call {
-            Call::Acquire { token, micros } => acquires.push((place, token, micros)),
+            Call::Acquire { token, micros, details } => acquires.push((place, token, micros, details)),
             Call::Release { token } => releases.push((place, token)),
         }
     }

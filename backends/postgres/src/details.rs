@@ -38,3 +38,27 @@ pub(crate) fn kept(locks: &str) -> String {
              WHERE {locks}_details.fence <> EXCLUDED.fence)"
     )
 }
+
+/// The details of a shared name's holders (a read-write lock's readers and writer, a semaphore's
+/// permits), beside `t`'s tables: `UNLOGGED`, one row per holder (created with the tables).
+pub(crate) fn held_schema(t: &str) -> String {
+    format!(
+        "CREATE UNLOGGED TABLE IF NOT EXISTS {t}_details (name TEXT NOT NULL, token TEXT NOT NULL, \
+             acquired_at TIMESTAMPTZ NOT NULL, details TEXT NOT NULL, PRIMARY KEY (name, token));"
+    )
+}
+
+/// Two CTEs (`kept`, `pruned`) of a grant's statement on name `$1`: `granted` (a query of `token,
+/// details`, one row per token) kept in `t`'s details, and, when it keeps any, the rows of tokens
+/// not among `holding` (a query of tokens: the name's holders as this statement sees them, and
+/// those it writes) dropped. Rows this statement cannot see are neither dropped nor shown.
+pub(crate) fn kept_held(t: &str, granted: &str, holding: &str) -> String {
+    format!(
+        "kept AS (INSERT INTO {t}_details (name, token, acquired_at, details) \
+             SELECT $1, g.token, NOW(), g.details FROM ({granted}) g \
+             ON CONFLICT (name, token) DO UPDATE SET acquired_at = EXCLUDED.acquired_at, details = EXCLUDED.details \
+             RETURNING 1), \
+         pruned AS (DELETE FROM {t}_details WHERE name = $1 AND EXISTS (SELECT 1 FROM ({granted}) g) \
+             AND token NOT IN (SELECT h FROM ({holding}) held(h) WHERE h IS NOT NULL))"
+    )
+}

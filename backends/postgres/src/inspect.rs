@@ -61,6 +61,8 @@ impl PostgresBackend {
             let expires_at: Option<Instant> = record::column(row, 3, &key, "expire_at")?;
             let number: i64 = record::column(row, 4, &key, "fence")?;
             let permits: Option<i32> = record::column(row, 5, &key, "permits")?;
+            let acquired_at: Option<Instant> = record::column(row, 6, &key, "acquired_at")?;
+            let told: Option<String> = record::column(row, 7, &key, "details")?;
             let state = states.entry(key.clone()).or_insert_with(|| SharedState {
                 key: key.clone(),
                 fence: None,
@@ -88,7 +90,8 @@ impl PostgresBackend {
                 other => return Err(tenure_store::record::malformed(format!("{key} has a holder of kind {other:?}"))),
             };
             if let (Some(token), Some(end)) = (token, expires_at) {
-                state.holders.push(Holding { token, side, expires_at: end.0 });
+                let details = acquired_at.zip(told).and_then(|(at, text)| HolderInfo::parse(&text, at.0));
+                state.holders.push(Holding { token, side, expires_at: end.0, details });
             }
         }
         let mut states: Vec<SharedState> = states.into_values().collect();

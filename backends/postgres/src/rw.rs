@@ -11,12 +11,18 @@
 //! channel (when the backend listens), so this backend's waiters are pushed; grelmicro's
 //! releases notify nothing, and waiters see them at their next attempt.
 //!
+//! Beside grelmicro's tables, Tenure's `UNLOGGED` table `<table>_details (name, token,
+//! acquired_at, details)` keeps each reader's and the writer's holder details (soft state for
+//! people: a crash forgets who held, never a lease): written in the statement of a grant that
+//! carries them (around grelmicro's functions, which stay word for word), dropped by a read release,
+//! and, for tokens that no longer hold the name, by the next grant that writes.
+//!
 //! The statements are prepared on a connection the first time it runs a read-write call.
 
 use std::time::Duration;
 
 use tenure::backend::{ReadWriteOperations, Wakeup};
-use tenure_core::{BackendError, FencingToken, RwState, WriteGrant};
+use tenure_core::{BackendError, FencingToken, HolderDetails, RwState, WriteGrant};
 use tenure_store::Wake;
 use tenure_store::record::fence;
 use tokio_postgres::types::ToSql;
@@ -47,12 +53,14 @@ pub(crate) fn schema(t: &str) -> String {
          SELECT t.writer, t.writer_expire_at, t.generation INTO v_writer, v_writer_expire_at, v_generation \
              FROM {t} t WHERE t.name = p_name;"
     );
+    let details = crate::details::held_schema(t);
     format!(
         "BEGIN; SELECT pg_advisory_xact_lock(hashtext('{t}')); \
          CREATE TABLE IF NOT EXISTS {t} (name TEXT PRIMARY KEY, writer TEXT, writer_expire_at TIMESTAMPTZ, \
              generation BIGINT NOT NULL DEFAULT 0); \
          CREATE TABLE IF NOT EXISTS {t}_holders (name TEXT NOT NULL, token TEXT NOT NULL, kind CHAR(1) NOT NULL, \
              expire_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (name, token, kind)); \
+         {details} \
          CREATE OR REPLACE FUNCTION {t}_acquire_read_v2(p_name TEXT, p_token TEXT, p_duration_us BIGINT) \
          RETURNS BIGINT AS $$ \
          DECLARE \
@@ -143,11 +151,32 @@ impl Texts {
         Self {
             // A batch of readers (see `batch`): grelmicro's function once for each, in one
             // transaction; `$4` are the calls' places, returned beside their generations.
+            // and `$5` the readers' holder details (NULL for none), kept beside each grant.
             acquire_reads: format!(
-                "SELECT r.place, {t}_acquire_read_v2($1, r.token, r.us) \
-                 FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS r(token, us, place)"
+                "WITH r AS (SELECT r.place, r.token, r.details, {t}_acquire_read_v2($1, r.token, r.us) AS g \
+                     FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::text[]) AS r(token, us, place, details)), \
+                 {kept} \
+                 SELECT place, g FROM r",
+                kept = crate::details::kept_held(
+                    t,
+                    "SELECT DISTINCT ON (token) token, details FROM r WHERE g IS NOT NULL AND details IS NOT NULL",
+                    &format!(
+                        "SELECT token FROM {t}_holders WHERE name = $1 AND kind = 'r' \
+                         UNION ALL SELECT writer FROM {t} WHERE name = $1 AND writer IS NOT NULL \
+                         UNION ALL SELECT unnest($2::text[])"
+                    ),
+                ),
             ),
-            acquire_write: format!("SELECT * FROM {t}_acquire_write_v2($1, $2, $3::bigint, $4)"),
+            // `$5` the writer's holder details (NULL for none), kept beside a grant.
+            acquire_write: format!(
+                "WITH r AS (SELECT * FROM {t}_acquire_write_v2($1, $2, $3::bigint, $4)), {kept} \
+                 SELECT r_fence, r_poisoned FROM r",
+                kept = crate::details::kept_held(
+                    t,
+                    "SELECT $2::text AS token, $5::text AS details FROM r WHERE $5::text IS NOT NULL",
+                    &format!("SELECT token FROM {t}_holders WHERE name = $1 AND kind = 'r' UNION ALL SELECT $2::text"),
+                ),
+            ),
             downgrade: format!(
                 "WITH d AS (SELECT {t}_downgrade_v2($1, $2, $3::bigint) AS g) SELECT d.g FROM d {notified}"
             ),
@@ -158,7 +187,8 @@ impl Texts {
             release_reads: {
                 let released = format!(
                     "released AS (DELETE FROM {t}_holders \
-                     WHERE name = $1 AND token = ANY($2::text[]) AND kind = 'r' AND expire_at >= NOW() RETURNING token)"
+                     WHERE name = $1 AND token = ANY($2::text[]) AND kind = 'r' AND expire_at >= NOW() RETURNING token), \
+                     forgot AS (DELETE FROM {t}_details WHERE name = $1 AND token = ANY($2::text[]))"
                 );
                 if notify {
                     format!(
@@ -265,19 +295,24 @@ impl PostgresBackend {
     pub(crate) async fn send_batch(
         &self,
         name: &str,
-        acquires: Vec<(usize, String, i64)>,
+        acquires: Vec<crate::batch::Acquisition>,
         releases: Vec<(usize, String)>,
     ) -> Result<Vec<(usize, Result<Answer, BackendError>)>, BackendError> {
         let session: std::sync::Arc<Session> = self.session_for(name, None).await?;
         let prepared = self.rw_prepared("read acquire", name, &session).await?;
-        let (tokens, micros, places): (Vec<&str>, Vec<i64>, Vec<i64>) =
-            acquires.iter().map(|(place, token, us)| (token.as_str(), *us, place_number(*place))).collect();
+        let (mut tokens, mut micros, mut places, mut told) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (place, token, us, details) in &acquires {
+            tokens.push(token.as_str());
+            micros.push(*us);
+            places.push(place_number(*place));
+            told.push(details.as_deref());
+        }
         let released: Vec<&str> = releases.iter().map(|(_, token)| token.as_str()).collect();
         let acquired = async {
             if tokens.is_empty() {
                 return Ok(Vec::new());
             }
-            let params: [&(dyn ToSql + Sync); 4] = [&name, &tokens, &micros, &places];
+            let params: [&(dyn ToSql + Sync); 5] = [&name, &tokens, &micros, &places, &told];
             self.bounded("read acquire", name, sent(session.client.query(&prepared.acquire_reads, &params))).await
         };
         let let_go = async {
@@ -360,8 +395,19 @@ impl ReadWriteOperations for PostgresBackend {
         token: &str,
         lease: Duration,
     ) -> Result<Option<FencingToken>, BackendError> {
+        self.acquire_read_with_details(name, token, lease, None).await
+    }
+
+    async fn acquire_read_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        details: Option<&HolderDetails>,
+    ) -> Result<Option<FencingToken>, BackendError> {
         self.listen_if_waited(name).await;
-        let call = Call::Acquire { token: token.to_owned(), micros: micros(lease) };
+        let details = details.map(|d| d.as_str().to_owned());
+        let call = Call::Acquire { token: token.to_owned(), micros: micros(lease), details };
         match self.inner.batches.call(self, name, call).await? {
             Answer::Generation(generation) => Ok(generation),
             Answer::Released(_) => Err(mismatched(name)),
@@ -375,11 +421,20 @@ impl ReadWriteOperations for PostgresBackend {
         lease: Duration,
         intent: bool,
     ) -> Result<Option<WriteGrant>, BackendError> {
+        self.acquire_write_with_details(name, token, (lease, intent), None).await
+    }
+
+    async fn acquire_write_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        (lease, intent): (Duration, bool),
+        details: Option<&HolderDetails>,
+    ) -> Result<Option<WriteGrant>, BackendError> {
         self.listen_if_waited(name).await;
-        let micros = micros(lease);
-        let row = self
-            .rw_row("write acquire", name, Some(token), |s| &s.acquire_write, &[&name, &token, &micros, &intent])
-            .await?;
+        let (micros, details) = (micros(lease), details.map(HolderDetails::as_str));
+        let params: [&(dyn ToSql + Sync); 5] = [&name, &token, &micros, &intent, &details];
+        let row = self.rw_row("write acquire", name, Some(token), |s| &s.acquire_write, &params).await?;
         let Some(row) = row else { return Ok(None) };
         let fence_value: i64 = record::column(&row, 0, name, "fence")?;
         let poisoned: bool = record::column(&row, 1, name, "poisoned")?;

@@ -5,14 +5,16 @@
 //! arrival number). An acquire is one function, `<table>_acquire`, that takes the name's
 //! transaction-scoped advisory lock in Tenure's semaphore namespace and decides by the server's
 //! clock (a lease or a place is live through its end); a release notifies the release channel
-//! (when the backend listens), so waiters are pushed.
+//! (when the backend listens), so waiters are pushed. Each holder's details are kept in the
+//! `UNLOGGED` table `<table>_details (name, token, acquired_at, details)` by a grant that carries
+//! them, which also drops the rows of tokens that no longer hold a permit.
 //!
 //! The statements are prepared on a connection the first time it runs a semaphore call.
 
 use std::time::Duration;
 
 use tenure::backend::{SemaphoreOperations, Wakeup};
-use tenure_core::{BackendError, PermitAnswer, SemState};
+use tenure_core::{BackendError, HolderDetails, PermitAnswer, SemState};
 use tenure_store::Wake;
 use tenure_store::record::{fence, generation, malformed};
 use tokio_postgres::types::ToSql;
@@ -26,14 +28,25 @@ const NAMESPACE: u64 = 0x746E_7273_656D_7068;
 
 /// The tables and the acquire function, under a migration lock.
 pub(crate) fn schema(t: &str) -> String {
+    let details = crate::details::held_schema(t);
+    // (after a grant or a renewal: keeps the holder's details, dropping those of non-holders)
+    let keep = format!(
+        "IF p_details IS NOT NULL THEN \
+             DELETE FROM {t}_details WHERE name = p_name AND token <> p_token \
+                 AND token NOT IN (SELECT token FROM {t}_holders WHERE name = p_name AND kind = 'h'); \
+             INSERT INTO {t}_details (name, token, acquired_at, details) VALUES (p_name, p_token, v_now, p_details) \
+                 ON CONFLICT (name, token) DO UPDATE SET acquired_at = EXCLUDED.acquired_at, details = EXCLUDED.details; \
+         END IF;"
+    );
     format!(
         "BEGIN; SELECT pg_advisory_xact_lock(hashtext('{t}')); \
          CREATE TABLE IF NOT EXISTS {t} (name TEXT PRIMARY KEY, permits INTEGER NOT NULL, \
              fence BIGINT NOT NULL DEFAULT 0, arrivals BIGINT NOT NULL DEFAULT 0); \
          CREATE TABLE IF NOT EXISTS {t}_holders (name TEXT NOT NULL, token TEXT NOT NULL, kind CHAR(1) NOT NULL, \
              seq BIGINT NOT NULL, expire_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (name, token, kind)); \
+         {details} \
          CREATE OR REPLACE FUNCTION {t}_acquire( \
-             p_name TEXT, p_token TEXT, p_duration_us BIGINT, p_permits INTEGER, p_wait_us BIGINT \
+             p_name TEXT, p_token TEXT, p_duration_us BIGINT, p_permits INTEGER, p_wait_us BIGINT, p_details TEXT \
          ) RETURNS TABLE(r_fence BIGINT, r_permits INTEGER) AS $$ \
          DECLARE \
              v_now TIMESTAMPTZ; v_expire_at TIMESTAMPTZ; v_holders INT; v_waiters INT; \
@@ -56,6 +69,7 @@ pub(crate) fn schema(t: &str) -> String {
              SELECT seq INTO v_seq FROM {t}_holders WHERE name = p_name AND token = p_token AND kind = 'h'; \
              IF v_seq IS NOT NULL THEN \
                  UPDATE {t}_holders SET expire_at = v_expire_at WHERE name = p_name AND token = p_token AND kind = 'h'; \
+                 {keep} \
                  RETURN QUERY SELECT v_seq, p_permits; RETURN; \
              END IF; \
              SELECT seq INTO v_seq FROM {t}_holders WHERE name = p_name AND token = p_token AND kind = 'w'; \
@@ -69,6 +83,7 @@ pub(crate) fn schema(t: &str) -> String {
                  UPDATE {t} SET fence = fence + 1 WHERE name = p_name RETURNING fence INTO v_fence; \
                  INSERT INTO {t}_holders (name, token, kind, seq, expire_at) \
                      VALUES (p_name, p_token, 'h', v_fence, v_expire_at); \
+                 {keep} \
                  RETURN QUERY SELECT v_fence, p_permits; RETURN; \
              END IF; \
              IF p_wait_us IS NOT NULL THEN \
@@ -109,7 +124,7 @@ impl Texts {
         };
         let live = "expire_at >= NOW()";
         Self {
-            acquire: format!("SELECT * FROM {t}_acquire($1, $2, $3::bigint, $4::integer, $5::bigint)"),
+            acquire: format!("SELECT * FROM {t}_acquire($1, $2, $3::bigint, $4::integer, $5::bigint, $6::text)"),
             // Leaves the line and gives the permit back; counts the live permit given back, and
             // announces it — or a place left while others wait, who may now be let in.
             release: format!(
@@ -187,10 +202,20 @@ impl SemaphoreOperations for PostgresBackend {
         permits: u32,
         wait: Option<Duration>,
     ) -> Result<PermitAnswer, BackendError> {
+        self.acquire_with_details(name, token, (lease, permits, wait), None).await
+    }
+
+    async fn acquire_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        (lease, permits, wait): (Duration, u32, Option<Duration>),
+        details: Option<&HolderDetails>,
+    ) -> Result<PermitAnswer, BackendError> {
         self.listen_if_waited(name).await;
-        let (micros, wait) = (micros(lease), wait.map(micros));
+        let (micros, wait, details) = (micros(lease), wait.map(micros), details.map(HolderDetails::as_str));
         let asked = i32::try_from(permits).map_err(|_| malformed(format!("{permits} permits is too many")))?;
-        let params: [&(dyn ToSql + Sync); 5] = [&name, &token, &micros, &asked, &wait];
+        let params: [&(dyn ToSql + Sync); 6] = [&name, &token, &micros, &asked, &wait, &details];
         let row = self.sem_row("semaphore acquire", name, Some(token), |s| &s.acquire, &params).await?;
         let row = row.ok_or_else(|| malformed(format!("the acquire of {name} answered no row")))?;
         let granted: Option<i64> = record::column(&row, 0, name, "fence")?;

@@ -273,22 +273,31 @@ pub(crate) fn schedule_schema(table: &str) -> String {
 }
 
 /// Every read-write lock and semaphore row (`$1` the names, or all when empty) as
-/// `(name, kind, token, expire_at, number, permits)`: `G` a read-write lock's row (number its
-/// generation), `W` its live writer, `r`/`i` its live readers and waiting writers, `S` a
-/// semaphore's row (number its last fence), `h`/`w` its live holders and waiters (number the
-/// fence or arrival, by which waiters are in line).
+/// `(name, kind, token, expire_at, number, permits, acquired_at, details)`: `G` a read-write
+/// lock's row (number its generation), `W` its live writer, `r`/`i` its live readers and waiting
+/// writers, `S` a semaphore's row (number its last fence), `h`/`w` its live holders and waiters
+/// (number the fence or arrival, by which waiters are in line); a lease with its holder's details
+/// where they are kept.
 fn shared_states(rw: &str, sem: &str) -> String {
-    let names = "(cardinality($1::text[]) = 0 OR name = ANY($1))";
+    let names = |at: &str| format!("(cardinality($1::text[]) = 0 OR {at}name = ANY($1))");
+    let (all, l) = (names(""), names("l."));
+    let told = |t: &str, token: &str| format!("LEFT JOIN {t}_details d ON d.name = l.name AND d.token = l.{token}");
     format!(
-        "SELECT name, 'G', NULL::text, NULL::timestamptz, generation, NULL::integer FROM {rw} WHERE {names} \
-         UNION ALL SELECT name, 'W', writer, writer_expire_at, 0, NULL FROM {rw} \
-             WHERE {names} AND writer IS NOT NULL AND writer_expire_at >= NOW() \
-         UNION ALL SELECT name, kind::text, token, expire_at, 0, NULL FROM {rw}_holders \
-             WHERE {names} AND expire_at >= NOW() \
-         UNION ALL SELECT name, 'S', NULL, NULL, fence, permits FROM {sem} WHERE {names} \
-         UNION ALL SELECT name, kind::text, token, expire_at, seq, NULL FROM {sem}_holders \
-             WHERE {names} AND expire_at >= NOW() \
-         ORDER BY 1, 2, 5, 3"
+        "SELECT name, 'G', NULL::text, NULL::timestamptz, generation, NULL::integer, NULL::timestamptz, NULL::text \
+             FROM {rw} WHERE {all} \
+         UNION ALL SELECT l.name, 'W', l.writer, l.writer_expire_at, 0, NULL, d.acquired_at, d.details FROM {rw} l {} \
+             WHERE {l} AND l.writer IS NOT NULL AND l.writer_expire_at >= NOW() \
+         UNION ALL SELECT l.name, l.kind::text, l.token, l.expire_at, 0, NULL, d.acquired_at, \
+             CASE WHEN l.kind = 'r' THEN d.details END FROM {rw}_holders l {} \
+             WHERE {l} AND l.expire_at >= NOW() \
+         UNION ALL SELECT name, 'S', NULL, NULL, fence, permits, NULL, NULL FROM {sem} WHERE {all} \
+         UNION ALL SELECT l.name, l.kind::text, l.token, l.expire_at, l.seq, NULL, d.acquired_at, \
+             CASE WHEN l.kind = 'h' THEN d.details END FROM {sem}_holders l {} \
+             WHERE {l} AND l.expire_at >= NOW() \
+         ORDER BY 1, 2, 5, 3",
+        told(rw, "writer"),
+        told(rw, "token"),
+        told(sem, "token"),
     )
 }
 

@@ -7,12 +7,17 @@
 //! whose numbers are not numbers is reported as malformed, and a release, a withdrawn intent or a
 //! downgrade publishes on the name's release channel, so this backend's waiters are pushed (a
 //! grelmicro process's release publishes nothing: waiters then see it at their next attempt).
+//!
+//! Beside the layout, Tenure's own hash `<prefix>details:rwlock:<name>` keeps each reader's and
+//! the writer's holder details (token → `<server ms>:<details>`), written by a grant that carries
+//! them, dropped by a release and, for leases that expired, by the next grant that writes; a
+//! grelmicro process neither reads nor writes it.
 
 use std::time::Duration;
 
 use redis::{Script, ScriptInvocation};
 use tenure::backend::{ReadWriteOperations, Wakeup};
-use tenure_core::{BackendError, FencingToken, RwState, WriteGrant};
+use tenure_core::{BackendError, FencingToken, HolderDetails, RwState, WriteGrant};
 use tenure_store::record::generation;
 
 use crate::replicas::{self, Grant};
@@ -20,7 +25,8 @@ use crate::wake::Wake;
 use crate::{RedisBackend, error, record};
 
 /// The server's clock in ms, expired readers and intents reaped, and the hash read: `g` (0 if
-/// absent), `w`, `we` (nil if absent). `KEYS[1]` hash, `KEYS[2]` readers, `KEYS[3]` intents.
+/// absent), `w`, `we` (nil if absent); `keep(token, details)` keeps a grant's holder details.
+/// `KEYS[1]` hash, `KEYS[2]` readers, `KEYS[3]` intents, `KEYS[4]` holder details.
 const PRELUDE: &str = r"
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -34,28 +40,39 @@ end
 g = tonumber(g) or 0
 we = tonumber(we)
 local writing = w and we and we > now
+local function keep(token, details)
+    if details == nil or details == '' then
+        return
+    end
+    local writer = redis.call('HGET', KEYS[1], 'w')
+    for _, told in ipairs(redis.call('HKEYS', KEYS[4])) do
+        if told ~= writer and not redis.call('ZSCORE', KEYS[2], told) then
+            redis.call('HDEL', KEYS[4], told)
+        end
+    end
+    redis.call('HSET', KEYS[4], token, now .. ':' .. details)
+end
 ";
 
-/// `ARGV[1]` token, `ARGV[2]` lease ms. The generation, or nil.
+/// `ARGV[1]` token, `ARGV[2]` lease ms, `ARGV[3]` holder details ('' for none). The
+/// generation, or nil.
 const ACQUIRE_READ: &str = r"
 local exp = now + tonumber(ARGV[2])
-if redis.call('ZSCORE', KEYS[2], ARGV[1]) then
-    redis.call('ZADD', KEYS[2], exp, ARGV[1])
-    return g
-end
-if (we and we > now) or redis.call('ZCARD', KEYS[3]) > 0 then
+if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and ((we and we > now) or redis.call('ZCARD', KEYS[3]) > 0) then
     return nil
 end
 redis.call('ZADD', KEYS[2], exp, ARGV[1])
+keep(ARGV[1], ARGV[3])
 return g
 ";
 
-/// `ARGV[1]` token, `ARGV[2]` lease ms, `ARGV[3]` `1` to keep an intent if refused.
-/// `{fence, poisoned}`, or nil.
+/// `ARGV[1]` token, `ARGV[2]` lease ms, `ARGV[3]` `1` to keep an intent if refused, `ARGV[4]`
+/// holder details ('' for none). `{fence, poisoned}`, or nil.
 const ACQUIRE_WRITE: &str = r"
 local exp = now + tonumber(ARGV[2])
 if writing and w == ARGV[1] then
     redis.call('HSET', KEYS[1], 'we', exp)
+    keep(ARGV[1], ARGV[4])
     return {g, 0}
 end
 if writing or redis.call('ZCARD', KEYS[2]) > 0 then
@@ -71,12 +88,14 @@ end
 redis.call('ZREM', KEYS[3], ARGV[1])
 g = g + 1
 redis.call('HSET', KEYS[1], 'g', g, 'w', ARGV[1], 'we', exp)
+keep(ARGV[1], ARGV[4])
 return {g, poisoned}
 ";
 
 /// `ARGV[1]` token, `ARGV[2]` release channel. 1 iff a live read lease went.
 const RELEASE_READ: &str = r"
 local gone = redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
 if gone == 1 then
     redis.call('PUBLISH', ARGV[2], '')
 end
@@ -87,6 +106,7 @@ return gone
 const RELEASE_WRITE: &str = r"
 if writing and w == ARGV[1] then
     redis.call('HDEL', KEYS[1], 'w', 'we')
+    redis.call('HDEL', KEYS[4], ARGV[1])
     redis.call('PUBLISH', ARGV[2], '')
     return 1
 end
@@ -185,11 +205,11 @@ impl Scripts {
 }
 
 impl RedisBackend {
-    /// `script` on `name`'s three keys, with `token` as its first argument.
+    /// `script` on `name`'s four keys, with `token` as its first argument.
     fn rw_call<'a>(&self, script: &'a Script, name: &str, token: &str) -> ScriptInvocation<'a> {
         let key = self.key(name);
         let mut invocation = script.key(&key);
-        invocation.key(format!("{key}:r")).key(format!("{key}:i")).arg(token);
+        invocation.key(format!("{key}:r")).key(format!("{key}:i")).key(self.key(&format!("details:{name}"))).arg(token);
         invocation
     }
 
@@ -224,10 +244,20 @@ impl ReadWriteOperations for RedisBackend {
         token: &str,
         lease: Duration,
     ) -> Result<Option<FencingToken>, BackendError> {
+        self.acquire_read_with_details(name, token, lease, None).await
+    }
+
+    async fn acquire_read_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        details: Option<&HolderDetails>,
+    ) -> Result<Option<FencingToken>, BackendError> {
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
         let mut invocation = self.rw_call(&self.rw_scripts().acquire_read, name, token);
-        invocation.arg(tenure_core::time::ceil_millis(lease));
+        invocation.arg(tenure_core::time::ceil_millis(lease)).arg(details.map_or("", HolderDetails::as_str));
         let grant = Grant {
             what: "read acquire",
             name,
@@ -250,10 +280,23 @@ impl ReadWriteOperations for RedisBackend {
         lease: Duration,
         intent: bool,
     ) -> Result<Option<WriteGrant>, BackendError> {
+        self.acquire_write_with_details(name, token, (lease, intent), None).await
+    }
+
+    async fn acquire_write_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        (lease, intent): (Duration, bool),
+        details: Option<&HolderDetails>,
+    ) -> Result<Option<WriteGrant>, BackendError> {
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
         let mut invocation = self.rw_call(&self.rw_scripts().acquire_write, name, token);
-        invocation.arg(tenure_core::time::ceil_millis(lease)).arg(if intent { "1" } else { "0" });
+        invocation
+            .arg(tenure_core::time::ceil_millis(lease))
+            .arg(if intent { "1" } else { "0" })
+            .arg(details.map_or("", HolderDetails::as_str));
         let grant = Grant {
             what: "write acquire",
             name,

@@ -4,26 +4,31 @@
 //! (server ms) with their fencing tokens in the hash `…:hf`; waiters keeping a place in the sorted
 //! set `…:w` scored by arrival, with the ends of their places in the hash `…:we`. One script per
 //! call decides against the server's clock (a lease or a place is live through its end); a release
-//! publishes on the name's release channel, so waiters of this backend are pushed.
+//! publishes on the name's release channel, so waiters of this backend are pushed. Each holder's
+//! details (token → `<server ms>:<details>`) are kept in the hash `<prefix>details:semaphore:<name>`,
+//! written by a grant that carries them, dropped with the permit (a release, or the reap of an
+//! expired one).
 
 use std::time::Duration;
 
 use redis::{Script, ScriptInvocation};
 use tenure::backend::{SemaphoreOperations, Wakeup};
-use tenure_core::{BackendError, PermitAnswer, SemState};
+use tenure_core::{BackendError, HolderDetails, PermitAnswer, SemState};
 
 use crate::replicas::{self, Grant};
 use crate::wake::Wake;
 use crate::{RedisBackend, error, record};
 
 /// The server's clock in ms, expired holders and places reaped, the counts of both, and the
-/// stored count `p` (nil if absent). `KEYS`: the hash, `…:h`, `…:hf`, `…:w`, `…:we`.
+/// stored count `p` (nil if absent). `KEYS`: the hash, `…:h`, `…:hf`, `…:w`, `…:we`, the
+/// holders' details.
 const PRELUDE: &str = r"
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 for _, token in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. now)) do
     redis.call('ZREM', KEYS[2], token)
     redis.call('HDEL', KEYS[3], token)
+    redis.call('HDEL', KEYS[6], token)
 end
 local places = redis.call('HGETALL', KEYS[5])
 for i = 1, #places, 2 do
@@ -42,9 +47,14 @@ end
 p = tonumber(p)
 ";
 
-/// `ARGV[1]` token, `ARGV[2]` lease ms, `ARGV[3]` permits, `ARGV[4]` place ms or ''.
-/// `{fence or 0, stored permits}`.
+/// `ARGV[1]` token, `ARGV[2]` lease ms, `ARGV[3]` permits, `ARGV[4]` place ms or '', `ARGV[5]`
+/// holder details or ''. `{fence or 0, stored permits}`.
 const ACQUIRE: &str = r"
+local function keep()
+    if ARGV[5] ~= '' then
+        redis.call('HSET', KEYS[6], ARGV[1], now .. ':' .. ARGV[5])
+    end
+end
 local permits = tonumber(ARGV[3])
 if holders == 0 and waiters == 0 then
     redis.call('HSET', KEYS[1], 'p', permits)
@@ -56,6 +66,7 @@ end
 local exp = now + tonumber(ARGV[2])
 if redis.call('ZSCORE', KEYS[2], ARGV[1]) then
     redis.call('ZADD', KEYS[2], exp, ARGV[1])
+    keep()
     return {tonumber(redis.call('HGET', KEYS[3], ARGV[1])) or -1, permits}
 end
 local rank = redis.call('ZRANK', KEYS[4], ARGV[1])
@@ -66,6 +77,7 @@ if holders + ahead < permits then
     local fence = redis.call('HINCRBY', KEYS[1], 'f', 1)
     redis.call('ZADD', KEYS[2], exp, ARGV[1])
     redis.call('HSET', KEYS[3], ARGV[1], fence)
+    keep()
     return {fence, permits}
 end
 if ARGV[4] ~= '' then
@@ -84,6 +96,7 @@ local left = redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('HDEL', KEYS[5], ARGV[1])
 local gone = redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[6], ARGV[1])
 if gone == 1 or (left == 1 and redis.call('ZCARD', KEYS[4]) > 0) then
     redis.call('PUBLISH', ARGV[2], '')
 end
@@ -132,13 +145,14 @@ impl Scripts {
 }
 
 impl RedisBackend {
-    /// `script` on `name`'s five keys.
+    /// `script` on `name`'s six keys.
     fn sem_call<'a>(&self, script: &'a Script, name: &str) -> ScriptInvocation<'a> {
         let key = self.key(name);
         let mut invocation = script.key(&key);
         for part in [":h", ":hf", ":w", ":we"] {
             invocation.key(format!("{key}{part}"));
         }
+        invocation.key(self.key(&format!("details:{name}")));
         invocation
     }
 
@@ -161,11 +175,26 @@ impl SemaphoreOperations for RedisBackend {
         permits: u32,
         wait: Option<Duration>,
     ) -> Result<PermitAnswer, BackendError> {
+        self.acquire_with_details(name, token, (lease, permits, wait), None).await
+    }
+
+    async fn acquire_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        (lease, permits, wait): (Duration, u32, Option<Duration>),
+        details: Option<&HolderDetails>,
+    ) -> Result<PermitAnswer, BackendError> {
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
         let place = wait.map_or_else(String::new, |wait| tenure_core::time::ceil_millis(wait).to_string());
         let mut invocation = self.sem_call(&self.sem_scripts().acquire, name);
-        invocation.arg(token).arg(tenure_core::time::ceil_millis(lease)).arg(permits).arg(place);
+        invocation
+            .arg(token)
+            .arg(tenure_core::time::ceil_millis(lease))
+            .arg(permits)
+            .arg(place)
+            .arg(details.map_or("", HolderDetails::as_str));
         let grant = Grant {
             what: "semaphore acquire",
             name,

@@ -132,6 +132,8 @@ async fn holder_details_are_kept_beside_each_grant() {
 async fn inspection_lists_read_write_locks_and_semaphores() {
     let (store, _) = open().await;
     tenure_conformance::inspect::inspection_lists_read_write_locks_and_semaphores(&store).await;
+    tenure_conformance::shared_details::read_write_holders_show_their_details(&store).await;
+    tenure_conformance::shared_details::permit_holders_show_their_details(&store).await;
 }
 
 #[tokio::test]

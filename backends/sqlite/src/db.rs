@@ -178,8 +178,8 @@ impl Db {
             Statements::new(locks, leaders, schedules, options.rwlock_table_name(), options.semaphore_table_name());
         conn.execute_batch(&create).map_err(|e| error("cannot create the tables", e))?;
         conn.execute_batch(&sql.details.create).map_err(|e| error("cannot create the holder details table", e))?;
-        conn.execute_batch(sql.rw.create()).map_err(|e| error("cannot create the read-write lock tables", e))?;
-        conn.execute_batch(sql.sem.create()).map_err(|e| error("cannot create the semaphore tables", e))?;
+        conn.execute_batch(&sql.rw.create()).map_err(|e| error("cannot create the read-write lock tables", e))?;
+        conn.execute_batch(&sql.sem.create()).map_err(|e| error("cannot create the semaphore tables", e))?;
         let clock = options.clock_value();
         Ok(Self { conn, sql, clock })
     }

@@ -285,8 +285,18 @@ impl SemaphoreOperations for SqliteBackend {
         permits: u32,
         wait: Option<Duration>,
     ) -> impl Future<Output = Result<PermitAnswer, BackendError>> + Send {
-        let (name, token) = (name.to_owned(), token.to_owned());
-        self.call(move |db| db.sem_acquire(&name, &token, lease, permits, wait))
+        self.acquire_with_details(name, token, (lease, permits, wait), None)
+    }
+
+    fn acquire_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        asked: (Duration, u32, Option<Duration>),
+        details: Option<&HolderDetails>,
+    ) -> impl Future<Output = Result<PermitAnswer, BackendError>> + Send {
+        let (name, token, details) = (name.to_owned(), token.to_owned(), details.cloned());
+        self.call(move |db| db.sem_acquire(&name, &token, asked, details.as_ref()))
     }
 
     fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {
@@ -324,8 +334,18 @@ impl ReadWriteOperations for SqliteBackend {
         token: &str,
         lease: Duration,
     ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
-        let (name, token) = (name.to_owned(), token.to_owned());
-        self.call(move |db| db.rw_acquire_read(&name, &token, lease))
+        self.acquire_read_with_details(name, token, lease, None)
+    }
+
+    fn acquire_read_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        details: Option<&HolderDetails>,
+    ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
+        let (name, token, details) = (name.to_owned(), token.to_owned(), details.cloned());
+        self.call(move |db| db.rw_acquire_read(&name, &token, lease, details.as_ref()))
     }
 
     fn acquire_write(
@@ -335,8 +355,18 @@ impl ReadWriteOperations for SqliteBackend {
         lease: Duration,
         intent: bool,
     ) -> impl Future<Output = Result<Option<WriteGrant>, BackendError>> + Send {
-        let (name, token) = (name.to_owned(), token.to_owned());
-        self.call(move |db| db.rw_acquire_write(&name, &token, lease, intent))
+        self.acquire_write_with_details(name, token, (lease, intent), None)
+    }
+
+    fn acquire_write_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        asked: (Duration, bool),
+        details: Option<&HolderDetails>,
+    ) -> impl Future<Output = Result<Option<WriteGrant>, BackendError>> + Send {
+        let (name, token, details) = (name.to_owned(), token.to_owned(), details.cloned());
+        self.call(move |db| db.rw_acquire_write(&name, &token, asked, details.as_ref()))
     }
 
     fn release_read(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {

@@ -71,9 +71,11 @@ async fn the_layout_is_grelmicro_044s() {
         "locks",
         "locks_details",
         "rwlocks",
+        "rwlocks_details",
         "rwlocks_holders",
         "schedules",
         "semaphores",
+        "semaphores_details",
         "semaphores_holders",
     ];
     assert_eq!(tables, expected);

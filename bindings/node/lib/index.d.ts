@@ -154,8 +154,9 @@ export interface LockOptions {
   /** Read (`true`) or ignore (`false`) the environment, whatever `GREL_ENV_LOAD` says. */
   envLoad?: boolean;
   /**
-   * What the lock is held for, shown with its holder's host, pid and program by `lock.state()`
-   * and `tenure locks` (1 to 256 bytes). A `Lock`'s only.
+   * What the lock, the read-write lock or the semaphore is held for, shown with each holder's
+   * host, pid and program by `tenure locks` (and a lock's by `lock.state()`); 1 to 256 bytes,
+   * given when it is made.
    */
   purpose?: string;
 }
@@ -274,7 +275,7 @@ export declare class Lock {
   readonly name: string;
   settings(): LockSettings;
   /** Applies new settings from the next call on (the worker stays). */
-  reconfigure(options: Omit<LockOptions, 'worker' | 'envPrefix' | 'envLoad'>): void;
+  reconfigure(options: Omit<LockOptions, 'worker' | 'envPrefix' | 'envLoad' | 'purpose'>): void;
   /** Waits for the lock (see `AcquireOptions`). */
   acquire(options?: AcquireOptions): Promise<LockHandle>;
   /** One attempt: `WouldBlockError` if another holder has the lock. */
@@ -322,7 +323,7 @@ export declare class Semaphore implements Leasing<LockHandle> {
   readonly name: string;
   readonly permits: number;
   settings(): LockSettings;
-  reconfigure(options: Omit<LockOptions, 'worker' | 'envPrefix' | 'envLoad'>): void;
+  reconfigure(options: Omit<LockOptions, 'worker' | 'envPrefix' | 'envLoad' | 'purpose'>): void;
   acquire(options?: AcquireOptions): Promise<LockHandle>;
   tryAcquire(): Promise<LockHandle>;
   using<T>(fn: (signal: AbortSignal, handle: LockHandle) => Promise<T> | T, options?: UsingOptions): Promise<T>;
@@ -365,7 +366,7 @@ export declare class ReadWriteLock {
   readonly read: Leasing<ReadHandle>;
   readonly write: Leasing<WriteHandle>;
   settings(): LockSettings;
-  reconfigure(options: Omit<LockOptions, 'worker' | 'envPrefix' | 'envLoad'>): void;
+  reconfigure(options: Omit<LockOptions, 'worker' | 'envPrefix' | 'envLoad' | 'purpose'>): void;
   state(): Promise<ReadWriteLockState>;
 }
 

@@ -27,7 +27,8 @@ pub struct LockOptions {
     pub backend_timeout: Option<f64>,
     pub env_prefix: Option<String>,
     pub env_load: Option<bool>,
-    /// What the lock is held for, shown with its holder (a `Lock`'s only).
+    /// What the lock, the read-write lock or the semaphore is held for, shown with each holder
+    /// (given when it is made).
     pub purpose: Option<String>,
 }
 
@@ -43,13 +44,9 @@ pub struct LockSettings {
 }
 
 /// The settings `o` gives (a `Lock`'s, a `ReadWriteLock`'s, a `Semaphore`'s), from milliseconds,
-/// checked: a settings error names the JavaScript option.
+/// checked: a settings error names the JavaScript option. (Its purpose is the constructor's to
+/// set.)
 pub(crate) fn lock_options(o: &LockOptions) -> Result<binding::LockOptions, Fail> {
-    if o.purpose.is_some() {
-        let why =
-            "purpose is a Lock's (set when it is made): read-write locks and semaphores keep no holder details yet";
-        return Err(tenure::Error::settings("purpose", why).into());
-    }
     let given = [o.lease_duration, o.retry_interval, o.backend_timeout];
     let given = binding::LockOptions::from_numbers(Unit::Millis, Spelling::Camel, given)?;
     let (worker, env_prefix) = (o.worker.clone(), o.env_prefix.clone());
@@ -144,8 +141,10 @@ pub(crate) fn settings_of(c: &tenure::LockConfig) -> LockSettings {
     LockSettings { worker, lease_duration, retry_interval, retry_jitter, backend_timeout }
 }
 
-/// `current` with the settings `options` gives changed (the worker stays), checked.
+/// `current` with the settings `options` gives changed (the worker stays), checked; a purpose is
+/// refused (it is given when the primitive is made).
 pub(crate) fn reconfigured(current: &tenure::LockConfig, options: &LockOptions) -> Result<tenure::LockConfig, Fail> {
+    binding::refuse_purpose(options.purpose.as_deref())?;
     Ok(lock_options(options)?.reconfigure(current)?)
 }
 
@@ -162,11 +161,10 @@ impl Lock {
         sync(Self::build(&name, backend, options.unwrap_or_default()))
     }
 
-    fn build(name: &str, backend: &Backend, mut o: LockOptions) -> Result<Self, Fail> {
-        let purpose = o.purpose.take();
+    fn build(name: &str, backend: &Backend, o: LockOptions) -> Result<Self, Fail> {
         let builder = tenure::Lock::builder(name, crate::runtime()).shared_backend(backend.0.slots().lock()?);
         let inner = lock_options(&o)?.apply(builder)?.build()?;
-        inner.set_purpose(purpose.as_deref())?;
+        inner.set_purpose(o.purpose.as_deref())?;
         Ok(Self { inner })
     }
 

@@ -40,7 +40,9 @@ impl ReadWriteLock {
     fn build(name: &str, backend: &Backend, o: LockOptions) -> Result<Self, Fail> {
         let builder =
             tenure::ReadWriteLock::builder(name, crate::runtime()).shared_backend(backend.0.slots().read_write()?);
-        Ok(Self { inner: lock_options(&o)?.apply(builder)?.build()? })
+        let inner = lock_options(&o)?.apply(builder)?.build()?;
+        inner.set_purpose(o.purpose.as_deref())?;
+        Ok(Self { inner })
     }
 
     /// A new caller's pair of holders, one per side (what `using` runs its work as).

@@ -47,7 +47,9 @@ impl Semaphore {
     fn build(name: &str, permits: f64, backend: &Backend, o: LockOptions) -> Result<Self, Fail> {
         let builder = tenure::Semaphore::builder(name, permit_count(permits)?, crate::runtime())
             .shared_backend(backend.0.slots().semaphore()?);
-        Ok(Self { inner: lock_options(&o)?.apply(builder)?.build()? })
+        let inner = lock_options(&o)?.apply(builder)?.build()?;
+        inner.set_purpose(o.purpose.as_deref())?;
+        Ok(Self { inner })
     }
 
     /// How many holders it admits at once.

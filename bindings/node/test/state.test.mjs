@@ -3,8 +3,9 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hostname } from 'node:os';
-import { Lock, Semaphore, SettingsValidationError, TaskLock, openBackend } from 'tenure';
-import { storeUrls } from './stores.mjs';
+import { execFileSync } from 'node:child_process';
+import { Lock, ReadWriteLock, Semaphore, SettingsValidationError, TaskLock, openBackend } from 'tenure';
+import { fresh, redisUrl, storeUrls } from './stores.mjs';
 
 const backends = {};
 for (const [kind, url] of Object.entries(storeUrls())) backends[kind] = await openBackend(url);
@@ -76,9 +77,33 @@ for (const [kind, backend] of Object.entries(backends)) {
   });
 }
 
-test('a bad purpose, or one on a semaphore, is a SettingsValidationError naming it', () => {
+test('a bad purpose, or one given to reconfigure, is a SettingsValidationError naming it', () => {
   const backend = backends.memory;
-  assert.throws(() => new Lock('x', backend, { purpose: 'a\nb' }), (e) => e instanceof SettingsValidationError && /purpose/.test(e.message));
+  const named = (e) => e instanceof SettingsValidationError && /purpose/.test(e.message);
+  assert.throws(() => new Lock('x', backend, { purpose: 'a\nb' }), named);
   assert.throws(() => new Lock('x', backend, { purpose: 'p'.repeat(10_000) }), /256/);
-  assert.throws(() => new Semaphore('x', 2, backend, { purpose: 'pool' }), (e) => e instanceof SettingsValidationError && /purpose/.test(e.message));
+  assert.throws(() => new Semaphore('x', 2, backend, { purpose: 'a\nb' }), named);
+  assert.throws(() => new ReadWriteLock('x', backend, { purpose: 'p'.repeat(10_000) }), /256/);
+  assert.throws(() => new Semaphore('x', 2, backend, { purpose: 'pool' }).reconfigure({ purpose: 'other' }), named);
+});
+
+test("a read-write lock's writer and a semaphore's permit holder name their purpose to tenure locks", async () => {
+  const cli = process.env.TENURE_CLI;
+  assert.ok(cli, 'set TENURE_CLI to the tenure command (scripts/test.sh node does)');
+  const url = `${redisUrl}/?prefix=${fresh('tenure-node-shared-details')}:`;
+  const backend = await openBackend(url);
+  try {
+    const catalog = new ReadWriteLock('catalog', backend, { purpose: 'rebuild' });
+    const exports = new Semaphore('exports', 2, backend, { purpose: 'export' });
+    const listed = await catalog.write.using(() =>
+      exports.using(() => execFileSync(cli, ['--backend', url, 'locks', '--json'], { encoding: 'utf8' })),
+    );
+    const locks = Object.fromEntries(JSON.parse(listed).locks.map((l) => [l.name, l]));
+    for (const [name, side, purpose] of [['catalog', 'write', 'rebuild'], ['exports', 'permit', 'export']]) {
+      const [holder] = locks[name].holders;
+      assert.deepEqual([holder.side, holder.purpose, holder.pid, holder.host], [side, purpose, process.pid, hostname()]);
+    }
+  } finally {
+    await backend.close();
+  }
 });

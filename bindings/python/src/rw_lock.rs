@@ -20,7 +20,7 @@ pub(crate) struct ReadWriteLock {
 #[pymethods]
 impl ReadWriteLock {
     #[new]
-    #[pyo3(signature = (name, backend, *, worker=None, lease_duration=None, retry_interval=None, retry_jitter=None, backend_timeout=None, env_prefix=None, env_load=None))]
+    #[pyo3(signature = (name, backend, *, worker=None, lease_duration=None, retry_interval=None, retry_jitter=None, backend_timeout=None, env_prefix=None, env_load=None, purpose=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -33,6 +33,7 @@ impl ReadWriteLock {
         backend_timeout: Option<f64>,
         env_prefix: Option<&str>,
         env_load: Option<bool>,
+        purpose: Option<&str>,
     ) -> PyResult<Self> {
         let options = crate::lock::lock_options(
             py,
@@ -45,7 +46,9 @@ impl ReadWriteLock {
             env_load,
         )?;
         let builder = tenure::ReadWriteLock::builder(name, runtime()).shared_backend(backend.read_write(py)?);
-        Ok(Self { inner: crate::lock::built(py, &options, builder, |b| b.build())? })
+        let inner: tenure::ReadWriteLock<Tokio> = crate::lock::built(py, &options, builder, |b| b.build())?;
+        inner.set_purpose(purpose).map_err(|e| py_error(py, &e))?;
+        Ok(Self { inner })
     }
 
     /// The lock name.

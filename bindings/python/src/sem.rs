@@ -29,7 +29,7 @@ pub(crate) struct Semaphore {
 #[pymethods]
 impl Semaphore {
     #[new]
-    #[pyo3(signature = (name, backend, *, permits, worker=None, lease_duration=None, retry_interval=None, retry_jitter=None, backend_timeout=None, env_prefix=None, env_load=None))]
+    #[pyo3(signature = (name, backend, *, permits, worker=None, lease_duration=None, retry_interval=None, retry_jitter=None, backend_timeout=None, env_prefix=None, env_load=None, purpose=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -43,6 +43,7 @@ impl Semaphore {
         backend_timeout: Option<f64>,
         env_prefix: Option<&str>,
         env_load: Option<bool>,
+        purpose: Option<&str>,
     ) -> PyResult<Self> {
         let permits = u32::try_from(permits).map_err(|_| {
             let e = tenure::core::SettingsError::field(
@@ -62,7 +63,9 @@ impl Semaphore {
             env_load,
         )?;
         let builder = tenure::Semaphore::builder(name, permits, runtime()).shared_backend(backend.semaphore(py)?);
-        Ok(Self { inner: crate::lock::built(py, &options, builder, |b| b.build())? })
+        let inner: tenure::Semaphore<Tokio> = crate::lock::built(py, &options, builder, |b| b.build())?;
+        inner.set_purpose(purpose).map_err(|e| py_error(py, &e))?;
+        Ok(Self { inner })
     }
 
     /// The semaphore's name.

@@ -99,3 +99,40 @@ def test_a_bad_purpose_is_refused_when_the_lock_is_made():
         Lock("x", purpose="a\nb")
     with pytest.raises(SettingsValidationError, match="256"):
         Lock("x", purpose="p" * 10_000)
+
+
+def test_readers_writers_and_permit_holders_name_their_purpose_to_tenure_locks(tmp_path):
+    """`ReadWriteLock(..., purpose=)` and `Semaphore(..., purpose=)`: each holder tells the store who
+    it is and what for, read back as an operator reads it (`tenure locks --json`: TENURE_CLI)."""
+    import json
+    import subprocess
+
+    from tenure import ReadWriteLock, Semaphore, SQLiteProvider
+
+    cli = os.environ.get("TENURE_CLI")
+    assert cli, "set TENURE_CLI to the tenure command (scripts/test.sh python does)"
+    path = tmp_path / "locks.db"
+
+    async def main():
+        async with SQLiteProvider(str(path)) as provider:
+            catalog = ReadWriteLock("catalog", backend=provider.readwritelock(), purpose="rebuild")
+            exports = Semaphore("exports", 2, backend=provider.semaphore(), purpose="export")
+            async with catalog.write, exports:
+                listing = [cli, "--backend", f"sqlite://{path}", "locks", "--json"]
+                said = await asyncio.to_thread(subprocess.run, listing, check=True, capture_output=True, text=True)
+            locks = {entry["name"]: entry for entry in json.loads(said.stdout)["locks"]}
+            for name, side, purpose in [("catalog", "write", "rebuild"), ("exports", "permit", "export")]:
+                (holder,) = locks[name]["holders"]
+                assert (holder["side"], holder["purpose"], holder["pid"]) == (side, purpose, os.getpid()), holder
+                assert holder["host"] == socket.gethostname()
+
+    asyncio.run(main())
+
+
+def test_a_bad_purpose_is_refused_for_read_write_locks_and_semaphores():
+    from tenure import ReadWriteLock, Semaphore
+
+    with pytest.raises(SettingsValidationError, match="purpose"):
+        ReadWriteLock("x", purpose="a\nb")
+    with pytest.raises(SettingsValidationError, match="256"):
+        Semaphore("x", 2, purpose="p" * 10_000)

@@ -36,8 +36,8 @@ pub struct LockOptions {
     /// Whether to read environment variables (default: `GREL_ENV_LOAD`, else yes).
     #[uniffi(default = None)]
     pub env_load: Option<bool>,
-    /// What the lock is held for, shown with its holder by `state()` and `tenure locks` (1 to
-    /// 256 bytes). A `Lock`'s only.
+    /// What the lock, read-write lock or semaphore is held for, shown with each holder by
+    /// `tenure locks` (and a lock's by `state()`); 1 to 256 bytes, given when it is made.
     #[uniffi(default = None)]
     pub purpose: Option<String>,
 }
@@ -123,20 +123,22 @@ pub(crate) fn settings_of(c: &tenure::LockConfig) -> LockSettings {
     LockSettings { worker, lease_duration, retry_interval, retry_jitter, backend_timeout }
 }
 
-/// The settings `o` gives, from seconds, checked: a settings error names the Kotlin option.
+/// The settings `o` gives, from seconds, checked: a settings error names the Kotlin option. (Its
+/// purpose is the constructor's to set.)
 pub(crate) fn lock_options(o: &LockOptions) -> Result<binding::LockOptions, TenureError> {
-    binding::refuse_purpose(o.purpose.as_deref())?;
     let given = [o.lease_duration, o.retry_interval, o.backend_timeout];
     let given = binding::LockOptions::from_numbers(Unit::Seconds, Spelling::Camel, given)?;
     let (worker, env_prefix) = (o.worker.clone(), o.env_prefix.clone());
     Ok(binding::LockOptions { worker, retry_jitter: o.retry_jitter, env_prefix, env_load: o.env_load, ..given })
 }
 
-/// `current` with the durations and jitter of `options` (the worker stays), checked.
+/// `current` with the durations and jitter of `options` (the worker stays), checked; a purpose is
+/// refused (it is given when the primitive is made).
 pub(crate) fn reconfigured(
     current: &tenure::LockConfig,
     options: &LockOptions,
 ) -> Result<tenure::LockConfig, TenureError> {
+    binding::refuse_purpose(options.purpose.as_deref())?;
     Ok(lock_options(options)?.reconfigure(current)?)
 }
 
@@ -230,11 +232,10 @@ impl Lock {
     /// The lock `name` on `store`.
     #[uniffi::constructor(default(options = None))]
     pub fn new(name: String, store: Arc<Store>, options: Option<LockOptions>) -> Result<Arc<Self>, TenureError> {
-        let mut o = options.unwrap_or_default();
-        let purpose = o.purpose.take();
+        let o = options.unwrap_or_default();
         let builder = tenure::Lock::builder(&name, runtime()).shared_backend(store.inner.slots().lock()?);
         let inner = lock_options(&o)?.apply(builder)?.build()?;
-        inner.set_purpose(purpose.as_deref())?;
+        inner.set_purpose(o.purpose.as_deref())?;
         Ok(Arc::new(Self { inner }))
     }
 

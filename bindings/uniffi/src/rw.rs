@@ -55,7 +55,9 @@ impl ReadWriteLock {
         let o = options.unwrap_or_default();
         let backend = store.inner.slots().read_write()?;
         let builder = tenure::ReadWriteLock::builder(&name, runtime()).shared_backend(backend);
-        Ok(Arc::new(Self { inner: lock_options(&o)?.apply(builder)?.build()? }))
+        let inner = lock_options(&o)?.apply(builder)?.build()?;
+        inner.set_purpose(o.purpose.as_deref())?;
+        Ok(Arc::new(Self { inner }))
     }
 
     /// A new caller's pair of holders, one per side (what a side's `withLock` runs its work as).
@@ -146,7 +148,9 @@ impl Semaphore {
         let o = options.unwrap_or_default();
         let backend = store.inner.slots().semaphore()?;
         let builder = tenure::Semaphore::builder(&name, permits, runtime()).shared_backend(backend);
-        Ok(Arc::new(Self { inner: lock_options(&o)?.apply(builder)?.build()? }))
+        let inner = lock_options(&o)?.apply(builder)?.build()?;
+        inner.set_purpose(o.purpose.as_deref())?;
+        Ok(Arc::new(Self { inner }))
     }
 
     /// How many holders it admits at once.

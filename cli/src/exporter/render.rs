@@ -99,8 +99,8 @@ fn locks(out: &mut String, s: &Snapshot, now: i64) {
     );
     for r in &rows {
         let mut held: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-        for (worker, _, side) in &r.holders {
-            *held.entry((*worker, *side)).or_default() += 1;
+        for h in &r.holders {
+            *held.entry((h.worker, h.side)).or_default() += 1;
         }
         for ((worker, side), leases) in held {
             let mut labels = labels(r);
@@ -192,6 +192,7 @@ mod tests {
             token: token.to_owned(),
             side: Side::Read,
             expires_at: at(5_000_000),
+            details: None,
         });
         let snapshot = Snapshot {
             locks: vec![LockState {

@@ -8,13 +8,14 @@
 //! that fence is live, so a lease a grelmicro process took (which writes no details) never shows
 //! another's.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
 use super::StoreKey;
 use super::model::StoreModel;
 use crate::error::{Error, SettingsError};
-use crate::ids::FencingToken;
+use crate::ids::{FencingToken, Token};
 use crate::time::Timestamp;
 
 /// The most bytes of a holder's details as stored.
@@ -70,6 +71,11 @@ pub fn check_purpose(purpose: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// The details of a shared name's holders (a read-write lock's readers and writer, a semaphore's
+/// permits), by token: what a grant carrying details kept, and when. A renewal sends none and
+/// keeps them; a grant that carries them replaces the token's; they go with the token's lease.
+pub(super) type HeldDetails = BTreeMap<Token, (Timestamp, HolderDetails)>;
+
 /// The details a store keeps for the grant of `fence`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GrantDetails {
@@ -97,6 +103,36 @@ impl StoreModel {
             return;
         }
         entry.details = details.map(|details| GrantDetails { fence, granted_at: now, details: details.clone() });
+    }
+
+    /// Keeps `details` for `token`'s grant on the read-write lock or semaphore `key` at `now`
+    /// (called after a grant; nothing when `details` is `None`, a renewal).
+    pub(super) fn note_held_details(
+        &mut self,
+        key: &(impl StoreKey + ?Sized),
+        token: &Token,
+        details: Option<&HolderDetails>,
+        now: Timestamp,
+    ) {
+        let Some(details) = details else { return };
+        let kept = if let Some(entry) = self.rwlocks.get_mut(key.text()) {
+            entry.details_mut()
+        } else if let Some(entry) = self.semaphores.get_mut(key.text()) {
+            entry.details_mut()
+        } else {
+            return;
+        };
+        kept.insert(token.clone(), (now, details.clone()));
+    }
+
+    /// The details `token` gave with its live lease on the read-write lock or semaphore `key`,
+    /// with when it was granted.
+    pub fn held_details(&self, key: &(impl StoreKey + ?Sized), token: &Token) -> Option<(Timestamp, &HolderDetails)> {
+        let kept = match self.rwlocks.get(key.text()) {
+            Some(entry) => entry.details(),
+            None => self.semaphores.get(key.text())?.details(),
+        };
+        kept.get(token).map(|(at, details)| (*at, details))
     }
 
     /// The details of the live lease on `key`, if its holder gave any.

@@ -129,6 +129,8 @@ pub enum StoreOp {
         token: Token,
         /// How long the lease lasts from when the store applies it.
         lease: Duration,
+        /// Who holds, kept beside a grant ([`HolderDetails`]); `None` on a renewal.
+        details: Option<HolderDetails>,
     },
     /// `ReadWriteLockBackend.acquire_write`: answers [`StoreReply::Write`]
     /// ([`StoreModel::rw_acquire_write`]).
@@ -141,6 +143,8 @@ pub enum StoreOp {
         lease: Duration,
         /// A refusal keeps an intent that holds new readers out.
         intent: bool,
+        /// Who holds, kept beside a grant ([`HolderDetails`]); `None` on a renewal.
+        details: Option<HolderDetails>,
     },
     /// `ReadWriteLockBackend.release_read`: answers [`StoreReply::Flag`].
     RwReleaseRead {
@@ -204,6 +208,8 @@ pub enum StoreOp {
         permits: u32,
         /// A refusal keeps (or refreshes) the holder's place in line for this long.
         wait: Option<Duration>,
+        /// Who holds, kept beside a grant ([`HolderDetails`]); `None` on a renewal.
+        details: Option<HolderDetails>,
     },
     /// Gives a semaphore's permit back and leaves the line: answers [`StoreReply::Flag`] (true
     /// iff `token` held a live permit).

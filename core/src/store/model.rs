@@ -151,11 +151,19 @@ impl StoreModel {
             StoreOp::LeaderGet { key } => StoreReply::MaybeLeader(self.leader_get(key, now)),
             StoreOp::ScheduleClaim { key, due } => StoreReply::Flag(self.schedule_claim(key, *due)),
             StoreOp::ScheduleLastFired { key } => StoreReply::LastFired(self.schedule_last_fired(key)),
-            StoreOp::RwAcquireRead { key, token, lease } => {
-                StoreReply::Fence(self.rw_acquire_read(key, token, *lease, now))
+            StoreOp::RwAcquireRead { key, token, lease, details } => {
+                let generation = self.rw_acquire_read(key, token, *lease, now);
+                if generation.is_some() {
+                    self.note_held_details(key, token, details.as_ref(), now);
+                }
+                StoreReply::Fence(generation)
             }
-            StoreOp::RwAcquireWrite { key, token, lease, intent } => {
-                StoreReply::Write(self.rw_acquire_write(key, token, *lease, *intent, now))
+            StoreOp::RwAcquireWrite { key, token, lease, intent, details } => {
+                let grant = self.rw_acquire_write(key, token, *lease, *intent, now);
+                if grant.is_some() {
+                    self.note_held_details(key, token, details.as_ref(), now);
+                }
+                StoreReply::Write(grant)
             }
             StoreOp::RwReleaseRead { key, token } => StoreReply::Flag(self.rw_release_read(key, token, now)),
             StoreOp::RwReleaseWrite { key, token } => StoreReply::Flag(self.rw_release_write(key, token, now)),
@@ -164,8 +172,12 @@ impl StoreModel {
             StoreOp::RwState { key } => StoreReply::Rw(self.rw_state(key, now)),
             StoreOp::RwOwnedRead { key, token } => StoreReply::Flag(self.rw_owned_read(key, token, now)),
             StoreOp::RwOwnedWrite { key, token } => StoreReply::Flag(self.rw_owned_write(key, token, now)),
-            StoreOp::SemAcquire { key, token, lease, permits, wait } => {
-                StoreReply::Permit(self.sem_acquire(key, token, *lease, *permits, *wait, now))
+            StoreOp::SemAcquire { key, token, lease, permits, wait, details } => {
+                let answer = self.sem_acquire(key, token, *lease, *permits, *wait, now);
+                if answer.fence.is_some() {
+                    self.note_held_details(key, token, details.as_ref(), now);
+                }
+                StoreReply::Permit(answer)
             }
             StoreOp::SemRelease { key, token } => StoreReply::Flag(self.sem_release(key, token, now)),
             StoreOp::SemOwned { key, token } => StoreReply::Flag(self.sem_owned(key, token, now)),

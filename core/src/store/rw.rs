@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::StoreModel;
+use super::details::HeldDetails;
 use super::model::StoreKey;
 use crate::ids::{FencingToken, Token};
 use crate::time::Timestamp;
@@ -56,6 +57,8 @@ pub(super) struct RwEntry {
     writer_expired: bool,
     readers: BTreeMap<Token, Timestamp>,
     intents: BTreeMap<Token, Timestamp>,
+    /// What the readers and the writer told with their grants.
+    details: HeldDetails,
 }
 
 impl RwEntry {
@@ -67,6 +70,22 @@ impl RwEntry {
         }
         self.readers.retain(|_, expires_at| *expires_at >= now);
         self.intents.retain(|_, expires_at| *expires_at >= now);
+        self.forget_details();
+    }
+
+    /// Drops the details of tokens that hold nothing.
+    fn forget_details(&mut self) {
+        let (readers, writer) = (&self.readers, &self.writer);
+        self.details
+            .retain(|token, _| readers.contains_key(token) || writer.as_ref().is_some_and(|w| w.token == *token));
+    }
+
+    pub(super) fn details(&self) -> &HeldDetails {
+        &self.details
+    }
+
+    pub(super) fn details_mut(&mut self) -> &mut HeldDetails {
+        &mut self.details
     }
 
     fn writes(&self, token: &Token) -> bool {
@@ -155,7 +174,10 @@ impl StoreModel {
 
     /// Drops `token`'s live read lease; false if it holds none.
     pub fn rw_release_read(&mut self, key: &(impl StoreKey + ?Sized), token: &Token, now: Timestamp) -> bool {
-        self.rw_known(key, now).is_some_and(|entry| entry.readers.remove(token).is_some())
+        let Some(entry) = self.rw_known(key, now) else { return false };
+        let gone = entry.readers.remove(token).is_some();
+        entry.forget_details();
+        gone
     }
 
     /// Drops `token`'s live write lease, leaving the lock clean (not poisoned); false if it
@@ -164,6 +186,7 @@ impl StoreModel {
         let Some(entry) = self.rw_known(key, now).filter(|entry| entry.writes(token)) else { return false };
         entry.writer = None;
         entry.writer_expired = false;
+        entry.forget_details();
         true
     }
 

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::StoreModel;
+use super::details::HeldDetails;
 use super::model::StoreKey;
 use crate::ids::{FencingToken, Token};
 use crate::time::Timestamp;
@@ -51,12 +52,23 @@ pub(super) struct SemEntry {
     holders: BTreeMap<Token, (Timestamp, FencingToken)>,
     /// Waiters keeping a place, oldest first, with the end of each place.
     waiters: Vec<(Token, Timestamp)>,
+    /// What the holders told with their grants.
+    details: HeldDetails,
 }
 
 impl SemEntry {
     fn reap(&mut self, now: Timestamp) {
         self.holders.retain(|_, (expires_at, _)| *expires_at >= now);
         self.waiters.retain(|(_, expires_at)| *expires_at >= now);
+        self.details.retain(|token, _| self.holders.contains_key(token));
+    }
+
+    pub(super) fn details(&self) -> &HeldDetails {
+        &self.details
+    }
+
+    pub(super) fn details_mut(&mut self) -> &mut HeldDetails {
+        &mut self.details
     }
 
     fn state(&self) -> SemState {
@@ -134,6 +146,7 @@ impl StoreModel {
     pub fn sem_release(&mut self, key: &(impl StoreKey + ?Sized), token: &Token, now: Timestamp) -> bool {
         let Some(entry) = self.sem_known(key, now) else { return false };
         entry.waiters.retain(|(waiter, _)| waiter != token);
+        entry.details.remove(token);
         entry.holders.remove(token).is_some()
     }
 

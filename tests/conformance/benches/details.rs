@@ -1,6 +1,6 @@
-//! `cargo bench -p tenure-conformance --bench details`: what holder details cost a lock cycle
-//! (a fresh grant and its release) on SQLite, Redis and PostgreSQL, against the same cycle
-//! without them, in one run. Counts where the store gives them — Redis's own accounting (`INFO
+//! `cargo bench -p tenure-conformance --bench details`: what holder details cost a cycle (a fresh
+//! grant and its release) of a lock, a semaphore's permit and a read-write lock's read, on SQLite,
+//! Redis and PostgreSQL, against the same cycle without them, in one run. Counts where the store gives them — Redis's own accounting (`INFO
 //! commandstats`: commands and server CPU per cycle) and PostgreSQL's WAL bytes per cycle — and
 //! medians of interleaved batches for time. Asserts nothing. Needs `redis-cli` and `psql`, and
 //! the servers of `TENURE_REDIS_URL` / `TENURE_POSTGRES_URL` (defaults: this machine's).
@@ -9,9 +9,41 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use tenure::backend::{LockBackend, LockCalls};
+use tenure::backend::{LockBackend, LockCalls, ReadWriteCalls, ReadWriteLockBackend, SemaphoreBackend, SemaphoreCalls};
 use tenure_conformance::bench::{median, us};
 use tenure_core::{HolderDetails, Key, StoreOp, Token};
+
+/// A store serving every kind measured.
+trait Store: LockBackend + SemaphoreBackend + ReadWriteLockBackend {}
+impl<T: LockBackend + SemaphoreBackend + ReadWriteLockBackend> Store for T {}
+
+/// What a cycle takes.
+#[derive(Clone, Copy)]
+enum Kind {
+    Lock,
+    Permit,
+    Read,
+}
+
+const KINDS: [Kind; 3] = [Kind::Lock, Kind::Permit, Kind::Read];
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Lock => "lock:details",
+            Self::Permit => "semaphore:details",
+            Self::Read => "rwlock:details",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Lock => "lock",
+            Self::Permit => "permit",
+            Self::Read => "read",
+        }
+    }
+}
 
 const CYCLES: u32 = 2_000;
 const BATCH: u32 = 200;
@@ -23,21 +55,38 @@ fn details() -> HolderDetails {
 }
 
 /// One cycle: a fresh grant (with or without details) and its release.
-async fn cycle(store: &dyn LockBackend, name: &str, with: bool) {
-    let (key, token) = (Key::parse(name).expect("key"), Token::new("w1:task:1.aa").expect("token"));
-    let op = StoreOp::LockAcquire { key, token, lease: Duration::from_secs(30), details: with.then(details) };
-    store.execute(op).await.expect("acquire");
-    assert!(LockCalls::release(store, name, "w1:task:1.aa").await.expect("release"));
+async fn cycle<S: Store>(store: &S, kind: Kind, with: bool) {
+    const TOKEN: &str = "w1:task:1.aa";
+    let (name, lease, details) = (kind.name(), Duration::from_secs(30), with.then(details));
+    let (key, token) = (Key::parse(name).expect("key"), Token::new(TOKEN).expect("token"));
+    let released = match kind {
+        Kind::Lock => {
+            LockBackend::execute(store, StoreOp::LockAcquire { key, token, lease, details }).await.expect("acquire");
+            LockCalls::release(store, name, TOKEN).await
+        }
+        Kind::Permit => {
+            let op = StoreOp::SemAcquire { key, token, lease, permits: 4, wait: None, details };
+            SemaphoreBackend::execute(store, op).await.expect("acquire");
+            SemaphoreCalls::release(store, name, TOKEN).await
+        }
+        Kind::Read => {
+            ReadWriteLockBackend::execute(store, StoreOp::RwAcquireRead { key, token, lease, details })
+                .await
+                .expect("acquire");
+            ReadWriteCalls::release_read(store, name, TOKEN).await
+        }
+    };
+    assert!(released.expect("release"), "{name}: released");
 }
 
 /// Median µs per cycle of each variant, over interleaved batches (so drift hits both alike).
-async fn timed(store: &dyn LockBackend, name: &str) -> (f64, f64) {
+async fn timed<S: Store>(store: &S, kind: Kind) -> (f64, f64) {
     let (mut without, mut with) = (Vec::new(), Vec::new());
     for round in 0..(CYCLES / BATCH) * 2 {
         let details = round % 2 == 1;
         let start = Instant::now();
         for _ in 0..BATCH {
-            cycle(store, name, details).await;
+            cycle(store, kind, details).await;
         }
         let per = start.elapsed() / BATCH;
         if details { with.push(per) } else { without.push(per) }
@@ -79,55 +128,65 @@ async fn redis(url: &str) {
         .open(tenure_tokio::Tokio::current())
         .await
         .expect("open Redis");
-    let mut counted = Vec::new();
-    for with in [false, true] {
-        cycle(&store, "lock:details", with).await; // (scripts loaded)
-        run("redis-cli", &["-u", url, "CONFIG", "RESETSTAT"]);
-        for _ in 0..CYCLES {
-            cycle(&store, "lock:details", with).await;
+    for kind in KINDS {
+        let mut counted = Vec::new();
+        for with in [false, true] {
+            cycle(&store, kind, with).await; // (scripts loaded)
+            run("redis-cli", &["-u", url, "CONFIG", "RESETSTAT"]);
+            for _ in 0..CYCLES {
+                cycle(&store, kind, with).await;
+            }
+            let (calls, usec) = redis_counts(url);
+            counted.push((calls as f64 / f64::from(CYCLES), usec / f64::from(CYCLES)));
         }
-        let (calls, usec) = redis_counts(url);
-        counted.push((calls as f64 / f64::from(CYCLES), usec / f64::from(CYCLES)));
+        let (without, with) = timed(&store, kind).await;
+        println!(
+            "redis {}: per cycle, commands {:.1} -> {:.1}, server CPU {:.1} -> {:.1} us ({:.2}x); time {without:.1} -> {with:.1} us ({:.2}x)",
+            kind.label(),
+            counted[0].0,
+            counted[1].0,
+            counted[0].1,
+            counted[1].1,
+            counted[1].1 / counted[0].1,
+            with / without
+        );
     }
-    let (without, with) = timed(&store, "lock:details").await;
-    println!(
-        "redis: per cycle, commands {:.1} -> {:.1}, server CPU {:.1} -> {:.1} us ({:.2}x); time {without:.1} -> {with:.1} us ({:.2}x)",
-        counted[0].0,
-        counted[1].0,
-        counted[0].1,
-        counted[1].1,
-        counted[1].1 / counted[0].1,
-        with / without
-    );
 }
 
 async fn postgres(url: &str) {
     let table = format!("bench_details_{}", std::process::id());
-    let full = format!("{url}?lock_table={table}_locks&leader_table={table}_leaders&schedule_table={table}_schedules");
+    let full = format!(
+        "{url}?lock_table={table}_locks&leader_table={table}_leaders&schedule_table={table}_schedules\
+         &rwlock_table={table}_rw&semaphore_table={table}_sem"
+    );
     let options = tenure_postgres::PostgresOptions::from_url(&full).expect("url");
     let store = options.open(tenure_tokio::Tokio::current()).await.expect("open PostgreSQL");
     let lsn = || run("psql", &[url, "-Atc", "SELECT pg_current_wal_lsn()"]).trim().to_owned();
-    let mut wal = Vec::new();
-    for with in [false, true] {
-        cycle(&store, "lock:details", with).await;
-        let before = lsn();
-        for _ in 0..CYCLES {
-            cycle(&store, "lock:details", with).await;
+    for kind in KINDS {
+        let mut wal = Vec::new();
+        for with in [false, true] {
+            cycle(&store, kind, with).await;
+            let before = lsn();
+            for _ in 0..CYCLES {
+                cycle(&store, kind, with).await;
+            }
+            let after = lsn();
+            let bytes = run("psql", &[url, "-Atc", &format!("SELECT pg_wal_lsn_diff('{after}', '{before}')")]);
+            wal.push(bytes.trim().parse::<f64>().unwrap_or(f64::NAN) / f64::from(CYCLES));
         }
-        let after = lsn();
-        let bytes = run("psql", &[url, "-Atc", &format!("SELECT pg_wal_lsn_diff('{after}', '{before}')")]);
-        wal.push(bytes.trim().parse::<f64>().unwrap_or(f64::NAN) / f64::from(CYCLES));
+        let (without, with) = timed(&store, kind).await;
+        println!(
+            "postgres {}: per cycle, WAL {:.0} -> {:.0} bytes; time {without:.1} -> {with:.1} us ({:.2}x)",
+            kind.label(),
+            wal[0],
+            wal[1],
+            with / without
+        );
     }
-    let (without, with) = timed(&store, "lock:details").await;
-    println!(
-        "postgres: per cycle, WAL {:.0} -> {:.0} bytes; time {without:.1} -> {with:.1} us ({:.2}x)",
-        wal[0],
-        wal[1],
-        with / without
-    );
     let drop = format!(
         "DROP TABLE IF EXISTS {table}_locks, {table}_locks_details, {table}_locks_queue, {table}_leaders, \
-         {table}_leaders_fences, {table}_schedules CASCADE"
+         {table}_leaders_fences, {table}_schedules, {table}_rw, {table}_rw_holders, {table}_rw_details, \
+         {table}_sem, {table}_sem_holders, {table}_sem_details CASCADE"
     );
     run("psql", &[url, "-qAtc", &drop]);
 }
@@ -136,8 +195,10 @@ async fn sqlite() {
     let dir = std::env::temp_dir().join(format!("tenure-bench-details-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let store = tenure_sqlite::SqliteOptions::new(dir.join("locks.db")).open().await.expect("open SQLite");
-    let (without, with) = timed(&store, "lock:details").await;
-    println!("sqlite: per cycle, time {without:.1} -> {with:.1} us ({:.2}x)", with / without);
+    for kind in KINDS {
+        let (without, with) = timed(&store, kind).await;
+        println!("sqlite {}: per cycle, time {without:.1} -> {with:.1} us ({:.2}x)", kind.label(), with / without);
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -146,7 +207,7 @@ fn main() {
     let redis_url = std::env::var("TENURE_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
     let pg_url =
         std::env::var("TENURE_POSTGRES_URL").unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".into());
-    println!("holder details: a lock cycle (fresh grant + release) without -> with them, {CYCLES} cycles each");
+    println!("holder details: a cycle (fresh grant + release) without -> with them, {CYCLES} cycles each");
     runtime.block_on(async {
         sqlite().await;
         redis(&redis_url).await;

@@ -24,6 +24,7 @@ pub mod random;
 pub mod revoke;
 pub mod rw;
 pub mod sem;
+pub mod shared_details;
 pub mod tls;
 
 use std::any::Any;

@@ -60,3 +60,56 @@ pub async fn task_lock_state_names_the_run<R: Runtime>(rt: R) {
     assert_eq!(state.details.and_then(|d| d.purpose).as_deref(), Some("weekly report"));
     run.exit().await.unwrap();
 }
+
+/// A read-write lock's readers and writer and a semaphore's permit holders tell the store who
+/// they are and what for, as a lock's holder does: a Rust user's purpose, read back as
+/// `tenure locks` reads it (the store's listing, which shows people workers, not tokens).
+pub async fn shared_holders_name_themselves_and_their_purpose<R: Runtime>(rt: R) {
+    use tenure::{Inspect, ReadWriteLock, Semaphore, Side};
+    static FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = FILES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let path = std::env::temp_dir().join(format!("tenure-suite-shared-details-{}-{n}.db", std::process::id()));
+    let store = tenure_sqlite::SqliteBackend::open(&path).await.unwrap();
+    let pool = Semaphore::builder("exports", 2, rt.clone()).backend(store.clone()).purpose("export").build().unwrap();
+    let lock = ReadWriteLock::builder("catalog", rt.clone()).backend(store.clone()).purpose("rebuild").build().unwrap();
+    assert_eq!((pool.purpose().as_deref(), lock.purpose().as_deref()), (Some("export"), Some("rebuild")));
+    let permit = pool.acquire().await.unwrap();
+    let writing = lock.write().acquire().await.unwrap();
+    let listed = store.shared_states(Vec::new()).await.unwrap();
+    let told: Vec<_> = listed
+        .iter()
+        .flat_map(|s| s.holders.iter().map(move |h| (s.key.as_str(), h.side, h.details.clone())))
+        .map(|(key, side, details)| {
+            let details = details.expect("a holder's details");
+            assert_eq!(details.pid, std::process::id());
+            assert!(!details.host.is_empty() && !details.program.is_empty(), "{details:?}");
+            (key, side, details.purpose)
+        })
+        .collect();
+    assert_eq!(
+        told,
+        [
+            ("rwlock:catalog", Side::Write, Some("rebuild".to_owned())),
+            ("semaphore:exports", Side::Permit, Some("export".to_owned()))
+        ]
+    );
+    let reading = writing.downgrade().await.unwrap();
+    let listed = store.shared_states(vec!["rwlock:catalog".into()]).await.unwrap();
+    let reader = &listed[0].holders[0];
+    assert_eq!(
+        (reader.side, reader.details.as_ref().and_then(|d| d.purpose.as_deref())),
+        (Side::Read, Some("rebuild"))
+    );
+    reading.release().await.unwrap();
+    permit.release().await.unwrap();
+    // A purpose is checked as a lock's is.
+    let Err(err) = Semaphore::builder("exports", 2, rt.clone()).backend(store.clone()).purpose("a\nb").build() else {
+        panic!("a bad purpose")
+    };
+    assert!(err.to_string().contains("purpose"), "{err}");
+    assert!(lock.set_purpose(Some(&"x".repeat(10_000))).unwrap_err().to_string().contains("256"));
+    store.close().await.unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        std::fs::remove_file(format!("{}{suffix}", path.display())).ok();
+    }
+}

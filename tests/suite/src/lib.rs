@@ -32,6 +32,7 @@ macro_rules! suite {
             lock::lock_key_is_prefixed_and_the_raw_name_stays_free,
             holder::lock_state_names_the_holder_and_its_purpose,
             holder::task_lock_state_names_the_run,
+            holder::shared_holders_name_themselves_and_their_purpose,
             lock::lock_acquire_release_and_handle,
             lock::lock_owned_only_for_the_holder,
             lock::lock_nowait_would_block_when_held,

@@ -46,3 +46,53 @@ pub(super) fn keep(
         .map(drop)
         .map_err(|e| error("keeping holder details", e))
 }
+
+/// The details of a shared name's holders (a read-write lock's readers and writer, a semaphore's
+/// permits), beside their tables: `<table>_details (name, token, acquired_at, details)`, one row
+/// per holder, written in the grant's transaction when the grant carries them (a renewal sends
+/// none). A grant that keeps details first drops the rows of tokens that no longer hold the name
+/// (released or expired), so the table holds at most a name's holders; a listing reads a row only
+/// beside its token's live lease.
+pub(super) struct Held {
+    pub(super) create: String,
+    prune: String,
+    write: String,
+    pub(super) read: String,
+}
+
+impl Held {
+    /// `holding`: a query for the tokens that hold name `?1` (live or not yet reaped).
+    pub(super) fn new(table: &str, holding: &str) -> Self {
+        let d = format!("{table}_details");
+        Self {
+            create: format!(
+                "CREATE TABLE IF NOT EXISTS {d} (name TEXT NOT NULL, token TEXT NOT NULL, acquired_at TEXT NOT NULL, \
+                 details TEXT NOT NULL, PRIMARY KEY (name, token));"
+            ),
+            prune: format!("DELETE FROM {d} WHERE name = ?1 AND token NOT IN ({holding})"),
+            write: format!(
+                "INSERT INTO {d} (name, token, acquired_at, details) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (name, token) DO UPDATE SET acquired_at = excluded.acquired_at, details = excluded.details"
+            ),
+            read: format!("SELECT name, token, acquired_at, details FROM {d}"),
+        }
+    }
+}
+
+/// Keeps `details` for `token`'s grant on `name` at `now` (text), after dropping the rows of
+/// tokens that no longer hold it; nothing when `details` is `None` (a renewal).
+pub(super) fn keep_held(
+    conn: &Connection,
+    sql: &Held,
+    (name, token): (&str, &str),
+    now: &str,
+    details: Option<&HolderDetails>,
+) -> Result<(), BackendError> {
+    let Some(details) = details else { return Ok(()) };
+    let failed = |e| error("keeping holder details", e);
+    conn.prepare_cached(&sql.prune).and_then(|mut s| s.execute(params![name])).map_err(failed)?;
+    conn.prepare_cached(&sql.write)
+        .and_then(|mut s| s.execute(params![name, token, now, details.as_str()]))
+        .map(drop)
+        .map_err(failed)
+}

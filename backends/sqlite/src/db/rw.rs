@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use tenure_core::{BackendError, BackendErrorKind, FencingToken, RwState, WriteGrant};
+use tenure_core::{BackendError, BackendErrorKind, FencingToken, HolderDetails, RwState, WriteGrant};
 use tenure_store::record::generation;
 
 use super::{Db, error, exists, expire_after};
@@ -23,6 +23,8 @@ const INTENT: &str = "i";
 /// The statements, with the configured table names (`?` numbering as written).
 pub(super) struct Statements {
     create: String,
+    /// The readers' and the writer's holder details.
+    pub(super) held: super::details::Held,
     reap: String,
     ensure_row: String,
     select_lock: String,
@@ -45,6 +47,13 @@ impl Statements {
                  generation INTEGER NOT NULL DEFAULT 0);\n\
                  CREATE TABLE IF NOT EXISTS {t}_holders (name TEXT NOT NULL, token TEXT NOT NULL, kind TEXT NOT NULL, \
                  expire_at TEXT NOT NULL, PRIMARY KEY (name, token, kind));"
+            ),
+            held: super::details::Held::new(
+                t,
+                &format!(
+                    "SELECT token FROM {t}_holders WHERE name = ?1 AND kind = 'r' \
+                     UNION SELECT writer FROM {t} WHERE name = ?1 AND writer IS NOT NULL"
+                ),
             ),
             reap: format!("DELETE FROM {t}_holders WHERE name = ?1 AND {e} < ?2"),
             ensure_row: format!("INSERT INTO {t} (name) VALUES (?1) ON CONFLICT (name) DO NOTHING"),
@@ -75,9 +84,9 @@ impl Statements {
         }
     }
 
-    /// The two tables, created if missing.
-    pub(super) fn create(&self) -> &str {
-        &self.create
+    /// The two tables and the details', created if missing.
+    pub(super) fn create(&self) -> String {
+        format!("{}\n{}", self.create, self.held.create)
     }
 }
 
@@ -127,6 +136,7 @@ impl Db {
         name: &str,
         token: &str,
         lease: Duration,
+        details: Option<&HolderDetails>,
     ) -> Result<Option<FencingToken>, BackendError> {
         self.immediate("read acquire", |conn, sql, now| {
             let (sql, now, expire) = (&sql.rw, time::to_text(now), time::to_text(expire_after(now, lease)));
@@ -136,6 +146,7 @@ impl Db {
                 return Ok(None);
             }
             run(conn, &sql.upsert_holder, params![name, token, READ, expire], "read acquire")?;
+            super::details::keep_held(conn, &sql.held, (name, token), &now, details)?;
             generation(name, lock.generation).map(Some)
         })
     }
@@ -144,14 +155,15 @@ impl Db {
         &mut self,
         name: &str,
         token: &str,
-        lease: Duration,
-        intent: bool,
+        (lease, intent): (Duration, bool),
+        details: Option<&HolderDetails>,
     ) -> Result<Option<WriteGrant>, BackendError> {
         self.immediate("write acquire", |conn, sql, now| {
             let (sql, now, expire) = (&sql.rw, time::to_text(now), time::to_text(expire_after(now, lease)));
             let lock = prepare(conn, sql, name, &now)?;
             if lock.writing && lock.writer.as_deref() == Some(token) {
                 run(conn, &sql.renew_writer, params![expire, name], "write acquire")?;
+                super::details::keep_held(conn, &sql.held, (name, token), &now, details)?;
                 return Ok(Some(WriteGrant { fence: generation(name, lock.generation)?, poisoned: false }));
             }
             if lock.writing || count(conn, sql, name, READ, &now)? > 0 {
@@ -172,6 +184,7 @@ impl Db {
                     format!("{name} granted generation 0"),
                 ));
             }
+            super::details::keep_held(conn, &sql.held, (name, token), &now, details)?;
             Ok(Some(WriteGrant { fence, poisoned: lock.writer.is_some() }))
         })
     }

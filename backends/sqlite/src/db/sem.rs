@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use tenure_core::{BackendError, BackendErrorKind, PermitAnswer, SemState};
+use tenure_core::{BackendError, BackendErrorKind, HolderDetails, PermitAnswer, SemState};
 use tenure_store::record::{fence as fence_of, generation};
 
 use super::{Db, error, exists, expire_after};
@@ -20,6 +20,8 @@ const WAITER: &str = "w";
 /// The statements, with the configured table names (`?` numbering as written).
 pub(super) struct Statements {
     create: String,
+    /// The holders' details.
+    pub(super) held: super::details::Held,
     reap: String,
     count: String,
     select_row: String,
@@ -45,6 +47,10 @@ impl Statements {
                  CREATE TABLE IF NOT EXISTS {t}_holders (name TEXT NOT NULL, token TEXT NOT NULL, kind TEXT NOT NULL, \
                  seq INTEGER NOT NULL, expire_at TEXT NOT NULL, PRIMARY KEY (name, token, kind));"
             ),
+            held: super::details::Held::new(
+                t,
+                &format!("SELECT token FROM {t}_holders WHERE name = ?1 AND kind = 'h'"),
+            ),
             reap: format!("DELETE FROM {t}_holders WHERE name = ?1 AND {e} < ?2"),
             count: format!("SELECT count(*) FROM {t}_holders WHERE name = ?1 AND kind = ?2"),
             select_row: format!("SELECT permits, fence FROM {t} WHERE name = ?1"),
@@ -67,9 +73,9 @@ impl Statements {
         }
     }
 
-    /// The two tables, created if missing.
-    pub(super) fn create(&self) -> &str {
-        &self.create
+    /// The two tables and the details', created if missing.
+    pub(super) fn create(&self) -> String {
+        format!("{}\n{}", self.create, self.held.create)
     }
 }
 
@@ -109,9 +115,8 @@ impl Db {
         &mut self,
         name: &str,
         token: &str,
-        lease: Duration,
-        permits: u32,
-        wait: Option<Duration>,
+        (lease, permits, wait): (Duration, u32, Option<Duration>),
+        details: Option<&HolderDetails>,
     ) -> Result<PermitAnswer, BackendError> {
         self.immediate("semaphore acquire", |conn, sql, now| {
             let (sql, expire) = (&sql.sem, time::to_text(expire_after(now, lease)));
@@ -127,6 +132,7 @@ impl Db {
             }
             if let Some(fence) = int(conn, &sql.select_entry, params![name, token, HOLDER], "semaphore acquire")? {
                 run(conn, &sql.renew, params![name, token, HOLDER, expire], "semaphore renewal")?;
+                super::details::keep_held(conn, &sql.held, (name, token), &time::to_text(now), details)?;
                 return Ok(PermitAnswer { fence: Some(fence_of(name, fence)?), permits });
             }
             let place = int(conn, &sql.select_entry, params![name, token, WAITER], "semaphore acquire")?;
@@ -140,6 +146,7 @@ impl Db {
                 let fence =
                     int(conn, &sql.next_fence, params![name], "semaphore grant")?.ok_or_else(|| missing_row(name))?;
                 run(conn, &sql.insert, params![name, token, HOLDER, fence, expire], "semaphore grant")?;
+                super::details::keep_held(conn, &sql.held, (name, token), &time::to_text(now), details)?;
                 return Ok(PermitAnswer { fence: Some(fence_of(name, fence)?), permits });
             }
             if let Some(wait) = wait {

@@ -1,11 +1,11 @@
 //! What `tenure exporter` shows of the read-write lock and semaphore tables:
 //! each name's last fencing token, its live leases and its waiters (a read-write lock's writer
-//! intents, a semaphore's places in arrival order).
+//! intents, a semaphore's places in arrival order), each lease with its holder's details.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::params;
-use tenure::{Holding, SharedState, Side};
+use tenure::{HolderInfo, Holding, SharedState, Side};
 use tenure_core::BackendError;
 
 use super::{Db, error, fence_of};
@@ -40,11 +40,36 @@ impl Statements {
 
 type Row = (String, String, String, String);
 
+/// The holder details kept for shared names, by name and token.
+type Told = HashMap<(String, String), HolderInfo>;
+
 impl Db {
+    /// Every row of the read-write locks' and the semaphores' details tables.
+    fn held_details(&self) -> Result<Told, BackendError> {
+        let failed = |e| error("holder details", e);
+        let mut told = HashMap::new();
+        for statement in [&self.sql.rw.held.read, &self.sql.sem.held.read] {
+            let mut rows = self.conn.prepare_cached(statement).map_err(failed)?;
+            let entries: Vec<Row> = rows
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .and_then(Iterator::collect)
+                .map_err(failed)?;
+            for (name, token, acquired_at, details) in entries {
+                let at = time::from_text(&acquired_at, "acquired_at")?;
+                if let Some(info) = HolderInfo::parse(&details, at) {
+                    told.insert((name, token), info);
+                }
+            }
+        }
+        Ok(told)
+    }
+
     pub(crate) fn shared_states(&mut self, keys: &[String]) -> Result<Vec<SharedState>, BackendError> {
         let now = time::to_text(self.now());
         let failed = |e| error("read-write lock and semaphore status", e);
         let mut states = BTreeMap::new();
+        let mut told = self.held_details()?;
+        let mut details = |key: &str, token: &str| told.remove(&(key.to_owned(), token.to_owned()));
         {
             let sql = &self.sql.shared;
             let mut rows = self.conn.prepare_cached(&sql.rw_rows).map_err(failed)?;
@@ -56,7 +81,8 @@ impl Db {
                 let mut state = empty(&key, generation, None)?;
                 if let (Some(token), Some(expires)) = (writer, expires) {
                     let expires_at = time::from_text(&expires, "writer_expire_at")?;
-                    state.holders.push(Holding { token, side: Side::Write, expires_at });
+                    let details = details(&key, &token);
+                    state.holders.push(Holding { token, side: Side::Write, expires_at, details });
                 }
                 states.insert(key, state);
             }
@@ -76,6 +102,7 @@ impl Db {
                     .and_then(Iterator::collect)
                     .map_err(failed)?;
                 for (key, token, kind, expires) in entries {
+                    let told = if kind == lease { details(&key, &token) } else { None };
                     let state = states.entry(key.clone()).or_insert_with(|| SharedState {
                         key,
                         fence: None,
@@ -88,7 +115,7 @@ impl Db {
                     } else if kind == lease {
                         let side = if lease == "r" { Side::Read } else { Side::Permit };
                         let expires_at = time::from_text(&expires, "expire_at")?;
-                        state.holders.push(Holding { token, side, expires_at });
+                        state.holders.push(Holding { token, side, expires_at, details: told });
                     }
                 }
             }

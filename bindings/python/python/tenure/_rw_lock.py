@@ -180,6 +180,7 @@ class ReadWriteLock(Primitive):
         backend_timeout: Optional[Seconds] = None,
         env_prefix: Optional[str] = None,
         env_load: Optional[bool] = None,
+        purpose: Optional[str] = None,
     ) -> None:
         super().__init__(
             name,
@@ -191,6 +192,7 @@ class ReadWriteLock(Primitive):
             retry_interval=retry_interval,
             retry_jitter=retry_jitter,
             backend_timeout=backend_timeout,
+            purpose=purpose,
         )
         #: What each task holds (in this process), and its pair of holders (one per side, which
         #: refuse an upgrade and a second lease) with the native lock it was made on.

@@ -52,6 +52,7 @@ class Semaphore(Lock):
         backend_timeout: Optional[Seconds] = None,
         env_prefix: Optional[str] = None,
         env_load: Optional[bool] = None,
+        purpose: Optional[str] = None,
     ) -> None:
         if isinstance(permits, bool) or not isinstance(permits, int):
             raise TypeError(f"permits must be a whole number, got {type(permits).__name__}")
@@ -67,6 +68,7 @@ class Semaphore(Lock):
             retry_interval=retry_interval,
             retry_jitter=retry_jitter,
             backend_timeout=backend_timeout,
+            purpose=purpose,
         )
         self._rebuilt()
 

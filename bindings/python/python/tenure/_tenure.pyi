@@ -190,6 +190,7 @@ class ReadWriteLock:
         backend_timeout: Optional[float] = None,
         env_prefix: Optional[str] = None,
         env_load: Optional[bool] = None,
+        purpose: Optional[str] = None,
     ) -> ReadWriteLock: ...
     @property
     def name(self) -> str: ...
@@ -225,6 +226,7 @@ class Semaphore:
         backend_timeout: Optional[float] = None,
         env_prefix: Optional[str] = None,
         env_load: Optional[bool] = None,
+        purpose: Optional[str] = None,
     ) -> Semaphore: ...
     @property
     def name(self) -> str: ...

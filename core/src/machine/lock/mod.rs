@@ -720,7 +720,7 @@ impl LockMachine {
         }
     }
 
-    /// Sends `details` (who holds: host, pid, program, purpose) with every acquire of a lock (not
+    /// Sends `details` (who holds: host, pid, program, purpose) with every acquire (of a lock, a read-write lock's side or a permit; not
     /// with an extend), for the store to keep beside a new grant ([`crate::store::HolderDetails`]).
     pub fn set_details(&mut self, details: Option<HolderDetails>) {
         self.details = details;
@@ -758,11 +758,15 @@ impl LockMachine {
                 }
                 (Access::Exclusive, _) => StoreOp::LockRelease { key, token },
                 (Access::Read, LockOp::Acquire(lease) | LockOp::Attempt(lease)) => {
-                    StoreOp::RwAcquireRead { key, token, lease }
+                    StoreOp::RwAcquireRead { key, token, lease, details }
                 }
                 (Access::Read, _) | (Access::Write, LockOp::ReleaseRead) => StoreOp::RwReleaseRead { key, token },
-                (Access::Write, LockOp::Acquire(lease)) => StoreOp::RwAcquireWrite { key, token, lease, intent: false },
-                (Access::Write, LockOp::Attempt(lease)) => StoreOp::RwAcquireWrite { key, token, lease, intent: true },
+                (Access::Write, LockOp::Acquire(lease)) => {
+                    StoreOp::RwAcquireWrite { key, token, lease, intent: false, details }
+                }
+                (Access::Write, LockOp::Attempt(lease)) => {
+                    StoreOp::RwAcquireWrite { key, token, lease, intent: true, details }
+                }
                 (Access::Write, LockOp::Withdraw) => StoreOp::RwCancelIntent { key, token },
                 (Access::Write, LockOp::Downgrade(lease)) => StoreOp::RwDowngrade { key, token, lease },
                 (Access::Write, _) => StoreOp::RwReleaseWrite { key, token },
@@ -777,7 +781,7 @@ impl LockMachine {
                         LockOp::Attempt(lease) => Some(lease),
                         _ => None,
                     };
-                    StoreOp::SemAcquire { key, token, lease, permits: permits.get(), wait }
+                    StoreOp::SemAcquire { key, token, lease, permits: permits.get(), wait, details }
                 }
                 (Access::Permit(_), _) => StoreOp::SemRelease { key, token },
             }

@@ -75,6 +75,9 @@ pub struct Holding {
     pub side: Side,
     /// When the lease ends, by the store's clock.
     pub expires_at: WallTime,
+    /// Who holds it, as its holder told the store with the grant (host, pid, program, purpose,
+    /// since when); `None` where it told nothing (a grelmicro process, a user-written store).
+    pub details: Option<HolderInfo>,
 }
 
 /// The side a [`Holding`] holds.

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use tenure_core::{BackendError, FencingToken, Key, RwState, StoreOp, StoreReply, WriteGrant};
+use tenure_core::{BackendError, FencingToken, HolderDetails, Key, RwState, StoreOp, StoreReply, WriteGrant};
 
 use super::contract::{call, fence, flag, unsupported};
 use super::sem::with_token;
@@ -58,6 +58,32 @@ pub trait ReadWriteOperations: Clone + Send + Sync + 'static {
         intent: bool,
     ) -> impl Future<Output = Result<Option<WriteGrant>, BackendError>> + Send;
 
+    /// `acquire_read`, keeping the reader's `details` beside a grant ([`HolderDetails`]; `None`
+    /// on a renewal). The default, for a store that keeps no details: `acquire_read`.
+    fn acquire_read_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        lease: Duration,
+        details: Option<&HolderDetails>,
+    ) -> impl Future<Output = Result<Option<FencingToken>, BackendError>> + Send {
+        let _ = details;
+        self.acquire_read(name, token, lease)
+    }
+
+    /// `acquire_write`, keeping the writer's `details` beside a grant (see
+    /// [`ReadWriteOperations::acquire_read_with_details`]). The default: `acquire_write`.
+    fn acquire_write_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        (lease, intent): (Duration, bool),
+        details: Option<&HolderDetails>,
+    ) -> impl Future<Output = Result<Option<WriteGrant>, BackendError>> + Send {
+        let _ = details;
+        self.acquire_write(name, token, lease, intent)
+    }
+
     /// Drops `token`'s live read lease; true iff it held one.
     fn release_read(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send;
 
@@ -97,12 +123,14 @@ impl<T: ReadWriteOperations> ReadWriteLockBackend for T {
         let store = self.clone();
         Box::pin(async move {
             match op {
-                StoreOp::RwAcquireRead { key, token, lease } => {
-                    store.acquire_read(key.as_str(), token.as_str(), lease).await.map(StoreReply::Fence)
-                }
-                StoreOp::RwAcquireWrite { key, token, lease, intent } => {
-                    store.acquire_write(key.as_str(), token.as_str(), lease, intent).await.map(StoreReply::Write)
-                }
+                StoreOp::RwAcquireRead { key, token, lease, details } => store
+                    .acquire_read_with_details(key.as_str(), token.as_str(), lease, details.as_ref())
+                    .await
+                    .map(StoreReply::Fence),
+                StoreOp::RwAcquireWrite { key, token, lease, intent, details } => store
+                    .acquire_write_with_details(key.as_str(), token.as_str(), (lease, intent), details.as_ref())
+                    .await
+                    .map(StoreReply::Write),
                 StoreOp::RwReleaseRead { key, token } => {
                     store.release_read(key.as_str(), token.as_str()).await.map(StoreReply::Flag)
                 }
@@ -163,7 +191,7 @@ pub trait ReadWriteCalls {
 
 impl<B: ReadWriteLockBackend + ?Sized> ReadWriteCalls for B {
     fn acquire_read(&self, name: &str, token: &str, lease: Duration) -> BackendFuture<'static, Option<FencingToken>> {
-        let op = with_token(name, token, |key, token| StoreOp::RwAcquireRead { key, token, lease });
+        let op = with_token(name, token, |key, token| StoreOp::RwAcquireRead { key, token, lease, details: None });
         call(|op| self.execute(op), op, fence)
     }
 
@@ -174,7 +202,8 @@ impl<B: ReadWriteLockBackend + ?Sized> ReadWriteCalls for B {
         lease: Duration,
         intent: bool,
     ) -> BackendFuture<'static, Option<WriteGrant>> {
-        let op = with_token(name, token, |key, token| StoreOp::RwAcquireWrite { key, token, lease, intent });
+        let op =
+            with_token(name, token, |key, token| StoreOp::RwAcquireWrite { key, token, lease, intent, details: None });
         call(|op| self.execute(op), op, |reply| if let StoreReply::Write(w) = reply { Some(w) } else { None })
     }
 

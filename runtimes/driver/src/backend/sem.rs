@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use tenure_core::{BackendError, Key, PermitAnswer, SemState, StoreOp, StoreReply, Token};
+use tenure_core::{BackendError, HolderDetails, Key, PermitAnswer, SemState, StoreOp, StoreReply, Token};
 
 use super::contract::{call, flag, unsupported};
 use super::{BackendFuture, Wakeup};
@@ -51,6 +51,19 @@ pub trait SemaphoreOperations: Clone + Send + Sync + 'static {
         wait: Option<Duration>,
     ) -> impl Future<Output = Result<PermitAnswer, BackendError>> + Send;
 
+    /// `acquire`, keeping the holder's `details` beside a grant ([`HolderDetails`]; `None` on a
+    /// renewal). The default, for a store that keeps no details: `acquire`.
+    fn acquire_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        (lease, permits, wait): (Duration, u32, Option<Duration>),
+        details: Option<&HolderDetails>,
+    ) -> impl Future<Output = Result<PermitAnswer, BackendError>> + Send {
+        let _ = details;
+        self.acquire(name, token, lease, permits, wait)
+    }
+
     /// Drops `token`'s permit and its place in line; true iff it held a live permit.
     fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send;
 
@@ -72,9 +85,10 @@ impl<T: SemaphoreOperations> SemaphoreBackend for T {
         let store = self.clone();
         Box::pin(async move {
             match op {
-                StoreOp::SemAcquire { key, token, lease, permits, wait } => {
-                    store.acquire(key.as_str(), token.as_str(), lease, permits, wait).await.map(StoreReply::Permit)
-                }
+                StoreOp::SemAcquire { key, token, lease, permits, wait, details } => store
+                    .acquire_with_details(key.as_str(), token.as_str(), (lease, permits, wait), details.as_ref())
+                    .await
+                    .map(StoreReply::Permit),
                 StoreOp::SemRelease { key, token } => {
                     store.release(key.as_str(), token.as_str()).await.map(StoreReply::Flag)
                 }
@@ -121,7 +135,14 @@ impl<B: SemaphoreBackend + ?Sized> SemaphoreCalls for B {
         permits: u32,
         wait: Option<Duration>,
     ) -> BackendFuture<'static, PermitAnswer> {
-        let op = with_token(name, token, |key, token| StoreOp::SemAcquire { key, token, lease, permits, wait });
+        let op = with_token(name, token, |key, token| StoreOp::SemAcquire {
+            key,
+            token,
+            lease,
+            permits,
+            wait,
+            details: None,
+        });
         call(|op| self.execute(op), op, |reply| if let StoreReply::Permit(p) = reply { Some(p) } else { None })
     }
 

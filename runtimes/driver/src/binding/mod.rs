@@ -16,15 +16,15 @@ pub use options::{
 };
 pub use slot::LeaseSlot;
 
-/// A purpose given to a primitive that keeps no holder details (a read-write lock, a semaphore):
-/// a settings error naming `purpose`; `Ok` when none was given. (A lock's and a task lock's
-/// purpose is set with `set_purpose`, which checks it.)
+/// A purpose given to `reconfigure`: a settings error naming `purpose` (a primitive's purpose is
+/// given when it is made, and set with its `set_purpose`, which checks it); `Ok` when none was
+/// given.
 pub fn refuse_purpose(purpose: Option<&str>) -> Result<(), tenure_core::Error> {
     match purpose {
         None => Ok(()),
         Some(_) => Err(tenure_core::Error::settings(
             "purpose",
-            "purpose is a Lock's or a TaskLock's (set when it is made): read-write locks and semaphores keep no holder details yet",
+            "purpose is given when the lock, read-write lock or semaphore is made, not to reconfigure",
         )),
     }
 }

@@ -44,11 +44,9 @@ impl<R: Runtime> LockHolder<R> {
         Self { lock, cell, kind: HolderKind::Task }
     }
 
-    /// Who holds, as the lock says now (its purpose may have changed since this holder was made):
-    /// a lock's; the sides of a read-write lock and semaphores send none yet.
+    /// Who holds, as the lock says now (its purpose may have changed since this holder was made).
     fn details(&self) -> Option<tenure_core::HolderDetails> {
-        let shared = &self.lock.shared;
-        (shared.access == Access::Exclusive).then(|| shared.details.get()).flatten()
+        self.lock.shared.details.get()
     }
 
     /// Returns this task holder to its lock's idle holders if nobody else refers to it and its

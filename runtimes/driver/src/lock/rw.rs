@@ -44,7 +44,7 @@ impl<R: Runtime> ReadWriteLock<R> {
     /// Starts building the read-write lock `name` on `runtime`. Unset settings come from
     /// `GREL_READWRITELOCK_*` environment variables, then grelmicro's defaults (a lock's).
     pub fn builder(name: &str, runtime: R) -> ReadWriteLockBuilder<R> {
-        ReadWriteLockBuilder { common: Common::new(name, runtime), config: LockConfig::builder() }
+        ReadWriteLockBuilder { common: Common::new(name, runtime), config: LockConfig::builder(), purpose: None }
     }
 
     /// The read-write lock `name` with exactly `config` (no environment), on `backend`.
@@ -78,6 +78,19 @@ impl<R: Runtime> ReadWriteLock<R> {
     /// Swaps the configuration of both sides, which share it (see [`Lock::reconfigure`]).
     pub fn reconfigure(&self, config: LockConfig) -> Result<(), Error> {
         self.read.reconfigure(config)
+    }
+
+    /// Says what the lock is held for ("catalog rebuild"): shown with each reader's and the
+    /// writer's host, pid and program by `tenure locks`, from the next acquisition on (see
+    /// [`Lock::set_purpose`]).
+    pub fn set_purpose(&self, purpose: Option<&str>) -> Result<(), Error> {
+        self.read.set_purpose(purpose)?;
+        self.write.set_purpose(purpose)
+    }
+
+    /// The purpose given ([`ReadWriteLock::set_purpose`]).
+    pub fn purpose(&self) -> Option<String> {
+        self.read.purpose()
     }
 
     /// The read side: shared with other readers, refused while a writer holds or waits.
@@ -342,6 +355,7 @@ impl<R: Runtime> std::fmt::Debug for WriteGuard<R> {
 pub struct ReadWriteLockBuilder<R: Runtime> {
     common: Common<dyn ReadWriteLockBackend, R>,
     config: LockConfigBuilder,
+    purpose: Option<String>,
 }
 
 impl<R: Runtime> ReadWriteLockBuilder<R> {
@@ -349,10 +363,18 @@ impl<R: Runtime> ReadWriteLockBuilder<R> {
 
     lock_config_setters!();
 
+    /// What the lock is held for, shown with its holders ([`ReadWriteLock::set_purpose`]).
+    pub fn purpose(mut self, purpose: &str) -> Self {
+        self.purpose = Some(purpose.to_owned());
+        self
+    }
+
     /// Validates the name and every setting and builds the read-write lock.
     pub fn build(self) -> Result<ReadWriteLock<R>, Error> {
         let built = self.common.build("ReadWriteLock", ReadWriteConfig(self.config))?;
-        Ok(ReadWriteLock::assemble(&built.name, built.config, built.backend, built.runtime))
+        let lock = ReadWriteLock::assemble(&built.name, built.config, built.backend, built.runtime);
+        lock.set_purpose(self.purpose.as_deref())?;
+        Ok(lock)
     }
 }
 

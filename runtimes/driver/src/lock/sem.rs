@@ -44,7 +44,7 @@ impl<R: Runtime> Semaphore<R> {
     /// Starts building the semaphore `name` of `permits` permits on `runtime`. Unset settings
     /// come from `GREL_SEMAPHORE_*` environment variables, then a lock's defaults.
     pub fn builder(name: &str, permits: u32, runtime: R) -> SemaphoreBuilder<R> {
-        SemaphoreBuilder { common: Common::new(name, runtime), config: LockConfig::builder(), permits }
+        SemaphoreBuilder { common: Common::new(name, runtime), config: LockConfig::builder(), permits, purpose: None }
     }
 
     /// The semaphore `name` of `permits` permits with exactly `config` (no environment), on
@@ -90,6 +90,17 @@ impl<R: Runtime> Semaphore<R> {
     /// Swaps the configuration (see [`Lock::reconfigure`]); the permit count stays.
     pub fn reconfigure(&self, config: LockConfig) -> Result<(), Error> {
         self.lock.reconfigure(config)
+    }
+
+    /// Says what the permits are held for ("export"): shown with each holder's host, pid and
+    /// program by `tenure locks`, from the next acquisition on (see [`Lock::set_purpose`]).
+    pub fn set_purpose(&self, purpose: Option<&str>) -> Result<(), Error> {
+        self.lock.set_purpose(purpose)
+    }
+
+    /// The purpose given ([`Semaphore::set_purpose`]).
+    pub fn purpose(&self) -> Option<String> {
+        self.lock.purpose()
     }
 
     /// Waits until a permit is free for this holder, keeping a place in the store's line (and
@@ -173,6 +184,7 @@ pub struct SemaphoreBuilder<R: Runtime> {
     common: Common<dyn SemaphoreBackend, R>,
     config: LockConfigBuilder,
     permits: u32,
+    purpose: Option<String>,
 }
 
 impl<R: Runtime> SemaphoreBuilder<R> {
@@ -180,12 +192,20 @@ impl<R: Runtime> SemaphoreBuilder<R> {
 
     lock_config_setters!();
 
+    /// What the permits are held for, shown with their holders ([`Semaphore::set_purpose`]).
+    pub fn purpose(mut self, purpose: &str) -> Self {
+        self.purpose = Some(purpose.to_owned());
+        self
+    }
+
     /// Validates the name, the permit count (at least 1) and every setting and builds the
     /// semaphore.
     pub fn build(self) -> Result<Semaphore<R>, Error> {
         let permits = permit_count(self.permits)?;
         let built = self.common.build("Semaphore", SemaphoreConfig(self.config))?;
-        Ok(Semaphore::assemble(&built.name, permits, built.config, built.backend, built.runtime))
+        let semaphore = Semaphore::assemble(&built.name, permits, built.config, built.backend, built.runtime);
+        semaphore.set_purpose(self.purpose.as_deref())?;
+        Ok(semaphore)
     }
 }
 

@@ -24,8 +24,9 @@ data class LockOptions @JvmOverloads constructor(
     val envPrefix: String? = null,
     val envLoad: Boolean? = null,
     /**
-     * What the lock is held for, shown with its holder by [Lock.state] and `tenure locks` (1 to
-     * 256 bytes). A [Lock]'s only: read-write locks and semaphores refuse it.
+     * What the lock, read-write lock or semaphore is held for, shown with each holder's host,
+     * pid and program by `tenure locks` (and a lock's by [Lock.state]); 1 to 256 bytes, given
+     * when it is made ([Lock.reconfigure] refuses it).
      */
     val purpose: String? = null,
 ) {

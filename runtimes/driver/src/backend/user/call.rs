@@ -208,10 +208,10 @@ impl Call {
             },
             StoreOp::LeaderRelease { key, token } => call(Method::LeaderRelease, key, Some(token)),
             StoreOp::LeaderGet { key } => call(Method::Get, key, None),
-            StoreOp::RwAcquireRead { key, token, lease } => {
+            StoreOp::RwAcquireRead { key, token, lease, .. } => {
                 Call { lease: Some(*lease), ..call(Method::AcquireRead, key, Some(token)) }
             }
-            StoreOp::RwAcquireWrite { key, token, lease, intent } => {
+            StoreOp::RwAcquireWrite { key, token, lease, intent, .. } => {
                 Call { lease: Some(*lease), intent: Some(*intent), ..call(Method::AcquireWrite, key, Some(token)) }
             }
             StoreOp::RwReleaseRead { key, token } => call(Method::ReleaseRead, key, Some(token)),
@@ -223,7 +223,7 @@ impl Call {
             StoreOp::RwState { key } => call(Method::RwState, key, None),
             StoreOp::RwOwnedRead { key, token } => call(Method::OwnedRead, key, Some(token)),
             StoreOp::RwOwnedWrite { key, token } => call(Method::OwnedWrite, key, Some(token)),
-            StoreOp::SemAcquire { key, token, lease, permits, wait } => Call {
+            StoreOp::SemAcquire { key, token, lease, permits, wait, .. } => Call {
                 lease: Some(*lease),
                 permits: Some(*permits),
                 wait: *wait,

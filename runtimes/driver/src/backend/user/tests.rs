@@ -197,12 +197,19 @@ fn token(token: &str) -> Token {
 }
 
 fn write(name: &str, who: &str, intent: bool) -> StoreOp {
-    StoreOp::RwAcquireWrite { key: key(name), token: token(who), lease: Duration::from_secs(2), intent }
+    StoreOp::RwAcquireWrite { key: key(name), token: token(who), lease: Duration::from_secs(2), intent, details: None }
 }
 
 fn permit(name: &str, who: &str) -> StoreOp {
     let wait = Some(Duration::from_millis(300));
-    StoreOp::SemAcquire { key: key(name), token: token(who), lease: Duration::from_secs(2), permits: 3, wait }
+    StoreOp::SemAcquire {
+        key: key(name),
+        token: token(who),
+        lease: Duration::from_secs(2),
+        permits: 3,
+        wait,
+        details: None,
+    }
 }
 
 #[test]
@@ -221,7 +228,12 @@ fn read_write_calls_go_by_their_user_names_with_their_arguments() {
     let granted = block_on(call).expect("answered");
     assert_eq!(granted, StoreReply::Write(Some(WriteGrant { fence: FencingToken::new(4), poisoned: true })));
     // A reader's generation may be 0 (never written); the state keeps its four counts.
-    let read = StoreOp::RwAcquireRead { key: key("rwlock:new"), token: token("r1"), lease: Duration::from_secs(1) };
+    let read = StoreOp::RwAcquireRead {
+        key: key("rwlock:new"),
+        token: token("r1"),
+        lease: Duration::from_secs(1),
+        details: None,
+    };
     let reply = run(&store, &host, &home, read, |a| a.generation(Some(0))).expect("answered");
     assert_eq!(reply, StoreReply::Fence(Some(FencingToken::new(0))));
     let state = RwState { generation: 4, writing: false, readers: 2, waiting_writers: 1 };

@@ -26,6 +26,7 @@ import tenure.LockLostException
 import tenure.LockNotOwnedException
 import tenure.LockOptions
 import tenure.LockState
+import tenure.ReadWriteLock
 import tenure.Semaphore
 import tenure.SettingsValidationException
 import tenure.TaskLock
@@ -73,6 +74,36 @@ fun lockTests(suite: Suite) {
         }
     }
 
+    suite.test("redis: a read-write lock's writer and a semaphore's permit holder name their purpose to tenure locks") {
+        val cli = System.getenv("TENURE_CLI") ?: error("set TENURE_CLI to the tenure command (scripts/test.sh kotlin does)")
+        val url = Stores.url("redis")
+        val store = Store.open(url)
+        try {
+            val (catalogName, exportsName) = Pair(Stores.fresh("catalog"), Stores.fresh("exports"))
+            val catalog = ReadWriteLock(catalogName, store, LockOptions(purpose = "rebuild"))
+            val exports = Semaphore(exportsName, 2, store, LockOptions(purpose = "export"))
+            val listed = catalog.write.withLock {
+                exports.withPermit {
+                    val locks = ProcessBuilder(cli, "--backend", url, "locks", "--json").redirectErrorStream(true).start()
+                    val said = locks.inputStream.bufferedReader().readText()
+                    check(locks.waitFor() == 0) { said }
+                    said
+                }
+            }
+            val pid = ProcessHandle.current().pid()
+            for ((name, side, purpose) in listOf(Triple(catalogName, "write", "rebuild"), Triple(exportsName, "permit", "export"))) {
+                // (one holder each; the listing's keys are in order: holders, then kind, line, name)
+                val entry = Regex("\"holders\":\\[\\{([^{}]*)\\}\\],[^{}]*?\"name\":\"$name\"").find(listed)
+                val holder = entry?.groupValues?.get(1) ?: error("$name not listed with one holder: $listed")
+                for (told in listOf("\"side\":\"$side\"", "\"pid\":$pid,", "\"purpose\":\"$purpose\"")) {
+                    check(told in holder) { "$name's holder does not tell $told: $holder" }
+                }
+            }
+        } finally {
+            store.close()
+        }
+    }
+
     for (kind in Stores.kinds) {
         suite.test("$kind: state() names the holder, its process and its purpose; never the token") {
             val name = Stores.fresh("state")
@@ -97,7 +128,10 @@ fun lockTests(suite: Suite) {
             assertEquals("weekly", task.state().holder?.purpose, "the run's purpose")
             run.exit()
             assertThrows<SettingsValidationException> { Lock(name, Stores.of(kind), LockOptions(purpose = "a\nb")) }
-            assertThrows<SettingsValidationException> { Semaphore(name, 2, Stores.of(kind), LockOptions(purpose = "pool")) }
+            assertThrows<SettingsValidationException> { Semaphore(name, 2, Stores.of(kind), LockOptions(purpose = "a\nb")) }
+            assertThrows<SettingsValidationException> {
+                ReadWriteLock(name, Stores.of(kind), LockOptions(purpose = "p".repeat(10_000)))
+            }
         }
 
         suite.test("$kind: state() lists who waits, first in line first (null where the store keeps no line)") {
