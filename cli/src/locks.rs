@@ -5,6 +5,7 @@
 use clap::Args;
 use serde_json::{Value, json};
 
+use tenure::HolderInfo;
 use tenure::backend::{Waiting, holder_worker};
 
 use crate::Failure;
@@ -81,6 +82,7 @@ fn document(s: &Snapshot, now: i64) -> Value {
                 "term": l.record.transitions,
                 "fencing_token": l.record.fence.map(|f| f.get()),
                 "expires_in_s": seconds_until(l.record.expires_at(), now),
+                "leader_details": l.details.as_ref().map(|d| listing::details_json(d, now)),
             })
         })
         .collect();
@@ -128,8 +130,9 @@ pub(crate) fn table(s: &Snapshot, now: i64) -> String {
             let r = &l.record;
             let fence = r.fence.map_or_else(|| "-".to_owned(), |f| f.get().to_string());
             let left = format!("{:.1}s", seconds_until(r.expires_at(), now));
+            let told = l.details.as_ref().map(|d| told_by(d, now)).unwrap_or_default();
             out.push_str(&format!(
-                "{:<10} {:<28} {fence:>8} {left:>9} {:>8}  {}\n",
+                "{:<10} {:<28} {fence:>8} {left:>9} {:>8}  {}{told}\n",
                 "election",
                 listing::split(&l.key).1,
                 r.transitions,
@@ -145,7 +148,11 @@ pub(crate) fn table(s: &Snapshot, now: i64) -> String {
 
 /// What a holder told the store, for the table: ` on HOST pid PID (PROGRAM) for 12.0s: PURPOSE`.
 fn told(h: &Held<'_>, now: i64) -> String {
-    let Some(d) = h.details else { return String::new() };
+    h.details.map(|d| told_by(d, now)).unwrap_or_default()
+}
+
+/// What a holder or leader told the store: ` on HOST pid PID (PROGRAM) for 12.0s: PURPOSE`.
+fn told_by(d: &HolderInfo, now: i64) -> String {
     let held = -seconds_until(d.acquired_at, now);
     let purpose = d.purpose.as_deref().map(|p| format!(": {p}")).unwrap_or_default();
     format!(" on {} pid {} ({}) for {held:.1}s{purpose}", d.host, d.pid, d.program)

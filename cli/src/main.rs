@@ -150,6 +150,10 @@ pub(crate) struct ElectArgs {
     /// Seconds between attempts and renewals (default 2).
     #[arg(long, value_name = "S", value_parser = seconds, allow_negative_numbers = true)]
     pub(crate) retry_interval: Option<Duration>,
+    /// What this worker leads for, shown with its host, pid and program by `tenure locks` while
+    /// it leads (default: the command's name, never its arguments).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) purpose: Option<String>,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,

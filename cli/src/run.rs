@@ -187,6 +187,9 @@ pub(crate) async fn elect(backend: Option<&str>, args: ElectArgs) -> Result<i32,
     if let Some(retry) = args.retry_interval {
         builder = builder.retry_interval(retry);
     }
+    if let Some(purpose) = purpose_of(args.purpose.as_deref(), &args.command) {
+        builder = builder.purpose(&purpose);
+    }
     let election = builder.env_load(false).build().map_err(|e| usage(&e))?;
     let config = election.config();
     // Leadership ends locally at the renew deadline; the lease lasts until lease_duration. The

@@ -70,6 +70,7 @@ fn leader_json(l: &LeaderState, now: i64) -> Value {
         "expires_at": r.expires_at().to_string(),
         "expires_in_s": seconds_until(r.expires_at(), now),
         "metadata": r.metadata.as_map(),
+        "holder_details": l.details.as_ref().map(|d| crate::listing::details_json(d, now)),
     })
 }
 

@@ -246,7 +246,7 @@ fn locks_lists_every_kind_with_holders_waiters_and_leaders_and_never_a_token() {
             &["lock", "--permits", "1", "pool", "--purpose", "export", "--", "sleep", "600"],
             &["lock", "--permits", "1", "pool", "--", "sleep", "600"],
             &["lock", "--shared", "doc", "--", "sleep", "600"],
-            &["elect", "svc", "--", "sleep", "600"],
+            &["elect", "svc", "--purpose", "schedule", "--", "sleep", "600"],
         ],
     );
     let listed = |args: &[&str]| {
@@ -299,6 +299,9 @@ fn locks_lists_every_kind_with_holders_waiters_and_leaders_and_never_a_token() {
     let expected = if permit["pid"].as_u64() == Some(first) { (first, "export") } else { (second, "sleep") };
     assert_eq!((permit["pid"].as_u64(), permit["purpose"].as_str()), (Some(expected.0), Some(expected.1)), "{permit}");
     assert_eq!(permit["side"], "permit", "{permit}");
+    let leader = &doc["elections"][0];
+    assert_eq!(leader["leader_details"]["purpose"], "schedule", "{leader}");
+    assert_eq!(leader["leader_details"]["pid"].as_u64(), Some(u64::from(holders.0[5].id())), "{leader}");
     let reader = holder_of("doc");
     assert_eq!((reader["purpose"].as_str(), reader["program"].as_str()), (Some("sleep"), Some("tenure")), "{reader}");
     let table = listed(&["locks"]);

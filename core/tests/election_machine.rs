@@ -392,3 +392,33 @@ fn a_leader_whose_loop_stalls_is_stale_past_its_deadline_plus_the_tolerance() {
     let _ = w.pump(&mut e);
     assert_eq!(e.stale_leadership(w.now + ms(500), ms(30)), None);
 }
+
+#[test]
+fn the_leaders_details_go_with_each_attempt_to_lead_and_stay_with_the_term() {
+    let mut w = World::new();
+    let mut e = election(&mut w, "w1");
+    let told = tenure_core::HolderDetails::new(r#"{"host":"h","pid":1,"program":"p","purpose":"schedule"}"#).unwrap();
+    e.set_details(Some(told.clone()));
+    assert!(e.start(w.now));
+    let request = w.take(&mut e);
+    assert!(
+        matches!(&request.op, StoreOp::LeaderAcquireOrRenew { details: Some(d), .. } if *d == told),
+        "an attempt to lead tells who: {:?}",
+        request.op
+    );
+    w.advance(ms(1));
+    assert_eq!(w.answer(&mut e, &request), vec![ElectionEvent::Elected]);
+    let kept = w.store.leader_details(&key(KeyKind::Leader, "svc"), w.now).unwrap().clone();
+    assert_eq!((kept.details, Some(kept.fence)), (told, e.record().unwrap().fence));
+    w.advance(ms(5));
+    e.handle_timeout(w.now);
+    let renewal = w.take(&mut e);
+    assert!(
+        matches!(&renewal.op, StoreOp::LeaderAcquireOrRenew { details: Some(_), .. }),
+        "a renewal tells who too (the store may begin a term with it): {:?}",
+        renewal.op
+    );
+    w.answer(&mut e, &renewal);
+    let still = w.store.leader_details(&key(KeyKind::Leader, "svc"), w.now).unwrap();
+    assert_eq!(still.granted_at, kept.granted_at, "the term keeps what began it");
+}

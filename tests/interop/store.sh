@@ -81,3 +81,8 @@ seen=$(cat "$dir/seen")
 echo "$kind: tenure led after ${waited_ms} ms (grelmicro's lease: 2000 ms); grelmicro then saw leader $seen"
 [ "$waited_ms" -ge 1500 ] || { echo "tenure led while grelmicro's lease was live"; exit 1; }
 case $seen in grelmicro-worker|none) echo "grelmicro did not see tenure's leader"; exit 1 ;; esac
+# grelmicro leads again after tenure's leader (who told the store its details): the term's fence is
+# still tenure's, its start grelmicro's, and the listing shows no details for grelmicro's leader.
+"${grelmicro[@]}" take "$server" "$where" leader:svc grelmicro-worker 2
+"$tenure" --backend "$url" status svc --json | grep '"holder":"grelmicro-worker"' \
+  | grep -q '"holder_details":null' || { echo "$kind: grelmicro's leader shown with tenure's details"; exit 1; }

@@ -6,6 +6,10 @@
 //! grelmicro process put shows none. (Not on a lease: one small key per name, like the fences of
 //! the other stores; a take that did not hold writes nothing.)
 //!
+//! An election's leader keeps its details the same way, put in the transaction of the take that
+//! begins its term (whose revision is the term's fence); a take that had to put its key apart
+//! from the count (keys of longer names under the election's prefix) writes none.
+//!
 //! A shared name's holders (a read-write lock's readers and writer, a semaphore's permits) each
 //! have one: `<prefix>tenure-details/<name>/<hex token>`, valued as above and put on the holder's
 //! own etcd lease in its grant's transaction, so it ends with the lease (a release, an expiry); a
@@ -89,13 +93,19 @@ impl EtcdBackend {
 
     /// The details of `holder`, the holder of `name`, if its take wrote them.
     pub(crate) async fn details_of(&self, name: &str, holder: &KeyValue) -> Result<Option<HolderInfo>, BackendError> {
+        self.details_at(name, holder.create_revision()).await
+    }
+
+    /// The details kept for `name` by the take at `revision` (a holder's or a term's create
+    /// revision: its fence), if it wrote them.
+    pub(crate) async fn details_at(&self, name: &str, revision: i64) -> Result<Option<HolderInfo>, BackendError> {
         let key = self.details_key(name);
         let kvs =
             self.run("reading holder details", name, move |client| async move {
                 Ok(client.get(key, None).await?.take_kvs())
             })
             .await?;
-        let Some(kv) = kvs.first().filter(|kv| kv.mod_revision() == holder.create_revision()) else { return Ok(None) };
+        let Some(kv) = kvs.first().filter(|kv| kv.mod_revision() == revision) else { return Ok(None) };
         let Some((micros, text)) = kv.value_str().and_then(|v| v.split_once(':')) else { return Ok(None) };
         let Ok(micros) = micros.parse::<i64>() else { return Ok(None) };
         Ok(HolderInfo::parse(text, WallTime::from_unix_micros(micros)))

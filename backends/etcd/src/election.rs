@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::client::{Compare, CompareOp, KeyValue, Txn, TxnOp, TxnResponse};
 use serde::{Deserialize, Serialize};
 use tenure::backend::{LeaderElectionOperations, Wakeup};
-use tenure_core::{BackendError, BackendErrorKind, LeaderRecord, Metadata, WallTime};
+use tenure_core::{BackendError, BackendErrorKind, HolderDetails, LeaderRecord, Metadata, WallTime};
 use tenure_store::Wake;
 
 use crate::EtcdBackend;
@@ -163,16 +163,15 @@ impl EtcdBackend {
         name: &str,
         record: LeaderRecord,
         revision: i64,
-        leased: Option<Leased>,
+        (leased, details): (Option<Leased>, Option<&HolderDetails>),
     ) -> Result<Elected, BackendError> {
         let (prefix, last_key) = (self.contenders_prefix(name), self.last_key(name));
         let token = record.holder.clone();
         let count = json(&Last { holder: record.holder.clone(), transitions: record.transitions })?;
-        let beside = Beside {
-            guards: vec![unchanged(&last_key, revision)],
-            also: vec![TxnOp::put(last_key.clone(), count, None)],
-            read: vec![TxnOp::get(last_key, None)],
-        };
+        let mut also = vec![TxnOp::put(last_key.clone(), count, None)];
+        also.extend(self.beside_take(name, details).also);
+        let beside =
+            Beside { guards: vec![unchanged(&last_key, revision)], also, read: vec![TxnOp::get(last_key, None)] };
         let value = json(&record)?;
         let (taken, response) = match leased {
             Some(leased) => self.take(prefix.clone(), value, leased, beside, name).await?,
@@ -244,12 +243,18 @@ impl EtcdBackend {
     /// One attempt of `token` at `name`'s lead (the cache did not hold it): straight to the
     /// guarded write if the watch saw a candidate go since this token's last refused attempt
     /// read the name (see [`crate::takeover`]), else after a read.
-    async fn campaign(&self, name: &str, token: &str, fresh: &LeaderRecord) -> Result<Elected, BackendError> {
+    async fn campaign(
+        &self,
+        name: &str,
+        token: &str,
+        fresh: &LeaderRecord,
+        details: Option<&HolderDetails>,
+    ) -> Result<Elected, BackendError> {
         if let Some(standing) = self.state.standings.take(name, token)
             && let Some((last, revision)) = self.watch.deletions.since(name, standing)
         {
             let record = LeaderRecord { transitions: transitions_for(last.as_ref(), token), ..fresh.clone() };
-            return self.elect(name, record, revision, None).await;
+            return self.elect(name, record, revision, (None, details)).await;
         }
         // The lease a takeover needs is made ready beside the read (a spare refreshed, most
         // often: no write), and kept spare if somebody leads.
@@ -296,7 +301,7 @@ impl EtcdBackend {
             return self.follows(leader, token, transitions, standing, name).await;
         }
         let record = LeaderRecord { transitions: transitions_for(standing.last.as_ref(), token), ..fresh.clone() };
-        self.elect(name, record, standing.revision, Some(leased)).await
+        self.elect(name, record, standing.revision, (Some(leased), details)).await
     }
 }
 
@@ -356,6 +361,16 @@ impl LeaderElectionOperations for EtcdBackend {
         lease: Duration,
         metadata: &Metadata,
     ) -> Result<LeaderRecord, BackendError> {
+        self.acquire_or_renew_with_details(name, token, (lease, metadata), None).await
+    }
+
+    async fn acquire_or_renew_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        (lease, metadata): (Duration, &Metadata),
+        details: Option<&HolderDetails>,
+    ) -> Result<LeaderRecord, BackendError> {
         let at = now();
         if let Some((held, mut record)) = self.state.leaders.take(name, token) {
             (record.lease_duration, record.renewed_at, record.metadata) = (lease, at, metadata.clone());
@@ -377,7 +392,7 @@ impl LeaderElectionOperations for EtcdBackend {
         // A second read only when a key of this token's own leads (another call of it took
         // the lead meanwhile): it is renewed then.
         for _ in 0..2 {
-            match self.campaign(name, token, &fresh).await? {
+            match self.campaign(name, token, &fresh, details).await? {
                 Elected::Holds(held, record) => {
                     let fence = Some(crate::fence(held.revision)?);
                     self.state.leaders.put(name, token, (held, record.clone()));

@@ -89,7 +89,9 @@ impl Inspect for EtcdBackend {
                 .filter(|n| n.starts_with("leader:"))
             {
                 if let Some(record) = tenure::backend::LeaderElectionOperations::get(&store, &name).await? {
-                    states.push(LeaderState { key: name, record });
+                    let revision = record.fence.map_or(0, |f| i64::try_from(f.get()).unwrap_or(i64::MAX));
+                    let details = store.details_at(&name, revision).await?;
+                    states.push(LeaderState { key: name, record, details });
                 }
             }
             Ok(states)

@@ -304,6 +304,7 @@ async fn status_lists_read_write_locks_and_semaphores() {
     tenure_conformance::inspect::inspection_lists_read_write_locks_and_semaphores(&store).await;
     tenure_conformance::shared_details::read_write_holders_show_their_details(&store).await;
     tenure_conformance::shared_details::permit_holders_show_their_details(&store).await;
+    tenure_conformance::shared_details::leaders_show_their_details(&store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -43,7 +43,10 @@ impl PostgresBackend {
             .map(|row| {
                 let key: String = record::column(row, 0, "a leader", "name")?;
                 let record = record::leader(row, 1, &key)?;
-                Ok(LeaderState { key, record })
+                let acquired_at: Option<Instant> = record::column(row, 8, &key, "acquired_at")?;
+                let told: Option<String> = record::column(row, 9, &key, "details")?;
+                let details = acquired_at.zip(told).and_then(|(at, text)| HolderInfo::parse(&text, at.0));
+                Ok(LeaderState { key, record, details })
             })
             .collect()
     }

@@ -333,13 +333,14 @@ impl PostgresBackend {
         &self,
         name: &str,
         token: &str,
-        lease: Duration,
-        metadata: &Metadata,
+        (lease, metadata): (Duration, &Metadata),
+        details: Option<&HolderDetails>,
     ) -> Result<LeaderRecord, BackendError> {
-        let (micros, json) = (micros(lease), metadata_json(metadata));
+        let (micros, json, details) = (micros(lease), metadata_json(metadata), details.map(HolderDetails::as_str));
         let what = "leader acquire_or_renew";
         self.listen_if_waited(name).await;
-        let row = self.row(what, name, |s| &s.leader_acquire, &[&name, &token, &micros, &json]).await?;
+        let params: [&(dyn ToSql + Sync); 5] = [&name, &token, &micros, &json, &details];
+        let row = self.row(what, name, |s| &s.leader_acquire, &params).await?;
         let row = row.ok_or_else(|| {
             BackendError::new(BackendErrorKind::Protocol, format!("{what} of {name}: the function returned no row"))
         })?;
@@ -657,7 +658,17 @@ impl LeaderElectionOperations for PostgresBackend {
         duration: Duration,
         metadata: &Metadata,
     ) -> impl Future<Output = Result<LeaderRecord, BackendError>> + Send {
-        self.leader_acquire_or_renew(name, token, duration, metadata)
+        self.leader_acquire_or_renew(name, token, (duration, metadata), None)
+    }
+
+    fn acquire_or_renew_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        asked: (Duration, &Metadata),
+        details: Option<&HolderDetails>,
+    ) -> impl Future<Output = Result<LeaderRecord, BackendError>> + Send {
+        self.leader_acquire_or_renew(name, token, asked, details)
     }
 
     fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {

@@ -123,12 +123,21 @@ impl Texts {
             // grelmicro's function decides; a take it made (acquired = renewed, to this token)
             // begins a term with the next fence, in Tenure's table beside grelmicro's (under the
             // function's advisory lock, held to the commit).
+            // The leader's details ($5, NULL for none) are kept beside a term it begins, in the
+            // locks' details table (by the term's fence), as a lock's are; a listing matches the
+            // term's start too (the same NOW() as the function's), for a grelmicro process takes
+            // the lead without a new fence.
             leader_acquire: format!(
                 "WITH r AS MATERIALIZED (SELECT * FROM {leaders}_le_acquire_or_renew_v2($1, $2, $3::bigint, $4::text::jsonb)), \
                  taken AS ( \
                      INSERT INTO {fences} (name, fence) SELECT $1, 1 FROM r \
                      WHERE r.r_holder = $2 AND r.r_acquired_at = r.r_renewed_at \
-                     ON CONFLICT (name) DO UPDATE SET fence = {fences}.fence + 1 RETURNING fence) \
+                     ON CONFLICT (name) DO UPDATE SET fence = {fences}.fence + 1 RETURNING fence), \
+                 kept AS ( \
+                     INSERT INTO {locks}_details (name, fence, acquired_at, details) \
+                     SELECT $1, fence, NOW(), $5::text FROM taken WHERE $5::text IS NOT NULL \
+                     ON CONFLICT (name) DO UPDATE SET fence = EXCLUDED.fence, acquired_at = EXCLUDED.acquired_at, \
+                         details = EXCLUDED.details) \
                  SELECT r_holder, round(EXTRACT(EPOCH FROM r_lease_duration) * 1000000)::bigint, r_acquired_at, \
                         r_renewed_at, r_transitions, r_metadata::text, \
                         COALESCE((SELECT fence FROM taken), (SELECT fence FROM {fences} WHERE name = $1)) \
@@ -142,8 +151,11 @@ impl Texts {
                 "SELECT {LEADER_COLUMNS} FROM {leaders} LEFT JOIN {fences} USING (name) WHERE name = $1 AND {leader_live}"
             ),
             leader_states: format!(
-                "SELECT name, {LEADER_COLUMNS} FROM {leaders} LEFT JOIN {fences} USING (name) \
-                 WHERE (cardinality($1::text[]) = 0 OR name = ANY($1)) AND {leader_live} ORDER BY name"
+                "SELECT s.*, d.acquired_at, d.details FROM (SELECT name, {LEADER_COLUMNS} FROM {leaders} \
+                     LEFT JOIN {fences} USING (name) \
+                     WHERE (cardinality($1::text[]) = 0 OR name = ANY($1)) AND {leader_live}) s \
+                 LEFT JOIN {locks}_details d ON d.name = s.name AND d.fence = s.fence \
+                     AND d.acquired_at = s.acquired_at ORDER BY s.name"
             ),
             shared_states: shared_states(&options.rwlock_table, &options.semaphore_table),
             schedule_claim: format!(

@@ -67,9 +67,16 @@ impl RedisBackend {
         names.sort();
         names.dedup();
         let mut states = Vec::new();
+        let mut con = self.connection()?;
         for key in names {
             if let Some(record) = self.leader_get(&key).await? {
-                states.push(LeaderState { key, record });
+                let told: Option<String> = redis::cmd("GET")
+                    .arg(self.key(&format!("details:{key}")))
+                    .query_async(&mut con)
+                    .await
+                    .map_err(|e| error("leader status", &key, &e))?;
+                let details = told.and_then(|text| term_details(&text, &record));
+                states.push(LeaderState { key, record, details });
             }
         }
         Ok(states)
@@ -134,6 +141,17 @@ fn kept_details(text: &str, fence: tenure_core::FencingToken) -> Option<HolderIn
     }
     let at = WallTime::from_unix_micros(ms.parse::<i64>().ok()?.checked_mul(1000)?);
     HolderInfo::parse(details, at)
+}
+
+/// A leader's details kept as `<fence>:<acquired_at µs>:<details>` (`scripts::LEADER_ACQUIRE_OR_RENEW`),
+/// if they are the live term's: its fence and its start (a grelmicro process takes the lead
+/// without a new fence).
+fn term_details(text: &str, record: &tenure_core::LeaderRecord) -> Option<HolderInfo> {
+    let (fence, rest) = text.split_once(':')?;
+    let (micros, details) = rest.split_once(':')?;
+    let (fence, micros) = (fence.parse::<u64>().ok()?, micros.parse::<i64>().ok()?);
+    let term = record.fence.map(|f| f.get()) == Some(fence) && record.acquired_at.as_unix_micros() == micros;
+    term.then(|| HolderInfo::parse(details, WallTime::from_unix_micros(micros))).flatten()
 }
 
 /// What one read of a lock name gives: its value, TTL, fence, holder details, queue and places.

@@ -329,14 +329,18 @@ impl RedisBackend {
         &self,
         name: &str,
         token: &str,
-        lease: Duration,
-        metadata: &Metadata,
+        (lease, metadata): (Duration, &Metadata),
+        details: Option<&HolderDetails>,
     ) -> Result<LeaderRecord, BackendError> {
         let mut con = self.connection()?;
         self.inner.subscriptions.subscribe_wanted(&mut con, name).await;
         let mut invocation = self.inner.scripts.leader_acquire_or_renew.key(self.key(&format!("le_us:{name}")));
-        invocation.key(self.key(&format!("fence:{name}")));
-        invocation.arg(token).arg(tenure_core::time::ceil_micros(lease)).arg(record::metadata_json(metadata));
+        invocation.key(self.key(&format!("fence:{name}"))).key(self.key(&format!("details:{name}")));
+        invocation
+            .arg(token)
+            .arg(tenure_core::time::ceil_micros(lease))
+            .arg(record::metadata_json(metadata))
+            .arg(details.map_or("", HolderDetails::as_str));
         let grant = Grant {
             what: "leader acquire_or_renew",
             name,
@@ -703,7 +707,17 @@ impl LeaderElectionOperations for RedisBackend {
         duration: Duration,
         metadata: &Metadata,
     ) -> impl Future<Output = Result<LeaderRecord, BackendError>> + Send {
-        self.leader_acquire_or_renew(name, token, duration, metadata)
+        self.leader_acquire_or_renew(name, token, (duration, metadata), None)
+    }
+
+    fn acquire_or_renew_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        asked: (Duration, &Metadata),
+        details: Option<&HolderDetails>,
+    ) -> impl Future<Output = Result<LeaderRecord, BackendError>> + Send {
+        self.leader_acquire_or_renew(name, token, asked, details)
     }
 
     fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {

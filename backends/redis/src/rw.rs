@@ -10,8 +10,10 @@
 //!
 //! Beside the layout, Tenure's own hash `<prefix>details:rwlock:<name>` keeps each reader's and
 //! the writer's holder details (token → `<server ms>:<details>`), written by a grant that carries
-//! them, dropped by a release and, for leases that expired, by the next grant that writes; a
-//! grelmicro process neither reads nor writes it.
+//! them, dropped by a release, by the reap of an expired reader (no command more while none
+//! expired), and all at once by a write grant (nobody else holds then: what is left is of leases
+//! gone, such as a reader a grelmicro process's script reaped); a grelmicro process neither reads
+//! nor writes it.
 
 use std::time::Duration;
 
@@ -24,13 +26,20 @@ use crate::replicas::{self, Grant};
 use crate::wake::Wake;
 use crate::{RedisBackend, error, record};
 
-/// The server's clock in ms, expired readers and intents reaped, and the hash read: `g` (0 if
-/// absent), `w`, `we` (nil if absent); `keep(token, details)` keeps a grant's holder details.
-/// `KEYS[1]` hash, `KEYS[2]` readers, `KEYS[3]` intents, `KEYS[4]` holder details.
+/// The server's clock in ms, expired readers (with their holder details) and intents reaped, and
+/// the hash read: `g` (0 if absent), `w`, `we` (nil if absent); `keep(token, details)` keeps a
+/// grant's holder details. `KEYS[1]` hash, `KEYS[2]` readers, `KEYS[3]` intents, `KEYS[4]` holder
+/// details.
 const PRELUDE: &str = r"
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+if #expired > 0 then
+    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+    for _, reader in ipairs(expired) do
+        redis.call('HDEL', KEYS[4], reader)
+    end
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 local stored = redis.call('HMGET', KEYS[1], 'g', 'w', 'we')
 local g, w, we = stored[1], stored[2], stored[3]
@@ -41,16 +50,9 @@ g = tonumber(g) or 0
 we = tonumber(we)
 local writing = w and we and we > now
 local function keep(token, details)
-    if details == nil or details == '' then
-        return
+    if details ~= nil and details ~= '' then
+        redis.call('HSET', KEYS[4], token, now .. ':' .. details)
     end
-    local writer = redis.call('HGET', KEYS[1], 'w')
-    for _, told in ipairs(redis.call('HKEYS', KEYS[4])) do
-        if told ~= writer and not redis.call('ZSCORE', KEYS[2], told) then
-            redis.call('HDEL', KEYS[4], told)
-        end
-    end
-    redis.call('HSET', KEYS[4], token, now .. ':' .. details)
 end
 ";
 
@@ -88,6 +90,8 @@ end
 redis.call('ZREM', KEYS[3], ARGV[1])
 g = g + 1
 redis.call('HSET', KEYS[1], 'g', g, 'w', ARGV[1], 'we', exp)
+-- (nobody else holds now: whatever details are left are of leases gone)
+redis.call('DEL', KEYS[4])
 keep(ARGV[1], ARGV[4])
 return {g, poisoned}
 ";
@@ -358,6 +362,7 @@ impl ReadWriteOperations for RedisBackend {
             .key(&key)
             .key(format!("{key}:r"))
             .key(format!("{key}:i"))
+            .key(self.key(&format!("details:{name}")))
             .invoke_async(&mut con)
             .await
             .map_err(|e| error("read-write lock state", name, &e))?;

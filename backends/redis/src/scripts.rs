@@ -74,10 +74,12 @@ local function read(key)
 end
 ";
 
-/// `KEYS[1]` record key, `KEYS[2]` the term's fence key; `ARGV[1]` token, `ARGV[2]` lease µs,
-/// `ARGV[3]` metadata JSON. grelmicro 0.44's acquire-or-renew (live iff
-/// `now < renewed_at + lease`), and Tenure's fence: `INCR` on a take, kept by a renewal; the
-/// record's six fields, then the fence (false: none).
+/// `KEYS[1]` record key, `KEYS[2]` the term's fence key, `KEYS[3]` the holder details key;
+/// `ARGV[1]` token, `ARGV[2]` lease µs, `ARGV[3]` metadata JSON, `ARGV[4]` holder details ('' for
+/// none). grelmicro 0.44's acquire-or-renew (live iff `now < renewed_at + lease`), and Tenure's
+/// fence: `INCR` on a take, kept by a renewal, with the leader's details kept beside the term
+/// (`<fence>:<acquired_at_us>:<details>`: a listing matches both, for a grelmicro process takes
+/// the lead without a new fence); the record's six fields, then the fence (false: none).
 const LEADER_ACQUIRE_OR_RENEW: &str = r"
 local key, token, lease, metadata = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 local now_text = string.format('%.0f', now)
@@ -86,11 +88,18 @@ local function answer(fence)
     record[7] = fence
     return record
 end
+local function term()
+    local fence = redis.call('INCR', KEYS[2])
+    if ARGV[4] ~= '' then
+        redis.call('SET', KEYS[3], fence .. ':' .. now_text .. ':' .. ARGV[4])
+    end
+    return answer(tostring(fence))
+end
 local stored = read(key)
 if stored == nil then
     redis.call('HSET', key, 'holder', token, 'lease_us', lease, 'acquired_at_us', now_text,
         'renewed_at_us', now_text, 'transitions', '0', 'metadata', metadata)
-    return answer(tostring(redis.call('INCR', KEYS[2])))
+    return term()
 end
 if stored.err then
     return stored
@@ -111,7 +120,7 @@ if holder ~= token then
 end
 redis.call('HSET', key, 'holder', token, 'lease_us', lease, 'acquired_at_us', now_text,
     'renewed_at_us', now_text, 'transitions', string.format('%d', transitions), 'metadata', metadata)
-return answer(tostring(redis.call('INCR', KEYS[2])))
+return term()
 ";
 
 /// `KEYS[1]` record key; `ARGV[1]` token, `ARGV[2]` release channel. Deletes a live record held

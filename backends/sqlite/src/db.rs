@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
-use tenure_core::{BackendError, BackendErrorKind, FencingToken, LeaderRecord, Metadata, WallTime};
+use tenure_core::{BackendError, BackendErrorKind, FencingToken, HolderDetails, LeaderRecord, Metadata, WallTime};
 
 use crate::options::{SqliteOptions, Synchronous};
 use crate::time::{self, Clock};
@@ -121,9 +121,13 @@ impl Statements {
                 "SELECT {RECORD}, fence FROM {leaders} LEFT JOIN {leaders}_fences USING (name) \
                  WHERE name = ?1 AND expire_at > ?2"
             ),
+            // (with the term's leader details, kept in the locks' details table by fence and matched
+            // on the term's start too: a grelmicro process takes the lead without a new fence)
             leader_get_all: format!(
-                "SELECT name, {RECORD}, fence FROM {leaders} LEFT JOIN {leaders}_fences USING (name) \
-                 WHERE expire_at > ?1 ORDER BY name"
+                "SELECT s.*, d.acquired_at, d.details FROM (SELECT name, {RECORD}, fence FROM {leaders} \
+                 LEFT JOIN {leaders}_fences USING (name) WHERE expire_at > ?1) s \
+                 LEFT JOIN {t}_details d ON d.name = s.name AND d.fence = s.fence AND d.acquired_at = s.acquired_at \
+                 ORDER BY s.name"
             ),
             leader_release: format!(
                 "DELETE FROM {leaders} WHERE name = ?1 AND holder = ?2 AND expire_at > ?3 RETURNING 1"
@@ -273,8 +277,8 @@ impl Db {
         &mut self,
         name: &str,
         token: &str,
-        lease: Duration,
-        metadata: &Metadata,
+        (lease, metadata): (Duration, &Metadata),
+        details: Option<&HolderDetails>,
     ) -> Result<LeaderRecord, BackendError> {
         let metadata = serde_json::to_string(metadata.as_map())
             .map_err(|e| BackendError::new(BackendErrorKind::Other, format!("cannot encode leader metadata: {e}")))?;
@@ -296,12 +300,15 @@ impl Db {
                 .map_err(failed)?;
             let (row, fence) = match won {
                 Some(row) => {
-                    // A take begins a term: the next fence.
+                    // A take begins a term: the next fence, and the leader's details beside it.
                     let statement = if live == Some(true) { &sql.leader_fence } else { &sql.leader_fence_take };
                     let fence: Option<i64> = conn
                         .prepare_cached(statement)
                         .and_then(|mut s| s.query_row(params![name], |r| r.get(0)).optional())
                         .map_err(failed)?;
+                    if let Some(fence) = fence {
+                        details::keep(conn, &sql.details, (name, fence), &now_text, details)?;
+                    }
                     (row, fence)
                 }
                 // A live record of another holder: answer with it, untouched.
@@ -333,15 +340,21 @@ impl Db {
     pub(crate) fn leader_states(&mut self, names: &[String]) -> Result<Vec<LeaderState>, BackendError> {
         let now = time::to_text(self.now());
         let mut s = self.conn.prepare_cached(&self.sql.leader_get_all).map_err(|e| error("leader status", e))?;
-        let rows: Vec<(String, (RawRecord, Option<i64>))> = s
+        type Told = (Option<String>, Option<String>);
+        let rows: Vec<(String, (RawRecord, Option<i64>), Told)> = s
             .query_map(params![now], |r| {
-                Ok((r.get(0)?, ((r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?), r.get(7)?)))
+                let row = (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?);
+                Ok((r.get(0)?, (row, r.get(7)?), (r.get(8)?, r.get(9)?)))
             })
             .and_then(Iterator::collect)
             .map_err(|e| error("leader status", e))?;
         rows.into_iter()
-            .filter(|(key, _)| names.is_empty() || names.contains(key))
-            .map(|(key, (row, fence))| Ok(LeaderState { key, record: record(row, fence)? }))
+            .filter(|(key, ..)| names.is_empty() || names.contains(key))
+            .map(|(key, (row, fence), (acquired, told))| {
+                let acquired_at = acquired.map(|t| time::from_text(&t, "acquired_at")).transpose()?;
+                let details = acquired_at.zip(told).and_then(|(at, text)| HolderInfo::parse(&text, at));
+                Ok(LeaderState { key, record: record(row, fence)?, details })
+            })
             .collect()
     }
 

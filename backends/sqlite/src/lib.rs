@@ -433,8 +433,18 @@ impl LeaderElectionOperations for SqliteBackend {
         duration: Duration,
         metadata: &Metadata,
     ) -> impl Future<Output = Result<LeaderRecord, BackendError>> + Send {
-        let (name, token, metadata) = (name.to_owned(), token.to_owned(), metadata.clone());
-        self.call(move |db| db.leader_acquire_or_renew(&name, &token, duration, &metadata))
+        self.acquire_or_renew_with_details(name, token, (duration, metadata), None)
+    }
+
+    fn acquire_or_renew_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        (duration, metadata): (Duration, &Metadata),
+        details: Option<&HolderDetails>,
+    ) -> impl Future<Output = Result<LeaderRecord, BackendError>> + Send {
+        let (name, token, metadata, details) = (name.to_owned(), token.to_owned(), metadata.clone(), details.cloned());
+        self.call(move |db| db.leader_acquire_or_renew(&name, &token, (duration, &metadata), details.as_ref()))
     }
 
     fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send {

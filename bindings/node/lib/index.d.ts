@@ -387,6 +387,11 @@ export interface ElectionOptions {
   envLoad?: boolean;
   /** Attached to the record while this worker leads. */
   metadata?: Record<string, string>;
+  /**
+   * What this worker leads for, shown with its host, pid and program by `tenure locks` while it
+   * leads (1 to 256 bytes), given when it is made.
+   */
+  purpose?: string;
 }
 
 /** Who leads, as the store last said. Times are ms (since the Unix epoch for instants). */
@@ -426,7 +431,7 @@ export declare class LeaderElection {
   /** The last record the store returned, or null. */
   readonly record: LeaderRecord | null;
   settings(): Record<string, number>;
-  reconfigure(options: Omit<ElectionOptions, 'worker' | 'envPrefix' | 'envLoad' | 'metadata'>): void;
+  reconfigure(options: Omit<ElectionOptions, 'worker' | 'envPrefix' | 'envLoad' | 'metadata' | 'purpose'>): void;
   /** Starts the loop; false if it runs already. */
   start(): boolean;
   /** Stops the loop: leadership ends now; resolves once the lease is released. */

@@ -35,6 +35,8 @@ pub struct ElectionOptions {
     pub env_prefix: Option<String>,
     pub env_load: Option<bool>,
     pub metadata: Option<HashMap<String, String>>,
+    /// What this worker leads for, shown with it while it leads (given when it is made).
+    pub purpose: Option<String>,
 }
 
 /// Who leads, as the store last said.
@@ -96,7 +98,9 @@ impl Election {
             if let Some(metadata) = o.metadata {
                 b = b.metadata(Metadata::try_from(metadata.into_iter().collect::<std::collections::BTreeMap<_, _>>())?);
             }
-            Ok(Self { inner: b.build()?, watching: Mutex::new(None) })
+            let inner = b.build()?;
+            inner.set_purpose(o.purpose.as_deref())?;
+            Ok(Self { inner, watching: Mutex::new(None) })
         })())
     }
 
@@ -124,7 +128,10 @@ impl Election {
     /// Applies new settings at the loop's next turn (the worker stays).
     #[napi]
     pub fn reconfigure(&self, options: ElectionOptions) -> napi::Result<()> {
-        sync((|| Ok(self.inner.reconfigure(election_options(&options)?.reconfigure(&self.inner.config())?)?))())
+        sync((|| {
+            tenure::binding::refuse_purpose(options.purpose.as_deref())?;
+            Ok(self.inner.reconfigure(election_options(&options)?.reconfigure(&self.inner.config())?)?)
+        })())
     }
 
     /// Starts the loop (false if it runs already); `onChange(leading)` hears every change.

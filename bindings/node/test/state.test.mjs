@@ -4,7 +4,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hostname } from 'node:os';
 import { execFileSync } from 'node:child_process';
-import { Lock, ReadWriteLock, Semaphore, SettingsValidationError, TaskLock, openBackend } from 'tenure';
+import { LeaderElection, Lock, ReadWriteLock, Semaphore, SettingsValidationError, TaskLock, openBackend } from 'tenure';
 import { fresh, redisUrl, storeUrls } from './stores.mjs';
 
 const backends = {};
@@ -87,7 +87,7 @@ test('a bad purpose, or one given to reconfigure, is a SettingsValidationError n
   assert.throws(() => new Semaphore('x', 2, backend, { purpose: 'pool' }).reconfigure({ purpose: 'other' }), named);
 });
 
-test("a read-write lock's writer and a semaphore's permit holder name their purpose to tenure locks", async () => {
+test("a read-write lock's writer, a semaphore's permit holder and a leader name their purpose to tenure locks", async () => {
   const cli = process.env.TENURE_CLI;
   assert.ok(cli, 'set TENURE_CLI to the tenure command (scripts/test.sh node does)');
   const url = `${redisUrl}/?prefix=${fresh('tenure-node-shared-details')}:`;
@@ -95,10 +95,17 @@ test("a read-write lock's writer and a semaphore's permit holder name their purp
   try {
     const catalog = new ReadWriteLock('catalog', backend, { purpose: 'rebuild' });
     const exports = new Semaphore('exports', 2, backend, { purpose: 'export' });
+    const election = new LeaderElection('scheduler', backend, { worker: 's1', purpose: 'schedule' });
+    election.start();
+    await election.waitForLeader();
     const listed = await catalog.write.using(() =>
       exports.using(() => execFileSync(cli, ['--backend', url, 'locks', '--json'], { encoding: 'utf8' })),
     );
-    const locks = Object.fromEntries(JSON.parse(listed).locks.map((l) => [l.name, l]));
+    await election.stop();
+    const document = JSON.parse(listed);
+    const [leader] = document.elections;
+    assert.deepEqual([leader.leader, leader.leader_details.purpose, leader.leader_details.pid], ['s1', 'schedule', process.pid]);
+    const locks = Object.fromEntries(document.locks.map((l) => [l.name, l]));
     for (const [name, side, purpose] of [['catalog', 'write', 'rebuild'], ['exports', 'permit', 'export']]) {
       const [holder] = locks[name].holders;
       assert.deepEqual([holder.side, holder.purpose, holder.pid, holder.host], [side, purpose, process.pid, hostname()]);

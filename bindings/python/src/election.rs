@@ -26,7 +26,7 @@ use crate::calls::RecordTuple;
 #[pymethods]
 impl LeaderElection {
     #[new]
-    #[pyo3(signature = (name, backend, *, worker=None, lease_duration=None, renew_deadline=None, retry_interval=None, retry_jitter=None, backend_timeout=None, error_interval=None, env_prefix=None, env_load=None, metadata=None))]
+    #[pyo3(signature = (name, backend, *, worker=None, lease_duration=None, renew_deadline=None, retry_interval=None, retry_jitter=None, backend_timeout=None, error_interval=None, env_prefix=None, env_load=None, metadata=None, purpose=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -42,6 +42,7 @@ impl LeaderElection {
         env_prefix: Option<&str>,
         env_load: Option<bool>,
         metadata: Option<BTreeMap<String, String>>,
+        purpose: Option<&str>,
     ) -> PyResult<Self> {
         let fail = |e: tenure::Error| py_error(py, &e);
         let given = [lease_duration, renew_deadline, retry_interval, backend_timeout, error_interval];
@@ -53,7 +54,9 @@ impl LeaderElection {
         if let Some(metadata) = metadata {
             builder = builder.metadata(Metadata::try_from(metadata).map_err(|e| py_error(py, &e))?);
         }
-        Ok(Self { inner: builder.build().map_err(|e| py_error(py, &e))? })
+        let inner = builder.build().map_err(fail)?;
+        inner.set_purpose(purpose).map_err(fail)?;
+        Ok(Self { inner })
     }
 
     /// The resolved configuration (seconds as floats).

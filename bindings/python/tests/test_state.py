@@ -101,13 +101,14 @@ def test_a_bad_purpose_is_refused_when_the_lock_is_made():
         Lock("x", purpose="p" * 10_000)
 
 
-def test_readers_writers_and_permit_holders_name_their_purpose_to_tenure_locks(tmp_path):
-    """`ReadWriteLock(..., purpose=)` and `Semaphore(..., purpose=)`: each holder tells the store who
-    it is and what for, read back as an operator reads it (`tenure locks --json`: TENURE_CLI)."""
+def test_readers_writers_permit_holders_and_leaders_name_their_purpose_to_tenure_locks(tmp_path):
+    """`ReadWriteLock(..., purpose=)`, `Semaphore(..., purpose=)` and `LeaderElection(...,
+    purpose=)`: each holder tells the store who it is and what for, read back as an operator reads
+    it (`tenure locks --json`: TENURE_CLI)."""
     import json
     import subprocess
 
-    from tenure import ReadWriteLock, Semaphore, SQLiteProvider
+    from tenure import LeaderElection, ReadWriteLock, Semaphore, SQLiteProvider
 
     cli = os.environ.get("TENURE_CLI")
     assert cli, "set TENURE_CLI to the tenure command (scripts/test.sh python does)"
@@ -117,10 +118,20 @@ def test_readers_writers_and_permit_holders_name_their_purpose_to_tenure_locks(t
         async with SQLiteProvider(str(path)) as provider:
             catalog = ReadWriteLock("catalog", backend=provider.readwritelock(), purpose="rebuild")
             exports = Semaphore("exports", 2, backend=provider.semaphore(), purpose="export")
+            election = LeaderElection("scheduler", backend=provider.leaderelection(), worker="s1", purpose="schedule")
+            stop = asyncio.Event()
+            running = asyncio.create_task(election(stop=stop))
+            await asyncio.wait_for(election.wait_for_leader(), 10)
             async with catalog.write, exports:
                 listing = [cli, "--backend", f"sqlite://{path}", "locks", "--json"]
                 said = await asyncio.to_thread(subprocess.run, listing, check=True, capture_output=True, text=True)
-            locks = {entry["name"]: entry for entry in json.loads(said.stdout)["locks"]}
+            stop.set()
+            await running
+            document = json.loads(said.stdout)
+            (leader,) = document["elections"]
+            assert (leader["leader"], leader["leader_details"]["purpose"]) == ("s1", "schedule"), leader
+            assert leader["leader_details"]["pid"] == os.getpid()
+            locks = {entry["name"]: entry for entry in document["locks"]}
             for name, side, purpose in [("catalog", "write", "rebuild"), ("exports", "permit", "export")]:
                 (holder,) = locks[name]["holders"]
                 assert (holder["side"], holder["purpose"], holder["pid"]) == (side, purpose, os.getpid()), holder

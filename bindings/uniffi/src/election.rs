@@ -50,6 +50,10 @@ pub struct ElectionOptions {
     /// Stored on the record while this worker leads (pod name, version, region).
     #[uniffi(default = None)]
     pub metadata: Option<HashMap<String, String>>,
+    /// What this worker leads for, shown with its host, pid and program by `tenure locks` while
+    /// it leads (1 to 256 bytes), given when it is made.
+    #[uniffi(default = None)]
+    pub purpose: Option<String>,
 }
 
 /// An election's resolved settings, in seconds.
@@ -146,7 +150,9 @@ impl LeaderElection {
         if let Some(metadata) = o.metadata {
             builder = builder.metadata(Metadata::try_from(metadata.into_iter().collect::<BTreeMap<_, _>>())?);
         }
-        Ok(Arc::new(Self { inner: builder.build()?, epoch: tokio::sync::watch::Sender::new(0) }))
+        let inner = builder.build()?;
+        inner.set_purpose(o.purpose.as_deref())?;
+        Ok(Arc::new(Self { inner, epoch: tokio::sync::watch::Sender::new(0) }))
     }
 
     /// The election name.
@@ -176,6 +182,7 @@ impl LeaderElection {
     /// Applies the durations and jitter of `options` at the loop's next turn (the worker and
     /// metadata stay).
     pub fn reconfigure(&self, options: ElectionOptions) -> Result<(), TenureError> {
+        binding::refuse_purpose(options.purpose.as_deref())?;
         Ok(self.inner.reconfigure(election_options(&options)?.reconfigure(&self.inner.config())?)?)
     }
 

@@ -12,7 +12,7 @@ use crate::error::{BackendError, Error};
 use crate::ids::{FencingToken, Key, OpId, Token};
 use crate::record::{LeaderRecord, Metadata};
 use crate::rng::{SplitMix64, jitter, unit_interval};
-use crate::store::{StoreOp, StoreReply, StoreRequest};
+use crate::store::{HolderDetails, StoreOp, StoreReply, StoreRequest};
 use crate::time::Timestamp;
 
 /// What an [`ElectionMachine`] tells its driver.
@@ -104,6 +104,8 @@ pub struct ElectionMachine {
     key: Key,
     token: Token,
     metadata: Arc<Metadata>,
+    /// Who leads, sent with each attempt to take the lead ([`ElectionMachine::set_details`]).
+    details: Option<HolderDetails>,
     config: LeaderElectionConfig,
     run: Run,
     leader: bool,
@@ -143,6 +145,7 @@ impl ElectionMachine {
             key,
             token,
             metadata: Arc::new(metadata),
+            details: None,
             config,
             run: Run::Stopped,
             leader: false,
@@ -348,16 +351,27 @@ impl ElectionMachine {
 
     // ---- outputs -------------------------------------------------------------------------
 
+    /// Sends `details` (who leads: host, pid, program, purpose) with each call, for the store to
+    /// keep beside a term the call begins ([`crate::store::HolderDetails`]; a renewal writes
+    /// nothing).
+    pub fn set_details(&mut self, details: Option<HolderDetails>) {
+        self.details = details;
+    }
+
     /// The next store request to run.
     #[must_use]
     pub fn poll_effect(&mut self) -> Option<StoreRequest> {
         let (key, token, metadata) = (&self.key, &self.token, &self.metadata);
+        // (with every call: one that the worker takes for a renewal may begin a term at the
+        // store, its lease having lapsed there; a store keeps them only for a new term)
+        let details = self.details.clone();
         self.out.poll_effect_with(|op| match op {
             ElectionOp::AcquireOrRenew(lease) => StoreOp::LeaderAcquireOrRenew {
                 key: key.clone(),
                 token: token.clone(),
                 lease,
                 metadata: metadata.clone(),
+                details,
             },
             ElectionOp::Release => StoreOp::LeaderRelease { key: key.clone(), token: token.clone() },
         })

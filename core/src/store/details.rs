@@ -135,6 +135,33 @@ impl StoreModel {
         kept.get(token).map(|(at, details)| (*at, details))
     }
 
+    /// Keeps `details` for the term of `fence` on the election `key` at `now`, unless that
+    /// term's are kept already (a renewal): a term keeps what the call that began it gave.
+    pub(super) fn note_leader_details(
+        &mut self,
+        key: &(impl StoreKey + ?Sized),
+        fence: FencingToken,
+        details: Option<&HolderDetails>,
+        now: Timestamp,
+    ) {
+        if self.leader_details.get(key.text()).is_some_and(|kept| kept.fence == fence) {
+            return;
+        }
+        match details {
+            Some(details) => {
+                let kept = GrantDetails { fence, granted_at: now, details: details.clone() };
+                self.leader_details.insert(key.shared(), kept);
+            }
+            None => drop(self.leader_details.remove(key.text())),
+        }
+    }
+
+    /// The details of the live leader of `key`, if it gave any with the call that began its term.
+    pub fn leader_details(&self, key: &(impl StoreKey + ?Sized), now: Timestamp) -> Option<&GrantDetails> {
+        let fence = self.leader_get(key, now)?.fence?;
+        self.leader_details.get(key.text()).filter(|kept| kept.fence == fence)
+    }
+
     /// The details of the live lease on `key`, if its holder gave any.
     pub fn lock_details(&self, key: &(impl StoreKey + ?Sized), now: Timestamp) -> Option<&GrantDetails> {
         let entry = self.locks.get(key.text())?;

@@ -95,6 +95,9 @@ pub enum StoreOp {
         lease: Duration,
         /// What the worker attaches while it leads.
         metadata: Arc<Metadata>,
+        /// Who leads, kept beside a term the call begins ([`HolderDetails`]; a renewal keeps
+        /// the term's).
+        details: Option<HolderDetails>,
     },
     /// `LeaderElectionBackend.release`: answers [`StoreReply::Flag`].
     LeaderRelease {

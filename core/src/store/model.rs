@@ -90,6 +90,8 @@ pub struct StoreModel {
     leaders: BTreeMap<Arc<str>, LeaderEntry>,
     /// The last term's fence of each election, kept when its record goes (as lock fences are).
     leader_fences: BTreeMap<Arc<str>, FencingToken>,
+    /// The details of each term's leader, by key: those given with the call that began it.
+    pub(super) leader_details: BTreeMap<Arc<str>, super::GrantDetails>,
     schedules: BTreeMap<Arc<str>, f64>,
     pub(super) rwlocks: super::rw::RwLocks,
     pub(super) semaphores: super::sem::Semaphores,
@@ -106,6 +108,7 @@ impl StoreModel {
             locks: BTreeMap::new(),
             leaders: BTreeMap::new(),
             leader_fences: BTreeMap::new(),
+            leader_details: BTreeMap::new(),
             schedules: BTreeMap::new(),
             rwlocks: BTreeMap::new(),
             semaphores: BTreeMap::new(),
@@ -144,8 +147,12 @@ impl StoreModel {
             StoreOp::LockRelease { key, token } => StoreReply::Flag(self.lock_release(key, token, now)),
             StoreOp::LockLocked { key } => StoreReply::Flag(self.lock_locked(key, now)),
             StoreOp::LockOwned { key, token } => StoreReply::Flag(self.lock_owned(key, token, now)),
-            StoreOp::LeaderAcquireOrRenew { key, token, lease, metadata } => {
-                StoreReply::Leader(self.leader_acquire_or_renew(key, token, *lease, metadata, now))
+            StoreOp::LeaderAcquireOrRenew { key, token, lease, metadata, details } => {
+                let record = self.leader_acquire_or_renew(key, token, *lease, metadata, now);
+                if let (true, Some(fence)) = (record.holder == token.as_str(), record.fence) {
+                    self.note_leader_details(key, fence, details.as_ref(), now);
+                }
+                StoreReply::Leader(record)
             }
             StoreOp::LeaderRelease { key, token } => StoreReply::Flag(self.leader_release(key, token, now)),
             StoreOp::LeaderGet { key } => StoreReply::MaybeLeader(self.leader_get(key, now)),

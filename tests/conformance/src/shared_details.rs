@@ -116,3 +116,39 @@ where
     assert_eq!(shown(store, name).await, [("a:task:0.1".to_owned(), Side::Permit, None)], "a release forgot them");
     assert!(SemaphoreCalls::release(store, name, "a:task:0.1").await.expect("release"));
 }
+
+/// An election's leader shows what it told with the call that began its term; a renewal keeps
+/// it; a leader that told nothing (a grelmicro process) shows none; the next term shows its own.
+pub async fn leaders_show_their_details<B>(store: &B)
+where
+    B: Inspect + tenure::backend::LeaderElectionBackend,
+{
+    use std::sync::Arc;
+    use tenure::backend::LeaderElectionCalls;
+    let name = "leader:scheduler";
+    let attempt = |token: &str, details| {
+        let metadata = Arc::new(tenure::Metadata::new());
+        op(name, token, |key, token| StoreOp::LeaderAcquireOrRenew { key, token, lease: LEASE, metadata, details })
+    };
+    let shown = || async {
+        let states = store.leader_states(vec![name.to_owned()]).await.expect("leader states");
+        states.into_iter().next().map(|s| (s.record.holder, s.details.and_then(|d| d.purpose)))
+    };
+    let led = store.execute(attempt("w1", told("schedule"))).await.expect("a term");
+    assert!(matches!(&led, StoreReply::Leader(r) if r.holder == "w1"), "{led:?}");
+    assert_eq!(shown().await, Some(("w1".to_owned(), Some("schedule".to_owned()))));
+    let first = store.leader_states(vec![name.to_owned()]).await.expect("states").remove(0).details;
+    store.execute(attempt("w1", None)).await.expect("a renewal");
+    let renewed = store.leader_states(vec![name.to_owned()]).await.expect("states").remove(0).details;
+    assert_eq!(renewed, first, "a renewal keeps the term's details");
+    let refused = store.execute(attempt("w2", told("other"))).await.expect("a follower's attempt");
+    assert!(matches!(&refused, StoreReply::Leader(r) if r.holder == "w1"), "{refused:?}");
+    assert_eq!(shown().await, Some(("w1".to_owned(), Some("schedule".to_owned()))), "a follower changes nothing");
+    assert!(LeaderElectionCalls::release(store, name, "w1").await.expect("release"));
+    store.execute(attempt("g", None)).await.expect("a leader telling nothing");
+    assert_eq!(shown().await, Some(("g".to_owned(), None)), "a term whose leader told nothing shows none");
+    assert!(LeaderElectionCalls::release(store, name, "g").await.expect("release"));
+    store.execute(attempt("w2", told("next term"))).await.expect("the next term");
+    assert_eq!(shown().await, Some(("w2".to_owned(), Some("next term".to_owned()))));
+    assert!(LeaderElectionCalls::release(store, name, "w2").await.expect("release"));
+}

@@ -74,4 +74,5 @@ async fn inspection_lists_read_write_locks_and_semaphores() {
     tenure_conformance::inspect::inspection_lists_read_write_locks_and_semaphores(&store).await;
     tenure_conformance::shared_details::read_write_holders_show_their_details(&store).await;
     tenure_conformance::shared_details::permit_holders_show_their_details(&store).await;
+    tenure_conformance::shared_details::leaders_show_their_details(&store).await;
 }

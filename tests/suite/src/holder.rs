@@ -108,6 +108,23 @@ pub async fn shared_holders_name_themselves_and_their_purpose<R: Runtime>(rt: R)
     };
     assert!(err.to_string().contains("purpose"), "{err}");
     assert!(lock.set_purpose(Some(&"x".repeat(10_000))).unwrap_err().to_string().contains("256"));
+
+    // A leader tells the store as a lock's holder does, with the call that begins its term.
+    let election = tenure::LeaderElection::builder("scheduler", rt.clone())
+        .backend(store.clone())
+        .worker(tenure::WorkerId::new("sched-1").unwrap())
+        .purpose("nightly schedule")
+        .build()
+        .unwrap();
+    assert_eq!(election.purpose().as_deref(), Some("nightly schedule"));
+    election.start();
+    election.wait_for_leader().await;
+    let leaders = store.leader_states(Vec::new()).await.unwrap();
+    let details = leaders[0].details.clone().expect("the leader's details");
+    assert_eq!((leaders[0].record.holder.as_str(), details.pid), ("sched-1", std::process::id()));
+    assert_eq!(details.purpose.as_deref(), Some("nightly schedule"));
+    election.stop().await;
+    assert!(election.set_purpose(Some("a\u{7}")).unwrap_err().to_string().contains("purpose"));
     store.close().await.unwrap();
     for suffix in ["", "-wal", "-shm"] {
         std::fs::remove_file(format!("{}{suffix}", path.display())).ok();

@@ -69,6 +69,7 @@ class LeaderElection(Primitive):
         env_prefix: Optional[str] = None,
         env_load: Optional[bool] = None,
         metadata: Optional[Mapping[str, str]] = None,
+        purpose: Optional[str] = None,
     ) -> None:
         super().__init__(
             name,
@@ -83,6 +84,7 @@ class LeaderElection(Primitive):
             backend_timeout=backend_timeout,
             error_interval=error_interval,
             metadata=None if metadata is None else dict(metadata),
+            purpose=purpose,
         )
 
     def _election(self) -> Any:

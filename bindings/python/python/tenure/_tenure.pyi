@@ -310,6 +310,7 @@ class LeaderElection:
         env_prefix: Optional[str] = None,
         env_load: Optional[bool] = None,
         metadata: Optional[dict[str, str]] = None,
+        purpose: Optional[str] = None,
     ) -> LeaderElection: ...
     def config(self) -> dict[str, Any]: ...
     def reconfigure(

@@ -273,6 +273,20 @@ pub trait LeaderElectionOperations: Clone + Send + Sync + 'static {
         metadata: &Metadata,
     ) -> impl Future<Output = Result<LeaderRecord, BackendError>> + Send;
 
+    /// `acquire_or_renew`, keeping the worker's `details` beside a term the call begins
+    /// ([`HolderDetails`]; a renewal writes nothing). The default, for a store that keeps no
+    /// details: `acquire_or_renew`.
+    fn acquire_or_renew_with_details(
+        &self,
+        name: &str,
+        token: &str,
+        (lease, metadata): (Duration, &Metadata),
+        details: Option<&HolderDetails>,
+    ) -> impl Future<Output = Result<LeaderRecord, BackendError>> + Send {
+        let _ = details;
+        self.acquire_or_renew(name, token, lease, metadata)
+    }
+
     /// Deletes the record if `token` holds a live lease; true iff it did.
     fn release(&self, name: &str, token: &str) -> impl Future<Output = Result<bool, BackendError>> + Send;
 
@@ -291,9 +305,10 @@ impl<T: LeaderElectionOperations> LeaderElectionBackend for T {
         let store = self.clone();
         Box::pin(async move {
             match op {
-                StoreOp::LeaderAcquireOrRenew { key, token, lease, metadata } => {
-                    store.acquire_or_renew(key.as_str(), token.as_str(), lease, &metadata).await.map(StoreReply::Leader)
-                }
+                StoreOp::LeaderAcquireOrRenew { key, token, lease, metadata, details } => store
+                    .acquire_or_renew_with_details(key.as_str(), token.as_str(), (lease, &metadata), details.as_ref())
+                    .await
+                    .map(StoreReply::Leader),
                 StoreOp::LeaderRelease { key, token } => {
                     store.release(key.as_str(), token.as_str()).await.map(StoreReply::Flag)
                 }
@@ -392,7 +407,7 @@ impl<B: LeaderElectionBackend + ?Sized> LeaderElectionCalls for B {
     ) -> BackendFuture<'static, LeaderRecord> {
         let op = Key::parse(name).and_then(|key| {
             let metadata = std::sync::Arc::new(metadata.clone());
-            Ok(StoreOp::LeaderAcquireOrRenew { key, token: Token::new(token)?, lease, metadata })
+            Ok(StoreOp::LeaderAcquireOrRenew { key, token: Token::new(token)?, lease, metadata, details: None })
         });
         call(|op| self.execute(op), op, |reply| if let StoreReply::Leader(r) = reply { Some(r) } else { None })
     }

@@ -45,6 +45,9 @@ pub struct LeaderState {
     pub key: String,
     /// The record.
     pub record: LeaderRecord,
+    /// Who leads, as the leader told the store when its term began (host, pid, program, purpose,
+    /// since when); `None` where it told nothing (a grelmicro process, `etcdctl elect`).
+    pub details: Option<HolderInfo>,
 }
 
 pub use tenure_core::holder_worker;

@@ -15,11 +15,13 @@ pub struct LeaderElectionBuilder<R: Runtime> {
     common: Common<dyn LeaderElectionBackend, R>,
     config: LeaderElectionConfigBuilder,
     metadata: Metadata,
+    purpose: Option<String>,
 }
 
 impl<R: Runtime> LeaderElectionBuilder<R> {
     pub(crate) fn new(name: &str, runtime: R) -> Self {
-        Self { common: Common::new(name, runtime), config: LeaderElectionConfig::builder(), metadata: Metadata::new() }
+        let config = LeaderElectionConfig::builder();
+        Self { common: Common::new(name, runtime), config, metadata: Metadata::new(), purpose: None }
     }
 
     common_setters!(LeaderElectionBackend);
@@ -47,10 +49,18 @@ impl<R: Runtime> LeaderElectionBuilder<R> {
         self
     }
 
+    /// What this worker leads for, shown with it while it leads ([`LeaderElection::set_purpose`]).
+    pub fn purpose(mut self, purpose: &str) -> Self {
+        self.purpose = Some(purpose.to_owned());
+        self
+    }
+
     /// Validates and builds (not started: see [`LeaderElection::start`]).
     pub fn build(self) -> Result<LeaderElection<R>, Error> {
         let built = self.common.build("LeaderElection", self.config)?;
-        Ok(LeaderElection::assemble(&built.name, built.config, built.backend, built.runtime, self.metadata))
+        let election = LeaderElection::assemble(&built.name, built.config, built.backend, built.runtime, self.metadata);
+        election.set_purpose(self.purpose.as_deref())?;
+        Ok(election)
     }
 }
 

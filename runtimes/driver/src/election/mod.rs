@@ -50,6 +50,8 @@ pub(crate) struct ElectionShared<R> {
     runtime: R,
     /// Rung by stop requests, so a waiting loop turns at once.
     stop: Arc<Signal>,
+    /// Who leads, told the store with each attempt to take the lead.
+    details: crate::details::Details,
 }
 
 #[derive(Clone)]
@@ -75,6 +77,8 @@ impl<R: Runtime> ElectionShared<R> {
     fn start(&self) -> bool {
         let mut machine = self.cell.lock();
         let now = self.now();
+        // (built again in a forked child: its pid)
+        machine.set_details(self.details.get());
         if machine.start(now) {
             return true;
         }
@@ -165,7 +169,8 @@ impl<R: Runtime> LeaderElection<R> {
         let machine = ElectionMachine::new(key.clone(), token, config, metadata, runtime.now(), &mut jitter);
         let cell = Arc::new(Cell::new(machine));
         let name = key.name();
-        let shared = Arc::new(ElectionShared { key, name, cell, backend, runtime, stop: Arc::new(Signal::new()) });
+        let (stop, details) = (Arc::new(Signal::new()), crate::details::Details::default());
+        let shared = Arc::new(ElectionShared { key, name, cell, backend, runtime, stop, details });
         Self { handle: Arc::new(Handle { shared }) }
     }
 
@@ -181,6 +186,21 @@ impl<R: Runtime> LeaderElection<R> {
     /// The configuration in use.
     pub fn config(&self) -> LeaderElectionConfig {
         self.shared().cell.lock().config().clone()
+    }
+
+    /// Says what this worker leads for ("the nightly scheduler"): shown with its host, pid and
+    /// program by `tenure locks` while it leads, from its next term on. 1 to 256 bytes, no
+    /// control characters; `None` says nothing.
+    pub fn set_purpose(&self, purpose: Option<&str>) -> Result<(), Error> {
+        self.shared().details.set_purpose(purpose)?;
+        let details = self.shared().details.get();
+        self.shared().cell.lock().set_details(details);
+        Ok(())
+    }
+
+    /// The purpose given ([`LeaderElection::set_purpose`]).
+    pub fn purpose(&self) -> Option<String> {
+        self.shared().details.purpose().map(|p| p.to_string())
     }
 
     /// Swaps the configuration for the next attempt (the error-log throttle at once); the

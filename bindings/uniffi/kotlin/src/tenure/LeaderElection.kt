@@ -30,6 +30,11 @@ data class ElectionOptions @JvmOverloads constructor(
     val envLoad: Boolean? = null,
     /** Stored on the record while this worker leads (pod name, version, region). */
     val metadata: Map<String, String>? = null,
+    /**
+     * What this worker leads for, shown with its host, pid and program by `tenure locks` while it
+     * leads (1 to 256 bytes), given when it is made.
+     */
+    val purpose: String? = null,
 ) {
     fun withWorker(worker: String) = copy(worker = worker)
     fun withLeaseDuration(d: java.time.Duration) = copy(leaseDuration = d.toKotlinDuration())
@@ -41,10 +46,11 @@ data class ElectionOptions @JvmOverloads constructor(
     fun withEnvPrefix(prefix: String) = copy(envPrefix = prefix)
     fun withEnvLoad(load: Boolean) = copy(envLoad = load)
     fun withMetadata(metadata: Map<String, String>) = copy(metadata = metadata)
+    fun withPurpose(purpose: String) = copy(purpose = purpose)
 
     internal fun raw() = FfiOptions(
         worker, leaseDuration.seconds(), renewDeadline.seconds(), retryInterval.seconds(), retryJitter,
-        backendTimeout.seconds(), errorInterval.seconds(), envPrefix, envLoad, metadata,
+        backendTimeout.seconds(), errorInterval.seconds(), envPrefix, envLoad, metadata, purpose,
     )
 }
 

@@ -201,7 +201,7 @@ impl Call {
             StoreOp::LockRelease { key, token } => call(Method::Release, key, Some(token)),
             StoreOp::LockLocked { key } => call(Method::Locked, key, None),
             StoreOp::LockOwned { key, token } => call(Method::Owned, key, Some(token)),
-            StoreOp::LeaderAcquireOrRenew { key, token, lease, metadata } => Call {
+            StoreOp::LeaderAcquireOrRenew { key, token, lease, metadata, .. } => Call {
                 lease: Some(*lease),
                 metadata: Some(metadata.clone()),
                 ..call(Method::AcquireOrRenew, key, Some(token))

@@ -25,6 +25,8 @@ import tenure.Lock
 import tenure.LockLostException
 import tenure.LockNotOwnedException
 import tenure.LockOptions
+import tenure.ElectionOptions
+import tenure.LeaderElection
 import tenure.LockState
 import tenure.ReadWriteLock
 import tenure.Semaphore
@@ -74,7 +76,7 @@ fun lockTests(suite: Suite) {
         }
     }
 
-    suite.test("redis: a read-write lock's writer and a semaphore's permit holder name their purpose to tenure locks") {
+    suite.test("redis: a read-write lock's writer, a semaphore's permit holder and a leader name their purpose to tenure locks") {
         val cli = System.getenv("TENURE_CLI") ?: error("set TENURE_CLI to the tenure command (scripts/test.sh kotlin does)")
         val url = Stores.url("redis")
         val store = Store.open(url)
@@ -82,6 +84,10 @@ fun lockTests(suite: Suite) {
             val (catalogName, exportsName) = Pair(Stores.fresh("catalog"), Stores.fresh("exports"))
             val catalog = ReadWriteLock(catalogName, store, LockOptions(purpose = "rebuild"))
             val exports = Semaphore(exportsName, 2, store, LockOptions(purpose = "export"))
+            val electionName = Stores.fresh("scheduler")
+            val election = LeaderElection(electionName, store, ElectionOptions(worker = "s1", purpose = "schedule"))
+            election.start()
+            election.waitForLeader()
             val listed = catalog.write.withLock {
                 exports.withPermit {
                     val locks = ProcessBuilder(cli, "--backend", url, "locks", "--json").redirectErrorStream(true).start()
@@ -90,7 +96,12 @@ fun lockTests(suite: Suite) {
                     said
                 }
             }
+            election.stop()
             val pid = ProcessHandle.current().pid()
+            // (an election's keys are in order: elections, then its leader's details, its name)
+            val told = Regex("\"leader\":\"s1\",\"leader_details\":\\{([^{}]*)\\},\"name\":\"$electionName\"").find(listed)
+            val leader = told?.groupValues?.get(1) ?: error("$electionName not listed with its leader's details: $listed")
+            check("\"purpose\":\"schedule\"" in leader && "\"pid\":$pid," in leader) { leader }
             for ((name, side, purpose) in listOf(Triple(catalogName, "write", "rebuild"), Triple(exportsName, "permit", "export"))) {
                 // (one holder each; the listing's keys are in order: holders, then kind, line, name)
                 val entry = Regex("\"holders\":\\[\\{([^{}]*)\\}\\],[^{}]*?\"name\":\"$name\"").find(listed)
