@@ -26,6 +26,17 @@ use tenure_core::{BackendError, HolderDetails, WallTime};
 use crate::EtcdBackend;
 use crate::contender::Beside;
 
+/// A details key's value: this process's clock (etcd has none to read) and what the holder sent.
+fn told(details: &HolderDetails) -> String {
+    format!("{}:{}", crate::election::now().as_unix_micros(), details.as_str())
+}
+
+/// A details key's value read back; `None` for one of another shape.
+fn read_told(value: &str) -> Option<HolderInfo> {
+    let (micros, text) = value.split_once(':')?;
+    HolderInfo::parse(text, WallTime::from_unix_micros(micros.parse::<i64>().ok()?))
+}
+
 impl EtcdBackend {
     fn details_key(&self, name: &str) -> String {
         format!("{}tenure-details/{name}", self.options.prefix)
@@ -34,12 +45,15 @@ impl EtcdBackend {
     /// What a take of `name` writes beside its key: the holder's details, if it gave any.
     pub(crate) fn beside_take(&self, name: &str, details: Option<&HolderDetails>) -> Beside {
         let Some(details) = details else { return Beside::default() };
-        let value = format!("{}:{}", crate::election::now().as_unix_micros(), details.as_str());
-        Beside { also: vec![TxnOp::put(self.details_key(name), value, None)], ..Beside::default() }
+        Beside { also: vec![TxnOp::put(self.details_key(name), told(details), None)], ..Beside::default() }
     }
 
     fn held_details_prefix(&self, name: &str) -> String {
         format!("{}tenure-details/{name}/", self.options.prefix)
+    }
+
+    fn held_details_key(&self, name: &str, token: &str) -> String {
+        format!("{}{}", self.held_details_prefix(name), crate::txn::hex(token))
     }
 
     /// What a grant of `name` to `token` puts on the holder's lease: its details, if it gave any.
@@ -49,14 +63,12 @@ impl EtcdBackend {
         token: &str,
         details: Option<&HolderDetails>,
     ) -> Vec<(String, String)> {
-        let Some(details) = details else { return Vec::new() };
-        let value = format!("{}:{}", crate::election::now().as_unix_micros(), details.as_str());
-        vec![(format!("{}{}", self.held_details_prefix(name), crate::txn::hex(token)), value)]
+        details.map(|details| vec![(self.held_details_key(name, token), told(details))]).unwrap_or_default()
     }
 
     /// The details key of `token` on `name` as it stands (to move it with a downgrade).
     pub(crate) async fn held_beside_now(&self, name: &str, token: &str) -> Result<Vec<(String, String)>, BackendError> {
-        let key = format!("{}{}", self.held_details_prefix(name), crate::txn::hex(token));
+        let key = self.held_details_key(name, token);
         let asked = key.clone();
         let kvs =
             self.run("reading holder details", name, move |client| async move {
@@ -75,20 +87,11 @@ impl EtcdBackend {
                 Ok(client.get(asked, Some(GetOptions::new().with_prefix())).await?.take_kvs())
             })
             .await?;
-        let mut told = HashMap::new();
-        for kv in &kvs {
-            let Some(hexed) = kv.key_str().and_then(|k| k.strip_prefix(prefix.as_str())) else { continue };
-            let (Some(token), Some((micros, text))) =
-                (crate::txn::unhex(hexed), kv.value_str().and_then(|v| v.split_once(':')))
-            else {
-                continue;
-            };
-            let Ok(micros) = micros.parse::<i64>() else { continue };
-            if let Some(info) = HolderInfo::parse(text, WallTime::from_unix_micros(micros)) {
-                told.insert(token, info);
-            }
-        }
-        Ok(told)
+        let held = kvs.iter().filter_map(|kv| {
+            let token = crate::txn::unhex(kv.key_str()?.strip_prefix(prefix.as_str())?)?;
+            Some((token, read_told(kv.value_str()?)?))
+        });
+        Ok(held.collect())
     }
 
     /// The details of `holder`, the holder of `name`, if its take wrote them.
@@ -105,9 +108,7 @@ impl EtcdBackend {
                 Ok(client.get(key, None).await?.take_kvs())
             })
             .await?;
-        let Some(kv) = kvs.first().filter(|kv| kv.mod_revision() == revision) else { return Ok(None) };
-        let Some((micros, text)) = kv.value_str().and_then(|v| v.split_once(':')) else { return Ok(None) };
-        let Ok(micros) = micros.parse::<i64>() else { return Ok(None) };
-        Ok(HolderInfo::parse(text, WallTime::from_unix_micros(micros)))
+        let kept = kvs.first().filter(|kv| kv.mod_revision() == revision);
+        Ok(kept.and_then(KeyValue::value_str).and_then(read_told))
     }
 }

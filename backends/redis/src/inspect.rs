@@ -135,12 +135,7 @@ fn glob_escape(text: &str) -> String {
 /// are the grant of the live lease's `fence`.
 fn kept_details(text: &str, fence: tenure_core::FencingToken) -> Option<HolderInfo> {
     let (kept, rest) = text.split_once(':')?;
-    let (ms, details) = rest.split_once(':')?;
-    if kept.parse::<u64>().ok()? != fence.get() {
-        return None;
-    }
-    let at = WallTime::from_unix_micros(ms.parse::<i64>().ok()?.checked_mul(1000)?);
-    HolderInfo::parse(details, at)
+    (kept.parse::<u64>().ok()? == fence.get()).then(|| crate::inspect_shared::kept(rest)).flatten()
 }
 
 /// A leader's details kept as `<fence>:<acquired_at µs>:<details>` (`scripts::LEADER_ACQUIRE_OR_RENEW`),

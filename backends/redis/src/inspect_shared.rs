@@ -193,7 +193,7 @@ fn shared(
 }
 
 /// Holder details kept as `<server ms>:<details>`; `None` for `''` or a text of another shape.
-fn kept(text: &str) -> Option<HolderInfo> {
+pub(crate) fn kept(text: &str) -> Option<HolderInfo> {
     let (ms, details) = text.split_once(':')?;
     let at = WallTime::from_unix_micros(ms.parse::<i64>().ok()?.checked_mul(1000)?);
     HolderInfo::parse(details, at)
