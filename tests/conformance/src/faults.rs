@@ -129,7 +129,7 @@ pub async fn a_crashed_server_keeps_leases_and_fences(server: &mut impl Server, 
 
 /// A lease kept alive on `store` (DESIGN §4.8): held three leases long with one fence while
 /// nobody else gets it; when `server` freezes, [`tenure::KeepAlive::lost`] completes once the
-/// validity runs out — not before — and after the thaw the next holder gets the next fence. A
+/// validity runs out — not before — and after the thaw the next holder gets a greater fence. A
 /// keep-alive with a maximum hold releases in the store when it is reached.
 pub async fn a_kept_lease_is_renewed_and_lost_when_the_server_freezes(server: &impl Server, store: &Store) {
     let lease = Duration::from_millis(1500);
@@ -156,7 +156,12 @@ pub async fn a_kept_lease_is_renewed_and_lost_when_the_server_freezes(server: &i
     server.thaw();
     until_answering(store.lock.as_ref()).await;
     let next = rival.acquire().await.expect("free once the lease ended");
-    assert!(store.fences.next_after(fence.get(), next.fencing_token().get()), "the next holder's fence");
+    // Above the lost lease's fence, not always the very next one: a renewal the frozen server
+    // queued may be applied at the thaw after the store's lease ran out, and grelmicro's acquire
+    // then grants the same token anew under the next fence (failed once in CI on PostgreSQL, the
+    // rival getting fence + 2).
+    let (lost, got) = (fence.get(), next.fencing_token().get());
+    assert!(got > lost, "the next holder's fence {got} is not above the lost lease's {lost}");
     // The renewal sent a third into the lease went unanswered: the store was unreachable.
     assert_eq!(kept.ended(), Some(tenure::KeepAliveEnd::Unreachable));
     next.release().await.expect("released");
